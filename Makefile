@@ -1,0 +1,70 @@
+# The project's tasks. `make demo` runs the whole system locally; `make test` is what CI runs.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+BIN          := $(CURDIR)/bin
+GO           ?= go
+# Cluster API's Cluster CRD is copied from this release of the cluster-api module.
+CAPI_VERSION := v1.14.2
+CAPI_DIR      = $(shell $(GO) mod download -json sigs.k8s.io/cluster-api@$(CAPI_VERSION) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+CONTROLGEN   := $(BIN)/controller-gen
+GINKGO       := $(BIN)/ginkgo
+# Packages run concurrently by `go test`; each envtest suite starts its own API servers.
+TEST_P       ?= 2
+TEST_TIMEOUT ?= 40m
+GINKGO_ARGS  ?=
+
+# Benchmarks: `make bench CLUSTERS=200 BUNDLES=5 EXPERIMENTS=ceiling,fanout`.
+CLUSTERS     ?= 1000
+BUNDLES      ?= 10
+EXPERIMENTS  ?= all
+
+.PHONY: help
+help: ## Show the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
+
+$(CONTROLGEN): go.mod
+	$(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+$(GINKGO): go.mod
+	$(GO) build -o $@ github.com/onsi/ginkgo/v2/ginkgo
+
+.PHONY: generate
+generate: $(CONTROLGEN) ## Generate deepcopy code and CRDs from api/, copy Cluster API's CRD
+	$(CONTROLGEN) object paths=./api/...
+	$(CONTROLGEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	install -m 0644 $(CAPI_DIR)/core/config/crd/bases/cluster.x-k8s.io_clusters.yaml test/controlplane/capi/
+
+.PHONY: controlplane
+controlplane: ## Build kube-apiserver and etcd from source once (cached per user), link them into bin/k8s
+	@mkdir -p $(BIN)
+	@dir=$$(bash test/controlplane/tools/build.sh) && ln -sfn "$$dir" $(BIN)/k8s && echo "control plane binaries: $$dir"
+
+.PHONY: build
+build: ## Build fleet, fleet-manager and fleet-agent into bin/
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: vet
+vet:
+	$(GO) vet ./...
+
+.PHONY: test
+test: controlplane vet ## Run go vet, unit tests and every envtest/Ginkgo suite against real API servers
+	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./... $(if $(GINKGO_ARGS),-args $(GINKGO_ARGS))
+
+.PHONY: demo
+demo: controlplane build ## Bring up a manager and clusters on this machine
+	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(BIN)/fleet dev up
+
+.PHONY: demo-down
+demo-down: ## Stop what `make demo` started
+	$(BIN)/fleet dev down
+
+.PHONY: bench
+bench: controlplane ## Run the scale benchmarks (CLUSTERS, BUNDLES, EXPERIMENTS)
+	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(GO) run ./test/bench -clusters $(CLUSTERS) -bundles $(BUNDLES) -experiments $(EXPERIMENTS)
+
+.PHONY: clean
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,352 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func init() {
+	SchemeBuilder.Register(&BundleDeployment{}, &BundleDeploymentList{})
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=fleet
+// +kubebuilder:printcolumn:name="Deployed",type=string,JSONPath=`.status.display.deployed`
+// +kubebuilder:printcolumn:name="Monitored",type=string,JSONPath=`.status.display.monitored`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// BundleDeployment is one Bundle for one cluster. It has the Bundle's name and
+// lives in the cluster's namespace. The manager writes the spec; the cluster's
+// agent reads it, deploys, and writes the status.
+type BundleDeployment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is what the agent should deploy; written by the manager.
+	Spec BundleDeploymentSpec `json:"spec,omitempty"`
+	// Status is what the agent deployed and how it is doing; written by the
+	// agent.
+	Status BundleDeploymentStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// BundleDeploymentList is a list of BundleDeployments.
+type BundleDeploymentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the BundleDeployments.
+	Items []BundleDeployment `json:"items"`
+}
+
+// BundleDeploymentSpec is what the agent should deploy. A change is first
+// staged; the rollout strategy decides when the staged deployment becomes the
+// current one.
+type BundleDeploymentSpec struct {
+	// Paused stops the agent from deploying changes.
+	Paused bool `json:"paused,omitempty"`
+	// StagedOptions are the options of the next deployment.
+	StagedOptions BundleDeploymentOptions `json:"stagedOptions,omitempty"`
+	// StagedDeploymentID is the deploymentID of the next deployment.
+	StagedDeploymentID string `json:"stagedDeploymentID,omitempty"`
+	// Options are the options of the current deployment.
+	Options BundleDeploymentOptions `json:"options,omitempty"`
+	// DeploymentID is "<contentName>:<options hash>": what to deploy. The agent
+	// deploys whenever it differs from status.appliedDeploymentID.
+	DeploymentID string `json:"deploymentID,omitempty"`
+	// DependsOn lists bundles that must be in an accepted state on this cluster
+	// before the agent deploys.
+	DependsOn []BundleRef `json:"dependsOn,omitempty"`
+	// CorrectDrift makes the agent undo changes made to deployed resources.
+	CorrectDrift *CorrectDrift `json:"correctDrift,omitempty"`
+}
+
+// BundleDeploymentStatus is what the agent deployed and how it is doing.
+type BundleDeploymentStatus struct {
+	// Conditions: Ready, Installed, Deployed, Monitored.
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// AppliedDeploymentID is the deploymentID last applied successfully.
+	AppliedDeploymentID string `json:"appliedDeploymentID,omitempty"`
+	// Release is the deployed release as "namespace/name:version".
+	Release string `json:"release,omitempty"`
+	// Ready is true when every deployed resource is ready.
+	Ready bool `json:"ready,omitempty"`
+	// NonModified is true when no deployed resource differs from the desired
+	// one.
+	NonModified bool `json:"nonModified,omitempty"`
+	// NonReadyStatus lists resources that are not ready (at most 10).
+	NonReadyStatus []NonReadyStatus `json:"nonReadyStatus,omitempty"`
+	// ModifiedStatus lists resources that differ from the desired ones (at most
+	// 10).
+	ModifiedStatus []ModifiedStatus `json:"modifiedStatus,omitempty"`
+	// Display holds the values shown by kubectl.
+	Display BundleDeploymentDisplay `json:"display,omitempty"`
+	// SyncGeneration is the forceSyncGeneration last acted on.
+	SyncGeneration *int64 `json:"syncGeneration,omitempty"`
+	// Resources lists the deployed resources.
+	Resources []BundleDeploymentResource `json:"resources,omitempty"`
+	// ResourceCounts counts the deployed resources by state.
+	ResourceCounts ResourceCounts `json:"resourceCounts,omitempty"`
+}
+
+// BundleDeploymentDisplay holds the BundleDeployment values shown by kubectl.
+type BundleDeploymentDisplay struct {
+	// Deployed is "True", or the reason the last apply failed.
+	Deployed string `json:"deployed,omitempty"`
+	// Monitored is "True", or the reason the resources could not be checked.
+	Monitored string `json:"monitored,omitempty"`
+	// State is the deployment's BundleState.
+	State string `json:"state,omitempty"`
+}
+
+// BundleDeploymentResource is one resource deployed by a BundleDeployment.
+type BundleDeploymentResource struct {
+	// Kind of the resource.
+	Kind string `json:"kind,omitempty"`
+	// APIVersion of the resource.
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Namespace of the resource; empty when cluster-scoped.
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the resource.
+	Name string `json:"name,omitempty"`
+	// CreatedAt is the resource's creation time.
+	CreatedAt metav1.Time `json:"createdAt,omitempty"`
+}
+
+// ModifiedStatus is a deployed resource that differs from the desired one.
+type ModifiedStatus struct {
+	// Kind of the resource.
+	Kind string `json:"kind,omitempty"`
+	// APIVersion of the resource.
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Namespace of the resource.
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the resource.
+	Name string `json:"name,omitempty"`
+	// Create is true when the resource is missing and must be created.
+	Create bool `json:"missing,omitempty"`
+	// Delete is true when the resource exists but is no longer desired.
+	Delete bool `json:"delete,omitempty"`
+	// Patch is the JSON patch that would turn the live resource into the
+	// desired one.
+	Patch string `json:"patch,omitempty"`
+}
+
+// NonReadyStatus is a deployed resource that is not ready.
+type NonReadyStatus struct {
+	// UID of the resource.
+	UID types.UID `json:"uid,omitempty"`
+	// Kind of the resource.
+	Kind string `json:"kind,omitempty"`
+	// APIVersion of the resource.
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Namespace of the resource.
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the resource.
+	Name string `json:"name,omitempty"`
+	// Summary says why the resource is not ready.
+	Summary string `json:"summary,omitempty"`
+}
+
+// ResourceCounts counts resources by state.
+type ResourceCounts struct {
+	// Ready counts resources that are ready.
+	Ready int `json:"ready,omitempty"`
+	// DesiredReady is the number of resources there should be.
+	DesiredReady int `json:"desiredReady,omitempty"`
+	// WaitApplied counts resources not applied yet.
+	WaitApplied int `json:"waitApplied,omitempty"`
+	// Modified counts resources that differ from the desired ones.
+	Modified int `json:"modified,omitempty"`
+	// Orphaned counts resources deployed earlier and no longer desired.
+	Orphaned int `json:"orphaned,omitempty"`
+	// Missing counts desired resources that do not exist.
+	Missing int `json:"missing,omitempty"`
+	// Unknown counts resources whose state could not be read.
+	Unknown int `json:"unknown,omitempty"`
+	// NotReady counts resources that are not ready.
+	NotReady int `json:"notReady,omitempty"`
+}
+
+// BundleDeploymentOptions say how to deploy a bundle's resources. They are the
+// body of fleet.yaml, a Bundle's defaults, a target's overrides, and the
+// effective options of a BundleDeployment.
+type BundleDeploymentOptions struct {
+	// DefaultNamespace is the namespace of objects that set none, and of the
+	// Helm release.
+	DefaultNamespace string `json:"defaultNamespace,omitempty"`
+	// TargetNamespace forces every object into this namespace; a cluster-scoped
+	// object is then an error.
+	TargetNamespace string `json:"namespace,omitempty"`
+	// ServiceAccount is the downstream service account to deploy as.
+	ServiceAccount string `json:"serviceAccount,omitempty"`
+	// KeepResources leaves deployed resources in place when the bundle is
+	// removed from a cluster.
+	KeepResources bool `json:"keepResources,omitempty"`
+	// DeleteNamespace deletes the target namespace when the bundle is removed.
+	DeleteNamespace bool `json:"deleteNamespace,omitempty"`
+	// CreateNamespace creates the release namespace if it does not exist.
+	CreateNamespace bool `json:"createNamespace,omitempty"`
+	// NamespaceLabels are set on the namespace the bundle deploys to.
+	NamespaceLabels map[string]string `json:"namespaceLabels,omitempty"`
+	// NamespaceAnnotations are set on the namespace the bundle deploys to.
+	NamespaceAnnotations map[string]string `json:"namespaceAnnotations,omitempty"`
+	// CorrectDrift makes the agent undo changes made to deployed resources.
+	CorrectDrift *CorrectDrift `json:"correctDrift,omitempty"`
+	// ForceSyncGeneration redeploys when bumped, even if nothing else changed.
+	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
+	// Ignore lists resource conditions that do not make a resource not ready.
+	// +optional
+	Ignore IgnoreOptions `json:"ignore,omitzero"`
+	// Diff lists differences to ignore when telling whether a resource was
+	// modified.
+	Diff *DiffOptions `json:"diff,omitempty"`
+	// Kustomize options, for bundles with a kustomization.
+	Kustomize *KustomizeOptions `json:"kustomize,omitempty"`
+	// YAML options, for bundles of plain manifests.
+	YAML *YAMLOptions `json:"yaml,omitempty"`
+	// Helm options: the chart, its values and how the release is installed.
+	Helm *HelmOptions `json:"helm,omitempty"`
+}
+
+// CorrectDrift makes the agent undo changes made to deployed resources.
+type CorrectDrift struct {
+	// Enabled turns drift correction on.
+	Enabled bool `json:"enabled,omitempty"`
+	// Force replaces resources that cannot be patched back (helm --force).
+	Force bool `json:"force,omitempty"`
+	// KeepFailHistory keeps the Helm history of failed corrections.
+	KeepFailHistory bool `json:"keepFailHistory,omitempty"`
+}
+
+// IgnoreOptions list resource conditions that do not make a resource not ready.
+type IgnoreOptions struct {
+	// Conditions are matched against each status condition of a resource; a
+	// condition that has every listed key with the listed value is ignored.
+	Conditions []map[string]string `json:"conditions,omitempty"`
+}
+
+// DiffOptions list differences to ignore when telling whether a resource was
+// modified.
+type DiffOptions struct {
+	// ComparePatches are patches applied to the desired and the live resource
+	// before comparing them.
+	ComparePatches []ComparePatch `json:"comparePatches,omitempty"`
+}
+
+// ComparePatch names a resource and the parts of it to ignore when comparing.
+type ComparePatch struct {
+	// Kind of the resource.
+	Kind string `json:"kind,omitempty"`
+	// APIVersion of the resource.
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Namespace of the resource.
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the resource.
+	Name string `json:"name,omitempty"`
+	// Operations are JSON patch operations applied before comparing.
+	Operations []Operation `json:"operations,omitempty"`
+	// JSONPointers are paths (RFC 6901) removed before comparing.
+	JSONPointers []string `json:"jsonPointers,omitempty"`
+}
+
+// Operation is one JSON patch operation (RFC 6902).
+type Operation struct {
+	// Op is the operation, e.g. "remove" or "replace".
+	Op string `json:"op,omitempty"`
+	// Path is the JSON pointer the operation applies to.
+	Path string `json:"path,omitempty"`
+	// Value is the value, as JSON, for operations that take one.
+	Value string `json:"value,omitempty"`
+}
+
+// KustomizeOptions are the options of a bundle with a kustomization.
+type KustomizeOptions struct {
+	// Dir is the directory of the kustomization.yaml, relative to the bundle.
+	Dir string `json:"dir,omitempty"`
+}
+
+// YAMLOptions are the options of a bundle of plain manifests.
+type YAMLOptions struct {
+	// Overlays are the names of directories under overlays/ whose files
+	// replace, or as *_patch.yaml patch, the base files, in order.
+	Overlays []string `json:"overlays,omitempty"`
+}
+
+// HelmOptions say which chart to deploy and how.
+type HelmOptions struct {
+	// Chart is a path in the bundle, a chart name in Repo, or an oci:// URL.
+	Chart string `json:"chart,omitempty"`
+	// Repo is the URL of the Helm repository holding Chart.
+	Repo string `json:"repo,omitempty"`
+	// ReleaseName is the Helm release name; derived from the bundle when unset.
+	// +kubebuilder:validation:MaxLength=53
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ReleaseName string `json:"releaseName,omitempty"`
+	// Version is the chart version to fetch from Repo.
+	Version string `json:"version,omitempty"`
+	// TimeoutSeconds bounds each Helm operation.
+	// +kubebuilder:validation:Minimum=0
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
+	// Values are Helm values, templated per cluster with ${ } unless
+	// disablePreProcess is set.
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Values *GenericMap `json:"values,omitempty"`
+	// ValuesFiles are paths, relative to the bundle, of values files merged
+	// before Values.
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+	// ValuesFrom are ConfigMap or Secret keys downstream holding values, merged
+	// before Values.
+	ValuesFrom []ValuesFrom `json:"valuesFrom,omitempty"`
+	// Force replaces resources that cannot be updated in place.
+	Force bool `json:"force,omitempty"`
+	// TakeOwnership adopts existing resources not owned by the release.
+	TakeOwnership bool `json:"takeOwnership,omitempty"`
+	// MaxHistory is the number of release revisions kept.
+	// +kubebuilder:validation:Minimum=0
+	MaxHistory int `json:"maxHistory,omitempty"`
+	// Atomic rolls back a failed upgrade.
+	Atomic bool `json:"atomic,omitempty"`
+	// WaitForJobs waits for the release's Jobs to complete.
+	WaitForJobs bool `json:"waitForJobs,omitempty"`
+	// DisablePreProcess turns off the ${ } templating of Values.
+	DisablePreProcess bool `json:"disablePreProcess,omitempty"`
+	// DisableDNS turns off DNS lookups in chart templates.
+	DisableDNS bool `json:"disableDNS,omitempty"`
+	// SkipSchemaValidation skips the chart's values.schema.json.
+	SkipSchemaValidation bool `json:"skipSchemaValidation,omitempty"`
+}
+
+// ValuesFrom is a downstream source of Helm values; set one of the two.
+type ValuesFrom struct {
+	// ConfigMapKeyRef is a ConfigMap key holding values YAML.
+	ConfigMapKeyRef *ConfigMapKeySelector `json:"configMapKeyRef,omitempty"`
+	// SecretKeyRef is a Secret key holding values YAML.
+	SecretKeyRef *SecretKeySelector `json:"secretKeyRef,omitempty"`
+}
+
+// ConfigMapKeySelector names a key of a ConfigMap.
+type ConfigMapKeySelector struct {
+	// Name of the ConfigMap.
+	Name string `json:"name,omitempty"`
+	// Namespace of the ConfigMap.
+	Namespace string `json:"namespace,omitempty"`
+	// Key in the ConfigMap.
+	Key string `json:"key,omitempty"`
+}
+
+// SecretKeySelector names a key of a Secret.
+type SecretKeySelector struct {
+	// Name of the Secret.
+	Name string `json:"name,omitempty"`
+	// Namespace of the Secret.
+	Namespace string `json:"namespace,omitempty"`
+	// Key in the Secret.
+	Key string `json:"key,omitempty"`
+}

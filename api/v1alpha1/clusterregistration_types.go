@@ -1,0 +1,62 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func init() {
+	SchemeBuilder.Register(&ClusterRegistration{}, &ClusterRegistrationList{})
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=fleet
+// +kubebuilder:printcolumn:name="Cluster-Name",type=string,JSONPath=`.status.clusterName`
+// +kubebuilder:printcolumn:name="Granted",type=boolean,JSONPath=`.status.granted`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// ClusterRegistration is an agent's request to join, created with the rights
+// of a ClusterRegistrationToken and labelled with the token's name. The
+// manager grants it by creating or finding the Cluster and writing the agent's
+// credential secret.
+type ClusterRegistration struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec identifies the registering cluster.
+	Spec ClusterRegistrationSpec `json:"spec,omitempty"`
+	// Status says whether and as which Cluster it was granted.
+	Status ClusterRegistrationStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterRegistrationList is a list of ClusterRegistrations.
+type ClusterRegistrationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the ClusterRegistrations.
+	Items []ClusterRegistration `json:"items"`
+}
+
+// ClusterRegistrationSpec identifies the registering cluster.
+type ClusterRegistrationSpec struct {
+	// ClientID identifies the downstream cluster; a re-registration with the
+	// same ClientID keeps the same Cluster.
+	ClientID string `json:"clientID,omitempty"`
+	// ClientRandom is a random value chosen by the agent; with ClientID it
+	// names the credential secret the agent then reads.
+	ClientRandom string `json:"clientRandom,omitempty"`
+	// ClusterLabels are set on a Cluster created for this registration.
+	ClusterLabels map[string]string `json:"clusterLabels,omitempty"`
+}
+
+// ClusterRegistrationStatus says whether and as which Cluster the registration
+// was granted.
+type ClusterRegistrationStatus struct {
+	// ClusterName is the name of the Cluster registered.
+	ClusterName string `json:"clusterName,omitempty"`
+	// Granted is true once the credential secret was written.
+	Granted bool `json:"granted,omitempty"`
+}

@@ -1,0 +1,115 @@
+package v1alpha1
+
+import "time"
+
+// Namespaces. The system namespace is configurable everywhere (Rancher uses
+// cattle-fleet-system); these are the defaults.
+const (
+	// DefaultSystemNamespace runs the manager upstream and the agent downstream.
+	DefaultSystemNamespace = "fleet-system"
+	// DefaultSystemRegistrationNamespace holds agent credential secrets: the
+	// system namespace with its "-system" suffix turned into "-clusters-system".
+	DefaultSystemRegistrationNamespace = "fleet-clusters-system"
+	// DefaultWorkspace is where Clusters, GitRepos and Bundles live by default.
+	DefaultWorkspace = "fleet-default"
+	// LocalWorkspace holds the Cluster for the manager's own cluster.
+	LocalWorkspace = "fleet-local"
+)
+
+// Labels set by fleet on the objects it generates.
+const (
+	// ManagedLabel, set to "true", marks objects fleet generated and may delete.
+	ManagedLabel = "fleet.cattle.io/managed"
+	// BundleNameLabel names the Bundle a BundleDeployment was made from.
+	BundleNameLabel = "fleet.cattle.io/bundle-name"
+	// BundleNamespaceLabel is the namespace of the Bundle a BundleDeployment was
+	// made from; the BundleDeployment itself lives in the cluster namespace.
+	BundleNamespaceLabel = "fleet.cattle.io/bundle-namespace"
+	// ClusterLabel names the Cluster a BundleDeployment targets.
+	ClusterLabel = "fleet.cattle.io/cluster"
+	// ClusterNamespaceLabel is the namespace of the Cluster a BundleDeployment
+	// targets.
+	ClusterNamespaceLabel = "fleet.cattle.io/cluster-namespace"
+	// ContentNameLabel names the Content a BundleDeployment deploys, so
+	// unreferenced Contents can be found.
+	ContentNameLabel = "fleet.cattle.io/content-name"
+	// RepoLabel names the GitRepo a Bundle was built from.
+	RepoLabel = "fleet.cattle.io/repo-name"
+	// CommitLabel is the git commit a Bundle was built from, when known.
+	CommitLabel = "fleet.cattle.io/commit"
+	// RegistrationTokenLabel names the ClusterRegistrationToken an agent used to
+	// create a ClusterRegistration.
+	RegistrationTokenLabel = "fleet.cattle.io/registration-token"
+)
+
+// Secrets and their keys.
+const (
+	// CredentialSecretType is the type of the secrets that hand a registered
+	// agent its upstream credentials.
+	CredentialSecretType = "fleet.cattle.io/agent-credential"
+	// KubeConfigSecretValueKey holds the kubeconfig in a Cluster's
+	// spec.kubeConfigSecret (the same key as Cluster API's <cluster>-kubeconfig).
+	KubeConfigSecretValueKey = "value"
+	// KubeConfigSecretAPIServerURLKey optionally tells the agent the manager's
+	// API server URL.
+	KubeConfigSecretAPIServerURLKey = "apiServerURL"
+	// KubeConfigSecretAPIServerCAKey optionally tells the agent the CA of the
+	// manager's API server.
+	KubeConfigSecretAPIServerCAKey = "apiServerCA"
+	// RegistrationTokenSecretValuesKey holds, in a ClusterRegistrationToken's
+	// secret, the YAML values an agent needs to register.
+	RegistrationTokenSecretValuesKey = "values"
+)
+
+// Agent objects in the downstream system namespace.
+const (
+	// AgentName names the agent's Deployment, ServiceAccount, credential Secret
+	// and ConfigMap.
+	AgentName = "fleet-agent"
+	// AgentBootstrapSecretName names the Secret holding the registration token.
+	AgentBootstrapSecretName = "fleet-agent-bootstrap"
+)
+
+// Defaults applied by the controllers rather than by the CRDs.
+const (
+	// DefaultTargetName and DefaultClusterGroup make up the target used when
+	// neither fleet.yaml nor the GitRepo gives one:
+	// {name: default, clusterGroup: default}.
+	DefaultTargetName = "default"
+	// DefaultClusterGroup is the cluster group of the default target.
+	DefaultClusterGroup = "default"
+	// DefaultPollingInterval is how often a GitRepo is polled when
+	// spec.pollingInterval is unset.
+	DefaultPollingInterval = 15 * time.Second
+	// ImportTokenPrefix prefixes the name of the ClusterRegistrationToken the
+	// manager creates to import a cluster: import-token-<cluster>.
+	ImportTokenPrefix = "import-token-"
+	// DefaultImportTokenTTL is the lifetime of an import token.
+	DefaultImportTokenTTL = 12 * time.Hour
+	// ClusterStateWaitCheckIn is a Cluster's display state before its agent
+	// first checks in.
+	ClusterStateWaitCheckIn = "WaitCheckIn"
+)
+
+// Condition types.
+const (
+	// ConditionReady is set on every kind that has conditions.
+	ConditionReady = "Ready"
+	// ConditionAccepted tells whether a GitRepo's spec could be acted on.
+	ConditionAccepted = "Accepted"
+	// ConditionGitPolling tells whether the last poll of a GitRepo's remote
+	// succeeded.
+	ConditionGitPolling = "GitPolling"
+	// ConditionInstalled tells whether a BundleDeployment's release is installed.
+	ConditionInstalled = "Installed"
+	// ConditionDeployed tells whether a BundleDeployment's last apply succeeded.
+	ConditionDeployed = "Deployed"
+	// ConditionMonitored tells whether the agent could read the state of a
+	// BundleDeployment's resources.
+	ConditionMonitored = "Monitored"
+	// ConditionProcessed tells whether the manager could act on a Cluster.
+	ConditionProcessed = "Processed"
+	// ConditionImported tells whether a manager-initiated registration deployed
+	// the agent to a Cluster.
+	ConditionImported = "Imported"
+)

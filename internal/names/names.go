@@ -1,0 +1,126 @@
+// Package names computes the names fleet gives the objects it creates, exactly
+// as Rancher Fleet does, so that manifests, tooling and habits carry over: the
+// per-cluster namespace, the Cluster created by a registration, Contents,
+// credential secrets and bundle names.
+package names
+
+import (
+	"crypto/md5" //nolint:gosec // Fleet's bundle names use md5 as a short, stable suffix, not for security.
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strings"
+)
+
+const (
+	// MaxNameLength is the longest DNS-1123 label (namespaces, most objects).
+	MaxNameLength = 63
+	// MaxBundleNameLength leaves room in a Helm release name.
+	MaxBundleNameLength = 53
+)
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func md5Hex(s string) string {
+	sum := md5.Sum([]byte(s)) //nolint:gosec // naming, not security
+	return hex.EncodeToString(sum[:])
+}
+
+// ClusterNamespace is the namespace that holds a cluster's
+// BundleDeployments: cluster-<workspace>-<cluster>-<12 hex of
+// sha256(workspace::cluster)>, shortened to 57 characters plus a 5-hex hash
+// when longer than 63.
+func ClusterNamespace(workspace, cluster string) string {
+	name := "cluster-" + workspace + "-" + cluster + "-" + sha256Hex(workspace + "::" + cluster)[:12]
+	if len(name) <= MaxNameLength {
+		return name
+	}
+	return name[:57] + "-" + sha256Hex(name)[:5]
+}
+
+// ClusterForClientID names the Cluster a token registration creates.
+func ClusterForClientID(clientID string) string {
+	return "cluster-" + sha256Hex(clientID)[:12]
+}
+
+// Content names the Content holding resources whose uncompressed JSON is
+// resourcesJSON.
+func Content(resourcesJSON []byte) string {
+	return Limit("s-"+sha256Hex(string(resourcesJSON)), MaxNameLength)
+}
+
+// CredentialSecret names the secret that hands a registered agent its
+// credential.
+func CredentialSecret(clientID, clientRandom string) string {
+	return Limit("c-"+sha256Hex(clientID+clientRandom), MaxNameLength)
+}
+
+// SystemRegistrationNamespace derives the namespace of credential secrets
+// from the system namespace: fleet-system gives fleet-clusters-system.
+func SystemRegistrationNamespace(systemNamespace string) string {
+	if base, ok := strings.CutSuffix(systemNamespace, "-system"); ok {
+		return base + "-clusters-system"
+	}
+	return systemNamespace + "-clusters-system"
+}
+
+// ImportToken names the registration token of a manager-initiated import.
+func ImportToken(cluster string) string {
+	return Limit("import-token-"+cluster, MaxNameLength)
+}
+
+// Limit cuts s to n characters, replacing the tail by a 5-hex hash of s so
+// that different long names stay different.
+func Limit(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.TrimRight(s[:n-6], "-.") + "-" + sha256Hex(s)[:5]
+}
+
+var (
+	disallowed    = regexp.MustCompile(`[^a-z0-9-]+`)
+	needsHash     = regexp.MustCompile(`[A-Z]|[^a-zA-Z0-9-]`)
+	repeatedDash  = regexp.MustCompile(`-+`)
+	slashPattern  = regexp.MustCompile(`/+`)
+	leadingDotDir = regexp.MustCompile(`^(\./)+`)
+)
+
+// Bundle names the Bundle read from path below a GitRepo (or `fleet apply`)
+// called base, as Fleet does: examples + single-cluster/helm gives
+// examples-single-cluster-helm. See fleet-api.md for the rules.
+func Bundle(base, path string) string {
+	path = leadingDotDir.ReplaceAllString(path, "")
+	path = strings.Trim(path, "/")
+	input := base
+	if path != "" && path != "." {
+		input = base + "/" + path
+	}
+	return BundleName(input)
+}
+
+// BundleName turns any string into a valid bundle name.
+func BundleName(input string) string {
+	s := slashPattern.ReplaceAllString(input, "-")
+	if needsHash.MatchString(s) {
+		s = s + "-" + md5Hex(s)[:8]
+	}
+	s = strings.ToLower(s)
+	s = disallowed.ReplaceAllString(s, "-")
+	s = repeatedDash.ReplaceAllString(s, "-")
+	s = strings.Trim(s, "-")
+	if len(s) > MaxBundleNameLength {
+		head := s[:47]
+		if !strings.HasSuffix(head, "-") {
+			head += "-"
+		}
+		s = head + md5Hex(s)[:5]
+	}
+	if s == "" {
+		return md5Hex(input)[:24]
+	}
+	return s
+}

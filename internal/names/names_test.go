@@ -1,0 +1,56 @@
+package names
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestBundle(t *testing.T) {
+	cases := []struct{ base, path, want string }{
+		{"examples", "single-cluster/helm", "examples-single-cluster-helm"},
+		{"examples", ".", "examples"},
+		{"examples", "./multi/", "examples-multi"},
+		{"repo", "Charts/App", ""},   // upper case: hashed suffix
+		{"repo", "a_b/c.d", ""},      // disallowed characters: hashed suffix
+		{"r", strings.Repeat("very-long-path/", 8), ""},
+	}
+	for _, tc := range cases {
+		g := NewWithT(t)
+		got := Bundle(tc.base, tc.path)
+		if tc.want != "" {
+			g.Expect(got).To(Equal(tc.want))
+		}
+		g.Expect(validation.IsDNS1123Label(got)).To(BeEmpty(), got)
+		g.Expect(len(got)).To(BeNumerically("<=", MaxBundleNameLength))
+		g.Expect(Bundle(tc.base, tc.path)).To(Equal(got), "names are stable")
+	}
+	g := NewWithT(t)
+	g.Expect(Bundle("repo", "Charts/App")).To(HavePrefix("repo-charts-app-"))
+	g.Expect(Bundle("repo", "Charts/App")).NotTo(Equal(Bundle("repo", "charts/app")))
+	g.Expect(BundleName("")).To(HaveLen(24))
+	g.Expect(validation.IsDNS1123Label(BundleName("___"))).To(BeEmpty())
+}
+
+func TestClusterNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ns := ClusterNamespace("fleet-default", "edge-1")
+	g.Expect(ns).To(MatchRegexp(`^cluster-fleet-default-edge-1-[0-9a-f]{12}$`))
+	long := ClusterNamespace("fleet-default", strings.Repeat("c", 60))
+	g.Expect(long).To(HaveLen(63))
+	g.Expect(validation.IsDNS1123Label(long)).To(BeEmpty())
+	g.Expect(ClusterNamespace("a", "b-c")).NotTo(Equal(ClusterNamespace("a-b", "c")))
+}
+
+func TestOthers(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(SystemRegistrationNamespace("fleet-system")).To(Equal("fleet-clusters-system"))
+	g.Expect(SystemRegistrationNamespace("cattle-fleet-system")).To(Equal("cattle-fleet-clusters-system"))
+	g.Expect(ClusterForClientID("uid")).To(MatchRegexp(`^cluster-[0-9a-f]{12}$`))
+	g.Expect(Content([]byte(`{}`))).To(HaveLen(63))
+	g.Expect(Content([]byte(`{}`))).To(HavePrefix("s-"))
+	g.Expect(CredentialSecret("a", "b")).To(HavePrefix("c-"))
+	g.Expect(ImportToken(strings.Repeat("x", 80))).To(HaveLen(63))
+}

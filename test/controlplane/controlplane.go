@@ -1,0 +1,293 @@
+package controlplane
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gitfleet/fleet/config/crd"
+	"github.com/gitfleet/fleet/internal/kubeconfig"
+)
+
+// AssetsEnv names the directory holding kube-apiserver and etcd; it wins over
+// the cache. KUBEBUILDER_ASSETS is honoured as well, as envtest does.
+const AssetsEnv = "FLEET_CONTROLPLANE_ASSETS"
+
+//go:embed capi/*.yaml
+var capiCRDs embed.FS
+
+// Options configure one control plane.
+type Options struct {
+	// Name labels the control plane in its kubeconfig and in errors.
+	Name string
+	// Dir receives the kubeconfig (Dir/kubeconfig) and, when set, stays after
+	// Stop. Empty means a temporary directory removed by Stop.
+	Dir string
+	// CAPI also installs Cluster API's Cluster CRD.
+	CAPI bool
+	// NoCRDs skips the fleet CRDs (for a bare downstream cluster).
+	NoCRDs bool
+	// APIServerArgs are extra kube-apiserver flags, name to values.
+	APIServerArgs map[string][]string
+	// StartTimeout bounds the start; default 90s (the machine may be busy).
+	StartTimeout time.Duration
+}
+
+// ControlPlane is one running kube-apiserver with its etcd.
+type ControlPlane struct {
+	Name string
+	// Config is an admin (system:masters) REST config.
+	Config *rest.Config
+	// Kubeconfig is the path of an admin kubeconfig file.
+	Kubeconfig string
+
+	env     *envtest.Environment
+	dir     string
+	tempDir bool
+}
+
+var assetsOnce struct {
+	sync.Mutex
+	dir string
+}
+
+// Assets returns the directory holding kube-apiserver and etcd, building them
+// first when they are not cached yet.
+func Assets() (string, error) {
+	assetsOnce.Lock()
+	defer assetsOnce.Unlock()
+	if assetsOnce.dir != "" {
+		return assetsOnce.dir, nil
+	}
+	for _, env := range []string{AssetsEnv, "KUBEBUILDER_ASSETS"} {
+		if d := os.Getenv(env); d != "" {
+			if err := hasBinaries(d); err != nil {
+				return "", fmt.Errorf("%s=%s: %w", env, d, err)
+			}
+			assetsOnce.dir = d
+			return d, nil
+		}
+	}
+	script, err := buildScript()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("bash", script)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("building the control plane binaries with %s failed (run `make controlplane` to see why): %w", script, err)
+	}
+	d := strings.TrimSpace(string(out))
+	if err := hasBinaries(d); err != nil {
+		return "", err
+	}
+	assetsOnce.dir = d
+	return d, nil
+}
+
+func hasBinaries(dir string) error {
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return fmt.Errorf("no %s in %s: run `make controlplane`", b, dir)
+		}
+	}
+	return nil
+}
+
+// buildScript finds tools/build.sh next to this source file, or below the
+// current directory's repository root.
+func buildScript() (string, error) {
+	if _, file, _, ok := runtime.Caller(0); ok {
+		p := filepath.Join(filepath.Dir(file), "tools", "build.sh")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "test", "controlplane", "tools", "build.sh")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find test/controlplane/tools/build.sh: set " + AssetsEnv + " to a directory with kube-apiserver and etcd")
+		}
+		dir = parent
+	}
+}
+
+// CAPICRDs returns Cluster API's CRDs that the manager reads.
+func CAPICRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	entries, err := capiCRDs.ReadDir("capi")
+	if err != nil {
+		return nil, err
+	}
+	var docs [][]byte
+	for _, e := range entries {
+		b, err := capiCRDs.ReadFile("capi/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, b)
+	}
+	return crd.Decode(docs)
+}
+
+// Start runs a new control plane and waits until it serves.
+func Start(opts Options) (*ControlPlane, error) {
+	if opts.Name == "" {
+		opts.Name = "cluster"
+	}
+	assets, err := Assets()
+	if err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{Name: opts.Name, dir: opts.Dir}
+	if cp.dir == "" {
+		cp.dir, err = os.MkdirTemp("", "fleet-cp-"+opts.Name+"-")
+		if err != nil {
+			return nil, err
+		}
+		cp.tempDir = true
+	} else if err := os.MkdirAll(cp.dir, 0o755); err != nil {
+		return nil, err
+	}
+
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	if !opts.NoCRDs {
+		if crds, err = crd.CRDs(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.CAPI {
+		capi, err := CAPICRDs()
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, capi...)
+	}
+	timeout := opts.StartTimeout
+	if timeout == 0 {
+		timeout = 90 * time.Second
+	}
+	cp.env = &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDs:                     crds,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: timeout,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	apiServer := cp.env.ControlPlane.GetAPIServer()
+	for k, v := range opts.APIServerArgs {
+		apiServer.Configure().Set(k, v...)
+	}
+	cfg, err := cp.env.Start()
+	if err != nil {
+		cp.cleanup()
+		return nil, fmt.Errorf("starting control plane %q: %w", opts.Name, err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	cp.Config = cfg
+	kc, err := kubeconfig.FromREST(cfg, opts.Name)
+	if err == nil {
+		cp.Kubeconfig = filepath.Join(cp.dir, "kubeconfig")
+		err = os.WriteFile(cp.Kubeconfig, kc, 0o600)
+	}
+	if err != nil {
+		_ = cp.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+// StartN starts n control planes at once; names are prefix-0, prefix-1, ...
+// On error every control plane already started is stopped.
+func StartN(n int, prefix string, opts Options) ([]*ControlPlane, error) {
+	cps := make([]*ControlPlane, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := opts
+			o.Name = fmt.Sprintf("%s-%d", prefix, i)
+			if opts.Dir != "" {
+				o.Dir = filepath.Join(opts.Dir, o.Name)
+			}
+			cps[i], errs[i] = Start(o)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, cp := range cps {
+			if cp != nil {
+				_ = cp.Stop()
+			}
+		}
+		return nil, err
+	}
+	return cps, nil
+}
+
+// Client returns an admin client with the given scheme (nil: client-go's).
+func (c *ControlPlane) Client(scheme *apiruntime.Scheme) (client.Client, error) {
+	return client.New(c.Config, client.Options{Scheme: scheme})
+}
+
+// KubeSystemUID returns the UID of the kube-system namespace: the identity of a
+// cluster, as the agent reports it.
+func (c *ControlPlane) KubeSystemUID(ctx context.Context) (types.UID, error) {
+	cl, err := c.Client(nil)
+	if err != nil {
+		return "", err
+	}
+	ns := &corev1.Namespace{}
+	if err := cl.Get(ctx, client.ObjectKey{Name: "kube-system"}, ns); err != nil {
+		return "", err
+	}
+	return ns.UID, nil
+}
+
+// APIServer exposes the kube-apiserver process so fault tests can stop and
+// restart it while etcd keeps its data.
+func (c *ControlPlane) APIServer() *envtest.APIServer {
+	return c.env.ControlPlane.GetAPIServer()
+}
+
+// Stop stops the API server and etcd and removes temporary files.
+func (c *ControlPlane) Stop() error {
+	if c == nil || c.env == nil {
+		return nil
+	}
+	err := c.env.Stop()
+	c.cleanup()
+	return err
+}
+
+func (c *ControlPlane) cleanup() {
+	if c.tempDir {
+		_ = os.RemoveAll(c.dir)
+	}
+}
