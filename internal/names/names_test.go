@@ -13,8 +13,8 @@ func TestBundle(t *testing.T) {
 		{"examples", "single-cluster/helm", "examples-single-cluster-helm"},
 		{"examples", ".", "examples"},
 		{"examples", "./multi/", "examples-multi"},
-		{"repo", "Charts/App", ""},   // upper case: hashed suffix
-		{"repo", "a_b/c.d", ""},      // disallowed characters: hashed suffix
+		{"repo", "Charts/App", ""}, // upper case: hashed suffix
+		{"repo", "a_b/c.d", ""},    // disallowed characters: hashed suffix
 		{"r", strings.Repeat("very-long-path/", 8), ""},
 	}
 	for _, tc := range cases {
