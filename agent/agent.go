@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+// Options configure an agent.
+type Options struct {
+	// Namespace is the agent's system namespace in its own cluster.
+	Namespace string
+	// Local is the REST config of the agent's own cluster.
+	Local *rest.Config
+	// CheckinInterval is how often the agent reports it is alive (default 15m).
+	CheckinInterval time.Duration
+	// MinBackoff and MaxBackoff bound retries against an unreachable manager.
+	MinBackoff, MaxBackoff time.Duration
+
+	checkinSet bool
+}
+
+// configuredCheckin reads checkinInterval from the fleet-agent ConfigMap.
+func configuredCheckin(ctx context.Context, local client.Client, namespace string) time.Duration {
+	cm := &corev1.ConfigMap{}
+	if err := local.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleet.AgentName}, cm); err != nil {
+		return 0
+	}
+	cfg, err := agentinstall.ReadConfig(cm)
+	if err != nil || cfg.CheckinInterval == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(cfg.CheckinInterval)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Ignoring invalid checkinInterval in the agent ConfigMap", "value", cfg.CheckinInterval)
+		return 0
+	}
+	return d
+}
+
+// Run registers (or reuses the stored credential) and then keeps the agent's
+// loops running until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	log := ctrl.LoggerFrom(ctx)
+	if o.Namespace == "" {
+		o.Namespace = fleet.DefaultSystemNamespace
+	}
+	o.checkinSet = o.CheckinInterval > 0
+	if !o.checkinSet {
+		o.CheckinInterval = 15 * time.Minute
+	}
+	local, err := client.New(o.Local, client.Options{Scheme: registration.Scheme()})
+	if err != nil {
+		return fmt.Errorf("connecting to the agent's own cluster: %w", err)
+	}
+	cred, err := registration.Ensure(ctx, registration.Options{
+		Namespace: o.Namespace, Local: local, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff,
+	})
+	if err != nil {
+		return err
+	}
+	upstream, err := client.New(cred.RESTConfig(), client.Options{Scheme: registration.Scheme()})
+	if err != nil {
+		return err
+	}
+	if interval := configuredCheckin(ctx, local, o.Namespace); interval > 0 && !o.checkinSet {
+		o.CheckinInterval = interval
+	}
+	log.Info("Agent running", "cluster", cred.Namespace+"/"+cred.ClusterName, "checkinInterval", o.CheckinInterval)
+	hb := &Heartbeat{Client: upstream, Namespace: cred.Namespace, Name: cred.ClusterName, Interval: o.CheckinInterval,
+		MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff}
+	hb.Run(ctx)
+	return nil
+}
+
+// Heartbeat patches the agent's Cluster status.agent.lastSeen: once at start,
+// then every Interval. It patches only that field, through the status
+// subresource, so the manager's targeting sees no spec or label change.
+type Heartbeat struct {
+	Client          client.Client
+	Namespace, Name string
+	AgentNamespace  string
+	Interval        time.Duration
+	// MinBackoff and MaxBackoff bound retries of a failed check-in.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Run checks in until ctx ends.
+func (h *Heartbeat) Run(ctx context.Context) {
+	log := ctrl.LoggerFrom(ctx)
+	b := &registration.Backoff{Min: max(h.MinBackoff, 100*time.Millisecond), Max: max(h.MaxBackoff, time.Second)}
+	for {
+		wait := h.Interval
+		if err := h.Beat(ctx); err != nil {
+			wait = min(b.Next(), h.Interval)
+			log.Info("Check-in failed, retrying", "reason", err.Error(), "retryIn", wait.Round(time.Millisecond))
+		} else {
+			b.Reset()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Beat sends one check-in.
+func (h *Heartbeat) Beat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cluster := &fleet.Cluster{}
+	cluster.Namespace, cluster.Name = h.Namespace, h.Name
+	status := map[string]interface{}{"agent": map[string]interface{}{
+		"lastSeen": metav1.Now().UTC().Format(time.RFC3339),
+	}}
+	if h.AgentNamespace != "" {
+		status["agent"].(map[string]interface{})["namespace"] = h.AgentNamespace
+	}
+	patch, err := json.Marshal(map[string]interface{}{"status": status})
+	if err != nil {
+		return err
+	}
+	return h.Client.Status().Patch(ctx, cluster, client.RawPatch("application/merge-patch+json", patch))
+}

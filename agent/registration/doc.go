@@ -1,0 +1,12 @@
+// Package registration is the agent's side of joining a fleet. From the
+// fleet-agent-bootstrap Secret (a registration token) and the fleet-agent
+// ConfigMap (labels, optional identity) in its own cluster, it creates a
+// ClusterRegistration upstream, waits for the manager to grant it, stores the
+// credential it receives in the fleet-agent Secret and deletes the bootstrap
+// Secret, so the cluster keeps no token.
+//
+// On every start a stored credential that still works is reused; one the
+// manager rejects is replaced by registering again, as soon as a bootstrap
+// Secret is present. An unreachable manager is retried with capped, jittered
+// backoff, forever.
+package registration

@@ -1,0 +1,340 @@
+package registration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	mrand "math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/clusterregistration"
+	"github.com/gitfleet/fleet/internal/names"
+)
+
+// Keys of the downstream fleet-agent Secret that stores the credential.
+const (
+	APIServerURLKey     = "apiServerURL"
+	APIServerCAKey      = "apiServerCA"
+	TokenKey            = "token"
+	ClusterNameKey      = "clusterName"
+	ClusterNamespaceKey = "clusterNamespace"
+	NamespaceKey        = "namespace"
+	ClientIDKey         = "clientID"
+)
+
+// Credential is what a registered agent uses to talk to the manager.
+type Credential struct {
+	APIServerURL string
+	APIServerCA  []byte
+	Token        string
+	// ClusterName and Namespace name the agent's Cluster upstream.
+	ClusterName string
+	Namespace   string
+	// ClusterNamespace holds the agent's BundleDeployments.
+	ClusterNamespace string
+	ClientID         string
+}
+
+// RESTConfig builds a client config for the manager's API server.
+func (c *Credential) RESTConfig() *rest.Config {
+	return restConfig(c.APIServerURL, c.APIServerCA, c.Token)
+}
+
+func restConfig(url string, ca []byte, token string) *rest.Config {
+	return &rest.Config{
+		Host:            url,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca},
+		Timeout:         30 * time.Second,
+		UserAgent:       "fleet-agent",
+	}
+}
+
+// Options configure registration.
+type Options struct {
+	// Namespace is the agent's system namespace downstream.
+	Namespace string
+	// Local is a client of the agent's own cluster.
+	Local client.Client
+	// MinBackoff and MaxBackoff bound the waits between attempts.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Scheme knows core types and fleet's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = fleet.AddToScheme(s)
+	return s
+}
+
+// Backoff yields capped, jittered exponential waits.
+type Backoff struct {
+	Min, Max time.Duration
+	attempt  int
+}
+
+// Next returns the wait before the next attempt.
+func (b *Backoff) Next() time.Duration {
+	d := float64(b.Min) * math.Pow(2, float64(b.attempt))
+	if d > float64(b.Max) || math.IsInf(d, 0) {
+		d = float64(b.Max)
+	} else {
+		b.attempt++
+	}
+	// Full jitter in [d/2, d): many agents coming back at once spread out.
+	return time.Duration(d/2 + mrand.Float64()*d/2)
+}
+
+// Reset starts over after a success.
+func (b *Backoff) Reset() { b.attempt = 0 }
+
+// Ensure returns a working credential, registering when needed. It returns
+// only with a credential or when ctx ends.
+func Ensure(ctx context.Context, o Options) (*Credential, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if o.MinBackoff == 0 {
+		o.MinBackoff = time.Second
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = time.Minute
+	}
+	b := &Backoff{Min: o.MinBackoff, Max: o.MaxBackoff}
+	for {
+		cred, err := attempt(ctx, o)
+		if err == nil {
+			return cred, nil
+		}
+		wait := b.Next()
+		log.Info("Registration is not complete, retrying", "reason", err.Error(), "retryIn", wait.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// ErrRejected marks a credential the manager refuses (Unauthorized or Forbidden).
+var ErrRejected = errors.New("rejected by the manager")
+
+func attempt(ctx context.Context, o Options) (*Credential, error) {
+	stored, err := LoadStored(ctx, o.Local, o.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if stored != nil {
+		switch err := Check(ctx, stored); {
+		case err == nil:
+			return stored, nil
+		case !errors.Is(err, ErrRejected):
+			// The manager is unreachable: keep the credential and let the
+			// caller retry its connections; registering again would not help.
+			ctrl.LoggerFrom(ctx).Info("Manager not reachable, using the stored credential", "reason", err.Error())
+			return stored, nil
+		}
+		ctrl.LoggerFrom(ctx).Info("Stored credential no longer works, registering again", "reason", err.Error())
+	}
+
+	secret := &corev1.Secret{}
+	if err := o.Local.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: fleet.AgentBootstrapSecretName}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("no credential and no %s/%s secret: apply a registration token (fleet install agent-token)", o.Namespace, fleet.AgentBootstrapSecretName)
+		}
+		return nil, err
+	}
+	boot, err := agentinstall.ReadBootstrap(secret)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := register(ctx, o, boot)
+	if err != nil {
+		return nil, err
+	}
+	if err := store(ctx, o, cred); err != nil {
+		return nil, err
+	}
+	// Forget the token: only the per-cluster credential stays in the cluster.
+	if err := o.Local.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("deleting the bootstrap secret: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Registered", "cluster", cred.Namespace+"/"+cred.ClusterName, "clusterNamespace", cred.ClusterNamespace)
+	return cred, nil
+}
+
+// Identity is the cluster's identity: the configured client ID, or the UID of
+// the kube-system namespace, which survives re-installs of the agent.
+func Identity(ctx context.Context, local client.Client, cfg *agentinstall.AgentConfig) (string, error) {
+	if cfg.ClientID != "" {
+		return cfg.ClientID, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := local.Get(ctx, types.NamespacedName{Name: "kube-system"}, ns); err != nil {
+		return "", fmt.Errorf("reading the kube-system namespace for the cluster identity: %w", err)
+	}
+	return string(ns.UID), nil
+}
+
+func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Credential, error) {
+	cm := &corev1.ConfigMap{}
+	if err := o.Local.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: fleet.AgentName}, cm); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		cm = nil
+	}
+	cfg, err := agentinstall.ReadConfig(cm)
+	if err != nil {
+		return nil, err
+	}
+	clientID, err := Identity(ctx, o.Local, cfg)
+	if err != nil {
+		return nil, err
+	}
+	upstream, err := client.New(restConfig(boot.APIServerURL, []byte(boot.APIServerCA), boot.Token), client.Options{Scheme: Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("manager API server %s: %w", boot.APIServerURL, err)
+	}
+	random := make([]byte, 16)
+	_, _ = rand.Read(random)
+	reg := &fleet.ClusterRegistration{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: "request-",
+			Namespace:    boot.ClusterNamespace,
+			Labels:       map[string]string{fleet.RegistrationTokenLabel: boot.TokenName},
+		},
+		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: hex.EncodeToString(random), ClusterLabels: cfg.Labels},
+	}
+	if err := upstream.Create(ctx, reg); err != nil {
+		return nil, explain("creating the cluster registration", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Created cluster registration, waiting for the manager to grant it", "registration", reg.Namespace+"/"+reg.Name, "clientID", clientID)
+
+	secretName := names.CredentialSecret(clientID, reg.Spec.ClientRandom)
+	b := &Backoff{Min: 200 * time.Millisecond, Max: 5 * time.Second}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		secret := &corev1.Secret{}
+		err := upstream.Get(ctx, types.NamespacedName{Namespace: boot.SystemRegistrationNamespace, Name: secretName}, secret)
+		if err == nil {
+			return &Credential{
+				APIServerURL:     boot.APIServerURL,
+				APIServerCA:      []byte(boot.APIServerCA),
+				Token:            string(secret.Data[clusterregistration.CredentialTokenKey]),
+				ClusterName:      string(secret.Data[clusterregistration.CredentialClusterNameKey]),
+				ClusterNamespace: string(secret.Data[clusterregistration.CredentialClusterNamespaceKey]),
+				Namespace:        string(secret.Data[clusterregistration.CredentialNamespaceKey]),
+				ClientID:         clientID,
+			}, nil
+		}
+		// Forbidden and NotFound mean "not granted yet"; anything else is
+		// worth reporting.
+		if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+			return nil, explain("waiting for the credential", err)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("registration %s/%s was not granted within 5 minutes: is the manager running?", reg.Namespace, reg.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(b.Next()):
+		}
+	}
+}
+
+// explain turns API errors into what a person should do.
+func explain(what string, err error) error {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("%s: the registration token was rejected (Unauthorized): it has expired or was revoked; apply a fresh one made with `fleet install agent-token`", what)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%s: the registration token may not do this (Forbidden): %v", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// Check tells whether the manager accepts a credential: it lists the agent's
+// BundleDeployments, which both authenticates and authorizes.
+func Check(ctx context.Context, cred *Credential) error {
+	c, err := client.New(cred.RESTConfig(), client.Options{Scheme: Scheme()})
+	if err != nil {
+		return err
+	}
+	list := &fleet.BundleDeploymentList{}
+	err = c.List(ctx, list, client.InNamespace(cred.ClusterNamespace), client.Limit(1))
+	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+		return fmt.Errorf("%w: %v", ErrRejected, err)
+	}
+	return err
+}
+
+// LoadStored reads the fleet-agent Secret; nil when there is none.
+func LoadStored(ctx context.Context, local client.Client, namespace string) (*Credential, error) {
+	secret := &corev1.Secret{}
+	err := local.Get(ctx, types.NamespacedName{Namespace: namespace, Name: fleet.AgentName}, secret)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := secret.Data
+	cred := &Credential{
+		APIServerURL:     string(d[APIServerURLKey]),
+		APIServerCA:      d[APIServerCAKey],
+		Token:            string(d[TokenKey]),
+		ClusterName:      string(d[ClusterNameKey]),
+		ClusterNamespace: string(d[ClusterNamespaceKey]),
+		Namespace:        string(d[NamespaceKey]),
+		ClientID:         string(d[ClientIDKey]),
+	}
+	if cred.APIServerURL == "" || cred.Token == "" || cred.ClusterNamespace == "" {
+		return nil, nil
+	}
+	return cred, nil
+}
+
+func store(ctx context.Context, o Options, cred *Credential) error {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: fleet.AgentName, Labels: map[string]string{agentinstall.ManagedByLabel: "fleet"}},
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			APIServerURLKey:     []byte(cred.APIServerURL),
+			APIServerCAKey:      cred.APIServerCA,
+			TokenKey:            []byte(cred.Token),
+			ClusterNameKey:      []byte(cred.ClusterName),
+			ClusterNamespaceKey: []byte(cred.ClusterNamespace),
+			NamespaceKey:        []byte(cred.Namespace),
+			ClientIDKey:         []byte(cred.ClientID),
+		},
+	}
+	err := o.Local.Create(ctx, secret)
+	if apierrors.IsAlreadyExists(err) {
+		existing := &corev1.Secret{}
+		if err := o.Local.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
+			return err
+		}
+		existing.Data = secret.Data
+		err = o.Local.Update(ctx, existing)
+	}
+	if err != nil {
+		return fmt.Errorf("storing the credential in %s/%s: %w", o.Namespace, fleet.AgentName, err)
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package agentinstall
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+// TokenOptions describe a registration token to create.
+type TokenOptions struct {
+	// Namespace is the workspace clusters register into.
+	Namespace string
+	// Name of the token; empty gives a generated "token-xxxxx".
+	Name string
+	// TTL is the token's lifetime; 0 means it never expires.
+	TTL time.Duration
+	// Wait bounds the wait for the manager to issue the token (default 1m).
+	Wait time.Duration
+}
+
+// CreateToken creates a ClusterRegistrationToken on the manager's cluster and
+// waits for the manager to issue its values.
+func CreateToken(ctx context.Context, c client.Client, o TokenOptions) (*fleet.ClusterRegistrationToken, *Bootstrap, error) {
+	token := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
+	if o.Name == "" {
+		token.GenerateName = "token-"
+	}
+	if o.TTL > 0 {
+		token.Spec.TTL = &metav1.Duration{Duration: o.TTL}
+	}
+	if err := c.Create(ctx, token); err != nil {
+		return nil, nil, fmt.Errorf("creating a registration token in namespace %s: %w", o.Namespace, err)
+	}
+	boot, err := WaitForToken(ctx, c, token, o.Wait)
+	return token, boot, err
+}
+
+// WaitForToken waits until the manager has written the token's values.
+func WaitForToken(ctx context.Context, c client.Client, token *fleet.ClusterRegistrationToken, timeout time.Duration) (*Bootstrap, error) {
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	var boot *Bootstrap
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(token), token); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if token.Status.SecretName == "" {
+			return false, nil
+		}
+		secret := &corev1.Secret{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: token.Namespace, Name: token.Status.SecretName}, secret); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		boot = &Bootstrap{}
+		return true, yaml.Unmarshal(secret.Data[fleet.RegistrationTokenSecretValuesKey], boot)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the manager to issue token %s/%s (is fleet-manager running?): %w", token.Namespace, token.Name, err)
+	}
+	return boot, nil
+}

@@ -1,0 +1,42 @@
+// Command fleet-agent runs the fleet agent of one cluster.
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gitfleet/fleet/agent"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/kubeconfig"
+)
+
+func main() {
+	o := agent.Options{}
+	var kubeconfigPath string
+	cmd := &cobra.Command{
+		Use:          "fleet-agent",
+		Short:        "Run the fleet agent: register this cluster, then pull and deploy its BundleDeployments",
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New())
+			cfg, err := kubeconfig.Load(kubeconfigPath)
+			if err != nil {
+				return err
+			}
+			o.Local = cfg
+			return agent.Run(ctrl.SetupSignalHandler(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of this (the agent's own) cluster (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
+	f.StringVar(&o.Namespace, "namespace", fleet.DefaultSystemNamespace, "the agent's system namespace in this cluster")
+	f.DurationVar(&o.CheckinInterval, "checkin-interval", 0, "how often to report to the manager (default 15m)")
+	f.DurationVar(&o.MinBackoff, "min-backoff", 0, "first wait after a failed connection (default 1s)")
+	f.DurationVar(&o.MaxBackoff, "max-backoff", 0, "longest wait between retries (default 1m)")
+	if err := cmd.Execute(); err != nil {
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,60 @@
+// Command fleet-manager runs the fleet manager's controllers.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/internal/kubeconfig"
+)
+
+func main() {
+	o := controllers.RunOptions{}
+	var kubeconfigPath, caFile, agentImage string
+	var qps float32
+	var burst int
+	cmd := &cobra.Command{
+		Use:          "fleet-manager",
+		Short:        "Run the fleet manager: GitRepos to Bundles to BundleDeployments, and cluster registration",
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New())
+			cfg, err := kubeconfig.Load(kubeconfigPath)
+			if err != nil {
+				return err
+			}
+			cfg.QPS, cfg.Burst = qps, burst
+			if caFile != "" {
+				if o.APIServerCA, err = os.ReadFile(caFile); err != nil {
+					return fmt.Errorf("reading --api-server-ca-file: %w", err)
+				}
+			}
+			_ = agentImage
+			return controllers.Run(ctrl.SetupSignalHandler(), cfg, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the cluster to manage from (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
+	f.StringVar(&o.SystemNamespace, "system-namespace", fleet.DefaultSystemNamespace, "namespace the manager runs in")
+	f.StringVar(&o.APIServerURL, "api-server-url", "", "URL agents use to reach this cluster's API server")
+	f.StringVar(&caFile, "api-server-ca-file", "", "CA certificate agents use to trust this API server")
+	f.StringVar(&agentImage, "agent-image", agentinstall.DefaultImage, "agent image installed into imported clusters")
+	f.IntVar(&o.Workers, "workers", controllers.DefaultWorkers, "concurrent reconciles per controller")
+	f.Float32Var(&qps, "kube-api-qps", 500, "API requests per second to the manager's API server")
+	f.IntVar(&burst, "kube-api-burst", 1000, "API request burst to the manager's API server")
+	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
+	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", "", "health probe address (empty disables)")
+	f.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader among replicas")
+	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 0, "leader lease duration (default 15s)")
+	f.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", 0, "lifetime of agent credentials (default 8760h)")
+	if err := cmd.Execute(); err != nil {
+		os.Exit(1)
+	}
+}

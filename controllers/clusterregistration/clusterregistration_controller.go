@@ -1,0 +1,450 @@
+package clusterregistration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/satoken"
+)
+
+// Finalizer makes deleting a registration revoke its credential.
+const Finalizer = "fleet.cattle.io/cluster-registration"
+
+// ClientIDIndex indexes Clusters and ClusterRegistrations by spec.clientID.
+const ClientIDIndex = "spec.clientID"
+
+// Keys of the credential secret.
+const (
+	CredentialTokenKey            = "token"
+	CredentialClusterNameKey      = "clusterName"
+	CredentialClusterNamespaceKey = "clusterNamespace"
+	CredentialNamespaceKey        = "namespace"
+)
+
+// Names of the shared RBAC objects.
+const (
+	// AgentRole is the Role, in every cluster namespace, that agents are bound to.
+	AgentRole = "fleet-agent"
+	// ContentReaderRole is the ClusterRole that lets agents get Contents.
+	ContentReaderRole = "fleet-content-reader"
+)
+
+// Reconciler grants ClusterRegistrations.
+type Reconciler struct {
+	Client client.Client
+	// SystemRegistrationNamespace holds credential secrets.
+	SystemRegistrationNamespace string
+	// CredentialLifetime is how long an agent credential is valid.
+	CredentialLifetime time.Duration
+	// CredentialSecretTTL is how long a credential secret stays after the grant.
+	CredentialSecretTTL time.Duration
+	Workers             int
+	Now                 func() time.Time
+}
+
+// SetupWithManager registers the controller and its indexes.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.CredentialLifetime == 0 {
+		r.CredentialLifetime = 365 * 24 * time.Hour
+	}
+	if r.CredentialSecretTTL == 0 {
+		r.CredentialSecretTTL = 10 * time.Minute
+	}
+	if err := IndexClientID(ctx, mgr); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&fleet.ClusterRegistration{}).
+		Named("clusterregistration").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Complete(r)
+}
+
+// IndexClientID adds the spec.clientID index on Clusters and registrations.
+func IndexClientID(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.Cluster{}, ClientIDIndex, func(o client.Object) []string {
+		if id := o.(*fleet.Cluster).Spec.ClientID; id != "" {
+			return []string{id}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return mgr.GetFieldIndexer().IndexField(ctx, &fleet.ClusterRegistration{}, ClientIDIndex, func(o client.Object) []string {
+		if id := o.(*fleet.ClusterRegistration).Spec.ClientID; id != "" {
+			return []string{id}
+		}
+		return nil
+	})
+}
+
+// scope is what the phases of one reconcile share.
+type scope struct {
+	reg        *fleet.ClusterRegistration
+	cluster    *fleet.Cluster
+	clusterNS  string
+	saName     string
+	secretName string
+}
+
+// Reconcile grants a registration once, then expires its credential secret.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	reg := &fleet.ClusterRegistration{}
+	if err := r.Client.Get(ctx, req.NamespacedName, reg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{reg: reg, saName: reg.Name, secretName: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}
+	if !reg.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, s)
+	}
+	if reg.Status.Granted {
+		return r.expireSecret(ctx, s)
+	}
+	if err := Validate(reg); err != nil {
+		// The agent cannot fix a request after the fact; it will see no
+		// credential and log that registration is pending.
+		ctrl.LoggerFrom(ctx).Info("Refusing cluster registration", "registration", klog.KObj(reg), "reason", err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	if controllerutil.AddFinalizer(reg, Finalizer) {
+		if err := r.Client.Update(ctx, reg); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	phases := []func(context.Context, *scope) error{
+		r.reconcileCluster,
+		r.reconcileNamespace,
+		r.reconcileAgentAccess,
+		r.reconcileCredential,
+		r.replaceOlder,
+	}
+	for _, phase := range phases {
+		if err := phase(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	patch := client.MergeFrom(reg.DeepCopy())
+	reg.Status.Granted = true
+	reg.Status.ClusterName = s.cluster.Name
+	if err := r.Client.Status().Patch(ctx, reg, patch); err != nil {
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).Info("Granted cluster registration", "registration", klog.KObj(reg), "cluster", klog.KObj(s.cluster))
+	return ctrl.Result{RequeueAfter: r.CredentialSecretTTL}, nil
+}
+
+// Validate checks what an agent sent.
+func Validate(reg *fleet.ClusterRegistration) error {
+	var errs []error
+	if reg.Spec.ClientID == "" || len(reg.Spec.ClientID) > 256 {
+		errs = append(errs, errors.New("spec.clientID must be set and at most 256 characters"))
+	}
+	if len(reg.Spec.ClientRandom) < 16 || len(reg.Spec.ClientRandom) > 256 {
+		errs = append(errs, errors.New("spec.clientRandom must be 16 to 256 characters"))
+	}
+	if reg.Labels[fleet.RegistrationTokenLabel] == "" {
+		errs = append(errs, fmt.Errorf("label %s naming the registration token is missing", fleet.RegistrationTokenLabel))
+	}
+	return errors.Join(errs...)
+}
+
+// AllowedLabels drops the labels an agent may not give its Cluster: fleet's
+// own, and any that are not valid label keys or values.
+func AllowedLabels(requested map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range requested {
+		if strings.Contains(k, "fleet.cattle.io/") || strings.Contains(k, "cluster.x-k8s.io/") {
+			continue
+		}
+		if len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// reconcileCluster finds the Cluster of this identity, or creates it.
+func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
+	list := &fleet.ClusterList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.reg.Namespace), client.MatchingFields{ClientIDIndex: s.reg.Spec.ClientID}); err != nil {
+		return err
+	}
+	if len(list.Items) > 0 {
+		sort.Slice(list.Items, func(i, j int) bool {
+			return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp)
+		})
+		s.cluster = &list.Items[0]
+		return nil
+	}
+	cluster := &fleet.Cluster{}
+	name := names.ClusterForClientID(s.reg.Spec.ClientID)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.reg.Namespace, Name: name}, cluster)
+	switch {
+	case err == nil && cluster.Spec.ClientID != "" && cluster.Spec.ClientID != s.reg.Spec.ClientID:
+		return reconcile.TerminalError(fmt.Errorf("cluster %s already belongs to another identity", name))
+	case err == nil:
+		// A Cluster made ahead of time under this name: claim it.
+		patch := client.MergeFrom(cluster.DeepCopy())
+		cluster.Spec.ClientID = s.reg.Spec.ClientID
+		if err := r.Client.Patch(ctx, cluster, patch); err != nil {
+			return err
+		}
+	case apierrors.IsNotFound(err):
+		cluster = &fleet.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.reg.Namespace, Labels: AllowedLabels(s.reg.Spec.ClusterLabels)},
+			Spec:       fleet.ClusterSpec{ClientID: s.reg.Spec.ClientID},
+		}
+		if err := r.Client.Create(ctx, cluster); err != nil {
+			return err
+		}
+	default:
+		return err
+	}
+	s.cluster = cluster
+	return nil
+}
+
+func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) error {
+	s.clusterNS = names.ClusterNamespace(s.cluster.Namespace, s.cluster.Name)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.clusterNS}}
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, ns, func() error {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		ns.Labels[fleet.ManagedLabel] = "true"
+		ns.Labels[fleet.ClusterLabel] = s.cluster.Name
+		ns.Labels[fleet.ClusterNamespaceLabel] = s.cluster.Namespace
+		return nil
+	})
+	return err
+}
+
+func managedLabels(reg *fleet.ClusterRegistration) map[string]string {
+	return map[string]string{fleet.ManagedLabel: "true", "fleet.cattle.io/registration": reg.Name, "fleet.cattle.io/registration-namespace": reg.Namespace}
+}
+
+// StatusRoleName is the Role letting an agent patch its own Cluster's status.
+func StatusRoleName(cluster string) string {
+	return names.Limit("fleet-agent-"+cluster+"-status", names.MaxNameLength)
+}
+
+// reconcileAgentAccess creates the agent's ServiceAccount and exactly its RBAC.
+func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.saName, Namespace: s.clusterNS}}
+	labels := managedLabels(s.reg)
+	objs := []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS}},
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: AgentRole, Namespace: s.clusterNS},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"bundledeployments"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"bundledeployments/status"}, Verbs: []string{"update", "patch"}},
+				{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}},
+			},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRole},
+			Subjects:   subject,
+		},
+		&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: ContentReaderRole},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"contents"}, Verbs: []string{"get"}}},
+		},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: names.Limit(s.clusterNS+"-"+s.saName, names.MaxNameLength)},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ContentReaderRole},
+			Subjects:   subject,
+		},
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: StatusRoleName(s.cluster.Name), Namespace: s.cluster.Namespace},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"clusters/status"},
+				Verbs: []string{"patch"}, ResourceNames: []string{s.cluster.Name},
+			}},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: s.reg.Name, Namespace: s.cluster.Namespace},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: StatusRoleName(s.cluster.Name)},
+			Subjects:   subject,
+		},
+	}
+	return ensureAll(ctx, r.Client, labels, objs)
+}
+
+// reconcileCredential mints the agent's token, writes the credential secret
+// and lets the registering token (and nothing else) read it.
+func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) error {
+	tokenName := s.reg.Labels[fleet.RegistrationTokenLabel]
+	token := &fleet.ClusterRegistrationToken{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.reg.Namespace, Name: tokenName}, token); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.TerminalError(fmt.Errorf("registration token %s/%s does not exist (expired or deleted)", s.reg.Namespace, tokenName))
+		}
+		return err
+	}
+	bearer, err := satoken.Mint(ctx, r.Client, s.clusterNS, s.saName, r.CredentialLifetime)
+	if err != nil {
+		return err
+	}
+	labels := managedLabels(s.reg)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
+		secret.Labels = labels
+		secret.Type = fleet.CredentialSecretType
+		secret.Data = map[string][]byte{
+			CredentialTokenKey:            []byte(bearer),
+			CredentialClusterNameKey:      []byte(s.cluster.Name),
+			CredentialClusterNamespaceKey: []byte(s.clusterNS),
+			CredentialNamespaceKey:        []byte(s.cluster.Namespace),
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return ensureAll(ctx, r.Client, labels, []client.Object{
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{s.secretName},
+			}},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: s.secretName},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: token.Name, Namespace: token.Namespace}},
+		},
+	})
+}
+
+// replaceOlder deletes earlier registrations of the same identity; their
+// finalizers revoke their credentials.
+func (r *Reconciler) replaceOlder(ctx context.Context, s *scope) error {
+	list := &fleet.ClusterRegistrationList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.reg.Namespace), client.MatchingFields{ClientIDIndex: s.reg.Spec.ClientID}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		old := &list.Items[i]
+		older := old.CreationTimestamp.Before(&s.reg.CreationTimestamp) ||
+			old.CreationTimestamp.Equal(&s.reg.CreationTimestamp) && old.Name < s.reg.Name
+		if old.UID == s.reg.UID || !older {
+			continue
+		}
+		if err := r.Client.Delete(ctx, old); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expireSecret removes the credential secret (and the right to read it) once
+// the agent has had time to fetch it.
+func (r *Reconciler) expireSecret(ctx context.Context, s *scope) (ctrl.Result, error) {
+	secret := &corev1.Secret{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.SystemRegistrationNamespace, Name: s.secretName}, secret)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if left := secret.CreationTimestamp.Add(r.CredentialSecretTTL).Sub(r.Now()); left > 0 {
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	return ctrl.Result{}, r.deleteCredentialSecret(ctx, s)
+}
+
+func (r *Reconciler) deleteCredentialSecret(ctx context.Context, s *scope) error {
+	meta := metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}
+	return deleteAll(ctx, r.Client, &corev1.Secret{ObjectMeta: meta}, &rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta})
+}
+
+// reconcileDelete revokes the credential: the ServiceAccount (so its token)
+// and the bindings that named it.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
+	if !controllerutil.ContainsFinalizer(s.reg, Finalizer) {
+		return nil
+	}
+	if err := r.deleteCredentialSecret(ctx, s); err != nil {
+		return err
+	}
+	if s.reg.Status.ClusterName != "" {
+		clusterNS := names.ClusterNamespace(s.reg.Namespace, s.reg.Status.ClusterName)
+		if err := deleteAll(ctx, r.Client,
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: clusterNS}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: clusterNS}},
+			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.Limit(clusterNS+"-"+s.saName, names.MaxNameLength)}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: s.reg.Name, Namespace: s.reg.Namespace}},
+		); err != nil {
+			return err
+		}
+	}
+	controllerutil.RemoveFinalizer(s.reg, Finalizer)
+	return client.IgnoreNotFound(r.Client.Update(ctx, s.reg))
+}
+
+func deleteAll(ctx context.Context, c client.Client, objs ...client.Object) error {
+	for _, obj := range objs {
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// ensureAll creates each object or brings its rules, role ref and subjects in
+// line with the given ones.
+func ensureAll(ctx context.Context, c client.Client, labels map[string]string, objs []client.Object) error {
+	for _, want := range objs {
+		obj := want.DeepCopyObject().(client.Object)
+		_, err := controllerutil.CreateOrPatch(ctx, c, obj, func() error {
+			l := obj.GetLabels()
+			if l == nil {
+				l = map[string]string{}
+			}
+			for k, v := range labels {
+				l[k] = v
+			}
+			obj.SetLabels(l)
+			switch o := obj.(type) {
+			case *rbacv1.Role:
+				o.Rules = want.(*rbacv1.Role).Rules
+			case *rbacv1.ClusterRole:
+				o.Rules = want.(*rbacv1.ClusterRole).Rules
+			case *rbacv1.RoleBinding:
+				o.RoleRef, o.Subjects = want.(*rbacv1.RoleBinding).RoleRef, want.(*rbacv1.RoleBinding).Subjects
+			case *rbacv1.ClusterRoleBinding:
+				o.RoleRef, o.Subjects = want.(*rbacv1.ClusterRoleBinding).RoleRef, want.(*rbacv1.ClusterRoleBinding).Subjects
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("ensuring %T %s/%s: %w", want, want.GetNamespace(), want.GetName(), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/clusterregistration"
+	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
+	"github.com/gitfleet/fleet/internal/names"
+)
+
+// DefaultWorkers is the number of concurrent reconciles per controller.
+const DefaultWorkers = 32
+
+// Options configure the reconcilers.
+type Options struct {
+	// SystemNamespace is where the manager runs (default fleet-system).
+	SystemNamespace string
+	// APIServerURL and APIServerCA tell agents how to reach this API server.
+	APIServerURL string
+	APIServerCA  []byte
+	// Workers is the number of concurrent reconciles per controller.
+	Workers int
+	// CredentialLifetime is how long an agent credential is valid.
+	CredentialLifetime time.Duration
+	// CredentialSecretTTL is how long a granted credential waits for its agent.
+	CredentialSecretTTL time.Duration
+}
+
+// SystemRegistrationNamespace is where credential secrets live.
+func (o Options) SystemRegistrationNamespace() string {
+	return names.SystemRegistrationNamespace(o.systemNamespace())
+}
+
+func (o Options) systemNamespace() string {
+	if o.SystemNamespace == "" {
+		return fleet.DefaultSystemNamespace
+	}
+	return o.SystemNamespace
+}
+
+// Scheme holds every type the manager reads or writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := fleet.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Setup registers every reconciler with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if err := EnsureNamespaces(ctx, mgr.GetAPIReader(), mgr.GetClient(), o); err != nil {
+		return err
+	}
+	token := &clusterregistrationtoken.Reconciler{
+		Client:                      mgr.GetClient(),
+		SystemRegistrationNamespace: o.SystemRegistrationNamespace(),
+		APIServerURL:                o.APIServerURL,
+		APIServerCA:                 o.APIServerCA,
+		Workers:                     o.Workers,
+	}
+	if err := token.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the registration token controller: %w", err)
+	}
+	reg := &clusterregistration.Reconciler{
+		Client:                      mgr.GetClient(),
+		SystemRegistrationNamespace: o.SystemRegistrationNamespace(),
+		CredentialLifetime:          o.CredentialLifetime,
+		CredentialSecretTTL:         o.CredentialSecretTTL,
+		Workers:                     o.Workers,
+	}
+	if err := reg.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the registration controller: %w", err)
+	}
+	return nil
+}
+
+// EnsureNamespaces creates the namespaces the manager writes into.
+func EnsureNamespaces(ctx context.Context, r client.Reader, w client.Writer, o Options) error {
+	for _, ns := range []string{o.systemNamespace(), o.SystemRegistrationNamespace(), fleet.DefaultWorkspace, fleet.LocalWorkspace} {
+		err := r.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			err = w.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			if apierrors.IsAlreadyExists(err) {
+				err = nil
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("ensuring namespace %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+// RunOptions configure the manager process.
+type RunOptions struct {
+	Options
+	MetricsAddr     string
+	ProbeAddr       string
+	LeaderElect     bool
+	LeaseDuration   time.Duration
+	ShutdownTimeout time.Duration
+}
+
+// Run starts the manager and blocks until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o RunOptions) error {
+	lease := o.LeaseDuration
+	if lease == 0 {
+		lease = 15 * time.Second
+	}
+	renew := lease * 2 / 3
+	retry := lease / 7
+	shutdown := o.ShutdownTimeout
+	if shutdown == 0 {
+		shutdown = 30 * time.Second
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        Scheme(),
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              "fleet-manager.fleet.cattle.io",
+		LeaderElectionNamespace:       o.systemNamespace(),
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &lease,
+		RenewDeadline:                 &renew,
+		RetryPeriod:                   &retry,
+		GracefulShutdownTimeout:       &shutdown,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := Setup(ctx, mgr, o.Options); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

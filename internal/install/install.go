@@ -1,0 +1,159 @@
+// Package install renders the manifests that install the manager: the CRDs, its
+// namespace, a least-privilege ClusterRole, and a Deployment with leader
+// election, metrics and health probes. `fleet install controller` prints them;
+// config/ holds the same objects as kustomize bases.
+package install
+
+import (
+	"bytes"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/config/crd"
+)
+
+// DefaultControllerImage is the manager image used when none is given.
+const DefaultControllerImage = "ghcr.io/gitfleet/fleet-manager:latest"
+
+// ManagerName names the manager's Deployment, ServiceAccount and RBAC.
+const ManagerName = "fleet-manager"
+
+// ControllerOptions configure the manager installation.
+type ControllerOptions struct {
+	CRDsOnly        bool
+	ControllerImage string
+	AgentImage      string
+	SystemNamespace string
+}
+
+// ControllerYAML renders the manager's manifests as one YAML stream.
+func ControllerYAML(o ControllerOptions) ([]byte, error) {
+	docs, err := crd.Manifests()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	for _, d := range docs {
+		buf.WriteString("---\n")
+		buf.Write(bytes.TrimPrefix(d, []byte("---\n")))
+		buf.WriteString("\n")
+	}
+	if o.CRDsOnly {
+		return buf.Bytes(), nil
+	}
+	objs, err := agentinstall.YAML(ControllerObjects(o))
+	if err != nil {
+		return nil, err
+	}
+	buf.Write(objs)
+	return buf.Bytes(), nil
+}
+
+// ManagerRules are the manager's rights: fleet's own kinds; the namespaces,
+// ServiceAccounts (and their tokens), Secrets and RBAC it creates for
+// registered clusters; Cluster API Clusters it enrolls; leases and events.
+func ManagerRules() []rbacv1.PolicyRule {
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"*"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"namespaces", "serviceaccounts", "secrets", "configmaps"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings", "clusterroles", "clusterrolebindings"}, Verbs: all},
+		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters/status"}, Verbs: []string{"get", "patch", "update"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: all},
+	}
+}
+
+// ControllerObjects are the manager's namespaced and cluster objects.
+func ControllerObjects(o ControllerOptions) []client.Object {
+	ns := o.SystemNamespace
+	if ns == "" {
+		ns = fleet.DefaultSystemNamespace
+	}
+	image := o.ControllerImage
+	if image == "" {
+		image = DefaultControllerImage
+	}
+	labels := map[string]string{"app": ManagerName}
+	meta := metav1.ObjectMeta{Name: ManagerName, Namespace: ns, Labels: labels}
+	return []client.Object{
+		&corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: ns},
+		},
+		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta},
+		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: labels},
+			Rules:      ManagerRules(),
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: labels},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerName},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ManagerName, Namespace: ns}},
+		},
+		&appsv1.Deployment{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: meta,
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](2),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{
+						ServiceAccountName: ManagerName,
+						SecurityContext: &corev1.PodSecurityContext{
+							RunAsNonRoot:   ptr.To(true),
+							RunAsUser:      ptr.To[int64](65532),
+							SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+						},
+						Containers: []corev1.Container{{
+							Name:  "manager",
+							Image: image,
+							Args: []string{
+								"--leader-elect",
+								"--system-namespace=" + ns,
+								"--agent-image=" + firstNonEmpty(o.AgentImage, agentinstall.DefaultImage),
+								"--metrics-bind-address=:8080",
+								"--health-probe-bind-address=:8081",
+							},
+							Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8080}, {Name: "health", ContainerPort: 8081}},
+							LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+								Path: "/healthz", Port: intstr.FromString("health")}}},
+							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+								Path: "/readyz", Port: intstr.FromString("health")}}},
+							SecurityContext: &corev1.SecurityContext{
+								AllowPrivilegeEscalation: ptr.To(false),
+								ReadOnlyRootFilesystem:   ptr.To(true),
+								Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							},
+							VolumeMounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/var/cache/fleet"}},
+						}},
+						Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

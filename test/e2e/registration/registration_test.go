@@ -1,0 +1,331 @@
+package registration_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/framework"
+)
+
+// joined is a downstream cluster registered through the CLI and the agent.
+type joined struct {
+	cp      *controlplane.ControlPlane
+	local   client.Client
+	agent   *framework.Process
+	cluster *fleet.Cluster
+	cred    *registration.Credential
+}
+
+// join registers a downstream cluster exactly as a user would: print the
+// manifests with the CLI, apply them downstream, start the agent from them.
+func join(cp *controlplane.ControlPlane, systemNamespace string, configArgs ...string) *joined {
+	j := &joined{cp: cp}
+	var err error
+	j.local, err = cp.Client(registration.Scheme())
+	Expect(err).NotTo(HaveOccurred())
+
+	tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig, "--system-namespace", systemNamespace)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(framework.ApplyYAML(ctx, j.local, tokenYAML)).To(Succeed())
+	if len(configArgs) > 0 {
+		configYAML, err := framework.Run("fleet", append([]string{"install", "agent-config", "--system-namespace", systemNamespace}, configArgs...)...)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(framework.ApplyYAML(ctx, j.local, configYAML)).To(Succeed())
+	}
+	j.start(systemNamespace)
+	return j
+}
+
+func (j *joined) start(systemNamespace string) {
+	var err error
+	j.agent, err = framework.Start(logDir, fmt.Sprintf("agent-%s-%s", j.cp.Name, systemNamespace), "fleet-agent",
+		"--kubeconfig", j.cp.Kubeconfig, "--namespace", systemNamespace, "--checkin-interval", "2s",
+		"--min-backoff", "100ms", "--max-backoff", "2s")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(j.agent.Stop)
+}
+
+// waitRegistered waits for the stored credential and the Cluster it names.
+func (j *joined) waitRegistered(systemNamespace string) {
+	Eventually(func(g Gomega) {
+		cred, err := registration.LoadStored(ctx, j.local, systemNamespace)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cred).NotTo(BeNil(), "no credential stored yet; agent log:\n%s", j.agent.Output())
+		j.cred = cred
+	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
+	j.cluster = &fleet.Cluster{}
+	Expect(admin.Get(ctx, types.NamespacedName{Namespace: j.cred.Namespace, Name: j.cred.ClusterName}, j.cluster)).To(Succeed())
+}
+
+// credClient is a client built from the credential the agent stored: the
+// agent's own rights, not an admin's.
+func (j *joined) credClient() client.WithWatch {
+	c, err := client.NewWithWatch(j.cred.RESTConfig(), client.Options{Scheme: registration.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+var _ = Describe("Token registration", Ordered, func() {
+	var prod, other *joined
+
+	It("registers a cluster from the agent-token and agent-config manifests", func() {
+		prod = join(downstreams[0], fleet.DefaultSystemNamespace, "-l", "env=prod", "-l", "fleet.cattle.io/evil=1")
+		prod.waitRegistered(fleet.DefaultSystemNamespace)
+
+		uid, err := downstreams[0].KubeSystemUID(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(prod.cluster.Spec.ClientID).To(Equal(string(uid)), "the identity is the kube-system UID")
+		Expect(prod.cluster.Labels).To(HaveKeyWithValue("env", "prod"))
+		Expect(prod.cluster.Labels).NotTo(HaveKey("fleet.cattle.io/evil"), "agents may not set fleet's own labels")
+		Expect(prod.cluster.Name).To(Equal(names.ClusterForClientID(string(uid))))
+
+		ns := &corev1.Namespace{}
+		Expect(admin.Get(ctx, types.NamespacedName{Name: prod.cred.ClusterNamespace}, ns)).To(Succeed())
+		Expect(prod.cred.ClusterNamespace).To(Equal(names.ClusterNamespace(fleet.DefaultWorkspace, prod.cluster.Name)))
+
+		err = prod.local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, &corev1.Secret{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the cluster forgets the token: %v", err)
+
+		// The heartbeat reaches the Cluster's status with the credential's
+		// own right to patch it.
+		Eventually(func(g Gomega) {
+			c := &fleet.Cluster{}
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(prod.cluster), c)).To(Succeed())
+			g.Expect(c.Status.Agent.LastSeen.IsZero()).To(BeFalse(), "agent log:\n%s", prod.agent.Output())
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	})
+
+	It("gives the credential exactly the agent's rights", func() {
+		other = join(downstreams[1], fleet.DefaultSystemNamespace, "-l", "env=dev")
+		other.waitRegistered(fleet.DefaultSystemNamespace)
+
+		// Objects the agents will be tested against, made by an admin.
+		content := &fleet.Content{ObjectMeta: metav1.ObjectMeta{Name: "s-rights-test"}, Content: []byte("x")}
+		Expect(admin.Create(ctx, content)).To(Succeed())
+		bd := func(ns string) *fleet.BundleDeployment {
+			b := &fleet.BundleDeployment{
+				ObjectMeta: metav1.ObjectMeta{Name: "rights-test", Namespace: ns},
+				Spec:       fleet.BundleDeploymentSpec{DeploymentID: "s-rights-test:1"},
+			}
+			Expect(admin.Create(ctx, b)).To(Succeed())
+			return b
+		}
+		own, theirs := bd(prod.cred.ClusterNamespace), bd(other.cred.ClusterNamespace)
+		secretIn := func(ns string) *corev1.Secret {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rights-test", Namespace: ns}, StringData: map[string]string{"k": "v"}}
+			Expect(admin.Create(ctx, s)).To(Succeed())
+			return s
+		}
+		ownSecret := secretIn(prod.cred.ClusterNamespace)
+		systemSecret := secretIn(fleet.DefaultSystemNamespace)
+
+		c := prod.credClient()
+
+		By("allowed")
+		list := &fleet.BundleDeploymentList{}
+		Expect(c.List(ctx, list, client.InNamespace(prod.cred.ClusterNamespace))).To(Succeed())
+		Expect(list.Items).To(HaveLen(1))
+		w, err := c.Watch(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(prod.cred.ClusterNamespace))
+		Expect(err).NotTo(HaveOccurred())
+		w.Stop()
+		patch := client.MergeFrom(own.DeepCopy())
+		own.Status.AppliedDeploymentID = own.Spec.DeploymentID
+		Expect(c.Status().Patch(ctx, own, patch)).To(Succeed())
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(ownSecret), &corev1.Secret{})).To(Succeed())
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(content), &fleet.Content{})).To(Succeed())
+		cluster := prod.cluster.DeepCopy()
+		Expect(c.Status().Patch(ctx, cluster, client.RawPatch(types.MergePatchType, []byte(`{"status":{"agent":{"namespace":"fleet-system"}}}`)))).To(Succeed())
+
+		By("forbidden")
+		forbidden := func(what string, err error) {
+			GinkgoHelper()
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s must be forbidden, got: %v", what, err)
+		}
+		forbidden("listing another cluster's BundleDeployments",
+			c.List(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(other.cred.ClusterNamespace)))
+		forbidden("getting another cluster's BundleDeployment", c.Get(ctx, client.ObjectKeyFromObject(theirs), &fleet.BundleDeployment{}))
+		spec := own.DeepCopy()
+		spec.Spec.DeploymentID = "s-evil:1"
+		forbidden("updating a BundleDeployment's spec", c.Update(ctx, spec))
+		forbidden("creating a BundleDeployment", c.Create(ctx, &fleet.BundleDeployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "evil", Namespace: prod.cred.ClusterNamespace}}))
+		forbidden("patching another cluster's BundleDeployment status", c.Status().Patch(ctx, theirs.DeepCopy(),
+			client.RawPatch(types.MergePatchType, []byte(`{"status":{"ready":true}}`))))
+		forbidden("reading a Secret outside its namespace", c.Get(ctx, client.ObjectKeyFromObject(systemSecret), &corev1.Secret{}))
+		forbidden("listing Secrets in its own namespace", c.List(ctx, &corev1.SecretList{}, client.InNamespace(prod.cred.ClusterNamespace)))
+		forbidden("patching another Cluster's status", c.Status().Patch(ctx, other.cluster.DeepCopy(),
+			client.RawPatch(types.MergePatchType, []byte(`{"status":{"agent":{"namespace":"x"}}}`))))
+		forbidden("updating its own Cluster's spec", c.Patch(ctx, prod.cluster.DeepCopy(),
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"env":"hacked"}}}`))))
+		forbidden("listing Clusters", c.List(ctx, &fleet.ClusterList{}, client.InNamespace(fleet.DefaultWorkspace)))
+		forbidden("listing Contents", c.List(ctx, &fleet.ContentList{}))
+		forbidden("creating ClusterRegistrations", c.Create(ctx, &fleet.ClusterRegistration{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "evil-", Namespace: fleet.DefaultWorkspace},
+			Spec:       fleet.ClusterRegistrationSpec{ClientID: "x", ClientRandom: "0123456789abcdef0123"}}))
+		creds := &corev1.SecretList{}
+		Expect(admin.List(ctx, creds, client.InNamespace(fleet.DefaultSystemRegistrationNamespace))).To(Succeed())
+		Expect(creds.Items).NotTo(BeEmpty())
+		for _, s := range creds.Items {
+			forbidden("reading credential secret "+s.Name, c.Get(ctx, client.ObjectKeyFromObject(&s), &corev1.Secret{}))
+		}
+	})
+
+	It("refuses an expired token, and the agent says why", func() {
+		const ns = "fleet-expired"
+		local, err := downstreams[1].Client(registration.Scheme())
+		Expect(err).NotTo(HaveOccurred())
+		tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig, "--ttl", "2s", "--system-namespace", ns)
+		Expect(err).NotTo(HaveOccurred())
+		objs, err := framework.DecodeYAML(tokenYAML)
+		Expect(err).NotTo(HaveOccurred())
+		var tokenName string
+		for _, o := range objs {
+			if o.GetName() == fleet.AgentBootstrapSecretName {
+				data, _, _ := unstructuredData(o.Object)
+				tokenName = data[agentinstall.BootstrapTokenNameKey]
+			}
+		}
+		Expect(tokenName).NotTo(BeEmpty())
+		By("waiting for the manager to delete the expired token " + tokenName)
+		Eventually(func() bool {
+			err := admin.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultWorkspace, Name: tokenName}, &fleet.ClusterRegistrationToken{})
+			return apierrors.IsNotFound(err)
+		}, 30*time.Second, 200*time.Millisecond).Should(BeTrue())
+		err = admin.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultWorkspace, Name: tokenName}, &corev1.ServiceAccount{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the token's ServiceAccount goes with it")
+
+		Expect(framework.ApplyYAML(ctx, local, tokenYAML)).To(Succeed())
+		configYAML, err := framework.Run("fleet", "install", "agent-config", "--system-namespace", ns, "--client-id", "expired-cluster")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(framework.ApplyYAML(ctx, local, configYAML)).To(Succeed())
+		j := &joined{cp: downstreams[1], local: local}
+		j.start(ns)
+		Eventually(j.agent.Output, 30*time.Second, 200*time.Millisecond).Should(ContainSubstring("expired or was revoked"))
+		Consistently(func() int {
+			list := &fleet.ClusterList{}
+			Expect(admin.List(ctx, list, client.MatchingFields{})).To(Succeed())
+			n := 0
+			for _, c := range list.Items {
+				if c.Spec.ClientID == "expired-cluster" {
+					n++
+				}
+			}
+			return n
+		}, 2*time.Second, 200*time.Millisecond).Should(BeZero())
+		Expect(j.agent.Exited()).To(BeFalse(), "the agent keeps retrying instead of crashing")
+	})
+
+	It("re-registers the same cluster identity onto the same Cluster and revokes the old credential", func() {
+		before := prod.cluster.DeepCopy()
+		oldCred := prod.cred
+		prod.agent.Stop()
+
+		// The cluster lost its credential: a fresh token brings it back.
+		Expect(prod.local.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}})).To(Succeed())
+		tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(framework.ApplyYAML(ctx, prod.local, tokenYAML)).To(Succeed())
+		prod.start(fleet.DefaultSystemNamespace)
+		prod.waitRegistered(fleet.DefaultSystemNamespace)
+
+		Expect(prod.cluster.UID).To(Equal(before.UID), "same Cluster object")
+		Expect(prod.cluster.Labels).To(Equal(before.Labels))
+		Expect(prod.cred.Token).NotTo(Equal(oldCred.Token))
+		Eventually(func() error {
+			return registration.Check(ctx, oldCred)
+		}, 30*time.Second, 200*time.Millisecond).Should(MatchError(registration.ErrRejected), "the old credential is revoked")
+		Expect(registration.Check(ctx, prod.cred)).To(Succeed())
+	})
+
+	It("registers fifty clusters at once", func() {
+		const n = 50
+		local, err := downstreams[1].Client(registration.Scheme())
+		Expect(err).NotTo(HaveOccurred())
+		tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig, "--system-namespace", "sim")
+		Expect(err).NotTo(HaveOccurred())
+		objs, err := framework.DecodeYAML(tokenYAML)
+		Expect(err).NotTo(HaveOccurred())
+
+		// Each simulated agent has its own system namespace downstream, with
+		// its own bootstrap Secret and identity.
+		for i := range n {
+			ns := fmt.Sprintf("sim-%d", i)
+			Expect(local.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+			for _, o := range objs {
+				if o.GetKind() == "Secret" {
+					o := o.DeepCopy()
+					o.SetNamespace(ns)
+					Expect(local.Create(ctx, o)).To(Succeed())
+				}
+			}
+			Expect(local.Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fleet.AgentName},
+				Data:       map[string]string{agentinstall.ConfigKey: fmt.Sprintf("clientID: sim-%d\nlabels: {sim: %q}\n", i, fmt.Sprint(i))},
+			})).To(Succeed())
+		}
+		start := time.Now()
+		durations := make([]time.Duration, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer GinkgoRecover()
+				cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+				defer cancel()
+				_, errs[i] = registration.Ensure(cctx, registration.Options{
+					Namespace: fmt.Sprintf("sim-%d", i), Local: local, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second,
+				})
+				durations[i] = time.Since(start)
+			}()
+		}
+		wg.Wait()
+		total := time.Since(start)
+		for i, err := range errs {
+			Expect(err).NotTo(HaveOccurred(), "agent %d", i)
+		}
+		sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+		msg := fmt.Sprintf("Registered %d clusters at once in %s (p50 %s, p99 %s)", n, total.Round(time.Millisecond),
+			durations[n/2].Round(time.Millisecond), durations[n*99/100].Round(time.Millisecond))
+		AddReportEntry("register-50", msg)
+		GinkgoWriter.Println(msg)
+		fmt.Println(msg)
+		list := &fleet.ClusterList{}
+		Expect(admin.List(ctx, list, client.InNamespace(fleet.DefaultWorkspace), client.HasLabels{"sim"})).To(Succeed())
+		Expect(list.Items).To(HaveLen(n))
+	})
+})
+
+func unstructuredData(obj map[string]interface{}) (map[string]string, bool, error) {
+	out := map[string]string{}
+	data, ok := obj["data"].(map[string]interface{})
+	if !ok {
+		return out, false, nil
+	}
+	for k, v := range data {
+		s, _ := v.(string)
+		b, err := decodeB64(s)
+		if err != nil {
+			return nil, true, err
+		}
+		out[k] = string(b)
+	}
+	return out, true, nil
+}

@@ -1,0 +1,83 @@
+package framework
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Process is a long-running binary with its output in a log file.
+type Process struct {
+	Name string
+	Log  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start runs a built binary in the background, logging to dir/name.log.
+func Start(dir, logName, binary string, args ...string) (*Process, error) {
+	bin, err := Binary(binary)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, logName+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	p := &Process{Name: logName, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Stop asks the process to end (SIGTERM) and kills it after 10 seconds.
+func (p *Process) Stop() {
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.Kill()
+	}
+}
+
+// Kill ends the process at once, as a crash would.
+func (p *Process) Kill() {
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Exited tells whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Output returns what the process logged so far.
+func (p *Process) Output() string {
+	b, _ := os.ReadFile(p.Log)
+	return string(bytes.ToValidUTF8(b, []byte("?")))
+}
