@@ -17,8 +17,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/bundle"
+	"github.com/gitfleet/fleet/controllers/cluster"
+	"github.com/gitfleet/fleet/controllers/clustergroup"
 	"github.com/gitfleet/fleet/controllers/clusterregistration"
 	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
+	"github.com/gitfleet/fleet/controllers/content"
 	"github.com/gitfleet/fleet/internal/names"
 )
 
@@ -38,6 +42,8 @@ type Options struct {
 	CredentialLifetime time.Duration
 	// CredentialSecretTTL is how long a granted credential waits for its agent.
 	CredentialSecretTTL time.Duration
+	// ContentGrace is how long an unreferenced Content is kept.
+	ContentGrace time.Duration
 }
 
 // SystemRegistrationNamespace is where credential secrets live.
@@ -91,6 +97,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if err := reg.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the registration controller: %w", err)
+	}
+	if err := (&bundle.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the bundle controller: %w", err)
+	}
+	if err := (&cluster.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the cluster controller: %w", err)
+	}
+	if err := (&clustergroup.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the cluster group controller: %w", err)
+	}
+	if err := (&content.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Grace: o.ContentGrace}).SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the content controller: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,478 @@
+package bundle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/summary"
+	"github.com/gitfleet/fleet/internal/target"
+)
+
+// Finalizer makes deleting a Bundle delete its BundleDeployments (in other
+// namespaces, so owner references cannot).
+const Finalizer = "fleet.cattle.io/bundle"
+
+// BundleIndex indexes BundleDeployments by "<bundle namespace>/<bundle name>".
+const BundleIndex = "bundle"
+
+// Reconciler targets Bundles at Clusters.
+type Reconciler struct {
+	Client client.Client
+	// Workers is the number of Bundles reconciled at once.
+	Workers int
+	// WriteParallelism bounds the concurrent BundleDeployment writes of one
+	// reconcile.
+	WriteParallelism int
+
+	compiled sync.Map // types.UID -> *target.CompiledBundle
+	groups   sync.Map // types.UID -> *target.CompiledGroup
+}
+
+// BundleKey is the BundleIndex value of a BundleDeployment.
+func BundleKey(bd client.Object) string {
+	l := bd.GetLabels()
+	if l[fleet.BundleNameLabel] == "" {
+		return ""
+	}
+	return l[fleet.BundleNamespaceLabel] + "/" + l[fleet.BundleNameLabel]
+}
+
+// SetupWithManager registers the controller, its index and its watches.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.WriteParallelism == 0 {
+		r.WriteParallelism = 16
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.BundleDeployment{}, BundleIndex, func(o client.Object) []string {
+		if k := BundleKey(o); k != "" {
+			return []string{k}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	// Heartbeats and other status-only changes of a Cluster never re-target.
+	clusterChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&fleet.Bundle{}).
+		Watches(&fleet.BundleDeployment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			l := o.GetLabels()
+			if l[fleet.BundleNameLabel] == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[fleet.BundleNamespaceLabel], Name: l[fleet.BundleNameLabel]}}}
+		})).
+		Watches(&fleet.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bundlesForCluster), builder.WithPredicates(clusterChanged)).
+		Watches(&fleet.ClusterGroup{}, handler.EnqueueRequestsFromMapFunc(r.bundlesInNamespace), builder.WithPredicates(clusterChanged)).
+		Watches(&fleet.BundleNamespaceMapping{}, handler.EnqueueRequestsFromMapFunc(r.bundlesInNamespace)).
+		Named("bundle").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Complete(r)
+}
+
+// scope is what one reconcile's phases share.
+type scope struct {
+	bundle      *fleet.Bundle
+	compiled    *target.CompiledBundle
+	contentName string
+	existing    map[string]*fleet.BundleDeployment // by cluster namespace
+	targets     []clusterTarget
+	errs        []error
+}
+
+type clusterTarget struct {
+	cluster   *fleet.Cluster
+	namespace string
+	id        string
+	options   fleet.BundleDeploymentOptions
+}
+
+// Reconcile targets one Bundle.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	bundle := &fleet.Bundle{}
+	if err := r.Client.Get(ctx, req.NamespacedName, bundle); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !bundle.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, bundle)
+	}
+	if controllerutil.AddFinalizer(bundle, Finalizer) {
+		if err := r.Client.Update(ctx, bundle); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s := &scope{bundle: bundle}
+	before := bundle.DeepCopy()
+	defer func() {
+		r.computeStatus(s, reterr)
+		if !equality.Semantic.DeepEqual(before.Status, bundle.Status) {
+			patch := client.MergeFrom(before)
+			if err := r.Client.Status().Patch(ctx, bundle, patch); err != nil && reterr == nil {
+				reterr = client.IgnoreNotFound(err)
+			}
+		}
+	}()
+
+	for _, phase := range []func(context.Context, *scope) error{
+		r.compile, r.reconcileContent, r.listExisting, r.computeTargets, r.writeDeployments,
+	} {
+		if err := phase(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) compile(_ context.Context, s *scope) error {
+	if c, ok := r.compiled.Load(s.bundle.UID); ok && c.(*target.CompiledBundle).UpToDate(s.bundle) {
+		s.compiled = c.(*target.CompiledBundle)
+		return nil
+	}
+	c, err := target.Compile(s.bundle)
+	if err != nil {
+		return reconcile.TerminalError(fmt.Errorf("invalid targets: %w", err))
+	}
+	r.compiled.Store(s.bundle.UID, c)
+	s.compiled = c
+	return nil
+}
+
+func (r *Reconciler) listExisting(ctx context.Context, s *scope) error {
+	list := &fleet.BundleDeploymentList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{BundleIndex: s.bundle.Namespace + "/" + s.bundle.Name}); err != nil {
+		return err
+	}
+	s.existing = make(map[string]*fleet.BundleDeployment, len(list.Items))
+	for i := range list.Items {
+		s.existing[list.Items[i].Namespace] = &list.Items[i]
+	}
+	return nil
+}
+
+// computeTargets matches every cluster the bundle may target and works out
+// its options and deploymentID.
+func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
+	namespaces, err := r.clusterNamespaces(ctx, s.bundle)
+	if err != nil {
+		return err
+	}
+	for _, ns := range namespaces {
+		clusters := &fleet.ClusterList{}
+		if err := r.Client.List(ctx, clusters, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+			return err
+		}
+		groups, err := r.compiledGroups(ctx, ns)
+		if err != nil {
+			return err
+		}
+		for i := range clusters.Items {
+			cluster := &clusters.Items[i]
+			if !cluster.DeletionTimestamp.IsZero() {
+				continue
+			}
+			res, ok := s.compiled.Match(target.ClusterInfoFor(cluster, groups))
+			if !ok {
+				continue
+			}
+			opts := *res.Options.DeepCopy()
+			if err := templateValues(&opts, cluster); err != nil {
+				s.errs = append(s.errs, fmt.Errorf("cluster %s/%s: %w", cluster.Namespace, cluster.Name, err))
+				continue
+			}
+			id, err := target.DeploymentID(s.contentName, opts)
+			if err != nil {
+				return err
+			}
+			s.targets = append(s.targets, clusterTarget{
+				cluster: cluster, namespace: names.ClusterNamespace(cluster.Namespace, cluster.Name), id: id, options: opts,
+			})
+		}
+	}
+	sort.Slice(s.targets, func(i, j int) bool { return s.targets[i].namespace < s.targets[j].namespace })
+	return nil
+}
+
+func templateValues(opts *fleet.BundleDeploymentOptions, cluster *fleet.Cluster) error {
+	if opts.Helm == nil || opts.Helm.Values == nil || opts.Helm.DisablePreProcess || len(opts.Helm.Values.Data) == 0 {
+		return nil
+	}
+	values, err := target.ProcessTemplateValues(opts.Helm.Values.Data, target.TemplateContextFor(cluster))
+	if err != nil {
+		return err
+	}
+	opts.Helm.Values = &fleet.GenericMap{Data: values}
+	return nil
+}
+
+// clusterNamespaces are the bundle's namespace plus those mapped to it.
+func (r *Reconciler) clusterNamespaces(ctx context.Context, b *fleet.Bundle) ([]string, error) {
+	mappings := &fleet.BundleNamespaceMappingList{}
+	if err := r.Client.List(ctx, mappings, client.InNamespace(b.Namespace)); err != nil {
+		return nil, err
+	}
+	if len(mappings.Items) == 0 {
+		return []string{b.Namespace}, nil
+	}
+	compiled := make([]*target.CompiledMapping, 0, len(mappings.Items))
+	for i := range mappings.Items {
+		m, err := target.CompileMapping(&mappings.Items[i])
+		if err != nil {
+			return nil, reconcile.TerminalError(fmt.Errorf("BundleNamespaceMapping %s: %w", mappings.Items[i].Name, err))
+		}
+		compiled = append(compiled, m)
+	}
+	nsList := &corev1.NamespaceList{}
+	if err := r.Client.List(ctx, nsList); err != nil {
+		return nil, err
+	}
+	labels := make(map[string]map[string]string, len(nsList.Items))
+	for _, ns := range nsList.Items {
+		labels[ns.Name] = ns.Labels
+	}
+	return target.AllowedNamespaces(compiled, b.Namespace, b.Labels, labels), nil
+}
+
+func (r *Reconciler) compiledGroups(ctx context.Context, ns string) ([]*target.CompiledGroup, error) {
+	list := &fleet.ClusterGroupList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := make([]*target.CompiledGroup, 0, len(list.Items))
+	for i := range list.Items {
+		g := &list.Items[i]
+		if c, ok := r.groups.Load(g.UID); ok && c.(*target.CompiledGroup).ResourceVersion == g.ResourceVersion {
+			out = append(out, c.(*target.CompiledGroup))
+			continue
+		}
+		c, err := target.CompileGroup(g)
+		if err != nil {
+			// A broken group targets nothing; its own controller reports it.
+			continue
+		}
+		r.groups.Store(g.UID, c)
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// writeDeployments creates, updates and deletes BundleDeployments so that
+// exactly the targeted clusters have one, honouring maxUnavailable.
+func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
+	maxUnavailable := MaxUnavailable(s.bundle.Spec.RolloutStrategy, len(s.targets))
+	unavailable := 0
+	for _, t := range s.targets {
+		if bd := s.existing[t.namespace]; bd != nil && summary.State(bd) != fleet.Ready {
+			unavailable++
+		}
+	}
+	var writes []func() error
+	wanted := make(map[string]bool, len(s.targets))
+	for _, t := range s.targets {
+		wanted[t.namespace] = true
+		existing := s.existing[t.namespace]
+		desired := r.desired(s, t, existing)
+		switch {
+		case existing == nil:
+			writes = append(writes, func() error {
+				err := r.Client.Create(ctx, desired)
+				if apierrors.IsAlreadyExists(err) {
+					return fmt.Errorf("bundle deployment %s/%s exists but is not in the cache yet: %w", desired.Namespace, desired.Name, err)
+				}
+				return err
+			})
+		case existing.Spec.DeploymentID != desired.Spec.DeploymentID && !s.bundle.Spec.Paused:
+			if summary.State(existing) == fleet.Ready {
+				if unavailable >= maxUnavailable {
+					// Hold the rollout: stage only.
+					desired.Spec.DeploymentID, desired.Spec.Options = existing.Spec.DeploymentID, *existing.Spec.Options.DeepCopy()
+				} else {
+					unavailable++
+				}
+			}
+			fallthrough
+		default:
+			if equality.Semantic.DeepEqual(existing.Spec, desired.Spec) && equality.Semantic.DeepEqual(existing.Labels, desired.Labels) {
+				continue
+			}
+			existing = existing.DeepCopy()
+			existing.Spec, existing.Labels = desired.Spec, desired.Labels
+			writes = append(writes, func() error { return r.Client.Update(ctx, existing) })
+		}
+	}
+	for ns, bd := range s.existing {
+		if !wanted[ns] {
+			writes = append(writes, func() error { return client.IgnoreNotFound(r.Client.Delete(ctx, bd)) })
+		}
+	}
+	return r.runParallel(writes)
+}
+
+func (r *Reconciler) desired(s *scope, t clusterTarget, existing *fleet.BundleDeployment) *fleet.BundleDeployment {
+	b := s.bundle
+	bd := &fleet.BundleDeployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      b.Name,
+			Namespace: t.namespace,
+			Labels: map[string]string{
+				fleet.ManagedLabel:          "true",
+				fleet.BundleNameLabel:       b.Name,
+				fleet.BundleNamespaceLabel:  b.Namespace,
+				fleet.ClusterLabel:          t.cluster.Name,
+				fleet.ClusterNamespaceLabel: t.cluster.Namespace,
+				fleet.ContentNameLabel:      s.contentName,
+			},
+		},
+		Spec: fleet.BundleDeploymentSpec{
+			StagedDeploymentID: t.id,
+			StagedOptions:      t.options,
+			DeploymentID:       t.id,
+			Options:            t.options,
+			Paused:             b.Spec.Paused || t.cluster.Spec.Paused,
+			DependsOn:          b.Spec.DependsOn,
+			CorrectDrift:       t.options.CorrectDrift,
+		},
+	}
+	for k, v := range b.Labels {
+		if _, taken := bd.Labels[k]; !taken {
+			bd.Labels[k] = v
+		}
+	}
+	if existing != nil && b.Spec.Paused {
+		// A paused bundle stages changes; deployed clusters keep what they have.
+		bd.Spec.DeploymentID, bd.Spec.Options = existing.Spec.DeploymentID, *existing.Spec.Options.DeepCopy()
+	}
+	return bd
+}
+
+// MaxUnavailable is how many targeted clusters may be not Ready while a
+// change rolls out (default 100%: all of them).
+func MaxUnavailable(rs *fleet.RolloutStrategy, total int) int {
+	if rs == nil || rs.MaxUnavailable == nil {
+		return total
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(rs.MaxUnavailable, total, false)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+func (r *Reconciler) runParallel(fns []func() error) error {
+	if len(fns) == 0 {
+		return nil
+	}
+	sem := make(chan struct{}, r.WriteParallelism)
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// reconcileDelete deletes the bundle's BundleDeployments, then lets it go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, b *fleet.Bundle) error {
+	if !controllerutil.ContainsFinalizer(b, Finalizer) {
+		return nil
+	}
+	list := &fleet.BundleDeploymentList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{BundleIndex: b.Namespace + "/" + b.Name}); err != nil {
+		return err
+	}
+	fns := make([]func() error, 0, len(list.Items))
+	for i := range list.Items {
+		bd := &list.Items[i]
+		fns = append(fns, func() error { return client.IgnoreNotFound(r.Client.Delete(ctx, bd)) })
+	}
+	if err := r.runParallel(fns); err != nil {
+		return err
+	}
+	r.compiled.Delete(b.UID)
+	controllerutil.RemoveFinalizer(b, Finalizer)
+	return client.IgnoreNotFound(r.Client.Update(ctx, b))
+}
+
+// bundlesForCluster enqueues the bundles that target the cluster now or
+// have a BundleDeployment for it from before.
+func (r *Reconciler) bundlesForCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	cluster := o.(*fleet.Cluster)
+	seen := map[types.NamespacedName]bool{}
+	bds := &fleet.BundleDeploymentList{}
+	if err := r.Client.List(ctx, bds, client.InNamespace(names.ClusterNamespace(cluster.Namespace, cluster.Name)), client.UnsafeDisableDeepCopy); err == nil {
+		for _, bd := range bds.Items {
+			l := bd.Labels
+			seen[types.NamespacedName{Namespace: l[fleet.BundleNamespaceLabel], Name: l[fleet.BundleNameLabel]}] = true
+		}
+	}
+	groups, _ := r.compiledGroups(ctx, cluster.Namespace)
+	info := target.ClusterInfoFor(cluster, groups)
+	bundles := &fleet.BundleList{}
+	// Bundles in other namespaces reach this cluster only through mappings;
+	// those are rare, so they are looked at only where a mapping exists.
+	if err := r.Client.List(ctx, bundles, client.UnsafeDisableDeepCopy); err == nil {
+		for i := range bundles.Items {
+			b := &bundles.Items[i]
+			key := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
+			if seen[key] || (b.Namespace != cluster.Namespace && !r.hasMappings(ctx, b.Namespace)) {
+				continue
+			}
+			c, ok := r.compiled.Load(b.UID)
+			if !ok || !c.(*target.CompiledBundle).UpToDate(b) {
+				seen[key] = true
+				continue
+			}
+			if _, match := c.(*target.CompiledBundle).Match(info); match {
+				seen[key] = true
+			}
+		}
+	}
+	reqs := make([]reconcile.Request, 0, len(seen))
+	for k := range seen {
+		if k.Name != "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: k})
+		}
+	}
+	return reqs
+}
+
+func (r *Reconciler) hasMappings(ctx context.Context, ns string) bool {
+	list := &fleet.BundleNamespaceMappingList{}
+	return r.Client.List(ctx, list, client.InNamespace(ns), client.Limit(1)) == nil && len(list.Items) > 0
+}
+
+func (r *Reconciler) bundlesInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	bundles := &fleet.BundleList{}
+	if err := r.Client.List(ctx, bundles, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(bundles.Items))
+	for _, b := range bundles.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+	}
+	return reqs
+}

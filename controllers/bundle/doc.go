@@ -1,0 +1,12 @@
+// Package bundle targets Bundles at Clusters: for every Cluster a Bundle's
+// targets select, it writes one BundleDeployment into the cluster's namespace,
+// holding the deploymentID (the Content with the bundle's resources plus the
+// hash of the options customized for that cluster). It removes the
+// BundleDeployments of clusters no longer targeted, rolls out changes within
+// rolloutStrategy.maxUnavailable, and summarizes the BundleDeployments' states
+// in the Bundle's status.
+//
+// Targeting is event-driven: a Cluster change enqueues only the Bundles that
+// target it now or did before; heartbeats (status-only changes) enqueue
+// nothing. Target selectors are compiled once per Bundle generation.
+package bundle

@@ -1,0 +1,146 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/summary"
+)
+
+// Finalizer makes deleting a Cluster delete its namespace and deployments.
+const Finalizer = "fleet.cattle.io/cluster"
+
+// Reconciler keeps Cluster namespaces and status.
+type Reconciler struct {
+	Client  client.Client
+	Workers int
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&fleet.Cluster{}, builder.WithPredicates(CheckInPredicate())).
+		Watches(&fleet.BundleDeployment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			l := o.GetLabels()
+			if l[fleet.ClusterLabel] == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[fleet.ClusterNamespaceLabel], Name: l[fleet.ClusterLabel]}}}
+		})).
+		Named("cluster").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Complete(r)
+}
+
+// CheckInPredicate passes spec, label and deletion changes and an agent's
+// first check-in, but not the heartbeats that follow, nor the manager's own
+// status writes.
+func CheckInPredicate() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*fleet.Cluster), e.ObjectNew.(*fleet.Cluster)
+		return o.Generation != n.Generation ||
+			!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.Finalizers, n.Finalizers) ||
+			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
+			o.Status.Agent.LastSeen.IsZero() != n.Status.Agent.LastSeen.IsZero()
+	}}
+}
+
+// Reconcile one Cluster.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cluster := &fleet.Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ns := names.ClusterNamespace(cluster.Namespace, cluster.Name)
+	if !cluster.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, cluster, ns)
+	}
+	if controllerutil.AddFinalizer(cluster, Finalizer) {
+		if err := r.Client.Update(ctx, cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if _, err := controllerutil.CreateOrPatch(ctx, r.Client, nsObj, func() error {
+		if nsObj.Labels == nil {
+			nsObj.Labels = map[string]string{}
+		}
+		nsObj.Labels[fleet.ManagedLabel] = "true"
+		nsObj.Labels[fleet.ClusterLabel] = cluster.Name
+		nsObj.Labels[fleet.ClusterNamespaceLabel] = cluster.Namespace
+		return nil
+	}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("ensuring namespace %s for cluster %s: %w", ns, cluster.Name, err)
+	}
+
+	bds := &fleet.BundleDeploymentList{}
+	if err := r.Client.List(ctx, bds, client.InNamespace(ns)); err != nil {
+		return ctrl.Result{}, err
+	}
+	before := cluster.DeepCopy()
+	ComputeStatus(cluster, ns, bds.Items)
+	if equality.Semantic.DeepEqual(before.Status, cluster.Status) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, cluster, client.MergeFrom(before)))
+}
+
+// ComputeStatus sets a cluster's status from its BundleDeployments.
+func ComputeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeployment) {
+	bds := make([]*fleet.BundleDeployment, len(items))
+	for i := range items {
+		bds[i] = &items[i]
+	}
+	st := &cluster.Status
+	st.Namespace = ns
+	st.Summary = summary.Of(bds, func(bd *fleet.BundleDeployment) string {
+		return bd.Labels[fleet.BundleNamespaceLabel] + "/" + bd.Labels[fleet.BundleNameLabel]
+	})
+	st.Display.ReadyBundles = fmt.Sprintf("%d/%d", st.Summary.Ready, st.Summary.DesiredReady)
+	cond := summary.ReadyCondition(st.Summary, cluster.Generation)
+	switch {
+	case st.Agent.LastSeen.IsZero():
+		st.Display.State = fleet.ClusterStateWaitCheckIn
+		cond = metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ClusterStateWaitCheckIn,
+			Message: "waiting for the agent to check in", ObservedGeneration: cluster.Generation}
+	default:
+		st.Display.State = string(summary.WorstState(st.Summary))
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fleet.ConditionProcessed, Status: metav1.ConditionTrue,
+		Reason: "Processed", ObservedGeneration: cluster.Generation})
+}
+
+func (r *Reconciler) reconcileDelete(ctx context.Context, cluster *fleet.Cluster, ns string) error {
+	if !controllerutil.ContainsFinalizer(cluster, Finalizer) {
+		return nil
+	}
+	// Without a namespace controller (as in tests) deleting the namespace
+	// alone leaves its objects, so the deployments go first.
+	if err := r.Client.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(ns)); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if err := r.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	controllerutil.RemoveFinalizer(cluster, Finalizer)
+	return client.IgnoreNotFound(r.Client.Update(ctx, cluster))
+}

@@ -1,0 +1,84 @@
+package content
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+// ContentIndex indexes BundleDeployments by the Content they deploy.
+const ContentIndex = "content"
+
+// Reconciler garbage-collects Contents by reference count.
+type Reconciler struct {
+	Client client.Client
+	// Grace is how long an unreferenced Content is kept (a bundle may be
+	// about to create deployments for it). Default one minute.
+	Grace   time.Duration
+	Workers int
+	Now     func() time.Time
+}
+
+// SetupWithManager registers the controller and its index.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Grace == 0 {
+		r.Grace = time.Minute
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.BundleDeployment{}, ContentIndex, func(o client.Object) []string {
+		if c := o.GetLabels()[fleet.ContentNameLabel]; c != "" {
+			return []string{c}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&fleet.Content{}).
+		Watches(&fleet.BundleDeployment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if c := o.GetLabels()[fleet.ContentNameLabel]; c != "" {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: c}}}
+			}
+			return nil
+		})).
+		Named("content").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Complete(r)
+}
+
+// Reconcile counts a Content's references and deletes it when unused.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	content := &fleet.Content{}
+	if err := r.Client.Get(ctx, req.NamespacedName, content); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	bds := &fleet.BundleDeploymentList{}
+	if err := r.Client.List(ctx, bds, client.MatchingFields{ContentIndex: content.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, err
+	}
+	refs := len(bds.Items)
+	if refs != content.Status.ReferenceCount {
+		before := content.DeepCopy()
+		content.Status.ReferenceCount = refs
+		if err := r.Client.Status().Patch(ctx, content, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if refs > 0 {
+		return ctrl.Result{}, nil
+	}
+	if left := content.CreationTimestamp.Add(r.Grace).Sub(r.Now()); left > 0 {
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Deleting unreferenced content", "content", content.Name)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, content, client.Preconditions{ResourceVersion: &content.ResourceVersion}))
+}

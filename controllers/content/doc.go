@@ -1,0 +1,3 @@
+// Package content counts the BundleDeployments that reference each Content
+// and deletes Contents nothing has referenced for a grace period.
+package content

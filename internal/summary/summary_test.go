@@ -1,0 +1,57 @@
+package summary
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+func bd(name string, mutate func(*fleet.BundleDeployment)) *fleet.BundleDeployment {
+	b := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	b.Spec.DeploymentID, b.Spec.StagedDeploymentID = "c:1", "c:1"
+	b.Status.AppliedDeploymentID, b.Status.Ready, b.Status.NonModified = "c:1", true, true
+	mutate(b)
+	return b
+}
+
+func TestState(t *testing.T) {
+	cases := map[fleet.BundleState]func(*fleet.BundleDeployment){
+		fleet.Ready:       func(*fleet.BundleDeployment) {},
+		fleet.WaitApplied: func(b *fleet.BundleDeployment) { b.Status.AppliedDeploymentID = "" },
+		fleet.ErrApplied: func(b *fleet.BundleDeployment) {
+			b.Status.AppliedDeploymentID = "c:0"
+			b.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionDeployed, Status: metav1.ConditionFalse, Message: "boom"}}
+		},
+		fleet.NotReady:  func(b *fleet.BundleDeployment) { b.Status.Ready = false },
+		fleet.OutOfSync: func(b *fleet.BundleDeployment) { b.Spec.StagedDeploymentID = "c:2" },
+		fleet.Modified:  func(b *fleet.BundleDeployment) { b.Status.NonModified = false },
+	}
+	for want, mutate := range cases {
+		NewWithT(t).Expect(State(bd("x", mutate))).To(Equal(want))
+	}
+}
+
+func TestOfAndCondition(t *testing.T) {
+	g := NewWithT(t)
+	bds := []*fleet.BundleDeployment{
+		bd("a", func(*fleet.BundleDeployment) {}),
+		bd("b", func(b *fleet.BundleDeployment) { b.Status.Ready = false }),
+		bd("c", func(b *fleet.BundleDeployment) {
+			b.Status.AppliedDeploymentID = ""
+			b.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionDeployed, Status: metav1.ConditionFalse, Message: "chart failed"}}
+		}),
+	}
+	s := Of(bds, func(b *fleet.BundleDeployment) string { return b.Name })
+	g.Expect(s.DesiredReady).To(Equal(3))
+	g.Expect(s.Ready).To(Equal(1))
+	g.Expect(s.NonReadyResources[0].Name).To(Equal("c"), "worst first")
+	g.Expect(WorstState(s)).To(Equal(fleet.ErrApplied))
+	c := ReadyCondition(s, 4)
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Reason).To(Equal("ErrApplied"))
+	g.Expect(c.Message).To(ContainSubstring("c ErrApplied: chart failed"))
+	g.Expect(ReadyCondition(fleet.BundleSummary{}, 1).Status).To(Equal(metav1.ConditionTrue))
+}

@@ -1,0 +1,200 @@
+package targeting_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/names"
+)
+
+const ws = fleet.DefaultWorkspace
+
+func newCluster(name string, labels map[string]string) *fleet.Cluster {
+	c := &fleet.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ws, Labels: labels},
+		Spec:       fleet.ClusterSpec{ClientID: "id-" + name, TemplateValues: &fleet.GenericMap{Data: map[string]interface{}{"replicas": 3}}},
+	}
+	Expect(admin.Create(ctx, c)).To(Succeed())
+	return c
+}
+
+func newBundle(name string, spec fleet.BundleSpec) *fleet.Bundle {
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ws}, Spec: spec}
+	Expect(admin.Create(ctx, b)).To(Succeed())
+	return b
+}
+
+func deploymentsOf(b *fleet.Bundle) map[string]*fleet.BundleDeployment {
+	list := &fleet.BundleDeploymentList{}
+	Expect(admin.List(ctx, list, client.MatchingLabels{fleet.BundleNameLabel: b.Name, fleet.BundleNamespaceLabel: b.Namespace})).To(Succeed())
+	out := map[string]*fleet.BundleDeployment{}
+	for i := range list.Items {
+		out[list.Items[i].Labels[fleet.ClusterLabel]] = &list.Items[i]
+	}
+	return out
+}
+
+func clustersOf(b *fleet.Bundle) func() []string {
+	return func() []string {
+		var out []string
+		for c := range deploymentsOf(b) {
+			out = append(out, c)
+		}
+		return out
+	}
+}
+
+func selector(k, v string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
+}
+
+var resources = []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n"}}
+
+var _ = Describe("Targeting", Ordered, func() {
+	var dev, test, prod *fleet.Cluster
+	var app, same *fleet.Bundle
+
+	BeforeAll(func() {
+		dev = newCluster("dev-1", map[string]string{"env": "dev"})
+		test = newCluster("test-1", map[string]string{"env": "test"})
+		prod = newCluster("prod-1", map[string]string{"env": "prod", "region": "eu"})
+		Expect(admin.Create(ctx, &fleet.ClusterGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: "europe", Namespace: ws, Labels: map[string]string{"geo": "eu"}},
+			Spec:       fleet.ClusterGroupSpec{Selector: selector("region", "eu")},
+		})).To(Succeed())
+	})
+
+	It("writes one BundleDeployment per targeted cluster with its customized options", func() {
+		app = newBundle("app", fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{
+				DefaultNamespace: "app",
+				Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{
+					"cluster": "${ .ClusterName }", "replicas": "${ .ClusterValues.replicas }",
+				}}},
+			},
+			Resources: resources,
+			Targets: []fleet.BundleTarget{
+				{Name: "no-test", ClusterSelector: selector("env", "test"), DoNotDeploy: true},
+				{Name: "eu", ClusterGroup: "europe", BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "app-eu"}},
+				{Name: "dev", ClusterSelector: selector("env", "dev")},
+			},
+		})
+		Eventually(clustersOf(app), 20*time.Second, 100*time.Millisecond).Should(ConsistOf("dev-1", "prod-1"))
+		bds := deploymentsOf(app)
+		Expect(bds["prod-1"].Namespace).To(Equal(names.ClusterNamespace(ws, "prod-1")))
+		Expect(bds["prod-1"].Spec.Options.DefaultNamespace).To(Equal("app-eu"), "the group's customization")
+		Expect(bds["dev-1"].Spec.Options.DefaultNamespace).To(Equal("app"))
+		Expect(bds["dev-1"].Spec.Options.Helm.Values.Data).To(Equal(map[string]interface{}{"cluster": "dev-1", "replicas": float64(3)}))
+		Expect(bds["dev-1"].Spec.DeploymentID).To(HavePrefix(bds["dev-1"].Labels[fleet.ContentNameLabel] + ":"))
+		Expect(bds["dev-1"].Spec.DeploymentID).NotTo(Equal(bds["prod-1"].Spec.DeploymentID))
+		content := &fleet.Content{}
+		Expect(admin.Get(ctx, types.NamespacedName{Name: bds["dev-1"].Labels[fleet.ContentNameLabel]}, content)).To(Succeed())
+		Expect(content.SHA256Sum).NotTo(BeEmpty())
+	})
+
+	It("rolls BundleDeployment status up into Bundle and Cluster status", func() {
+		for _, bd := range deploymentsOf(app) {
+			patch := client.MergeFrom(bd.DeepCopy())
+			bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
+			Expect(admin.Status().Patch(ctx, bd, patch)).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			b := &fleet.Bundle{}
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(app), b)).To(Succeed())
+			g.Expect(b.Status.Display.ReadyClusters).To(Equal("2/2"))
+			g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, fleet.ConditionReady)).To(BeTrue())
+			c := &fleet.Cluster{}
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(prod), c)).To(Succeed())
+			g.Expect(c.Status.Display.ReadyBundles).To(Equal("1/1"))
+			g.Expect(c.Status.Namespace).To(Equal(names.ClusterNamespace(ws, "prod-1")))
+			g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateWaitCheckIn))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		bd := deploymentsOf(app)["dev-1"]
+		patch := client.MergeFrom(bd.DeepCopy())
+		bd.Status.Ready = false
+		bd.Status.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "app", Name: "web", Summary: "0/1 available"}}
+		Expect(admin.Status().Patch(ctx, bd, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			b := &fleet.Bundle{}
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(app), b)).To(Succeed())
+			c := meta.FindStatusCondition(b.Status.Conditions, fleet.ConditionReady)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("fleet-default/dev-1 NotReady: Deployment app/web: 0/1 available"))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	})
+
+	It("does not re-target on heartbeats", func() {
+		before := deploymentsOf(app)
+		for range 5 {
+			c := prod.DeepCopy()
+			Expect(admin.Status().Patch(ctx, c, client.RawPatch(types.MergePatchType,
+				[]byte(fmt.Sprintf(`{"status":{"agent":{"lastSeen":%q}}}`, time.Now().UTC().Format(time.RFC3339)))))).To(Succeed())
+			time.Sleep(100 * time.Millisecond)
+		}
+		Consistently(func(g Gomega) {
+			for name, bd := range deploymentsOf(app) {
+				g.Expect(bd.ResourceVersion).To(Equal(before[name].ResourceVersion), "no write to %s", name)
+			}
+		}, time.Second, 100*time.Millisecond).Should(Succeed())
+	})
+
+	It("moves BundleDeployments when a cluster is relabelled, writing only what changes", func() {
+		before := deploymentsOf(app)
+		patch := client.MergeFrom(test.DeepCopy())
+		test.Labels["env"] = "dev"
+		Expect(admin.Patch(ctx, test, patch)).To(Succeed())
+		Eventually(clustersOf(app), 20*time.Second, 100*time.Millisecond).Should(ConsistOf("dev-1", "test-1", "prod-1"))
+		after := deploymentsOf(app)
+		Expect(after["prod-1"].ResourceVersion).To(Equal(before["prod-1"].ResourceVersion))
+
+		patch = client.MergeFrom(dev.DeepCopy())
+		dev.Labels["env"] = "staging"
+		Expect(admin.Patch(ctx, dev, patch)).To(Succeed())
+		Eventually(clustersOf(app), 20*time.Second, 100*time.Millisecond).Should(ConsistOf("test-1", "prod-1"))
+	})
+
+	It("shares Content between bundles with the same resources and collects it when unused", func() {
+		same = newBundle("same", fleet.BundleSpec{Resources: resources,
+			Targets: []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}}})
+		Eventually(clustersOf(same), 20*time.Second, 100*time.Millisecond).Should(HaveLen(3))
+		contentName := deploymentsOf(same)["prod-1"].Labels[fleet.ContentNameLabel]
+		Expect(contentName).To(Equal(deploymentsOf(app)["prod-1"].Labels[fleet.ContentNameLabel]))
+		Eventually(func() int {
+			c := &fleet.Content{}
+			Expect(admin.Get(ctx, types.NamespacedName{Name: contentName}, c)).To(Succeed())
+			return c.Status.ReferenceCount
+		}, 20*time.Second, 100*time.Millisecond).Should(Equal(5))
+
+		By("deleting both bundles")
+		Expect(admin.Delete(ctx, app)).To(Succeed())
+		Expect(admin.Delete(ctx, same)).To(Succeed())
+		Eventually(clustersOf(app), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
+		Eventually(clustersOf(same), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(admin.Get(ctx, types.NamespacedName{Name: contentName}, &fleet.Content{}))
+		}, 30*time.Second, 200*time.Millisecond).Should(BeTrue(), "unreferenced content is deleted")
+	})
+
+	It("reports invalid targets on the Bundle", func() {
+		bad := newBundle("bad", fleet.BundleSpec{Resources: resources, Targets: []fleet.BundleTarget{{
+			Name: "broken", ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}},
+		}}})
+		Eventually(func(g Gomega) {
+			b := &fleet.Bundle{}
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(bad), b)).To(Succeed())
+			c := meta.FindStatusCondition(b.Status.Conditions, fleet.ConditionReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring(`target "broken"`))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	})
+})
