@@ -21,6 +21,6 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(newInstall())
+	root.AddCommand(newInstall(), newApply())
 	return root
 }

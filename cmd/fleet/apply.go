@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/internal/bundlereader"
+	"github.com/gitfleet/fleet/internal/kubeconfig"
+)
+
+type applyOptions struct {
+	namespace  string
+	output     string
+	labels     map[string]string
+	commit     string
+	kubeconfig string
+	timeout    time.Duration
+}
+
+func newApply() *cobra.Command {
+	o := &applyOptions{}
+	cmd := &cobra.Command{
+		Use:   "apply NAME [PATH...]",
+		Short: "Turn directories into Bundles and create or update them, or print them with -o",
+		Long: `Reads each PATH (default ".", relative to the current directory) the way a GitRepo's paths are read:
+every directory with a fleet.yaml is a bundle, else the path itself when it holds manifests. Bundles are
+named after NAME and their directory (NAME=examples, PATH=single-cluster/helm gives
+examples-single-cluster-helm) unless fleet.yaml names them.
+
+With -o FILE or -o - the Bundles are written as YAML and no cluster is needed; otherwise they are created
+or updated on the cluster of the kubeconfig (-k, $KUBECONFIG or ~/.kube/config).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runApply(cmd.Context(), cmd.OutOrStdout(), o, args[0], args[1:])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", fleet.DefaultWorkspace, "namespace of the Bundles")
+	f.StringVarP(&o.output, "output", "o", "", `write the Bundles as YAML to this file ("-" for standard output) instead of applying them`)
+	f.StringToStringVarP(&o.labels, "label", "l", nil, "label of the Bundles, k=v (repeatable)")
+	f.StringVar(&o.commit, "commit", "", "commit the Bundles are built from, set as label "+fleet.CommitLabel)
+	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "kubeconfig of the manager's cluster (default $KUBECONFIG or ~/.kube/config)")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long fetching charts and talking to the cluster may take")
+	return cmd
+}
+
+func runApply(ctx context.Context, out io.Writer, o *applyOptions, name string, paths []string) error {
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	paths, err := relativePaths(paths)
+	if err != nil {
+		return err
+	}
+	bundles, err := bundlereader.Read(ctx, ".", paths, bundlereader.Options{
+		Name:      name,
+		Namespace: o.namespace,
+		Labels:    o.labels,
+		Commit:    o.commit,
+	})
+	if err != nil {
+		return err
+	}
+	if len(bundles) == 0 {
+		return fmt.Errorf("no bundle found in %s: add a fleet.yaml or manifests", strings.Join(paths, ", "))
+	}
+
+	switch o.output {
+	case "":
+		return applyBundles(ctx, out, o.kubeconfig, bundles)
+	case "-":
+		return writeBundles(out, bundles)
+	default:
+		var buf bytes.Buffer
+		if err := writeBundles(&buf, bundles); err != nil {
+			return err
+		}
+		return os.WriteFile(o.output, buf.Bytes(), 0o644)
+	}
+}
+
+// relativePaths makes absolute paths below the current directory relative
+// to it, since bundles are read, and named, relative to it.
+func relativePaths(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return []string{"."}, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if filepath.IsAbs(p) {
+			rel, err := filepath.Rel(wd, p)
+			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return nil, fmt.Errorf("path %s is not below the current directory; run fleet apply from a directory that contains it", p)
+			}
+			p = rel
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// writeBundles writes the Bundles as a YAML stream, without the empty status
+// and creation timestamp that typed objects marshal.
+func writeBundles(w io.Writer, bundles []*fleet.Bundle) error {
+	for _, b := range bundles {
+		data, err := json.Marshal(b)
+		if err != nil {
+			return err
+		}
+		var m map[string]interface{}
+		if err := json.Unmarshal(data, &m); err != nil {
+			return err
+		}
+		delete(m, "status")
+		if md, ok := m["metadata"].(map[string]interface{}); ok {
+			delete(md, "creationTimestamp")
+		}
+		doc, err := yaml.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "---\n%s", doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyBundles creates the Bundles, or updates the spec and labels of those
+// that exist, printing one line per bundle.
+func applyBundles(ctx context.Context, out io.Writer, kubeconfigPath string, bundles []*fleet.Bundle) error {
+	cfg, err := kubeconfig.Load(kubeconfigPath)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+	if err != nil {
+		return err
+	}
+	for _, b := range bundles {
+		result, err := applyBundle(ctx, c, b)
+		if meta.IsNoMatchError(err) || discovery.IsGroupDiscoveryFailedError(err) {
+			return fmt.Errorf("the cluster of the kubeconfig does not serve fleet.cattle.io Bundles: install the manager first (fleet install controller): %w", err)
+		}
+		if err != nil {
+			return fmt.Errorf("bundle %s/%s: %w", b.Namespace, b.Name, err)
+		}
+		if _, err := fmt.Fprintf(out, "bundle %s/%s %s\n", b.Namespace, b.Name, result); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyBundle(ctx context.Context, c client.Client, want *fleet.Bundle) (string, error) {
+	result := "unchanged"
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		have := &fleet.Bundle{}
+		err := c.Get(ctx, client.ObjectKeyFromObject(want), have)
+		if apierrors.IsNotFound(err) {
+			result = "created"
+			return c.Create(ctx, want.DeepCopy())
+		}
+		if err != nil {
+			return err
+		}
+		if equality.Semantic.DeepEqual(have.Spec, want.Spec) && equality.Semantic.DeepEqual(have.Labels, want.Labels) {
+			result = "unchanged"
+			return nil
+		}
+		have.Spec = want.Spec
+		have.Labels = want.Labels
+		result = "configured"
+		return c.Update(ctx, have)
+	})
+	return result, err
+}

@@ -1,0 +1,15 @@
+// Package bundlereader turns a directory tree, a git checkout or the paths
+// given to `fleet apply`, into Bundles, the way Rancher Fleet does, so that
+// repositories written for Fleet produce the same Bundles here.
+//
+// Read finds the bundle directories below each path (every directory with a
+// fleet.yaml or fleet.yml; else the path itself when it holds manifests) and
+// ReadDir builds one Bundle from one of them: its name, labels, deployment
+// options and targets from fleet.yaml and the GitRepo, and its files as
+// resources. Remote Helm charts are fetched at read time and carried as
+// resources, so the agent needs no network path to the chart repository, and
+// helm.valuesFiles are merged into helm.values.
+//
+// Both the GitRepo controller (on each new commit) and the `fleet apply`
+// command use this package; neither needs a cluster to read bundles.
+package bundlereader

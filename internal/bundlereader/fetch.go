@@ -1,0 +1,356 @@
+package bundlereader
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/getter"
+	"helm.sh/helm/v3/pkg/registry"
+	"helm.sh/helm/v3/pkg/repo"
+	"sigs.k8s.io/yaml"
+)
+
+// defaultFetchTimeout bounds one download when the context has no deadline.
+const defaultFetchTimeout = 2 * time.Minute
+
+// fetchedChart is a chart downloaded and unpacked.
+type fetchedChart struct {
+	ref     string // where it came from, without version
+	name    string
+	version string
+	files   []*loader.BufferedFile // named relative to the chart directory
+}
+
+// fetcher downloads charts from Helm repositories, OCI registries and
+// URLs with the Helm SDK.
+type fetcher struct {
+	auth *HelmAuth
+}
+
+func newFetcher(auth *HelmAuth) *fetcher {
+	return &fetcher{auth: auth}
+}
+
+// fetch downloads the chart that helm.repo, helm.chart and helm.version name.
+func (f *fetcher) fetch(ctx context.Context, repoURL, chart, version string) (*fetchedChart, error) {
+	switch {
+	case strings.HasPrefix(chart, "oci://"):
+		return f.fetchOCI(ctx, chart, version)
+	case strings.HasPrefix(repoURL, "oci://"):
+		if chart == "" {
+			return f.fetchOCI(ctx, repoURL, version)
+		}
+		return f.fetchOCI(ctx, strings.TrimSuffix(repoURL, "/")+"/"+chart, version)
+	case repoURL != "":
+		if chart == "" {
+			return nil, invalidf("helm.repo %s is set but helm.chart is empty: name the chart to fetch", repoURL)
+		}
+		return f.fetchFromRepo(ctx, repoURL, chart, version)
+	default:
+		data, err := f.httpGet(ctx, chart, chart)
+		if err != nil {
+			return nil, fmt.Errorf("downloading chart %s: %w", chart, err)
+		}
+		return unpack(chart, data)
+	}
+}
+
+// fetchFromRepo resolves a version (exact, a semver range, or empty for the
+// latest stable one) in a repository's index.yaml and downloads it.
+func (f *fetcher) fetchFromRepo(ctx context.Context, repoURL, chart, version string) (*fetchedChart, error) {
+	indexURL, err := repo.ResolveReferenceURL(repoURL, "index.yaml")
+	if err != nil {
+		return nil, invalidf("helm.repo %q: %v", repoURL, err)
+	}
+	data, err := f.httpGet(ctx, repoURL, indexURL)
+	if err != nil {
+		return nil, fmt.Errorf("reading the index of chart repository %s: %w", repoURL, err)
+	}
+	index := &repo.IndexFile{}
+	if err := yaml.Unmarshal(data, index); err != nil {
+		return nil, fmt.Errorf("chart repository %s: invalid index.yaml: %w", repoURL, err)
+	}
+	if index.APIVersion == "" {
+		return nil, fmt.Errorf("chart repository %s: index.yaml has no apiVersion; is this a Helm chart repository?", repoURL)
+	}
+	index.SortEntries()
+	versions, ok := index.Entries[chart]
+	if !ok || len(versions) == 0 {
+		return nil, invalidf("chart %q not found in %s (charts: %s)", chart, repoURL, listOrNone(chartNames(index)))
+	}
+	cv, err := pickVersion(versions, version)
+	if err != nil {
+		return nil, invalidf("chart %s: version %q is neither a version nor a semver range: %v", chart, version, err)
+	}
+	if cv == nil {
+		return nil, invalidf("chart %s version %s not found in %s (available: %s)", chart, displayVersion(version), repoURL, listOrNone(versionList(versions)))
+	}
+	if len(cv.URLs) == 0 {
+		return nil, fmt.Errorf("chart %s %s in %s has no download URL", chart, cv.Version, repoURL)
+	}
+	chartURL, err := repo.ResolveReferenceURL(repoURL, cv.URLs[0])
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s in %s: %w", chart, cv.Version, repoURL, err)
+	}
+	tgz, err := f.httpGet(ctx, repoURL, chartURL)
+	if err != nil {
+		return nil, fmt.Errorf("downloading chart %s %s: %w", chart, cv.Version, err)
+	}
+	if cv.Digest != "" {
+		sum := sha256.Sum256(tgz)
+		if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, cv.Digest) {
+			return nil, fmt.Errorf("chart %s %s from %s: digest %s does not match the index (%s)", chart, cv.Version, chartURL, got, cv.Digest)
+		}
+	}
+	ch, err := unpack(chartURL, tgz)
+	if err != nil {
+		return nil, err
+	}
+	ch.ref = strings.TrimSuffix(repoURL, "/") + "/" + chart
+	return ch, nil
+}
+
+// pickVersion returns the version equal to want, or else the newest that the
+// semver range want allows, or nil; an empty want is the newest stable
+// version. It fails only when want is not a valid range.
+func pickVersion(versions repo.ChartVersions, want string) (*repo.ChartVersion, error) {
+	for _, cv := range versions {
+		if want != "" && cv.Version == want {
+			return cv, nil
+		}
+	}
+	constraint, err := constraintFor(want)
+	if err != nil {
+		return nil, err
+	}
+	var best *repo.ChartVersion
+	var bestV *semver.Version
+	for _, cv := range versions {
+		v, err := semver.NewVersion(cv.Version)
+		if err != nil || !constraint.Check(v) {
+			continue
+		}
+		if bestV == nil || v.GreaterThan(bestV) {
+			best, bestV = cv, v
+		}
+	}
+	return best, nil
+}
+
+func constraintFor(want string) (*semver.Constraints, error) {
+	if want == "" {
+		want = "*"
+	}
+	return semver.NewConstraint(want)
+}
+
+// fetchOCI pulls a chart from an OCI registry; a version that is a range, or
+// none, is resolved against the registry's tags.
+func (f *fetcher) fetchOCI(ctx context.Context, ref, version string) (*fetchedChart, error) {
+	ref = strings.TrimSuffix(ref, "/")
+	base := strings.TrimPrefix(ref, "oci://")
+	tr, err := f.transport(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts := []registry.ClientOption{
+		registry.ClientOptHTTPClient(&http.Client{Transport: tr, Timeout: timeoutFrom(ctx)}),
+		registry.ClientOptWriter(&bytes.Buffer{}),
+	}
+	if f.auth != nil && f.auth.Username != "" {
+		opts = append(opts, registry.ClientOptBasicAuth(f.auth.Username, f.auth.Password))
+	}
+	client, err := registry.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", ref, err)
+	}
+	tag := version
+	if _, notExact := semver.StrictNewVersion(version); notExact != nil {
+		tags, err := client.Tags(base)
+		if err != nil {
+			return nil, fmt.Errorf("listing the versions of chart %s: %w", ref, err)
+		}
+		constraint, err := constraintFor(version)
+		if err != nil {
+			return nil, invalidf("chart %s: version %q is neither a version nor a semver range: %v", ref, version, err)
+		}
+		tag = ""
+		for _, t := range tags { // newest first
+			if v, err := semver.NewVersion(t); err == nil && constraint.Check(v) {
+				tag = t
+				break
+			}
+		}
+		if tag == "" {
+			return nil, invalidf("chart %s version %s not found in %s (available: %s)", path0(base), displayVersion(version), ref, listOrNone(tags))
+		}
+	}
+	// Registries do not allow "+" in tags; Helm pushes it as "_".
+	res, err := client.Pull(base + ":" + strings.ReplaceAll(tag, "+", "_"))
+	if err != nil {
+		return nil, fmt.Errorf("pulling chart %s:%s: %w", ref, tag, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ch, err := unpack(ref, res.Chart.Data)
+	if err != nil {
+		return nil, err
+	}
+	ch.ref = ref
+	return ch, nil
+}
+
+func path0(ref string) string {
+	if i := strings.LastIndex(ref, "/"); i >= 0 {
+		return ref[i+1:]
+	}
+	return ref
+}
+
+// unpack reads a packaged chart, checking that it is a valid one.
+func unpack(source string, tgz []byte) (*fetchedChart, error) {
+	files, err := loader.LoadArchiveFiles(bytes.NewReader(tgz))
+	if err != nil {
+		return nil, fmt.Errorf("chart from %s: %w", source, err)
+	}
+	ch, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, fmt.Errorf("chart from %s: %w", source, err)
+	}
+	return &fetchedChart{ref: source, name: ch.Name(), version: ch.Metadata.Version, files: files}, nil
+}
+
+// httpGet downloads u with Helm's HTTP getter. Credentials go only to the
+// host of baseURL. The connection is closed when ctx ends, so a cancelled
+// read returns at once.
+func (f *fetcher) httpGet(ctx context.Context, baseURL, u string) ([]byte, error) {
+	tr, err := f.transport(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.CloseIdleConnections()
+	opts := []getter.Option{
+		getter.WithURL(baseURL),
+		getter.WithTransport(tr),
+		getter.WithTimeout(timeoutFrom(ctx)),
+	}
+	if f.auth != nil && f.auth.Username != "" {
+		opts = append(opts, getter.WithBasicAuth(f.auth.Username, f.auth.Password))
+	}
+	g, err := getter.NewHTTPGetter(opts...)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := g.Get(u)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return nil, ctxErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// transport makes an HTTP transport with the TLS settings of the HelmAuth
+// whose connections are closed when ctx ends.
+func (f *fetcher) transport(ctx context.Context) (*http.Transport, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if f.auth != nil {
+		if len(f.auth.CABundle) > 0 {
+			pool, err := x509.SystemCertPool()
+			if err != nil || pool == nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(f.auth.CABundle) {
+				return nil, invalidf("the CA bundle for chart repositories holds no PEM certificate")
+			}
+			tlsConfig.RootCAs = pool
+		}
+		tlsConfig.InsecureSkipVerify = f.auth.InsecureSkipVerify //nolint:gosec // the user asked for it
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: 10 * time.Second,
+		DisableKeepAlives:   true,
+		DialContext: func(_ context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+			return &ctxConn{Conn: conn, stop: stop}, nil
+		},
+	}, nil
+}
+
+// ctxConn stops watching the context once closed.
+type ctxConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (c *ctxConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
+}
+
+// timeoutFrom is the time left until ctx's deadline, or the default.
+func timeoutFrom(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		if left := time.Until(d); left > 0 {
+			return left
+		}
+		return time.Millisecond
+	}
+	return defaultFetchTimeout
+}
+
+func chartNames(index *repo.IndexFile) []string {
+	var out []string
+	for name := range index.Entries {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func versionList(versions repo.ChartVersions) []string {
+	out := make([]string, 0, len(versions))
+	for _, cv := range versions {
+		out = append(out, cv.Version)
+	}
+	return out
+}
+
+func listOrNone(items []string) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	const most = 20
+	if len(items) > most {
+		return strings.Join(items[:most], ", ") + fmt.Sprintf(", and %d more", len(items)-most)
+	}
+	return strings.Join(items, ", ")
+}
+
+func displayVersion(v string) string {
+	if v == "" {
+		return "(latest)"
+	}
+	return v
+}

@@ -1,0 +1,209 @@
+package bundlereader
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"unicode/utf8"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+const (
+	// EncodingBase64Gz is the encoding of resources stored gzipped, then
+	// base64 encoded.
+	EncodingBase64Gz = "base64+gz"
+	// compressAbove is the size above which text files are compressed too, to
+	// keep Bundles small.
+	compressAbove = 64 * 1024
+)
+
+// fileSet holds a bundle's files by name.
+type fileSet map[string][]byte
+
+func (fs fileSet) size() int {
+	n := 0
+	for _, d := range fs {
+		n += len(d)
+	}
+	return n
+}
+
+// resources encodes the files, sorted by name.
+func (fs fileSet) resources() ([]fleet.BundleResource, error) {
+	names := make([]string, 0, len(fs))
+	for n := range fs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]fleet.BundleResource, 0, len(names))
+	for _, n := range names {
+		r, err := EncodeResource(n, fs[n])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// EncodeResource makes the resource of one file: its text as is, or, for
+// binary (not UTF-8) and large files, gzipped and base64 encoded.
+func EncodeResource(name string, data []byte) (fleet.BundleResource, error) {
+	if len(data) <= compressAbove && utf8.Valid(data) {
+		return fleet.BundleResource{Name: name, Content: string(data)}, nil
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(data); err != nil {
+		return fleet.BundleResource{}, err
+	}
+	if err := zw.Close(); err != nil {
+		return fleet.BundleResource{}, err
+	}
+	return fleet.BundleResource{
+		Name:     name,
+		Content:  base64.StdEncoding.EncodeToString(buf.Bytes()),
+		Encoding: EncodingBase64Gz,
+	}, nil
+}
+
+// DecodeResource returns the bytes of a resource's file.
+func DecodeResource(r fleet.BundleResource) ([]byte, error) {
+	switch r.Encoding {
+	case "":
+		return []byte(r.Content), nil
+	case EncodingBase64Gz:
+		gz, err := base64.StdEncoding.DecodeString(r.Content)
+		if err != nil {
+			return nil, fmt.Errorf("resource %s: %w", r.Name, err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(gz))
+		if err != nil {
+			return nil, fmt.Errorf("resource %s: %w", r.Name, err)
+		}
+		defer zr.Close()
+		data, err := io.ReadAll(zr)
+		if err != nil {
+			return nil, fmt.Errorf("resource %s: %w", r.Name, err)
+		}
+		return data, nil
+	default:
+		return nil, fmt.Errorf("resource %s: unknown encoding %q", r.Name, r.Encoding)
+	}
+}
+
+// collectFiles reads the files of the bundle directory rel: everything below
+// it except fleet.yaml, .git, what .fleetignore files leave out and the
+// directories of other bundles. Symlinks to files inside the root are
+// followed; symlinked directories are not; a symlink out of the root is an
+// error unless .fleetignore leaves it out. Once the files are larger than the
+// limit they are only counted, not read, and total tells by how much.
+func (r *reader) collectFiles(ctx context.Context, rel string) (files fileSet, total int, err error) {
+	w := &walker{reader: r, bundleAbs: r.abs(rel), bundleRel: rel, files: fileSet{}}
+	if err := w.walk(ctx, "", nil); err != nil {
+		return nil, 0, err
+	}
+	return w.files, w.total, nil
+}
+
+type walker struct {
+	*reader
+	bundleAbs, bundleRel string
+	files                fileSet
+	total                int
+}
+
+// walk reads the directory sub (relative to the bundle, "" for its root)
+// with the ignore rules of its parents.
+func (w *walker) walk(ctx context.Context, sub string, rules ignoreRules) error {
+	r, bundleAbs, bundleRel := w.reader, w.bundleAbs, w.bundleRel
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dir := filepath.Join(bundleAbs, filepath.FromSlash(sub))
+	if data, err := os.ReadFile(filepath.Join(dir, ignoreFile)); err == nil {
+		rules = append(append(ignoreRules(nil), rules...), parseIgnore(data, sub)...)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		rel := path.Join(sub, name)
+		if name == ".git" || (sub == "" && (name == "fleet.yaml" || name == "fleet.yml")) {
+			continue
+		}
+		full := filepath.Join(dir, name)
+		target, isDir, isSymlink := full, e.IsDir(), e.Type()&fs.ModeSymlink != 0
+		if isSymlink {
+			resolved, err := filepath.EvalSymlinks(full)
+			switch {
+			case err != nil && errors.Is(err, fs.ErrNotExist):
+				if rules.ignored(rel, false) {
+					continue
+				}
+				return invalidf("symlink %s is broken", path.Join(bundleRel, rel))
+			case err != nil:
+				return err
+			}
+			if _, inside := r.rel(resolved); !inside {
+				if rules.ignored(rel, false) {
+					continue
+				}
+				return invalidf("symlink %s points outside the repository root; only links within it are allowed", path.Join(bundleRel, rel))
+			}
+			st, err := os.Stat(resolved)
+			if err != nil {
+				return err
+			}
+			target, isDir = resolved, st.IsDir()
+		}
+		if rules.ignored(rel, isDir) {
+			continue
+		}
+		if isDir {
+			if isSymlink {
+				continue // not followed: it could loop, and its files are read where they are
+			}
+			if sub, err := hasFleetYAML(full); err != nil {
+				return err
+			} else if sub {
+				continue // a bundle of its own
+			}
+			if err := w.walk(ctx, rel, rules); err != nil {
+				return err
+			}
+			continue
+		}
+		st, err := os.Stat(target)
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			continue // sockets, devices, pipes
+		}
+		w.total += int(st.Size())
+		if limit := r.o.MaxResourceBytes; limit > 0 && w.total > limit {
+			continue // too large anyway: count, do not read
+		}
+		data, err := os.ReadFile(target)
+		if err != nil {
+			return err
+		}
+		w.files[rel] = data
+	}
+	return nil
+}
