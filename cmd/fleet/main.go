@@ -21,6 +21,6 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(newInstall(), newApply())
+	root.AddCommand(newInstall(), newApply(), newDev())
 	return root
 }

@@ -293,11 +293,12 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 		switch {
 		case existing == nil:
 			writes = append(writes, func() error {
-				err := r.Client.Create(ctx, desired)
-				if apierrors.IsAlreadyExists(err) {
-					return fmt.Errorf("bundle deployment %s/%s exists but is not in the cache yet: %w", desired.Namespace, desired.Name, err)
+				// AlreadyExists: created by an earlier pass and not in the cache
+				// yet; its event brings this bundle back with a fresher view.
+				if err := r.Client.Create(ctx, desired); !apierrors.IsAlreadyExists(err) {
+					return err
 				}
-				return err
+				return nil
 			})
 		case existing.Spec.DeploymentID != desired.Spec.DeploymentID && !s.bundle.Spec.Paused:
 			if summary.State(existing) == fleet.Ready {

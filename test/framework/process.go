@@ -81,3 +81,6 @@ func (p *Process) Output() string {
 	b, _ := os.ReadFile(p.Log)
 	return string(bytes.ToValidUTF8(b, []byte("?")))
 }
+
+// PID is the process ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/framework"
+)
+
+func newClient(cfg *rest.Config) (client.Client, error) {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = -1, 0 // no client-side throttling: measure the server
+	return client.New(c, client.Options{Scheme: controllers.Scheme()})
+}
+
+// parallel runs fn(i) for i in [0,n) on `workers` goroutines.
+func parallel(workers, n int, fn func(i int) error) error {
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || firstErr.Load() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return err
+	}
+	return nil
+}
+
+// Ceiling measures raw creates/s of small ConfigMaps with `clients` clients.
+func Ceiling(ctx context.Context, cp *controlplane.ControlPlane, clients, count int) (Result, error) {
+	cs := make([]client.Client, clients)
+	for i := range cs {
+		c, err := newClient(cp.Config)
+		if err != nil {
+			return Result{}, err
+		}
+		cs[i] = c
+	}
+	ns := "bench-ceiling"
+	if err := cs[0].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	err := parallel(clients, count, func(i int) error {
+		return cs[i%clients].Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns},
+			Data:       map[string]string{"k": "v"},
+		})
+	})
+	s := since(start)
+	return Result{Experiment: "ceiling", Objects: count, Seconds: s, Rate: float64(count) / s}, err
+}
+
+// Fanout creates N clusters, starts the manager, creates B bundles of 10 KB
+// and times until N*B BundleDeployments exist.
+func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Result, error) {
+	c, err := newClient(cp.Config)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, ns := range []string{fleet.DefaultWorkspace} {
+		_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	fmt.Fprintf(os.Stderr, "Creating %d clusters\n", n)
+	if err := parallel(32, n, func(i int) error {
+		return c.Create(ctx, &fleet.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%05d", i), Namespace: fleet.DefaultWorkspace,
+				Labels: map[string]string{"env": []string{"dev", "test", "prod"}[i%3], "bench": "true"}},
+			Spec: fleet.ClusterSpec{ClientID: fmt.Sprintf("bench-%d", i)},
+		})
+	}); err != nil {
+		return Result{}, err
+	}
+
+	logDir, _ := os.MkdirTemp("", "fleet-bench-")
+	fmt.Fprintf(os.Stderr, "Starting fleet-manager (log in %s)\n", logDir)
+	mgr, err := framework.Start(logDir, "manager", "fleet-manager", "--kubeconfig", cp.Kubeconfig,
+		"--api-server-url", cp.Config.Host)
+	if err != nil {
+		return Result{}, err
+	}
+	defer mgr.Stop()
+
+	// Wait until the manager made every cluster namespace, so the fanout
+	// measures targeting, not namespace creation.
+	if err := waitFor(ctx, 5*time.Minute, func() (bool, error) {
+		list := &fleet.ClusterList{}
+		if err := c.List(ctx, list, client.InNamespace(fleet.DefaultWorkspace)); err != nil {
+			return false, err
+		}
+		for _, cl := range list.Items {
+			if cl.Status.Namespace == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return Result{}, fmt.Errorf("waiting for cluster namespaces: %w (manager log: %s)", err, mgr.Log)
+	}
+
+	counter, err := countAdds(ctx, cp.Config, fleet.GroupVersion.WithKind("BundleDeployment"))
+	if err != nil {
+		return Result{}, err
+	}
+	cpuBefore := cpuSeconds(mgr)
+	payload := strings.Repeat("x", 10*1024)
+	fmt.Fprintf(os.Stderr, "Creating %d bundles of 10 KB\n", b)
+	start := time.Now()
+	if err := parallel(8, b, func(i int) error {
+		return c.Create(ctx, &fleet.Bundle{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%03d", i), Namespace: fleet.DefaultWorkspace},
+			Spec: fleet.BundleSpec{
+				Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: fmt.Sprintf(
+					"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b-%d}\ndata: {payload: %s}\n", i, payload)}},
+				Targets: []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "true"}}}},
+			},
+		})
+	}); err != nil {
+		return Result{}, err
+	}
+	want := int64(n * b)
+	if err := waitFor(ctx, 30*time.Minute, func() (bool, error) { return counter.Load() >= want, nil }); err != nil {
+		return Result{}, fmt.Errorf("%d of %d BundleDeployments after the wait: %w", counter.Load(), want, err)
+	}
+	s := since(start)
+	return Result{Experiment: "fanout", Clusters: n, Bundles: b, Objects: int(want), Seconds: s, Rate: float64(want) / s,
+		ManagerRSSMB: peakRSSMB(mgr), ManagerCPUS: cpuSeconds(mgr) - cpuBefore}, nil
+}
+
+// countAdds counts objects added, through a metadata-only informer.
+func countAdds(ctx context.Context, cfg *rest.Config, gvk schema.GroupVersionKind) (*atomic.Int64, error) {
+	c, err := cache.New(cfg, cache.Options{Scheme: controllers.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	inf, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	var n atomic.Int64
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) { n.Add(1) }}); err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("informer did not sync")
+	}
+	return &n, nil
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// peakRSSMB reads VmHWM of a process.
+func peakRSSMB(p *framework.Process) float64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID()), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// cpuSeconds reads user+system CPU time of a process.
+func cpuSeconds(p *framework.Process) float64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID()), "stat"))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // clock ticks (USER_HZ = 100)
+}

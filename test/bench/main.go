@@ -1,0 +1,121 @@
+// Command bench measures the manager at scale against a fresh local control
+// plane and prints one JSON line per experiment, then a table for people.
+//
+//   - ceiling: raw creates/s of small objects with 32 clients, the limit of
+//     this API server on this machine;
+//   - fanout: N clusters x B bundles (10 KB each): time until N*B
+//     BundleDeployments exist, and that rate as a fraction of the ceiling.
+//
+// The manager runs as its own process (the real fleet-manager binary), so its
+// peak RSS and CPU time are its own.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gitfleet/fleet/test/controlplane"
+)
+
+// Result is one experiment's figures.
+type Result struct {
+	Experiment   string  `json:"experiment"`
+	Clusters     int     `json:"clusters"`
+	Bundles      int     `json:"bundles"`
+	Objects      int     `json:"objects"`
+	Seconds      float64 `json:"seconds"`
+	Rate         float64 `json:"rate"`
+	CeilingRatio float64 `json:"ceiling_ratio,omitempty"`
+	P50          float64 `json:"p50_s,omitempty"`
+	P99          float64 `json:"p99_s,omitempty"`
+	ManagerRSSMB float64 `json:"manager_rss_mb,omitempty"`
+	ManagerCPUS  float64 `json:"manager_cpu_s,omitempty"`
+	Note         string  `json:"note,omitempty"`
+}
+
+func main() {
+	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
+	bundles := flag.Int("bundles", 10, "bundles (B)")
+	experiments := flag.String("experiments", "all", "comma-separated: ceiling,fanout (all = every one)")
+	flag.Parse()
+	ctrl.SetLogger(logr.Discard())
+	if err := run(*clusters, *bundles, *experiments); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n, b int, which string) error {
+	want := map[string]bool{}
+	for _, e := range strings.Split(which, ",") {
+		want[strings.TrimSpace(e)] = true
+	}
+	all := want["all"]
+	ctx := context.Background()
+	fmt.Fprintf(os.Stderr, "Starting a control plane for N=%d clusters, B=%d bundles\n", n, b)
+	cp, err := controlplane.Start(controlplane.Options{Name: "bench", APIServerArgs: map[string][]string{
+		"max-requests-inflight": {"800"}, "max-mutating-requests-inflight": {"400"},
+	}})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cp.Stop() }()
+
+	var results []Result
+	ceiling := 0.0
+	if all || want["ceiling"] || want["fanout"] {
+		r, err := Ceiling(ctx, cp, 32, max(2000, min(n*b, 10000)))
+		if err != nil {
+			return fmt.Errorf("ceiling: %w", err)
+		}
+		ceiling = r.Rate
+		results = append(results, r)
+		printJSON(r)
+	}
+	if all || want["fanout"] {
+		r, err := Fanout(ctx, cp, n, b)
+		if err != nil {
+			return fmt.Errorf("fanout: %w", err)
+		}
+		r.CeilingRatio = r.Rate / ceiling
+		results = append(results, r)
+		printJSON(r)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tmanager RSS MB\tmanager CPU s")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
+			pct(r.CeilingRatio), num(r.ManagerRSSMB), num(r.ManagerCPUS))
+	}
+	return tw.Flush()
+}
+
+func printJSON(r Result) {
+	b, _ := json.Marshal(r)
+	fmt.Println(string(b))
+}
+
+func pct(f float64) string {
+	if f == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", f*100)
+}
+
+func num(f float64) string {
+	if f == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", f)
+}
+
+func since(t time.Time) float64 { return time.Since(t).Seconds() }
