@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -23,6 +25,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/clusterregistration"
 	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
 	"github.com/gitfleet/fleet/controllers/content"
+	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/internal/names"
 )
 
@@ -44,6 +47,15 @@ type Options struct {
 	CredentialSecretTTL time.Duration
 	// ContentGrace is how long an unreferenced Content is kept.
 	ContentGrace time.Duration
+	// GitCacheDir holds the git caches (default below the temp directory).
+	GitCacheDir string
+	// GitWorkers bounds concurrent git fetches (default 4).
+	GitWorkers int
+	// WebhookAddr serves git push webhooks when set (e.g. ":8082").
+	WebhookAddr string
+	// WebhookSecret, when set, is required of webhook calls for GitRepos
+	// that name no webhookSecret of their own.
+	WebhookSecret []byte
 }
 
 // SystemRegistrationNamespace is where credential secrets live.
@@ -97,6 +109,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if err := reg.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the registration controller: %w", err)
+	}
+	if o.GitWorkers <= 0 {
+		o.GitWorkers = 4
+	}
+	gr := &gitrepo.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers}
+	if err := gr.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the gitrepo controller: %w", err)
+	}
+	if o.WebhookAddr != "" {
+		h := gitrepo.NewWebhookHandler(mgr.GetClient(), gitrepo.WebhookOptions{SecretReader: mgr.GetAPIReader(), Secret: o.WebhookSecret})
+		srv := &http.Server{Addr: o.WebhookAddr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		if err := mgr.Add(&manager.Server{Name: "gitrepo-webhook", Server: srv}); err != nil {
+			return err
+		}
 	}
 	if err := (&bundle.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the bundle controller: %w", err)

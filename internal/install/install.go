@@ -128,8 +128,11 @@ func ControllerObjects(o ControllerOptions) []client.Object {
 								"--agent-image=" + firstNonEmpty(o.AgentImage, agentinstall.DefaultImage),
 								"--metrics-bind-address=:8080",
 								"--health-probe-bind-address=:8081",
+								"--webhook-bind-address=:8082",
+								"--git-cache-dir=/var/cache/fleet",
 							},
-							Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8080}, {Name: "health", ContainerPort: 8081}},
+							Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8080}, {Name: "health", ContainerPort: 8081},
+								{Name: "webhook", ContainerPort: 8082}},
 							LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 								Path: "/healthz", Port: intstr.FromString("health")}}},
 							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{

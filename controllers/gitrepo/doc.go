@@ -1,0 +1,31 @@
+// Package gitrepo reconciles GitRepos: it is the first stage of the two-stage
+// pull, turning a git repository into Bundles in the GitRepo's namespace,
+// which the bundle controller then targets at clusters.
+//
+// Each GitRepo is polled every spec.pollingInterval (default 15s, ±10%
+// jitter) with one cheap ls-remote (internal/gitfetch). Only when the commit
+// or the spec (its generation, which covers forceSyncGeneration) differs from
+// the last good sync does the controller fetch the commit into its on-disk
+// cache, read its bundles (internal/bundlereader) and write them: Bundles are created or updated only where they differ, labelled
+// fleet.cattle.io/repo-name and fleet.cattle.io/commit and owned by the
+// GitRepo, and the repo's Bundles that the commit no longer has are deleted.
+// When anything fails nothing is deleted: the last good Bundles stay
+// deployed, and the conditions say what went wrong. User-fixable errors (bad
+// fleet.yaml, missing branch, failed authentication) end the reconcile with
+// reconcile.TerminalError, and a timer keeps polling, so that a fix pushed to
+// git is found; transient ones are retried with backoff.
+//
+// spec.paused still syncs, but marks the Bundles paused, so new commits are
+// not rolled out. spec.disablePolling leaves syncing to spec changes and the
+// webhook.
+//
+// The webhook (NewWebhookHandler) takes GitHub and GitLab push calls and
+// records the pushed commit in status.webhookCommit of the GitRepos that
+// follow that repository and branch; the controller polls when that field
+// changes.
+//
+// Status is computed once per reconcile and patched only when it changed:
+// commit and observedGeneration (after a successful sync), the Accepted,
+// GitPolling and Ready conditions, and a rollup of the Bundles' summaries.
+// A finalizer deletes the GitRepo's Bundles and git cache before it goes.
+package gitrepo

@@ -1,0 +1,263 @@
+package gitrepo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/gitfetch"
+)
+
+// Finalizer lets the controller delete a GitRepo's Bundles, and its git
+// cache, before the GitRepo goes; also where no garbage collector runs.
+const Finalizer = "fleet.cattle.io/gitrepo"
+
+// DefaultSyncTimeout bounds one sync: fetch, read and write of the bundles.
+const DefaultSyncTimeout = 10 * time.Minute
+
+// Fetcher asks git remotes for commits and checks them out;
+// *gitfetch.Fetcher is the implementation.
+type Fetcher interface {
+	LatestCommit(ctx context.Context, o gitfetch.Options) (string, error)
+	Checkout(ctx context.Context, o gitfetch.Options, commit string) (string, error)
+	Remove(key string) error
+}
+
+// Reconciler turns each GitRepo into Bundles: it polls the repository, reads
+// the bundles of each new commit and writes them, and rolls the Bundles'
+// status up into the GitRepo's.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads Secrets (clientSecretName, helmSecretName) and, on
+	// delete, Bundles, bypassing the cache; default mgr.GetAPIReader().
+	APIReader client.Reader
+	// Fetcher talks to git; default a gitfetch.Fetcher over CacheDir.
+	Fetcher Fetcher
+	// CacheDir holds the git caches, one directory per GitRepo; default
+	// fleet-gitrepos below the system's temporary directory.
+	CacheDir string
+	// Workers is the number of GitRepos reconciled at once.
+	Workers int
+	// Now is the clock (tests may replace it).
+	Now func() time.Time
+	// SyncTimeout bounds one sync; default DefaultSyncTimeout.
+	SyncTimeout time.Duration
+
+	mu     sync.Mutex
+	repos  map[types.NamespacedName]*repoState
+	timers map[types.NamespacedName]*time.Timer
+	polls  chan event.GenericEvent
+}
+
+// SetupWithManager registers the controller: it watches GitRepos, and the
+// Bundles labelled with a GitRepo's name so their status is rolled up.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.CacheDir == "" {
+		r.CacheDir = filepath.Join(os.TempDir(), "fleet-gitrepos")
+	}
+	if r.Fetcher == nil {
+		r.Fetcher = &gitfetch.Fetcher{CacheDir: r.CacheDir}
+	}
+	r.polls = make(chan event.GenericEvent, 1024)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&fleet.GitRepo{}, builder.WithPredicates(gitRepoChanged)).
+		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(bundleToGitRepo),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[fleet.RepoLabel] != "" }))).
+		WatchesRawSource(source.Channel(r.polls, &handler.EnqueueRequestForObject{})).
+		Named("gitrepo").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Complete(r)
+}
+
+// gitRepoChanged lets through the GitRepo updates that matter: a spec change,
+// a webhook announcing a commit, a deletion. Status updates written by this
+// controller do not come back as work.
+var gitRepoChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*fleet.GitRepo)
+		n, ok2 := e.ObjectNew.(*fleet.GitRepo)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return o.Generation != n.Generation || o.Status.WebhookCommit != n.Status.WebhookCommit || !n.DeletionTimestamp.IsZero()
+	},
+}
+
+func bundleToGitRepo(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[fleet.RepoLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// Reconcile polls one GitRepo's repository, syncs its Bundles when the commit
+// or the spec changed, and writes its status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	repo := &fleet.GitRepo{}
+	if err := r.Client.Get(ctx, req.NamespacedName, repo); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !repo.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, repo)
+	}
+	if controllerutil.AddFinalizer(repo, Finalizer) {
+		if err := r.Client.Update(ctx, repo); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	s := &scope{repo: repo, before: repo.DeepCopy(), state: r.state(req.NamespacedName), now: r.Now()}
+	defer func() {
+		if err := r.patchStatus(ctx, s); err != nil {
+			// A lost status write must be retried, even after a terminal error.
+			retErr = err
+		}
+	}()
+	err := r.reconcileGit(ctx, s)
+	return r.result(s, err)
+}
+
+// result turns the outcome into the next poll: RequeueAfter normally, backoff
+// for transient errors, and a timer for terminal errors (controller-runtime
+// does not requeue those, yet a push to git can fix them).
+func (r *Reconciler) result(s *scope, err error) (ctrl.Result, error) {
+	if err != nil && !isPermanent(err) {
+		return ctrl.Result{}, err
+	}
+	var after time.Duration
+	if !s.repo.Spec.DisablePolling {
+		after = max(s.state.nextPoll.Sub(r.Now()), time.Millisecond)
+	}
+	if err != nil {
+		if after > 0 {
+			r.pollAfter(s.repo, after)
+		}
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// patchStatus computes the status and writes it when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	bundles := &fleet.BundleList{}
+	if err := r.Client.List(ctx, bundles, client.InNamespace(s.repo.Namespace), client.MatchingLabels{fleet.RepoLabel: s.repo.Name}); err != nil {
+		return fmt.Errorf("listing the bundles of GitRepo %s: %w", s.repo.Name, err)
+	}
+	setStatus(s.repo, s.state, bundles.Items)
+	if equality.Semantic.DeepEqual(s.before.Status, s.repo.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, s.repo, client.MergeFrom(s.before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}
+
+// reconcileDelete deletes every Bundle of the GitRepo and its git cache,
+// then lets the GitRepo go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, repo *fleet.GitRepo) error {
+	key := client.ObjectKeyFromObject(repo)
+	r.forget(key)
+	if !controllerutil.ContainsFinalizer(repo, Finalizer) {
+		return nil
+	}
+	bundles := &fleet.BundleList{}
+	if err := r.APIReader.List(ctx, bundles, client.InNamespace(repo.Namespace), client.MatchingLabels{fleet.RepoLabel: repo.Name}); err != nil {
+		return fmt.Errorf("listing the bundles of deleted GitRepo %s: %w", repo.Name, err)
+	}
+	for i := range bundles.Items {
+		b := &bundles.Items[i]
+		if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting bundle %s of deleted GitRepo %s: %w", b.Name, repo.Name, err)
+		}
+	}
+	if len(bundles.Items) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Deleted the bundles of a deleted GitRepo", "gitRepo", klog.KObj(repo), "bundles", len(bundles.Items))
+	}
+	if err := r.Fetcher.Remove(cacheKey(repo)); err != nil {
+		return fmt.Errorf("removing the git cache of deleted GitRepo %s: %w", repo.Name, err)
+	}
+	controllerutil.RemoveFinalizer(repo, Finalizer)
+	return client.IgnoreNotFound(r.Client.Update(ctx, repo))
+}
+
+// state returns the in-memory poll and sync state of a GitRepo.
+func (r *Reconciler) state(key types.NamespacedName) *repoState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.repos == nil {
+		r.repos = map[types.NamespacedName]*repoState{}
+	}
+	st, ok := r.repos[key]
+	if !ok {
+		st = &repoState{}
+		r.repos[key] = st
+	}
+	return st
+}
+
+// forget drops the state and poll timer of a GitRepo that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.repos, key)
+	if t := r.timers[key]; t != nil {
+		t.Stop()
+		delete(r.timers, key)
+	}
+}
+
+// pollAfter enqueues the GitRepo after d through the controller's channel
+// source.
+func (r *Reconciler) pollAfter(repo *fleet.GitRepo, d time.Duration) {
+	key := client.ObjectKeyFromObject(repo)
+	obj := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: repo.Namespace, Name: repo.Name}}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.timers == nil {
+		r.timers = map[types.NamespacedName]*time.Timer{}
+	}
+	if t := r.timers[key]; t != nil {
+		t.Stop()
+	}
+	r.timers[key] = time.AfterFunc(d, func() {
+		select {
+		case r.polls <- event.GenericEvent{Object: obj}:
+		case <-time.After(time.Minute):
+		}
+	})
+}
+
+func cacheKey(repo *fleet.GitRepo) string {
+	return repo.Namespace + "/" + repo.Name
+}

@@ -1,0 +1,270 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/bundlereader"
+	"github.com/gitfleet/fleet/internal/gitfetch"
+)
+
+// Condition reasons set by this controller, beside gitfetch's Reason values
+// for git errors.
+const (
+	ReasonPolled        = "Polled"
+	ReasonFetchFailed   = "FetchFailed"
+	ReasonBundlesRead   = "BundlesRead"
+	ReasonInvalidBundle = "InvalidBundle"
+	ReasonSyncFailed    = "SyncFailed"
+	ReasonSecretMissing = "SecretNotFound"
+	ReasonReady         = "Ready"
+	ReasonNotReady      = "NotReady"
+)
+
+// stateRank orders bundle states from best to worst, as summaries rank them.
+var stateRank = map[fleet.BundleState]int{
+	fleet.Ready: 0, fleet.NotReady: 1, fleet.Pending: 2, fleet.OutOfSync: 3,
+	fleet.Modified: 4, fleet.WaitApplied: 5, fleet.ErrApplied: 6,
+}
+
+// userError is an error in the GitRepo's spec or its Secrets, which only a
+// person can fix.
+type userError struct {
+	reason, msg string
+}
+
+func (e *userError) Error() string { return e.msg }
+
+func userErrorf(reason, format string, args ...any) error {
+	return &userError{reason: reason, msg: fmt.Sprintf(format, args...)}
+}
+
+// isPermanent tells errors that retrying cannot fix (they end the reconcile
+// with reconcile.TerminalError) from transient ones (retried with backoff).
+func isPermanent(err error) bool {
+	var ue *userError
+	return errors.As(err, &ue) || errors.Is(err, gitfetch.ErrPermanent) ||
+		errors.Is(err, bundlereader.ErrInvalid) || apierrors.IsInvalid(err)
+}
+
+// reasonOf is the condition reason for err.
+func reasonOf(err error, fallback string) string {
+	var ue *userError
+	switch {
+	case errors.As(err, &ue):
+		return ue.reason
+	case gitfetch.Reason(err) != "":
+		return gitfetch.Reason(err)
+	case errors.Is(err, bundlereader.ErrInvalid), apierrors.IsInvalid(err):
+		return ReasonInvalidBundle
+	}
+	return fallback
+}
+
+// gitPollingCondition reports the last poll of the remote (pollErr) and the
+// last fetch of a new commit (a fetchError in syncErr).
+func gitPollingCondition(pollErr, syncErr error, latest string) metav1.Condition {
+	var fe *fetchError
+	if pollErr == nil && errors.As(syncErr, &fe) {
+		pollErr = syncErr
+	}
+	if pollErr != nil {
+		return metav1.Condition{Type: fleet.ConditionGitPolling, Status: metav1.ConditionFalse,
+			Reason: reasonOf(pollErr, ReasonFetchFailed), Message: pollErr.Error()}
+	}
+	return metav1.Condition{Type: fleet.ConditionGitPolling, Status: metav1.ConditionTrue,
+		Reason: ReasonPolled, Message: "latest commit " + latest}
+}
+
+// acceptedCondition says whether the spec could be acted on: the repository
+// reached with its credentials and branch, and its bundles read and written.
+// Transient fetch errors only show in GitPolling.
+func acceptedCondition(pollErr, syncErr error, commit string) metav1.Condition {
+	var fe *fetchError
+	switch {
+	case pollErr != nil && isPermanent(pollErr):
+		return metav1.Condition{Type: fleet.ConditionAccepted, Status: metav1.ConditionFalse,
+			Reason: reasonOf(pollErr, ReasonFetchFailed), Message: pollErr.Error()}
+	case syncErr != nil && (isPermanent(syncErr) || !errors.As(syncErr, &fe)):
+		return metav1.Condition{Type: fleet.ConditionAccepted, Status: metav1.ConditionFalse,
+			Reason: reasonOf(syncErr, ReasonSyncFailed), Message: syncErr.Error()}
+	}
+	return metav1.Condition{Type: fleet.ConditionAccepted, Status: metav1.ConditionTrue,
+		Reason: ReasonBundlesRead, Message: "bundles of commit " + shortSHA(commit) + " are applied"}
+}
+
+// readyCondition is False with the message of the first False condition,
+// else False while some bundle deployment is not ready, else True.
+func readyCondition(conds []metav1.Condition, r rollup) metav1.Condition {
+	for _, t := range []string{fleet.ConditionAccepted, fleet.ConditionGitPolling} {
+		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse {
+			return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message}
+		}
+	}
+	if !r.ready() {
+		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNotReady, Message: r.message}
+	}
+	return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady}
+}
+
+// rollup is what a GitRepo's status shows of its Bundles.
+type rollup struct {
+	summary              fleet.BundleSummary
+	readyClusters        int
+	desiredReadyClusters int
+	// state is the worst state over the bundle deployments, "" with none.
+	state   fleet.BundleState
+	message string
+}
+
+func (r rollup) ready() bool {
+	s := r.summary
+	return s.Ready >= s.DesiredReady && s.NotReady+s.WaitApplied+s.ErrApplied+s.OutOfSync+s.Modified+s.Pending == 0
+}
+
+// rollupBundles sums the summaries of a GitRepo's Bundles. As in Fleet,
+// desiredReadyClusters is the most clusters any bundle targets and
+// readyClusters the fewest ready clusters of any of those bundles (a cluster
+// is ready only when every bundle is).
+func rollupBundles(bundles []fleet.Bundle) rollup {
+	var r rollup
+	sort.Slice(bundles, func(i, j int) bool { return bundles[i].Name < bundles[j].Name })
+	ready := -1
+	worstBundle := ""
+	for _, b := range bundles {
+		s := b.Status.Summary
+		r.summary.Ready += s.Ready
+		r.summary.NotReady += s.NotReady
+		r.summary.WaitApplied += s.WaitApplied
+		r.summary.ErrApplied += s.ErrApplied
+		r.summary.OutOfSync += s.OutOfSync
+		r.summary.Modified += s.Modified
+		r.summary.Pending += s.Pending
+		r.summary.DesiredReady += s.DesiredReady
+		for _, nr := range s.NonReadyResources {
+			if len(r.summary.NonReadyResources) < 10 {
+				r.summary.NonReadyResources = append(r.summary.NonReadyResources, nr)
+			}
+		}
+		if s.DesiredReady > 0 {
+			r.desiredReadyClusters = max(r.desiredReadyClusters, s.DesiredReady)
+			if ready < 0 || s.Ready < ready {
+				ready = s.Ready
+			}
+		}
+		if st := worstState(s); st != "" && (r.state == "" || stateRank[st] > stateRank[r.state]) {
+			r.state, worstBundle = st, b.Name
+		}
+	}
+	r.readyClusters = max(ready, 0)
+	if r.state != "" && r.state != fleet.Ready {
+		r.message = fmt.Sprintf("%s(%d) [Bundle %s%s]", r.state, count(r.summary, r.state), worstBundle, firstMessage(bundles, worstBundle, r.state))
+	} else if !r.ready() {
+		r.message = fmt.Sprintf("%d/%d bundle deployments ready", r.summary.Ready, r.summary.DesiredReady)
+	}
+	return r
+}
+
+// worstState is the worst state counted in a summary, "" when it counts none.
+func worstState(s fleet.BundleSummary) fleet.BundleState {
+	worst := fleet.BundleState("")
+	for st := range stateRank {
+		if count(s, st) > 0 && (worst == "" || stateRank[st] > stateRank[worst]) {
+			worst = st
+		}
+	}
+	return worst
+}
+
+func count(s fleet.BundleSummary, st fleet.BundleState) int {
+	switch st {
+	case fleet.Ready:
+		return s.Ready
+	case fleet.NotReady:
+		return s.NotReady
+	case fleet.Pending:
+		return s.Pending
+	case fleet.OutOfSync:
+		return s.OutOfSync
+	case fleet.Modified:
+		return s.Modified
+	case fleet.WaitApplied:
+		return s.WaitApplied
+	case fleet.ErrApplied:
+		return s.ErrApplied
+	}
+	return 0
+}
+
+func firstMessage(bundles []fleet.Bundle, name string, st fleet.BundleState) string {
+	for _, b := range bundles {
+		if b.Name != name {
+			continue
+		}
+		for _, nr := range b.Status.Summary.NonReadyResources {
+			if nr.State == st && nr.Message != "" {
+				return ": " + nr.Name + ": " + nr.Message
+			}
+		}
+	}
+	return ""
+}
+
+// display is what kubectl shows: ready/desired bundle deployments, the worst
+// state, and the first problem.
+func display(conds []metav1.Condition, r rollup) fleet.GitRepoDisplay {
+	d := fleet.GitRepoDisplay{
+		ReadyBundleDeployments: fmt.Sprintf("%d/%d", r.summary.Ready, r.summary.DesiredReady),
+		State:                  string(r.state),
+		Message:                r.message,
+		Error:                  r.state == fleet.ErrApplied,
+	}
+	for _, t := range []string{fleet.ConditionAccepted, fleet.ConditionGitPolling} {
+		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse {
+			d.Message, d.Error = c.Message, true
+			break
+		}
+	}
+	return d
+}
+
+// setStatus computes the whole status (but commit and observedGeneration,
+// which only a successful sync sets) from the last poll and sync and the
+// repo's Bundles.
+func setStatus(repo *fleet.GitRepo, st *repoState, bundles []fleet.Bundle) {
+	r := rollupBundles(bundles)
+	s := &repo.Status
+	if st.polled {
+		for _, c := range []metav1.Condition{
+			gitPollingCondition(st.pollErr, st.syncErr, st.latest),
+			acceptedCondition(st.pollErr, st.syncErr, s.Commit),
+		} {
+			c.ObservedGeneration = repo.Generation
+			meta.SetStatusCondition(&s.Conditions, c)
+		}
+	}
+	ready := readyCondition(s.Conditions, r)
+	ready.ObservedGeneration = repo.Generation
+	meta.SetStatusCondition(&s.Conditions, ready)
+	s.Summary = r.summary
+	s.ReadyClusters = r.readyClusters
+	s.DesiredReadyClusters = r.desiredReadyClusters
+	s.Display = display(s.Conditions, r)
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	if sha == "" {
+		return "(none)"
+	}
+	return strings.ToLower(sha)
+}

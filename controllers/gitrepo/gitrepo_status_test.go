@@ -1,0 +1,235 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/bundlereader"
+	"github.com/gitfleet/fleet/internal/gitfetch"
+)
+
+// branchNotFound is a permanent gitfetch error, as LatestCommit returns it.
+func branchNotFound() error {
+	_, _, err := gitfetch.Resolve(nil, "https://example.com/r", "dev", "")
+	return err
+}
+
+func TestGitPollingCondition(t *testing.T) {
+	transient := errors.New("fetching https://example.com/r: connection refused")
+	for name, tc := range map[string]struct {
+		pollErr, syncErr error
+		status           metav1.ConditionStatus
+		reason, message  string
+	}{
+		"ok":                                  {status: metav1.ConditionTrue, reason: ReasonPolled, message: "latest commit abc"},
+		"transient poll error":                {pollErr: transient, status: metav1.ConditionFalse, reason: ReasonFetchFailed, message: transient.Error()},
+		"missing branch":                      {pollErr: branchNotFound(), status: metav1.ConditionFalse, reason: gitfetch.ReasonBranchNotFound, message: "branch dev not found in https://example.com/r"},
+		"failed fetch":                        {syncErr: &fetchError{err: transient}, status: metav1.ConditionFalse, reason: ReasonFetchFailed, message: transient.Error()},
+		"bad bundle is not a polling problem": {syncErr: fmt.Errorf("x: %w", bundlereader.ErrInvalid), status: metav1.ConditionTrue, reason: ReasonPolled},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := gitPollingCondition(tc.pollErr, tc.syncErr, "abc")
+			g.Expect(c.Type).To(Equal(fleet.ConditionGitPolling))
+			g.Expect(c.Status).To(Equal(tc.status))
+			g.Expect(c.Reason).To(Equal(tc.reason))
+			if tc.message != "" {
+				g.Expect(c.Message).To(Equal(tc.message))
+			}
+		})
+	}
+}
+
+func TestAcceptedCondition(t *testing.T) {
+	badYAML := fmt.Errorf("reading the bundles of commit abc: %w", &wrapInvalid{"app/fleet.yaml: line 3: unknown field \"nope\""})
+	for name, tc := range map[string]struct {
+		pollErr, syncErr error
+		status           metav1.ConditionStatus
+		reason, message  string
+	}{
+		"ok":                          {status: metav1.ConditionTrue, reason: ReasonBundlesRead, message: "bundles of commit 0123456789ab are applied"},
+		"transient poll keeps true":   {pollErr: errors.New("timeout"), status: metav1.ConditionTrue, reason: ReasonBundlesRead},
+		"missing branch":              {pollErr: branchNotFound(), status: metav1.ConditionFalse, reason: gitfetch.ReasonBranchNotFound, message: "branch dev not found in https://example.com/r"},
+		"malformed fleet.yaml":        {syncErr: badYAML, status: metav1.ConditionFalse, reason: ReasonInvalidBundle, message: badYAML.Error()},
+		"missing secret":              {pollErr: userErrorf(ReasonSecretMissing, "clientSecretName: Secret x not found"), status: metav1.ConditionFalse, reason: ReasonSecretMissing},
+		"transient fetch keeps true":  {syncErr: &fetchError{err: errors.New("reset")}, status: metav1.ConditionTrue, reason: ReasonBundlesRead},
+		"permanent fetch is false":    {syncErr: &fetchError{err: branchNotFound()}, status: metav1.ConditionFalse, reason: gitfetch.ReasonBranchNotFound},
+		"transient write is reported": {syncErr: errors.New("writing bundle a: conflict"), status: metav1.ConditionFalse, reason: ReasonSyncFailed},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := acceptedCondition(tc.pollErr, tc.syncErr, "0123456789abcdef0123456789abcdef01234567")
+			g.Expect(c.Type).To(Equal(fleet.ConditionAccepted))
+			g.Expect(c.Status).To(Equal(tc.status))
+			g.Expect(c.Reason).To(Equal(tc.reason))
+			if tc.message != "" {
+				g.Expect(c.Message).To(Equal(tc.message))
+			}
+		})
+	}
+}
+
+// wrapInvalid stands in for a bundlereader error matching ErrInvalid.
+type wrapInvalid struct{ msg string }
+
+func (e *wrapInvalid) Error() string        { return e.msg }
+func (e *wrapInvalid) Is(target error) bool { return target == bundlereader.ErrInvalid }
+
+func bundle(name string, s fleet.BundleSummary) fleet.Bundle {
+	return fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: fleet.BundleStatus{Summary: s}}
+}
+
+func TestRollupBundles(t *testing.T) {
+	g := NewWithT(t)
+	r := rollupBundles(nil)
+	g.Expect(r.ready()).To(BeTrue(), "no bundles, nothing to wait for")
+	g.Expect(r.state).To(BeEmpty())
+
+	r = rollupBundles([]fleet.Bundle{
+		bundle("b", fleet.BundleSummary{Ready: 3, DesiredReady: 3}),
+		bundle("a", fleet.BundleSummary{Ready: 1, NotReady: 1, ErrApplied: 1, DesiredReady: 3, NonReadyResources: []fleet.NonReadyResource{
+			{Name: "c1", State: fleet.NotReady, Message: "deployment not ready"},
+			{Name: "c2", State: fleet.ErrApplied, Message: "chart not found"},
+		}}),
+		bundle("c", fleet.BundleSummary{}),
+	})
+	g.Expect(r.summary.Ready).To(Equal(4))
+	g.Expect(r.summary.DesiredReady).To(Equal(6))
+	g.Expect(r.summary.NotReady).To(Equal(1))
+	g.Expect(r.summary.ErrApplied).To(Equal(1))
+	g.Expect(r.summary.NonReadyResources).To(HaveLen(2))
+	g.Expect(r.desiredReadyClusters).To(Equal(3))
+	g.Expect(r.readyClusters).To(Equal(1))
+	g.Expect(r.state).To(Equal(fleet.ErrApplied))
+	g.Expect(r.message).To(Equal("ErrApplied(1) [Bundle a: c2: chart not found]"))
+	g.Expect(r.ready()).To(BeFalse())
+
+	r = rollupBundles([]fleet.Bundle{bundle("a", fleet.BundleSummary{Ready: 2, DesiredReady: 2})})
+	g.Expect(r.ready()).To(BeTrue())
+	g.Expect(r.state).To(Equal(fleet.Ready))
+	g.Expect(r.message).To(BeEmpty())
+}
+
+func TestReadyConditionAndDisplay(t *testing.T) {
+	allReady := rollupBundles([]fleet.Bundle{bundle("a", fleet.BundleSummary{Ready: 2, DesiredReady: 2})})
+	notReady := rollupBundles([]fleet.Bundle{bundle("a", fleet.BundleSummary{Ready: 1, NotReady: 1, DesiredReady: 2})})
+	ok := []metav1.Condition{
+		{Type: fleet.ConditionAccepted, Status: metav1.ConditionTrue},
+		{Type: fleet.ConditionGitPolling, Status: metav1.ConditionTrue},
+	}
+	broken := []metav1.Condition{
+		{Type: fleet.ConditionAccepted, Status: metav1.ConditionFalse, Reason: gitfetch.ReasonBranchNotFound, Message: "branch dev not found in R"},
+		{Type: fleet.ConditionGitPolling, Status: metav1.ConditionFalse, Reason: gitfetch.ReasonBranchNotFound, Message: "other"},
+	}
+	for name, tc := range map[string]struct {
+		conds   []metav1.Condition
+		r       rollup
+		status  metav1.ConditionStatus
+		message string
+		display fleet.GitRepoDisplay
+	}{
+		"ready": {ok, allReady, metav1.ConditionTrue, "", fleet.GitRepoDisplay{ReadyBundleDeployments: "2/2", State: "Ready"}},
+		"bundles not ready": {ok, notReady, metav1.ConditionFalse, "NotReady(1) [Bundle a]",
+			fleet.GitRepoDisplay{ReadyBundleDeployments: "1/2", State: "NotReady", Message: "NotReady(1) [Bundle a]"}},
+		"git error wins": {broken, allReady, metav1.ConditionFalse, "branch dev not found in R",
+			fleet.GitRepoDisplay{ReadyBundleDeployments: "2/2", State: "Ready", Message: "branch dev not found in R", Error: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := readyCondition(tc.conds, tc.r)
+			g.Expect(c.Status).To(Equal(tc.status))
+			g.Expect(c.Message).To(Equal(tc.message))
+			g.Expect(display(tc.conds, tc.r)).To(Equal(tc.display))
+		})
+	}
+}
+
+func TestSetStatusKeepsConditionsUntilPolled(t *testing.T) {
+	g := NewWithT(t)
+	repo := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	setStatus(repo, &repoState{}, nil)
+	g.Expect(meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionAccepted)).To(BeNil())
+	g.Expect(meta.IsStatusConditionTrue(repo.Status.Conditions, fleet.ConditionReady)).To(BeTrue())
+
+	setStatus(repo, &repoState{polled: true, pollErr: branchNotFound()}, nil)
+	g.Expect(meta.IsStatusConditionFalse(repo.Status.Conditions, fleet.ConditionAccepted)).To(BeTrue())
+	g.Expect(meta.IsStatusConditionFalse(repo.Status.Conditions, fleet.ConditionGitPolling)).To(BeTrue())
+	ready := meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionReady)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(ready.Message).To(Equal("branch dev not found in https://example.com/r"))
+	g.Expect(ready.ObservedGeneration).To(BeEquivalentTo(3))
+	g.Expect(repo.Status.Display.Error).To(BeTrue())
+}
+
+func TestPollDueAndSyncNeeded(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	repo := func(mut func(*fleet.GitRepo)) *fleet.GitRepo {
+		r := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+		if mut != nil {
+			mut(r)
+		}
+		return r
+	}
+	polled := func(mut func(*repoState)) *repoState {
+		st := &repoState{polled: true, polledGeneration: 2, nextPoll: now.Add(time.Second), webhookCommit: "w1",
+			synced: true, syncedCommit: "c1", syncedGeneration: 2}
+		if mut != nil {
+			mut(st)
+		}
+		return st
+	}
+	for name, tc := range map[string]struct {
+		st   *repoState
+		repo *fleet.GitRepo
+		due  bool
+	}{
+		"never polled":         {&repoState{}, repo(nil), true},
+		"not yet":              {polled(nil), repo(nil), false},
+		"interval passed":      {polled(func(s *repoState) { s.nextPoll = now }), repo(nil), true},
+		"spec changed":         {polled(nil), repo(func(r *fleet.GitRepo) { r.Generation = 3 }), true},
+		"transient error":      {polled(func(s *repoState) { s.retry = true }), repo(nil), true},
+		"webhook":              {polled(nil), repo(func(r *fleet.GitRepo) { r.Status.WebhookCommit = "w2" }), true},
+		"webhook already seen": {polled(nil), repo(func(r *fleet.GitRepo) { r.Status.WebhookCommit = "w1" }), false},
+		"polling disabled": {polled(func(s *repoState) { s.nextPoll = now }),
+			repo(func(r *fleet.GitRepo) { r.Spec.DisablePolling = true }), false},
+		"polling disabled, webhook": {polled(nil),
+			repo(func(r *fleet.GitRepo) { r.Spec.DisablePolling = true; r.Status.WebhookCommit = "w2" }), true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(pollDue(now, tc.st, tc.repo)).To(Equal(tc.due))
+		})
+	}
+
+	g := NewWithT(t)
+	g.Expect(syncNeeded(&repoState{}, repo(nil), "c1")).To(BeTrue(), "first sync since start")
+	synced := func(r *fleet.GitRepo) {
+		r.Status.Commit, r.Status.ObservedGeneration = "c1", 2
+		r.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionAccepted, Status: metav1.ConditionTrue}}
+	}
+	g.Expect(syncNeeded(&repoState{}, repo(synced), "c1")).To(BeFalse(), "after a restart, the status says c1 is applied")
+	g.Expect(syncNeeded(&repoState{}, repo(synced), "c2")).To(BeTrue(), "after a restart, a new commit")
+	g.Expect(syncNeeded(&repoState{}, repo(func(r *fleet.GitRepo) { synced(r); r.Generation = 3 }), "c1")).To(BeTrue(), "after a restart, a new spec")
+	g.Expect(syncNeeded(&repoState{}, repo(func(r *fleet.GitRepo) {
+		synced(r)
+		r.Status.Conditions[0].Status = metav1.ConditionFalse
+	}), "c1")).To(BeTrue(), "after a restart, the last sync had failed")
+	g.Expect(syncNeeded(polled(nil), repo(nil), "c1")).To(BeFalse(), "same commit, same spec")
+	g.Expect(syncNeeded(polled(nil), repo(nil), "c2")).To(BeTrue(), "new commit")
+	g.Expect(syncNeeded(polled(nil), repo(func(r *fleet.GitRepo) { r.Generation = 3 }), "c1")).To(BeTrue(), "spec or forceSyncGeneration changed")
+}
+
+func TestJitterAndInterval(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(jitter(10*time.Second, 0)).To(Equal(9 * time.Second))
+	g.Expect(jitter(10*time.Second, 0.5)).To(Equal(10 * time.Second))
+	g.Expect(jitter(10*time.Second, 0.999999)).To(BeNumerically("~", 11*time.Second, time.Millisecond))
+	g.Expect(pollInterval(&fleet.GitRepo{})).To(Equal(fleet.DefaultPollingInterval))
+	g.Expect(pollInterval(&fleet.GitRepo{Spec: fleet.GitRepoSpec{PollingInterval: &metav1.Duration{Duration: time.Minute}}})).To(Equal(time.Minute))
+}

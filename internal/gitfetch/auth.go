@@ -1,0 +1,117 @@
+package gitfetch
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// KnownHostsKey is the key of an SSH Secret that holds the server's host keys
+// in known_hosts format.
+const KnownHostsKey = "known_hosts"
+
+// authMethod builds the go-git credentials for ep from the Secret, if any.
+// SSH always verifies the server's host key: without known_hosts it fails
+// rather than trust whatever key the server shows.
+func authMethod(ep *transport.Endpoint, repo string, secret *corev1.Secret) (transport.AuthMethod, error) {
+	switch ep.Protocol {
+	case "file":
+		return nil, nil
+	case "ssh":
+		return sshAuth(ep, repo, secret)
+	case "http", "https":
+		if secret == nil {
+			return nil, nil
+		}
+		if _, ok := secret.Data[corev1.SSHAuthPrivateKey]; ok || secret.Type == corev1.SecretTypeSSHAuth {
+			return nil, permanent(ReasonInvalidOptions, nil,
+				"Secret %s holds an SSH key but %s is %s: use an ssh:// (or git@host:path) URL, or a kubernetes.io/basic-auth Secret with username and password",
+				secret.Name, repo, ep.Protocol)
+		}
+		user, password := secret.Data[corev1.BasicAuthUsernameKey], secret.Data[corev1.BasicAuthPasswordKey]
+		if len(password) == 0 {
+			return nil, permanent(ReasonInvalidOptions, nil,
+				"Secret %s has no %q key: a clientSecretName for an %s repository must be a kubernetes.io/basic-auth Secret with username and password (a token as password)",
+				secret.Name, corev1.BasicAuthPasswordKey, ep.Protocol)
+		}
+		return &githttp.BasicAuth{Username: string(user), Password: string(password)}, nil
+	default:
+		return nil, permanent(ReasonInvalidOptions, nil, "unsupported repository URL %s: use https://, http://, ssh://, git@host:path or a file path", repo)
+	}
+}
+
+func sshAuth(ep *transport.Endpoint, repo string, secret *corev1.Secret) (transport.AuthMethod, error) {
+	if secret == nil {
+		return nil, permanent(ReasonInvalidOptions, nil,
+			"%s is an SSH repository but the GitRepo has no clientSecretName: create a kubernetes.io/ssh-auth Secret with %s and %s keys and name it in clientSecretName",
+			repo, corev1.SSHAuthPrivateKey, KnownHostsKey)
+	}
+	knownHosts := secret.Data[KnownHostsKey]
+	if len(knownHosts) == 0 {
+		return nil, permanent(ReasonHostKey, nil,
+			"Secret %s has no %s key: add the SSH host keys of %s (e.g. the output of `ssh-keyscan %s`) under %s; host keys are never trusted blindly",
+			secret.Name, KnownHostsKey, ep.Host, ep.Host, KnownHostsKey)
+	}
+	user := ep.User
+	if user == "" {
+		user = string(secret.Data[corev1.BasicAuthUsernameKey])
+	}
+	if user == "" {
+		user = "git"
+	}
+	helper, err := hostKeyHelper(ep, secret.Name, knownHosts)
+	if err != nil {
+		return nil, err
+	}
+	if key, ok := secret.Data[corev1.SSHAuthPrivateKey]; ok {
+		auth, err := gitssh.NewPublicKeys(user, key, "")
+		if err != nil {
+			return nil, permanent(ReasonInvalidOptions, err, "Secret %s: %s is not a usable unencrypted private key: %v", secret.Name, corev1.SSHAuthPrivateKey, err)
+		}
+		auth.HostKeyCallbackHelper = helper
+		return auth, nil
+	}
+	if password, ok := secret.Data[corev1.BasicAuthPasswordKey]; ok {
+		return &gitssh.Password{User: user, Password: string(password), HostKeyCallbackHelper: helper}, nil
+	}
+	return nil, permanent(ReasonInvalidOptions, nil,
+		"Secret %s has neither %s nor %s: an SSH repository needs a kubernetes.io/ssh-auth Secret with a private key",
+		secret.Name, corev1.SSHAuthPrivateKey, corev1.BasicAuthPasswordKey)
+}
+
+// hostKeyHelper verifies host keys against the known_hosts data. The go-git
+// helper reads known_hosts files, so the data goes through a temporary file
+// that is removed once read.
+func hostKeyHelper(ep *transport.Endpoint, secretName string, knownHosts []byte) (gitssh.HostKeyCallbackHelper, error) {
+	f, err := os.CreateTemp("", "known_hosts-")
+	if err != nil {
+		return gitssh.HostKeyCallbackHelper{}, fmt.Errorf("writing known_hosts: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(knownHosts)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return gitssh.HostKeyCallbackHelper{}, fmt.Errorf("writing known_hosts: %w", err)
+	}
+	db, err := gitssh.NewKnownHostsDb(f.Name())
+	if err != nil {
+		return gitssh.HostKeyCallbackHelper{}, permanent(ReasonHostKey, err, "Secret %s: %s is not valid known_hosts data: %v", secretName, KnownHostsKey, err)
+	}
+	port := ep.Port
+	if port == 0 {
+		port = 22
+	}
+	hostPort := net.JoinHostPort(ep.Host, strconv.Itoa(port))
+	return gitssh.HostKeyCallbackHelper{
+		HostKeyCallback:   db.HostKeyCallback(),
+		HostKeyAlgorithms: db.HostKeyAlgorithms(hostPort),
+	}, nil
+}

@@ -1,0 +1,476 @@
+package gitfetch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/plumbing/transport/server"
+	"github.com/go-git/go-git/v5/storage/memory"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func init() {
+	// Serve file paths and file:// URLs in process: go-git's own file
+	// transport would run the git-upload-pack binary.
+	client.InstallProtocol("file", server.NewClient(openLoader{}))
+}
+
+// openLoader opens local repositories, bare or with a worktree (go-git's
+// filesystem loader reads a worktree's root instead of its .git).
+type openLoader struct{}
+
+func (openLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
+	r, err := git.PlainOpen(ep.Path)
+	if err != nil {
+		return nil, transport.ErrRepositoryNotFound
+	}
+	return r.Storer, nil
+}
+
+// Default time limits of one call.
+const (
+	DefaultListTimeout  = 30 * time.Second
+	DefaultFetchTimeout = 10 * time.Minute
+)
+
+// Options say which repository and commit to fetch, and how.
+type Options struct {
+	// Key identifies the owner of the cache directory, e.g. a GitRepo's
+	// "namespace/name".
+	Key string
+	// URL is the repository: https://, http://, ssh://, git@host:path, or a
+	// local path or file:// URL.
+	URL string
+	// Branch to follow; empty follows the branch the remote HEAD points to.
+	Branch string
+	// Revision is a tag, a ref name or a full commit sha; it wins over Branch.
+	Revision string
+	// Secret holds the credentials: kubernetes.io/basic-auth (username,
+	// password) for http(s), kubernetes.io/ssh-auth (ssh-privatekey and the
+	// required known_hosts) for ssh.
+	Secret *corev1.Secret
+	// CABundle holds PEM certificates trusted in addition to the system's.
+	CABundle []byte
+	// InsecureSkipTLSVerify turns off TLS certificate verification.
+	InsecureSkipTLSVerify bool
+}
+
+// Fetcher fetches repositories into a cache directory. It is safe for
+// concurrent use; calls for the same Key and URL run one at a time.
+type Fetcher struct {
+	// CacheDir holds one directory per Key and URL.
+	CacheDir string
+	// ListTimeout bounds LatestCommit; default DefaultListTimeout.
+	ListTimeout time.Duration
+	// FetchTimeout bounds Checkout; default DefaultFetchTimeout.
+	FetchTimeout time.Duration
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// LatestCommit returns the commit the options point to on the remote now: the
+// tip of the branch, the commit of the tag, or the revision itself when it is
+// a full sha (without asking the remote).
+func (f *Fetcher) LatestCommit(ctx context.Context, o Options) (string, error) {
+	if isFullSHA(o.Revision) {
+		return strings.ToLower(o.Revision), nil
+	}
+	_, hash, err := f.resolve(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	return hash.String(), nil
+}
+
+// resolve lists the remote's refs and finds the one the options point to.
+func (f *Fetcher) resolve(ctx context.Context, o Options) (plumbing.ReferenceName, plumbing.Hash, error) {
+	ep, auth, err := prepare(o)
+	if err != nil {
+		return "", plumbing.ZeroHash, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, orDefault(f.ListTimeout, DefaultListTimeout))
+	defer cancel()
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{o.URL}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{
+		Auth:            auth,
+		CABundle:        o.CABundle,
+		InsecureSkipTLS: o.InsecureSkipTLSVerify,
+		PeelingOption:   git.AppendPeeled,
+	})
+	if err != nil {
+		return "", plumbing.ZeroHash, classify(o.URL, "listing the refs of", err)
+	}
+	name, hash, err := Resolve(refs, o.URL, o.Branch, o.Revision)
+	if err == nil && ep.Protocol == "file" {
+		hash = peelLocal(ep.Path, hash)
+	}
+	return name, hash, err
+}
+
+// peelLocal turns an annotated tag into its commit: go-git's in-process
+// server, unlike git, advertises no peeled tags.
+func peelLocal(path string, h plumbing.Hash) plumbing.Hash {
+	r, err := git.PlainOpen(path)
+	if err != nil {
+		return h
+	}
+	tag, err := r.TagObject(h)
+	if err != nil {
+		return h
+	}
+	c, err := tag.Commit()
+	if err != nil {
+		return h
+	}
+	return c.Hash
+}
+
+// Resolve finds, in the refs a remote advertised, the ref that branch or
+// revision names (revision wins; neither means the remote HEAD's branch) and
+// the commit it points to, peeling annotated tags.
+func Resolve(refs []*plumbing.Reference, repo, branch, revision string) (plumbing.ReferenceName, plumbing.Hash, error) {
+	byName := map[plumbing.ReferenceName]*plumbing.Reference{}
+	for _, r := range refs {
+		byName[r.Name()] = r
+	}
+	hashOf := func(name plumbing.ReferenceName) (plumbing.Hash, bool) {
+		if peeled, ok := byName[name+"^{}"]; ok {
+			return peeled.Hash(), true
+		}
+		if r, ok := byName[name]; ok && r.Type() == plumbing.HashReference {
+			return r.Hash(), true
+		}
+		return plumbing.ZeroHash, false
+	}
+	switch {
+	case revision != "":
+		candidates := []plumbing.ReferenceName{plumbing.NewTagReferenceName(revision), plumbing.NewBranchReferenceName(revision)}
+		if strings.HasPrefix(revision, "refs/") {
+			candidates = []plumbing.ReferenceName{plumbing.ReferenceName(revision)}
+		}
+		for _, name := range candidates {
+			if h, ok := hashOf(name); ok {
+				return name, h, nil
+			}
+		}
+		return "", plumbing.ZeroHash, permanent(ReasonRevisionNotFound, nil,
+			"revision %s not found in %s: use an existing tag or a full 40-character commit sha", revision, repo)
+	case branch != "":
+		name := plumbing.NewBranchReferenceName(branch)
+		if h, ok := hashOf(name); ok {
+			return name, h, nil
+		}
+		return "", plumbing.ZeroHash, permanent(ReasonBranchNotFound, nil, "branch %s not found in %s", branch, repo)
+	default:
+		head, ok := byName[plumbing.HEAD]
+		if !ok {
+			return "", plumbing.ZeroHash, permanent(ReasonBranchNotFound, nil, "%s has no HEAD: set spec.branch", repo)
+		}
+		if head.Type() == plumbing.HashReference {
+			return plumbing.HEAD, head.Hash(), nil
+		}
+		if h, ok := hashOf(head.Target()); ok {
+			return plumbing.HEAD, h, nil
+		}
+		return "", plumbing.ZeroHash, permanent(ReasonBranchNotFound, nil,
+			"the default branch %s of %s does not exist: set spec.branch", head.Target().Short(), repo)
+	}
+}
+
+// errIncomplete says the cached repository lacks the commit or some of its
+// objects after a shallow fetch: it is rebuilt with a full one.
+var errIncomplete = errors.New("incomplete fetch")
+
+// Checkout fetches commit into the cache and returns a directory holding its
+// files (without .git). The directory stays valid until the next Checkout or
+// Remove with the same Key and URL.
+func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (string, error) {
+	if !isFullSHA(commit) {
+		return "", fmt.Errorf("checkout of %s: %q is not a full commit sha", o.URL, commit)
+	}
+	hash := plumbing.NewHash(commit)
+	base, err := f.dir(o)
+	if err != nil {
+		return "", err
+	}
+	unlock := f.lock(filepath.Dir(base))
+	defer unlock()
+	if err := removeOthers(filepath.Dir(base), filepath.Base(base)); err != nil {
+		return "", err
+	}
+	work, marker := filepath.Join(base, "work"), filepath.Join(base, "work.commit")
+	if done, err := os.ReadFile(marker); err == nil && string(done) == hash.String() {
+		if _, err := os.Stat(work); err == nil {
+			return work, nil
+		}
+	}
+
+	ep, auth, err := prepare(o)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, orDefault(f.FetchTimeout, DefaultFetchTimeout))
+	defer cancel()
+	refspecs, err := f.refSpecs(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	shallow := ep.Protocol != "file" && !isFullSHA(o.Revision)
+	repoDir := filepath.Join(base, "repo.git")
+	fc := fetchCall{dir: repoDir, o: o, auth: auth, hash: hash, refspecs: refspecs}
+	repo, err := fc.fetch(ctx, shallow)
+	if err == nil {
+		err = writeTree(ctx, repo, hash, work+".tmp")
+	}
+	if errors.Is(err, errIncomplete) {
+		if err := os.RemoveAll(repoDir); err != nil {
+			return "", err
+		}
+		if repo, err = fc.fetch(ctx, false); err == nil {
+			err = writeTree(ctx, repo, hash, work+".tmp")
+		}
+	}
+	if errors.Is(err, errIncomplete) {
+		if isFullSHA(o.Revision) {
+			return "", permanent(ReasonRevisionNotFound, nil, "revision %s not found in %s: use a commit that is on a branch or tag of the repository", o.Revision, o.URL)
+		}
+		return "", fmt.Errorf("commit %s is no longer in %s (force-pushed?): the next poll picks up the new tip", commit, o.URL)
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := os.RemoveAll(work); err != nil {
+		return "", err
+	}
+	if err := os.Rename(work+".tmp", work); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(marker, []byte(hash.String()), 0o600); err != nil {
+		return "", err
+	}
+	return work, nil
+}
+
+// Remove deletes the cache of key, for every URL.
+func (f *Fetcher) Remove(key string) error {
+	dir, err := f.keyDir(key)
+	if err != nil {
+		return err
+	}
+	unlock := f.lock(dir)
+	defer unlock()
+	return os.RemoveAll(dir)
+}
+
+// refSpecs says what to fetch to get the commit the options point to.
+func (f *Fetcher) refSpecs(ctx context.Context, o Options) ([]config.RefSpec, error) {
+	switch {
+	case isFullSHA(o.Revision):
+		return []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}, nil
+	case o.Revision != "":
+		name, _, err := f.resolve(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", name, name))}, nil
+	case o.Branch != "":
+		return []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/remotes/origin/%s", o.Branch, o.Branch))}, nil
+	default:
+		return []config.RefSpec{"+HEAD:refs/remotes/origin/HEAD"}, nil
+	}
+}
+
+// fetchCall fetches one commit into one cached repository.
+type fetchCall struct {
+	dir      string
+	o        Options
+	auth     transport.AuthMethod
+	hash     plumbing.Hash
+	refspecs []config.RefSpec
+}
+
+// fetch opens (or creates) the cached repository and fetches into it unless
+// it already has the commit. A shallow fetch is tried for a new or still
+// shallow repository; errIncomplete asks for a full one instead.
+func (c fetchCall) fetch(ctx context.Context, shallow bool) (*git.Repository, error) {
+	repo, fresh, err := openOrInit(c.dir, c.o.URL)
+	if err != nil {
+		return nil, err
+	}
+	if hasCommit(repo, c.hash) {
+		return repo, nil
+	}
+	depth := 0
+	if shallow {
+		if fresh || isShallow(repo) {
+			depth = 1
+		}
+	}
+	err = repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName:      git.DefaultRemoteName,
+		RefSpecs:        c.refspecs,
+		Depth:           depth,
+		Auth:            c.auth,
+		CABundle:        c.o.CABundle,
+		InsecureSkipTLS: c.o.InsecureSkipTLSVerify,
+		Tags:            git.NoTags,
+		Force:           true,
+	})
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		err = nil
+	}
+	var noMatch git.NoMatchingRefSpecError
+	if errors.As(err, &noMatch) {
+		what := "branch " + c.o.Branch
+		if c.o.Revision != "" {
+			what = "revision " + c.o.Revision
+		}
+		return nil, permanent(ReasonBranchNotFound, err, "%s not found in %s", what, c.o.URL)
+	}
+	if err != nil {
+		err = classify(c.o.URL, "fetching", err)
+		if depth > 0 && !errors.Is(err, ErrPermanent) && ctx.Err() == nil {
+			return nil, errIncomplete
+		}
+		return nil, err
+	}
+	if !hasCommit(repo, c.hash) {
+		return nil, errIncomplete
+	}
+	return repo, nil
+}
+
+func openOrInit(dir, url string) (*git.Repository, bool, error) {
+	repo, err := git.PlainOpen(dir)
+	if err == nil {
+		if remote, err := repo.Remote(git.DefaultRemoteName); err == nil && len(remote.Config().URLs) == 1 && remote.Config().URLs[0] == url {
+			return repo, false, nil
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, false, err
+	}
+	repo, err = git.PlainInit(dir, true)
+	if err != nil {
+		return nil, false, fmt.Errorf("creating the git cache in %s: %w", dir, err)
+	}
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{url}}); err != nil {
+		return nil, false, fmt.Errorf("creating the git cache in %s: %w", dir, err)
+	}
+	return repo, true, nil
+}
+
+func hasCommit(repo *git.Repository, h plumbing.Hash) bool {
+	_, err := repo.CommitObject(h)
+	return err == nil
+}
+
+func isShallow(repo *git.Repository) bool {
+	s, err := repo.Storer.Shallow()
+	return err == nil && len(s) > 0
+}
+
+// prepare parses the URL and builds the credentials.
+func prepare(o Options) (*transport.Endpoint, transport.AuthMethod, error) {
+	if o.URL == "" {
+		return nil, nil, permanent(ReasonInvalidOptions, nil, "no repository URL: set spec.repo")
+	}
+	ep, err := transport.NewEndpoint(o.URL)
+	if err != nil {
+		return nil, nil, permanent(ReasonInvalidOptions, err, "invalid repository URL %s: %v", o.URL, err)
+	}
+	auth, err := authMethod(ep, o.URL, o.Secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ep, auth, nil
+}
+
+// dir is the cache directory of the options' Key and URL.
+func (f *Fetcher) dir(o Options) (string, error) {
+	kd, err := f.keyDir(o.Key)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(o.URL))
+	return filepath.Join(kd, hex.EncodeToString(sum[:])[:16]), nil
+}
+
+func (f *Fetcher) keyDir(key string) (string, error) {
+	if f.CacheDir == "" {
+		return "", errors.New("gitfetch: no CacheDir set")
+	}
+	if key == "" || !filepath.IsLocal(key) {
+		sum := sha256.Sum256([]byte(key))
+		key = hex.EncodeToString(sum[:])[:16]
+	}
+	return filepath.Join(f.CacheDir, key), nil
+}
+
+// lock serialises work on the cache directory of one key.
+func (f *Fetcher) lock(dir string) func() {
+	f.mu.Lock()
+	if f.locks == nil {
+		f.locks = map[string]*sync.Mutex{}
+	}
+	l, ok := f.locks[dir]
+	if !ok {
+		l = &sync.Mutex{}
+		f.locks[dir] = l
+	}
+	f.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// removeOthers deletes the caches of the key's earlier URLs.
+func removeOthers(dir, keep string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != keep {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func isFullSHA(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
