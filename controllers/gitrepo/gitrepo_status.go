@@ -13,6 +13,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/bundlereader"
 	"github.com/gitfleet/fleet/internal/gitfetch"
+	"github.com/gitfleet/fleet/internal/summary"
 )
 
 // Condition reasons set by this controller, beside gitfetch's Reason values
@@ -27,12 +28,6 @@ const (
 	ReasonReady         = "Ready"
 	ReasonNotReady      = "NotReady"
 )
-
-// stateRank orders bundle states from best to worst, as summaries rank them.
-var stateRank = map[fleet.BundleState]int{
-	fleet.Ready: 0, fleet.NotReady: 1, fleet.Pending: 2, fleet.OutOfSync: 3,
-	fleet.Modified: 4, fleet.WaitApplied: 5, fleet.ErrApplied: 6,
-}
 
 // userError is an error in the GitRepo's spec or its Secrets, which only a
 // person can fix.
@@ -159,13 +154,13 @@ func rollupBundles(bundles []fleet.Bundle) rollup {
 				ready = s.Ready
 			}
 		}
-		if st := worstState(s); st != "" && (r.state == "" || stateRank[st] > stateRank[r.state]) {
+		if st := worstState(s); st != "" && (r.state == "" || summary.Worse(st, r.state)) {
 			r.state, worstBundle = st, b.Name
 		}
 	}
 	r.readyClusters = max(ready, 0)
 	if r.state != "" && r.state != fleet.Ready {
-		r.message = fmt.Sprintf("%s(%d) [Bundle %s%s]", r.state, count(r.summary, r.state), worstBundle, firstMessage(bundles, worstBundle, r.state))
+		r.message = fmt.Sprintf("%s(%d) [Bundle %s%s]", r.state, summary.Count(r.summary, r.state), worstBundle, firstMessage(bundles, worstBundle, r.state))
 	} else if !r.ready() {
 		r.message = fmt.Sprintf("%d/%d bundle deployments ready", r.summary.Ready, r.summary.DesiredReady)
 	}
@@ -174,33 +169,11 @@ func rollupBundles(bundles []fleet.Bundle) rollup {
 
 // worstState is the worst state counted in a summary, "" when it counts none.
 func worstState(s fleet.BundleSummary) fleet.BundleState {
-	worst := fleet.BundleState("")
-	for st := range stateRank {
-		if count(s, st) > 0 && (worst == "" || stateRank[st] > stateRank[worst]) {
-			worst = st
-		}
+	worst := summary.WorstState(s)
+	if worst == fleet.Ready && s.Ready == 0 {
+		return ""
 	}
 	return worst
-}
-
-func count(s fleet.BundleSummary, st fleet.BundleState) int {
-	switch st {
-	case fleet.Ready:
-		return s.Ready
-	case fleet.NotReady:
-		return s.NotReady
-	case fleet.Pending:
-		return s.Pending
-	case fleet.OutOfSync:
-		return s.OutOfSync
-	case fleet.Modified:
-		return s.Modified
-	case fleet.WaitApplied:
-		return s.WaitApplied
-	case fleet.ErrApplied:
-		return s.ErrApplied
-	}
-	return 0
 }
 
 func firstMessage(bundles []fleet.Bundle, name string, st fleet.BundleState) string {
