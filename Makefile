@@ -49,8 +49,14 @@ build: ## Build fleet, fleet-manager and fleet-agent into bin/
 vet:
 	$(GO) vet ./...
 
+.PHONY: test-deps
+test-deps: ## Install what the tests need beyond Go (git's http-backend serves a real git server)
+	@test -x /usr/lib/git-core/git-http-backend || { \
+	  echo "Installing git (tests serve repositories with git-http-backend)"; \
+	  apt-get update -qq && apt-get install -y -qq git >/dev/null; }
+
 .PHONY: test
-test: controlplane vet ## Run go vet, unit tests and every envtest/Ginkgo suite against real API servers
+test: test-deps controlplane vet ## Run go vet, unit tests and every envtest/Ginkgo suite against real API servers
 	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./... $(if $(GINKGO_ARGS),-args $(GINKGO_ARGS))
 
 .PHONY: demo

@@ -265,7 +265,7 @@ func TestTransientAndConfigErrors(t *testing.T) {
 func TestShallowFetchFromGit(t *testing.T) {
 	backend := "/usr/lib/git-core/git-http-backend"
 	if _, err := os.Stat(backend); err != nil {
-		t.Skip("git-http-backend is not installed")
+		t.Fatalf("%s is missing: install git (make test-deps does)", backend)
 	}
 	g := NewWithT(t)
 	ctx := context.Background()
