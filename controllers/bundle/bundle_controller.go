@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/internal/target"
@@ -74,7 +75,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	clusterChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Bundle{}).
-		Watches(&fleet.BundleDeployment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		// Status changes of many deployments coalesce into one pass.
+		Watches(&fleet.BundleDeployment{}, enqueue.After(250*time.Millisecond, func(_ context.Context, o client.Object) []reconcile.Request {
 			l := o.GetLabels()
 			if l[fleet.BundleNameLabel] == "" {
 				return nil
@@ -96,11 +98,13 @@ type scope struct {
 	contentName string
 	existing    map[string]*fleet.BundleDeployment // by cluster namespace
 	targets     []clusterTarget
+	plan        *Plan
 	errs        []error
 }
 
 type clusterTarget struct {
 	cluster   *fleet.Cluster
+	info      *target.ClusterInfo
 	namespace string
 	id        string
 	options   fleet.BundleDeploymentOptions
@@ -138,6 +142,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if err := phase(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if s.plan != nil && s.plan.More {
+		// maxNew held creations back: the next pass creates more.
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -189,7 +197,8 @@ func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
 			if !cluster.DeletionTimestamp.IsZero() {
 				continue
 			}
-			res, ok := s.compiled.Match(target.ClusterInfoFor(cluster, groups))
+			info := target.ClusterInfoFor(cluster, groups)
+			res, ok := s.compiled.Match(info)
 			if !ok {
 				continue
 			}
@@ -203,7 +212,7 @@ func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
 				return err
 			}
 			s.targets = append(s.targets, clusterTarget{
-				cluster: cluster, namespace: names.ClusterNamespace(cluster.Namespace, cluster.Name), id: id, options: opts,
+				cluster: cluster, info: info, namespace: names.ClusterNamespace(cluster.Namespace, cluster.Name), id: id, options: opts,
 			})
 		}
 	}
@@ -275,22 +284,31 @@ func (r *Reconciler) compiledGroups(ctx context.Context, ns string) ([]*target.C
 }
 
 // writeDeployments creates, updates and deletes BundleDeployments so that
-// exactly the targeted clusters have one, honouring maxUnavailable.
+// exactly the targeted clusters have one, as the rollout plan allows.
 func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
-	maxUnavailable := MaxUnavailable(s.bundle.Spec.RolloutStrategy, len(s.targets))
-	unavailable := 0
-	for _, t := range s.targets {
-		if bd := s.existing[t.namespace]; bd != nil && summary.State(bd) != fleet.Ready {
-			unavailable++
+	cands := make([]Candidate, len(s.targets))
+	for i, t := range s.targets {
+		c := Candidate{Info: t.info, State: fleet.Pending}
+		if bd := s.existing[t.namespace]; bd != nil {
+			c.Exists, c.UpToDate, c.State = true, bd.Spec.DeploymentID == t.id, summary.State(bd)
 		}
+		cands[i] = c
 	}
+	plan, err := PlanRollout(cands, s.bundle.Spec.RolloutStrategy, s.bundle.Spec.Paused)
+	if err != nil {
+		return reconcile.TerminalError(err)
+	}
+	s.plan = &plan
+
 	var writes []func() error
 	wanted := make(map[string]bool, len(s.targets))
-	for _, t := range s.targets {
+	for i, t := range s.targets {
 		wanted[t.namespace] = true
 		existing := s.existing[t.namespace]
-		desired := r.desired(s, t, existing)
+		desired := r.desired(s, t)
 		switch {
+		case existing == nil && !plan.Create[i]:
+			// Held back by maxNew; a later pass creates it.
 		case existing == nil:
 			writes = append(writes, func() error {
 				// AlreadyExists: created by an earlier pass and not in the cache
@@ -300,17 +318,11 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 				}
 				return nil
 			})
-		case existing.Spec.DeploymentID != desired.Spec.DeploymentID && !s.bundle.Spec.Paused:
-			if summary.State(existing) == fleet.Ready {
-				if unavailable >= maxUnavailable {
-					// Hold the rollout: stage only.
-					desired.Spec.DeploymentID, desired.Spec.Options = existing.Spec.DeploymentID, *existing.Spec.Options.DeepCopy()
-				} else {
-					unavailable++
-				}
-			}
-			fallthrough
 		default:
+			if !plan.Deploy[i] {
+				// Stage only: the cluster keeps what it runs.
+				desired.Spec.DeploymentID, desired.Spec.Options = existing.Spec.DeploymentID, *existing.Spec.Options.DeepCopy()
+			}
 			if equality.Semantic.DeepEqual(existing.Spec, desired.Spec) && equality.Semantic.DeepEqual(existing.Labels, desired.Labels) {
 				continue
 			}
@@ -327,7 +339,7 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 	return r.runParallel(writes)
 }
 
-func (r *Reconciler) desired(s *scope, t clusterTarget, existing *fleet.BundleDeployment) *fleet.BundleDeployment {
+func (r *Reconciler) desired(s *scope, t clusterTarget) *fleet.BundleDeployment {
 	b := s.bundle
 	bd := &fleet.BundleDeployment{
 		ObjectMeta: metav1.ObjectMeta{
@@ -357,24 +369,7 @@ func (r *Reconciler) desired(s *scope, t clusterTarget, existing *fleet.BundleDe
 			bd.Labels[k] = v
 		}
 	}
-	if existing != nil && b.Spec.Paused {
-		// A paused bundle stages changes; deployed clusters keep what they have.
-		bd.Spec.DeploymentID, bd.Spec.Options = existing.Spec.DeploymentID, *existing.Spec.Options.DeepCopy()
-	}
 	return bd
-}
-
-// MaxUnavailable is how many targeted clusters may be not Ready while a
-// change rolls out (default 100%: all of them).
-func MaxUnavailable(rs *fleet.RolloutStrategy, total int) int {
-	if rs == nil || rs.MaxUnavailable == nil {
-		return total
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(rs.MaxUnavailable, total, false)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
 }
 
 func (r *Reconciler) runParallel(fns []func() error) error {

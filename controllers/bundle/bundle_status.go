@@ -25,8 +25,11 @@ func (r *Reconciler) computeStatus(s *scope, reconcileErr error) {
 	st.Summary = Summary(s)
 	st.Display.ReadyClusters = fmt.Sprintf("%d/%d", st.Summary.Ready, st.Summary.DesiredReady)
 	st.Display.State = string(summary.WorstState(st.Summary))
-	st.Unavailable = st.Summary.DesiredReady - st.Summary.Ready
-	st.MaxUnavailable = MaxUnavailable(b.Spec.RolloutStrategy, len(s.targets))
+	st.Unavailable = st.Summary.DesiredReady - st.Summary.Ready - st.Summary.Pending
+	if p := s.plan; p != nil {
+		st.MaxUnavailable, st.MaxUnavailablePartitions, st.UnavailablePartitions = p.Status.MaxUnavailable, p.Status.MaxUnavailablePartitions, p.Status.UnavailablePartitions
+		st.MaxNew, st.NewlyCreated, st.Partitions = p.Status.MaxNew, p.Status.NewlyCreated, p.Status.Partitions
+	}
 	cond := summary.ReadyCondition(st.Summary, b.Generation)
 	if err := errors.Join(append(s.errs, reconcileErr)...); err != nil {
 		cond = ErrorCondition(err, b.Generation)

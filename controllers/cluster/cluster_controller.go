@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,11 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/summary"
 )
@@ -37,7 +38,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Cluster{}, builder.WithPredicates(CheckInPredicate())).
-		Watches(&fleet.BundleDeployment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		Watches(&fleet.BundleDeployment{}, enqueue.After(time.Second, func(_ context.Context, o client.Object) []reconcile.Request {
 			l := o.GetLabels()
 			if l[fleet.ClusterLabel] == "" {
 				return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,10 +13,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/internal/target"
 )
@@ -30,7 +31,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.ClusterGroup{}).
-		Watches(&fleet.Cluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		Watches(&fleet.Cluster{}, enqueue.After(time.Second, func(ctx context.Context, o client.Object) []reconcile.Request {
 			groups := &fleet.ClusterGroupList{}
 			if err := r.Client.List(ctx, groups, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 				return nil

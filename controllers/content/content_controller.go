@@ -7,10 +7,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/enqueue"
 )
 
 // ContentIndex indexes BundleDeployments by the Content they deploy.
@@ -44,7 +44,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Content{}).
-		Watches(&fleet.BundleDeployment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		Watches(&fleet.BundleDeployment{}, enqueue.After(2*time.Second, func(_ context.Context, o client.Object) []reconcile.Request {
 			if c := o.GetLabels()[fleet.ContentNameLabel]; c != "" {
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: c}}}
 			}

@@ -83,6 +83,30 @@ func Ceiling(ctx context.Context, cp *controlplane.ControlPlane, clients, count 
 	return Result{Experiment: "ceiling", Objects: count, Seconds: s, Rate: float64(count) / s}, err
 }
 
+// CRCeiling measures raw creates/s of BundleDeployments (a custom resource,
+// like everything the manager writes) with `clients` clients and no manager.
+func CRCeiling(ctx context.Context, cp *controlplane.ControlPlane, clients, count int) (Result, error) {
+	c, err := newClient(cp.Config)
+	if err != nil {
+		return Result{}, err
+	}
+	ns := "bench-cr-ceiling"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	err = parallel(clients, count, func(i int) error {
+		return c.Create(ctx, &fleet.BundleDeployment{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bd-%d", i), Namespace: ns,
+				Labels: map[string]string{fleet.BundleNameLabel: "b", fleet.ClusterLabel: "c"}},
+			Spec: fleet.BundleDeploymentSpec{DeploymentID: "s-0123:abcd", StagedDeploymentID: "s-0123:abcd"},
+		})
+	})
+	s := since(start)
+	return Result{Experiment: "cr-ceiling", Objects: count, Seconds: s, Rate: float64(count) / s,
+		Note: "BundleDeployments created directly: the API server's limit for custom resources"}, err
+}
+
 // Fanout creates N clusters, starts the manager, creates B bundles of 10 KB
 // and times until N*B BundleDeployments exist.
 func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Result, error) {
@@ -107,7 +131,7 @@ func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Resul
 	logDir, _ := os.MkdirTemp("", "fleet-bench-")
 	fmt.Fprintf(os.Stderr, "Starting fleet-manager (log in %s)\n", logDir)
 	mgr, err := framework.Start(logDir, "manager", "fleet-manager", "--kubeconfig", cp.Kubeconfig,
-		"--api-server-url", cp.Config.Host)
+		"--api-server-url", cp.Config.Host, "--kube-api-qps", "5000", "--kube-api-burst", "10000", "--webhook-bind-address", "")
 	if err != nil {
 		return Result{}, err
 	}
@@ -172,7 +196,12 @@ func countAdds(ctx context.Context, cfg *rest.Config, gvk schema.GroupVersionKin
 		return nil, err
 	}
 	var n atomic.Int64
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) { n.Add(1) }}); err != nil {
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o interface{}) {
+		// Only what the manager wrote; the cr-ceiling objects are not.
+		if m, ok := o.(*metav1.PartialObjectMetadata); ok && m.Labels[fleet.ManagedLabel] == "true" {
+			n.Add(1)
+		}
+	}}); err != nil {
 		return nil, err
 	}
 	go func() { _ = c.Start(ctx) }()

@@ -45,7 +45,7 @@ type Result struct {
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: ceiling,fanout (all = every one)")
+	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,fanout (all = every one)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 	if err := run(*clusters, *bundles, *experiments); err != nil {
@@ -81,12 +81,24 @@ func run(n, b int, which string) error {
 		results = append(results, r)
 		printJSON(r)
 	}
+	crCeiling := 0.0
+	if all || want["cr-ceiling"] || want["fanout"] {
+		r, err := CRCeiling(ctx, cp, 32, max(2000, min(n*b, 10000)))
+		if err != nil {
+			return fmt.Errorf("cr-ceiling: %w", err)
+		}
+		crCeiling = r.Rate
+		r.CeilingRatio = r.Rate / ceiling
+		results = append(results, r)
+		printJSON(r)
+	}
 	if all || want["fanout"] {
 		r, err := Fanout(ctx, cp, n, b)
 		if err != nil {
 			return fmt.Errorf("fanout: %w", err)
 		}
 		r.CeilingRatio = r.Rate / ceiling
+		r.Note = fmt.Sprintf("%.0f%% of the custom-resource ceiling", 100*r.Rate/crCeiling)
 		results = append(results, r)
 		printJSON(r)
 	}
