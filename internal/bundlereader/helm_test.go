@@ -2,11 +2,9 @@ package bundlereader
 
 import (
 	"context"
-	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,72 +12,46 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/provenance"
-	"helm.sh/helm/v3/pkg/repo"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/test/chartrepo"
 )
 
 var logo = []byte{0x89, 'P', 'N', 'G', 0x00, 0xff, 0xfe}
 
-// chartRepo is a real Helm chart repository on loopback: an index.yaml and
-// packaged charts made with the Helm SDK, served over HTTP(S).
+// chartRepo is a real Helm chart repository on loopback (test/chartrepo)
+// and what clients need to use it.
 type chartRepo struct {
-	*httptest.Server
-	auth *HelmAuth // what clients need: credentials and the server's CA
+	*chartrepo.Repo
+	auth *HelmAuth // credentials and the server's CA
 }
 
 // newChartRepo serves charts (name -> versions). With tls it serves HTTPS
 // and requires basic auth.
 func newChartRepo(t *testing.T, charts map[string][]string, tls bool) *chartRepo {
 	t.Helper()
-	dir := t.TempDir()
-	files := http.FileServer(http.Dir(dir))
-	r := &chartRepo{}
-	handler := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if r.auth != nil {
-			if u, p, ok := req.BasicAuth(); !ok || u != r.auth.Username || p != r.auth.Password {
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-		}
-		files.ServeHTTP(w, req)
-	})
-	if tls {
-		r.Server = httptest.NewTLSServer(handler)
-		ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.Certificate().Raw})
-		r.auth = &HelmAuth{Username: "user", Password: "s3cret", CABundle: ca}
-	} else {
-		r.Server = httptest.NewServer(handler)
-	}
-	t.Cleanup(r.Close)
-
-	index := repo.NewIndexFile()
+	var list []chartrepo.Chart
 	for name, versions := range charts {
 		for _, v := range versions {
-			ch := &chart.Chart{
-				Metadata:  &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: v, AppVersion: "1.0"},
-				Raw:       []*chart.File{{Name: "values.yaml", Data: []byte("greeting: hello\n")}},
-				Templates: []*chart.File{{Name: "templates/configmap.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  version: " + v + "\n")}},
-				Files:     []*chart.File{{Name: "files/logo.png", Data: logo}},
-			}
-			p, err := chartutil.Save(ch, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			digest, err := provenance.DigestFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := index.MustAdd(ch.Metadata, filepath.Base(p), r.URL, digest); err != nil {
-				t.Fatal(err)
-			}
+			list = append(list, chartrepo.Chart{
+				Name: name, Version: v, Values: "greeting: hello\n",
+				Templates: map[string]string{"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  version: " + v + "\n"},
+				Files:     map[string][]byte{"files/logo.png": logo},
+			})
 		}
 	}
-	index.SortEntries()
-	if err := index.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
+	o := chartrepo.Options{}
+	if tls {
+		o = chartrepo.Options{TLS: true, Username: "user", Password: "s3cret"}
+	}
+	repo, err := chartrepo.New(list, o)
+	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(repo.Close)
+	r := &chartRepo{Repo: repo}
+	if tls {
+		r.auth = &HelmAuth{Username: "user", Password: "s3cret", CABundle: repo.CA}
 	}
 	return r
 }

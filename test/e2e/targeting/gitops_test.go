@@ -12,6 +12,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
+	"github.com/gitfleet/fleet/test/chartrepo"
 )
 
 // The whole manager chain: a git repository served over HTTP on loopback, a
@@ -27,7 +28,14 @@ var _ = Describe("GitRepo to BundleDeployments", Ordered, func() {
 
 	BeforeAll(func() {
 		root := GinkgoT().TempDir()
-		var err error
+		var charts []chartrepo.Chart
+		for _, v := range []string{"1.0.0", "1.2.0", "2.0.0"} {
+			charts = append(charts, chartrepo.Chart{Name: "remote-web", Version: v, Values: "replicas: 1\n",
+				Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: remote}\ndata: {version: \"" + v + "\"}\n"}})
+		}
+		chartRepo, err := chartrepo.New(charts, chartrepo.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(chartRepo.Close)
 		repo, err = gittest.NewRepo(root+"/examples", "main")
 		Expect(err).NotTo(HaveOccurred())
 		_, err = repo.Commit("examples", map[string]string{
@@ -38,6 +46,7 @@ var _ = Describe("GitRepo to BundleDeployments", Ordered, func() {
 				"data: {replicas: \"{{ .Values.replicas }}\", cluster: \"{{ .Values.cluster }}\"}\n",
 			"helm/fleet.yaml": "defaultNamespace: web\nhelm:\n  values:\n    replicas: 1\n    cluster: ${ .ClusterName }\n" +
 				"targetCustomizations:\n- name: prod\n  clusterSelector: {matchLabels: {env: prod}}\n  helm: {values: {replicas: 5}}\n",
+			"remote/fleet.yaml":                         "defaultNamespace: remote\nhelm:\n  repo: " + chartRepo.URL + "\n  chart: remote-web\n  version: ^1.0.0\n",
 			"kustomize/base/kustomization.yaml":         "resources: [cm.yaml]\n",
 			"kustomize/base/cm.yaml":                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: k}\n",
 			"kustomize/overlays/dev/kustomization.yaml": "resources: [../../base]\nnamePrefix: dev-\n",
@@ -71,6 +80,7 @@ var _ = Describe("GitRepo to BundleDeployments", Ordered, func() {
 			g.Expect(bdsFor("examples-plain")).To(HaveLen(3))
 			g.Expect(bdsFor("examples-helm")).To(HaveLen(3))
 			g.Expect(bdsFor("examples-kustomize")).To(HaveLen(2), "test is excluded by doNotDeploy")
+			g.Expect(bdsFor("examples-remote")).To(HaveLen(3))
 		}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
 
 		helm := bdsFor("examples-helm")
@@ -81,6 +91,18 @@ var _ = Describe("GitRepo to BundleDeployments", Ordered, func() {
 		kust := bdsFor("examples-kustomize")
 		Expect(kust["g-dev"].Spec.Options.Kustomize.Dir).To(Equal("overlays/dev"))
 		Expect(kust).NotTo(HaveKey("g-test"))
+
+		By("the remote chart is fetched at build time, newest match of ^1.0.0, and shipped in the bundle")
+		remote := &fleet.Bundle{}
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: wsNS, Name: "examples-remote"}, remote)).To(Succeed())
+		Expect(remote.Spec.Helm.Repo).To(BeEmpty(), "the agent needs no access to the chart repository")
+		var chartYAML string
+		for _, r := range remote.Spec.Resources {
+			if r.Name == remote.Spec.Helm.Chart+"/Chart.yaml" {
+				chartYAML = r.Content
+			}
+		}
+		Expect(chartYAML).To(ContainSubstring("version: 1.2.0"))
 
 		b := &fleet.Bundle{}
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: wsNS, Name: "examples-helm"}, b)).To(Succeed())
@@ -109,7 +131,7 @@ var _ = Describe("GitRepo to BundleDeployments", Ordered, func() {
 			bundles := &fleet.BundleList{}
 			g.Expect(admin.List(ctx, bundles, client.InNamespace(wsNS))).To(Succeed())
 			g.Expect(bundles.Items).To(BeEmpty())
-			for _, name := range []string{"examples-plain", "examples-helm", "examples-kustomize"} {
+			for _, name := range []string{"examples-plain", "examples-helm", "examples-kustomize", "examples-remote"} {
 				g.Expect(bdsFor(name)).To(BeEmpty())
 			}
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())

@@ -1,0 +1,101 @@
+// Package chartrepo serves a real Helm chart repository on loopback for
+// tests: charts are built and packaged with the Helm SDK, indexed in an
+// index.yaml, and served over HTTP or HTTPS with optional basic auth.
+package chartrepo
+
+import (
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/provenance"
+	"helm.sh/helm/v3/pkg/repo"
+)
+
+// Chart is one chart version to serve.
+type Chart struct {
+	Name, Version string
+	// Values is the chart's values.yaml.
+	Values string
+	// Templates maps file names below templates/ to their content.
+	Templates map[string]string
+	// Files are extra files (path: bytes), e.g. binary ones.
+	Files map[string][]byte
+}
+
+// Options choose how the repository is served.
+type Options struct {
+	// TLS serves HTTPS with a self-signed certificate (see Repo.CA).
+	TLS bool
+	// Username and Password, when set, are required as basic auth.
+	Username, Password string
+}
+
+// Repo is a running chart repository.
+type Repo struct {
+	*httptest.Server
+	// CA is the PEM certificate clients must trust when TLS is on.
+	CA []byte
+}
+
+// New packages charts into a temporary directory and serves them.
+func New(charts []Chart, o Options) (*Repo, error) {
+	dir, err := os.MkdirTemp("", "chartrepo-")
+	if err != nil {
+		return nil, err
+	}
+	files := http.FileServer(http.Dir(dir))
+	handler := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if o.Username != "" {
+			if u, p, ok := req.BasicAuth(); !ok || u != o.Username || p != o.Password {
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+		files.ServeHTTP(w, req)
+	})
+	r := &Repo{}
+	if o.TLS {
+		r.Server = httptest.NewTLSServer(handler)
+		r.CA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.Certificate().Raw})
+	} else {
+		r.Server = httptest.NewServer(handler)
+	}
+	index := repo.NewIndexFile()
+	for _, c := range charts {
+		ch := &chart.Chart{
+			Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: c.Name, Version: c.Version, AppVersion: "1.0"},
+			Raw:      []*chart.File{{Name: "values.yaml", Data: []byte(c.Values)}},
+		}
+		for name, body := range c.Templates {
+			ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + name, Data: []byte(body)})
+		}
+		for name, body := range c.Files {
+			ch.Files = append(ch.Files, &chart.File{Name: name, Data: body})
+		}
+		p, err := chartutil.Save(ch, dir)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		digest, err := provenance.DigestFile(p)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		if err := index.MustAdd(ch.Metadata, filepath.Base(p), r.URL, digest); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	index.SortEntries()
+	if err := index.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
