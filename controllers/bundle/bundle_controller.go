@@ -1,7 +1,9 @@
 package bundle
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -183,6 +185,9 @@ func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	// Clusters matching the same targets share one Result; unless their Helm
+	// values are templated per cluster, they share options and deploymentID.
+	shared := map[*target.Result]sharedOptions{}
 	for _, ns := range namespaces {
 		clusters := &fleet.ClusterList{}
 		if err := r.Client.List(ctx, clusters, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
@@ -202,14 +207,10 @@ func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
 			if !ok {
 				continue
 			}
-			opts := *res.Options.DeepCopy()
-			if err := templateValues(&opts, cluster); err != nil {
+			opts, id, err := r.optionsFor(s, res, cluster, shared)
+			if err != nil {
 				s.errs = append(s.errs, fmt.Errorf("cluster %s/%s: %w", cluster.Namespace, cluster.Name, err))
 				continue
-			}
-			id, err := target.DeploymentID(s.contentName, opts)
-			if err != nil {
-				return err
 			}
 			s.targets = append(s.targets, clusterTarget{
 				cluster: cluster, info: info, namespace: names.ClusterNamespace(cluster.Namespace, cluster.Name), id: id, options: opts,
@@ -220,10 +221,45 @@ func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
 	return nil
 }
 
-func templateValues(opts *fleet.BundleDeploymentOptions, cluster *fleet.Cluster) error {
-	if opts.Helm == nil || opts.Helm.Values == nil || opts.Helm.DisablePreProcess || len(opts.Helm.Values.Data) == 0 {
-		return nil
+type sharedOptions struct {
+	options fleet.BundleDeploymentOptions
+	id      string
+}
+
+// optionsFor returns a cluster's options and deploymentID, computed once per
+// match result when nothing in them depends on the cluster.
+func (r *Reconciler) optionsFor(s *scope, res *target.Result, cluster *fleet.Cluster, shared map[*target.Result]sharedOptions) (fleet.BundleDeploymentOptions, string, error) {
+	if so, ok := shared[res]; ok {
+		return so.options, so.id, nil
 	}
+	opts := *res.Options.DeepCopy()
+	templated := isTemplated(&opts)
+	if templated {
+		if err := templateValues(&opts, cluster); err != nil {
+			return opts, "", err
+		}
+	}
+	id, err := target.DeploymentID(s.contentName, opts)
+	if err != nil {
+		return opts, "", err
+	}
+	if !templated {
+		shared[res] = sharedOptions{options: opts, id: id}
+	}
+	return opts, id, nil
+}
+
+// isTemplated tells whether Helm values hold ${ } templates to render per
+// cluster.
+func isTemplated(opts *fleet.BundleDeploymentOptions) bool {
+	if opts.Helm == nil || opts.Helm.Values == nil || opts.Helm.DisablePreProcess || len(opts.Helm.Values.Data) == 0 {
+		return false
+	}
+	raw, err := json.Marshal(opts.Helm.Values.Data)
+	return err != nil || bytes.Contains(raw, []byte("${"))
+}
+
+func templateValues(opts *fleet.BundleDeploymentOptions, cluster *fleet.Cluster) error {
 	values, err := target.ProcessTemplateValues(opts.Helm.Values.Data, target.TemplateContextFor(cluster))
 	if err != nil {
 		return err
