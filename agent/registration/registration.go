@@ -226,7 +226,9 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 	ctrl.LoggerFrom(ctx).Info("Created cluster registration, waiting for the manager to grant it", "registration", reg.Namespace+"/"+reg.Name, "clientID", clientID)
 
 	secretName := names.CredentialSecret(clientID, reg.Spec.ClientRandom)
-	b := &Backoff{Min: 200 * time.Millisecond, Max: 5 * time.Second}
+	// Short polls: the grant usually comes within a second or two, and a
+	// long sleep past it is what registration latency is made of.
+	b := &Backoff{Min: 100 * time.Millisecond, Max: time.Second}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		secret := &corev1.Secret{}

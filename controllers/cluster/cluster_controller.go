@@ -64,6 +64,22 @@ func CheckInPredicate() predicate.Predicate {
 	}}
 }
 
+// IgnoreHeartbeats drops Cluster updates whose only change is an agent's
+// check-in (status.agent.lastSeen): a heartbeat must cost the manager nothing.
+func IgnoreHeartbeats() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*fleet.Cluster), e.ObjectNew.(*fleet.Cluster)
+		if o.Status.Agent.LastSeen.Equal(&n.Status.Agent.LastSeen) {
+			return true
+		}
+		oc, nc := o.DeepCopy(), n.DeepCopy()
+		for _, c := range []*fleet.Cluster{oc, nc} {
+			c.ResourceVersion, c.ManagedFields, c.Status.Agent.LastSeen = "", nil, metav1.Time{}
+		}
+		return !equality.Semantic.DeepEqual(oc, nc)
+	}}
+}
+
 // Reconcile one Cluster.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &fleet.Cluster{}

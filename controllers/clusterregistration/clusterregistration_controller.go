@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -417,34 +418,47 @@ func deleteAll(ctx context.Context, c client.Client, objs ...client.Object) erro
 }
 
 // ensureAll creates each object or brings its rules, role ref and subjects in
-// line with the given ones.
+// line with the given ones. The objects are independent, so they are written
+// concurrently.
 func ensureAll(ctx context.Context, c client.Client, labels map[string]string, objs []client.Object) error {
-	for _, want := range objs {
-		obj := want.DeepCopyObject().(client.Object)
-		_, err := controllerutil.CreateOrPatch(ctx, c, obj, func() error {
-			l := obj.GetLabels()
-			if l == nil {
-				l = map[string]string{}
-			}
-			for k, v := range labels {
-				l[k] = v
-			}
-			obj.SetLabels(l)
-			switch o := obj.(type) {
-			case *rbacv1.Role:
-				o.Rules = want.(*rbacv1.Role).Rules
-			case *rbacv1.ClusterRole:
-				o.Rules = want.(*rbacv1.ClusterRole).Rules
-			case *rbacv1.RoleBinding:
-				o.RoleRef, o.Subjects = want.(*rbacv1.RoleBinding).RoleRef, want.(*rbacv1.RoleBinding).Subjects
-			case *rbacv1.ClusterRoleBinding:
-				o.RoleRef, o.Subjects = want.(*rbacv1.ClusterRoleBinding).RoleRef, want.(*rbacv1.ClusterRoleBinding).Subjects
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("ensuring %T %s/%s: %w", want, want.GetNamespace(), want.GetName(), err)
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	for i, want := range objs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = ensure(ctx, c, labels, want)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func ensure(ctx context.Context, c client.Client, labels map[string]string, want client.Object) error {
+	obj := want.DeepCopyObject().(client.Object)
+	_, err := controllerutil.CreateOrPatch(ctx, c, obj, func() error {
+		l := obj.GetLabels()
+		if l == nil {
+			l = map[string]string{}
 		}
+		for k, v := range labels {
+			l[k] = v
+		}
+		obj.SetLabels(l)
+		switch o := obj.(type) {
+		case *rbacv1.Role:
+			o.Rules = want.(*rbacv1.Role).Rules
+		case *rbacv1.ClusterRole:
+			o.Rules = want.(*rbacv1.ClusterRole).Rules
+		case *rbacv1.RoleBinding:
+			o.RoleRef, o.Subjects = want.(*rbacv1.RoleBinding).RoleRef, want.(*rbacv1.RoleBinding).Subjects
+		case *rbacv1.ClusterRoleBinding:
+			o.RoleRef, o.Subjects = want.(*rbacv1.ClusterRoleBinding).RoleRef, want.(*rbacv1.ClusterRoleBinding).Subjects
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ensuring %T %s/%s: %w", want, want.GetNamespace(), want.GetName(), err)
 	}
 	return nil
 }

@@ -128,10 +128,7 @@ func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Resul
 		return Result{}, err
 	}
 
-	logDir, _ := os.MkdirTemp("", "fleet-bench-")
-	fmt.Fprintf(os.Stderr, "Starting fleet-manager (log in %s)\n", logDir)
-	mgr, err := framework.Start(logDir, "manager", "fleet-manager", "--kubeconfig", cp.Kubeconfig,
-		"--api-server-url", cp.Config.Host, "--kube-api-qps", "5000", "--kube-api-burst", "10000", "--webhook-bind-address", "")
+	mgr, err := startManager(cp)
 	if err != nil {
 		return Result{}, err
 	}
@@ -159,19 +156,9 @@ func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Resul
 		return Result{}, err
 	}
 	cpuBefore := cpuSeconds(mgr)
-	payload := strings.Repeat("x", 10*1024)
 	fmt.Fprintf(os.Stderr, "Creating %d bundles of 10 KB\n", b)
 	start := time.Now()
-	if err := parallel(8, b, func(i int) error {
-		return c.Create(ctx, &fleet.Bundle{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%03d", i), Namespace: fleet.DefaultWorkspace},
-			Spec: fleet.BundleSpec{
-				Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: fmt.Sprintf(
-					"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b-%d}\ndata: {payload: %s}\n", i, payload)}},
-				Targets: []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "true"}}}},
-			},
-		})
-	}); err != nil {
+	if err := createBundles(ctx, c, b); err != nil {
 		return Result{}, err
 	}
 	want := int64(n * b)
@@ -181,6 +168,22 @@ func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Resul
 	s := since(start)
 	return Result{Experiment: "fanout", Clusters: n, Bundles: b, Objects: int(want), Seconds: s, Rate: float64(want) / s,
 		ManagerRSSMB: peakRSSMB(mgr), ManagerCPUS: cpuSeconds(mgr) - cpuBefore}, nil
+}
+
+// createBundles creates b bundles of one 10 KB ConfigMap each, targeting
+// every cluster labelled bench=true.
+func createBundles(ctx context.Context, c client.Client, b int) error {
+	payload := strings.Repeat("x", 10*1024)
+	return parallel(8, b, func(i int) error {
+		return c.Create(ctx, &fleet.Bundle{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b-%03d", i), Namespace: fleet.DefaultWorkspace},
+			Spec: fleet.BundleSpec{
+				Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: fmt.Sprintf(
+					"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b-%d}\ndata: {payload: %s}\n", i, payload)}},
+				Targets: []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "true"}}}},
+			},
+		})
+	})
 }
 
 // countAdds counts objects added, through a metadata-only informer.

@@ -45,7 +45,7 @@ type Result struct {
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,fanout (all = every one)")
+	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,fanout,register,ready,retarget,heartbeat (all = every one)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 	if err := run(*clusters, *bundles, *experiments); err != nil {
@@ -72,7 +72,8 @@ func run(n, b int, which string) error {
 
 	var results []Result
 	ceiling := 0.0
-	if all || want["ceiling"] || want["fanout"] {
+	// The ceilings are what every other figure is compared with: always measured.
+	{
 		r, err := Ceiling(ctx, cp, 32, max(2000, min(n*b, 10000)))
 		if err != nil {
 			return fmt.Errorf("ceiling: %w", err)
@@ -82,7 +83,7 @@ func run(n, b int, which string) error {
 		printJSON(r)
 	}
 	crCeiling := 0.0
-	if all || want["cr-ceiling"] || want["fanout"] {
+	{
 		r, err := CRCeiling(ctx, cp, 32, max(2000, min(n*b, 10000)))
 		if err != nil {
 			return fmt.Errorf("cr-ceiling: %w", err)
@@ -92,7 +93,38 @@ func run(n, b int, which string) error {
 		results = append(results, r)
 		printJSON(r)
 	}
-	if all || want["fanout"] {
+	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"]
+	switch {
+	case agentMode:
+		// Everything after registration needs the agents and their bundles,
+		// so register, fanout and ready always run here.
+		f := &fleetRun{cp: cp, n: n, b: b}
+		if f.c, err = newClient(cp.Config); err != nil {
+			return err
+		}
+		if f.mgr, err = startManager(cp); err != nil {
+			return err
+		}
+		defer f.mgr.Stop()
+		if err := watchBDs(ctx, f); err != nil {
+			return err
+		}
+		steps := []func(context.Context) error{f.Register, func(ctx context.Context) error { return f.FanoutReady(ctx, ceiling, crCeiling) }}
+		if all || want["retarget"] {
+			steps = append(steps, f.Retarget)
+		}
+		if all || want["heartbeat"] {
+			steps = append(steps, f.Heartbeat)
+		}
+		for _, step := range steps {
+			if err := step(ctx); err != nil {
+				results = append(results, f.results...)
+				printTable(results)
+				return fmt.Errorf("%w (manager log: %s)", err, f.mgr.Log)
+			}
+		}
+		results = append(results, f.results...)
+	case want["fanout"]:
 		r, err := Fanout(ctx, cp, n, b)
 		if err != nil {
 			return fmt.Errorf("fanout: %w", err)
@@ -102,11 +134,15 @@ func run(n, b int, which string) error {
 		results = append(results, r)
 		printJSON(r)
 	}
+	return printTable(results)
+}
+
+func printTable(results []Result) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tmanager RSS MB\tmanager CPU s")
+	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tp50 s\tp99 s\tmanager RSS MB\tmanager CPU s\tnote")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
-			pct(r.CeilingRatio), num(r.ManagerRSSMB), num(r.ManagerCPUS))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
+			pct(r.CeilingRatio), num(r.P50), num(r.P99), num(r.ManagerRSSMB), num(r.ManagerCPUS), r.Note)
 	}
 	return tw.Flush()
 }

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/test/simagent"
+)
+
+// fleetRun is a manager process with simulated agents on one control plane.
+type fleetRun struct {
+	cp      *controlplane.ControlPlane
+	c       client.Client
+	mgr     *framework.Process
+	agents  []*simagent.Agent
+	n, b    int
+	events  *bdEvents
+	results []Result
+}
+
+// bdEvents counts BundleDeployment writes seen through a metadata informer.
+type bdEvents struct{ adds, updates, deletes atomic.Int64 }
+
+func (e *bdEvents) total() int64 { return e.adds.Load() + e.updates.Load() + e.deletes.Load() }
+
+func startManager(cp *controlplane.ControlPlane) (*framework.Process, error) {
+	logDir, _ := os.MkdirTemp("", "fleet-bench-")
+	fmt.Fprintf(os.Stderr, "Starting fleet-manager (log in %s)\n", logDir)
+	return framework.Start(logDir, "manager", "fleet-manager", "--kubeconfig", cp.Kubeconfig,
+		"--api-server-url", cp.Config.Host, "--kube-api-qps", "5000", "--kube-api-burst", "10000", "--webhook-bind-address", "")
+}
+
+func watchBDs(ctx context.Context, f *fleetRun) error {
+	c, err := cache.New(f.cp.Config, cache.Options{Scheme: controllers.Scheme()})
+	if err != nil {
+		return err
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(fleet.GroupVersion.WithKind("BundleDeployment"))
+	inf, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		return err
+	}
+	f.events = &bdEvents{}
+	managed := func(o interface{}) bool {
+		m, ok := o.(*metav1.PartialObjectMetadata)
+		return ok && m.Labels[fleet.ManagedLabel] == "true"
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o interface{}) {
+			if managed(o) {
+				f.events.adds.Add(1)
+			}
+		},
+		UpdateFunc: func(old, o interface{}) {
+			// Spec writes only: the agents' status patches are not the manager's.
+			if managed(o) && old.(*metav1.PartialObjectMetadata).Generation != o.(*metav1.PartialObjectMetadata).Generation {
+				f.events.updates.Add(1)
+			}
+		},
+		DeleteFunc: func(o interface{}) { f.events.deletes.Add(1) },
+	})
+	if err != nil {
+		return err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("informer did not sync")
+	}
+	return nil
+}
+
+func (f *fleetRun) measure(r Result, cpuBefore float64) Result {
+	r.Clusters, r.Bundles = f.n, f.b
+	r.ManagerRSSMB = peakRSSMB(f.mgr)
+	r.ManagerCPUS = cpuSeconds(f.mgr) - cpuBefore
+	return r
+}
+
+// Register: N simulated agents register at once, with one token.
+func (f *fleetRun) Register(ctx context.Context) error {
+	tokenCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, boot, err := agentinstall.CreateToken(tokenCtx, f.c, agentinstall.TokenOptions{Namespace: fleet.DefaultWorkspace, Name: "bench"})
+	if err != nil {
+		return err
+	}
+	boot.APIServerURL, boot.APIServerCA = f.cp.Config.Host, string(f.cp.Config.CAData)
+	host, err := simagent.HostClient(f.cp.Config)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "Registering %d simulated agents at once\n", f.n)
+	cpu := cpuSeconds(f.mgr)
+	start := time.Now()
+	agents, took, err := simagent.RegisterAll(ctx, host, f.n, boot, func(i int) map[string]string {
+		return map[string]string{"env": []string{"dev", "test", "prod"}[i%3], "bench": "true"}
+	})
+	if err != nil {
+		return err
+	}
+	s := since(start)
+	f.agents = agents
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	f.results = append(f.results, f.measure(Result{Experiment: "register", Objects: f.n, Seconds: s, Rate: float64(f.n) / s,
+		P50: took[len(took)/2].Seconds(), P99: took[len(took)*99/100].Seconds()}, cpu))
+	printJSON(f.results[len(f.results)-1])
+	for _, a := range agents {
+		go a.Run(ctx)
+	}
+	return nil
+}
+
+// FanoutReady creates B bundles of 10 KB targeting every agent's cluster and
+// times until N*B BundleDeployments exist (fanout) and until every Bundle
+// counts all clusters Ready (ready).
+func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) error {
+	want := int64(f.n * f.b)
+	cpu := cpuSeconds(f.mgr)
+	fmt.Fprintf(os.Stderr, "Creating %d bundles of 10 KB for %d clusters\n", f.b, f.n)
+	start := time.Now()
+	if err := createBundles(ctx, f.c, f.b); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 30*time.Minute, func() (bool, error) { return f.events.adds.Load() >= want, nil }); err != nil {
+		return fmt.Errorf("%d of %d BundleDeployments: %w", f.events.adds.Load(), want, err)
+	}
+	fan := since(start)
+	r := f.measure(Result{Experiment: "fanout", Objects: int(want), Seconds: fan, Rate: float64(want) / fan,
+		CeilingRatio: float64(want) / fan / ceiling, Note: fmt.Sprintf("%.0f%% of the custom-resource ceiling", 100*float64(want)/fan/crCeiling)}, cpu)
+	f.results = append(f.results, r)
+	printJSON(r)
+	if err := waitFor(ctx, 30*time.Minute, func() (bool, error) {
+		list := &fleet.BundleList{}
+		if err := f.c.List(ctx, list, client.InNamespace(fleet.DefaultWorkspace)); err != nil {
+			return false, err
+		}
+		for _, b := range list.Items {
+			if b.Status.Summary.Ready < f.n {
+				return false, nil
+			}
+		}
+		return len(list.Items) == f.b, nil
+	}); err != nil {
+		return fmt.Errorf("ready: %w", err)
+	}
+	ready := since(start)
+	r = f.measure(Result{Experiment: "ready", Objects: int(want), Seconds: ready, Rate: float64(want) / ready,
+		CeilingRatio: float64(want) / ready / ceiling, Note: fmt.Sprintf("%.2fx the fanout time", ready/fan)}, cpu)
+	f.results = append(f.results, r)
+	printJSON(r)
+	return nil
+}
+
+// Retarget relabels one cluster out of every bundle's targets and counts the
+// BundleDeployment writes until things settle.
+func (f *fleetRun) Retarget(ctx context.Context) error {
+	a := f.agents[0]
+	cluster := &fleet.Cluster{}
+	if err := f.c.Get(ctx, types.NamespacedName{Namespace: a.Cred.Namespace, Name: a.Cred.ClusterName}, cluster); err != nil {
+		return err
+	}
+	cpu := cpuSeconds(f.mgr)
+	before := f.events.total()
+	start := time.Now()
+	patch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Labels["bench"] = "false"
+	if err := f.c.Patch(ctx, cluster, patch); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 5*time.Minute, func() (bool, error) { return f.events.deletes.Load() >= int64(f.b), nil }); err != nil {
+		return err
+	}
+	s := since(start)
+	time.Sleep(2 * time.Second) // anything else it would write shows up here
+	writes := f.events.total() - before
+	r := f.measure(Result{Experiment: "retarget", Objects: int(writes), Seconds: s,
+		Note: fmt.Sprintf("%d BundleDeployment writes for %d that had to go", writes, f.b)}, cpu)
+	f.results = append(f.results, r)
+	printJSON(r)
+	return nil
+}
+
+// Heartbeat has every agent check in twice within a window and reports the
+// manager CPU spent per heartbeat beyond its idle use over the same time.
+func (f *fleetRun) Heartbeat(ctx context.Context) error {
+	window := 10 * time.Second
+	idleStart := cpuSeconds(f.mgr)
+	time.Sleep(window)
+	idle := cpuSeconds(f.mgr) - idleStart
+	cpu := cpuSeconds(f.mgr)
+	start := time.Now()
+	beats := 0
+	for range 2 {
+		if err := parallel(32, len(f.agents), func(i int) error { return f.agents[i].Beat(ctx) }); err != nil {
+			return err
+		}
+		beats += len(f.agents)
+		time.Sleep(window / 2)
+	}
+	spent := cpuSeconds(f.mgr) - cpu - idle
+	s := since(start)
+	r := f.measure(Result{Experiment: "heartbeat", Objects: beats, Seconds: s, Rate: float64(beats) / s,
+		Note: fmt.Sprintf("manager CPU per heartbeat %.3f ms (idle %.2f s per %s subtracted)", 1000*max(spent, 0)/float64(beats), idle, window)}, cpu)
+	f.results = append(f.results, r)
+	printJSON(r)
+	return nil
+}

@@ -1,0 +1,168 @@
+// Package simagent runs many simulated agents in one process for scale tests.
+// Each one registers for real (its own identity, registration and
+// credential), then watches its own cluster namespace with that credential
+// and, instead of deploying, records what it would apply and reports the
+// BundleDeployment Ready. It also checks in like a real agent.
+package simagent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/fleet/agent"
+	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+// Agent is one simulated cluster's agent.
+type Agent struct {
+	Name string
+	Cred *registration.Credential
+	// Applied counts the deployments it "applied".
+	Applied atomic.Int64
+
+	c client.WithWatch
+}
+
+// Prepare writes, in the host cluster, what an install leaves for agent i: a
+// system namespace sim-<i> with the bootstrap Secret and a ConfigMap giving
+// it the identity sim-<i> and labels.
+func Prepare(ctx context.Context, host client.Client, i int, boot *agentinstall.Bootstrap, labels map[string]string) (string, error) {
+	ns := fmt.Sprintf("sim-%d", i)
+	cfg := &agentinstall.AgentConfig{ClientID: ns, Labels: labels}
+	objs, err := agentinstall.Objects(agentinstall.Options{Namespace: ns, Bootstrap: boot, Config: cfg, NoDeployment: true})
+	if err != nil {
+		return "", err
+	}
+	for _, o := range objs {
+		if err := host.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", err
+		}
+	}
+	return ns, nil
+}
+
+// Register runs the real registration of the agent whose system namespace
+// in the host cluster is ns.
+func Register(ctx context.Context, host client.Client, ns string) (*Agent, error) {
+	cred, err := registration.Ensure(ctx, registration.Options{Namespace: ns, Local: host, MinBackoff: 50 * time.Millisecond, MaxBackoff: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	cfg := cred.RESTConfig()
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: registration.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{Name: ns, Cred: cred, c: c}, nil
+}
+
+// Run watches the agent's BundleDeployments and reports each new
+// deploymentID applied and Ready, until ctx ends; watches that end are
+// resumed.
+func (a *Agent) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		list := &fleet.BundleDeploymentList{}
+		if err := a.c.List(ctx, list, client.InNamespace(a.Cred.ClusterNamespace)); err != nil {
+			sleep(ctx, time.Second)
+			continue
+		}
+		for i := range list.Items {
+			a.apply(ctx, &list.Items[i])
+		}
+		w, err := a.c.Watch(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(a.Cred.ClusterNamespace),
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			sleep(ctx, time.Second)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			if bd, ok := ev.Object.(*fleet.BundleDeployment); ok {
+				a.apply(ctx, bd)
+			}
+		}
+		w.Stop()
+	}
+}
+
+func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
+	if bd.Spec.DeploymentID == "" || bd.Spec.Paused || (bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID && bd.Status.Ready) {
+		return
+	}
+	patch := client.MergeFrom(bd.DeepCopy())
+	bd.Status.AppliedDeploymentID = bd.Spec.DeploymentID
+	bd.Status.Ready, bd.Status.NonModified = true, true
+	bd.Status.Display = fleet.BundleDeploymentDisplay{Deployed: "Yes", Monitored: "Yes", State: string(fleet.Ready)}
+	for _, t := range []string{fleet.ConditionInstalled, fleet.ConditionDeployed, fleet.ConditionReady, fleet.ConditionMonitored} {
+		meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "Simulated"})
+	}
+	if err := a.c.Status().Patch(ctx, bd, patch); err == nil {
+		a.Applied.Add(1)
+	}
+}
+
+// Beat checks in once, as the real agent's heartbeat does.
+func (a *Agent) Beat(ctx context.Context) error {
+	hb := &agent.Heartbeat{Client: a.c, Namespace: a.Cred.Namespace, Name: a.Cred.ClusterName}
+	return hb.Beat(ctx)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// RegisterAll prepares and registers n agents at once, returning them and
+// how long each took, from the common start.
+func RegisterAll(ctx context.Context, host client.Client, n int, boot *agentinstall.Bootstrap, labels func(i int) map[string]string) ([]*Agent, []time.Duration, error) {
+	for i := range n {
+		if _, err := Prepare(ctx, host, i, boot, labels(i)); err != nil {
+			return nil, nil, err
+		}
+	}
+	agents := make([]*Agent, n)
+	took := make([]time.Duration, n)
+	errs := make([]error, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			agents[i], errs[i] = Register(ctx, host, fmt.Sprintf("sim-%d", i))
+			took[i] = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent %d: %w", i, err)
+		}
+	}
+	return agents, took, nil
+}
+
+// HostClient is a client for the host cluster holding the agents' local
+// objects, without client-side throttling.
+func HostClient(cfg *rest.Config) (client.Client, error) {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = -1, 0
+	return client.New(c, client.Options{Scheme: registration.Scheme()})
+}
