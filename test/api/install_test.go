@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gitfleet/fleet/internal/install"
 	"github.com/gitfleet/fleet/test/framework"
@@ -38,4 +41,34 @@ func TestInstallControllerDryRun(t *testing.T) {
 	g.Expect(kinds).To(HaveKeyWithValue("CustomResourceDefinition", 10))
 	g.Expect(kinds).To(HaveKey("Deployment"))
 	g.Expect(kinds).To(HaveKey("ClusterRole"))
+}
+
+// config/default, built with kustomize, holds exactly the objects that
+// `fleet install controller` prints: the two ways to install cannot drift.
+func TestConfigMatchesInstallController(t *testing.T) {
+	g := NewWithT(t)
+	out, err := install.ControllerYAML(install.ControllerOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	printed, err := framework.DecodeYAML(out)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), "../../config/default")
+	g.Expect(err).NotTo(HaveOccurred())
+	built, err := res.AsYaml()
+	g.Expect(err).NotTo(HaveOccurred())
+	fromConfig, err := framework.DecodeYAML(built)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	key := func(u *unstructured.Unstructured) string { return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName() }
+	want := map[string]*unstructured.Unstructured{}
+	for _, u := range printed {
+		want[key(u)] = u
+	}
+	g.Expect(fromConfig).To(HaveLen(len(printed)), "config/default and fleet install controller hold different objects")
+	for _, u := range fromConfig {
+		w, ok := want[key(u)]
+		g.Expect(ok).To(BeTrue(), "%s is in config/ but not printed by fleet install controller", key(u))
+		g.Expect(u.Object).To(Equal(w.Object), "%s differs between config/ and fleet install controller: update config/", key(u))
+	}
 }
