@@ -149,7 +149,7 @@ func TestTiltfile(t *testing.T) {
 		t.Run("mode="+mode, func(t *testing.T) {
 			g := NewWithT(t)
 			c := evaluate(t, file, mode)
-			g.Expect(len(c.commands) + len(c.paths)).To(BeNumerically(">", 3), "the stand-ins saw what the Tiltfile does")
+			g.Expect(len(c.commands)+len(c.paths)).To(BeNumerically(">", 3), "the stand-ins saw what the Tiltfile does")
 			g.Expect(check(t, c, root)).To(BeEmpty())
 		})
 	}

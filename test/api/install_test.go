@@ -60,7 +60,9 @@ func TestConfigMatchesInstallController(t *testing.T) {
 	fromConfig, err := framework.DecodeYAML(built)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	key := func(u *unstructured.Unstructured) string { return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName() }
+	key := func(u *unstructured.Unstructured) string {
+		return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+	}
 	want := map[string]*unstructured.Unstructured{}
 	for _, u := range printed {
 		want[key(u)] = u
