@@ -228,11 +228,14 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 	secretName := names.CredentialSecret(clientID, reg.Spec.ClientRandom)
 	// Short polls: the grant usually comes within a second or two, and a
 	// long sleep past it is what registration latency is made of.
-	b := &Backoff{Min: 100 * time.Millisecond, Max: time.Second}
+	b := &Backoff{Min: 250 * time.Millisecond, Max: 2 * time.Second}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		secret := &corev1.Secret{}
-		err := upstream.Get(ctx, types.NamespacedName{Namespace: boot.SystemRegistrationNamespace, Name: secretName}, secret)
+		// Served from the API server's watch cache (resourceVersion 0): many
+		// agents waiting at once must not each reach etcd on every poll.
+		err := upstream.Get(ctx, types.NamespacedName{Namespace: boot.SystemRegistrationNamespace, Name: secretName}, secret,
+			&client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
 		if err == nil {
 			return &Credential{
 				APIServerURL:     boot.APIServerURL,

@@ -168,7 +168,8 @@ func (r *Reconciler) compile(_ context.Context, s *scope) error {
 
 func (r *Reconciler) listExisting(ctx context.Context, s *scope) error {
 	list := &fleet.BundleDeploymentList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{BundleIndex: s.bundle.Namespace + "/" + s.bundle.Name}); err != nil {
+	// Read-only views of the cache: a pass copies only what it writes.
+	if err := r.Client.List(ctx, list, client.MatchingFields{BundleIndex: s.bundle.Namespace + "/" + s.bundle.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	s.existing = make(map[string]*fleet.BundleDeployment, len(list.Items))
@@ -362,13 +363,17 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 			if equality.Semantic.DeepEqual(existing.Spec, desired.Spec) && equality.Semantic.DeepEqual(existing.Labels, desired.Labels) {
 				continue
 			}
-			existing = existing.DeepCopy()
-			existing.Spec, existing.Labels = desired.Spec, desired.Labels
-			writes = append(writes, func() error { return r.Client.Update(ctx, existing) })
+			// A merge patch of spec and labels: the agent patches status all the
+			// time, and an update would conflict with it.
+			before := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: existing.Name, Namespace: existing.Namespace, Labels: existing.Labels}, Spec: existing.Spec}
+			after := before.DeepCopy()
+			after.Spec, after.Labels = desired.Spec, desired.Labels
+			writes = append(writes, func() error { return client.IgnoreNotFound(r.Client.Patch(ctx, after, client.MergeFrom(before))) })
 		}
 	}
 	for ns, bd := range s.existing {
 		if !wanted[ns] {
+			bd := bd.DeepCopy()
 			writes = append(writes, func() error { return client.IgnoreNotFound(r.Client.Delete(ctx, bd)) })
 		}
 	}

@@ -21,6 +21,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/enqueue"
+	"github.com/gitfleet/fleet/internal/ensure"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/summary"
 )
@@ -95,15 +96,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-	if _, err := controllerutil.CreateOrPatch(ctx, r.Client, nsObj, func() error {
-		if nsObj.Labels == nil {
-			nsObj.Labels = map[string]string{}
-		}
-		nsObj.Labels[fleet.ManagedLabel] = "true"
-		nsObj.Labels[fleet.ClusterLabel] = cluster.Name
-		nsObj.Labels[fleet.ClusterNamespaceLabel] = cluster.Namespace
-		return nil
+	if err := ensure.Namespace(ctx, r.Client, ns, map[string]string{
+		fleet.ManagedLabel: "true", fleet.ClusterLabel: cluster.Name, fleet.ClusterNamespaceLabel: cluster.Namespace,
 	}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("ensuring namespace %s for cluster %s: %w", ns, cluster.Name, err)
 	}

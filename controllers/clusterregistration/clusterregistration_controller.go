@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/ensure"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/satoken"
 )
@@ -230,17 +231,9 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 
 func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) error {
 	s.clusterNS = names.ClusterNamespace(s.cluster.Namespace, s.cluster.Name)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.clusterNS}}
-	_, err := controllerutil.CreateOrPatch(ctx, r.Client, ns, func() error {
-		if ns.Labels == nil {
-			ns.Labels = map[string]string{}
-		}
-		ns.Labels[fleet.ManagedLabel] = "true"
-		ns.Labels[fleet.ClusterLabel] = s.cluster.Name
-		ns.Labels[fleet.ClusterNamespaceLabel] = s.cluster.Namespace
-		return nil
+	return ensure.Namespace(ctx, r.Client, s.clusterNS, map[string]string{
+		fleet.ManagedLabel: "true", fleet.ClusterLabel: s.cluster.Name, fleet.ClusterNamespaceLabel: s.cluster.Namespace,
 	})
-	return err
 }
 
 func managedLabels(reg *fleet.ClusterRegistration) map[string]string {
@@ -427,14 +420,14 @@ func ensureAll(ctx context.Context, c client.Client, labels map[string]string, o
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = ensure(ctx, c, labels, want)
+			errs[i] = ensureObject(ctx, c, labels, want)
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-func ensure(ctx context.Context, c client.Client, labels map[string]string, want client.Object) error {
+func ensureObject(ctx context.Context, c client.Client, labels map[string]string, want client.Object) error {
 	obj := want.DeepCopyObject().(client.Object)
 	_, err := controllerutil.CreateOrPatch(ctx, c, obj, func() error {
 		l := obj.GetLabels()
