@@ -25,8 +25,14 @@ type Options struct {
 	Local *rest.Config
 	// CheckinInterval is how often the agent reports it is alive (default 15m).
 	CheckinInterval time.Duration
-	// MinBackoff and MaxBackoff bound retries against an unreachable manager.
+	// MinBackoff and MaxBackoff bound retries against an unreachable manager
+	// or cluster.
 	MinBackoff, MaxBackoff time.Duration
+	// Resync is how often every BundleDeployment is checked again without an
+	// event (default 5m); drift is seen at once through watches.
+	Resync time.Duration
+	// Workers is the number of BundleDeployments deployed at once (default 4).
+	Workers int
 
 	checkinSet bool
 }
@@ -60,6 +66,12 @@ func Run(ctx context.Context, o Options) error {
 	if !o.checkinSet {
 		o.CheckinInterval = 15 * time.Minute
 	}
+	if o.Local.QPS == 0 {
+		// Helm makes many small requests per release; client-go's default
+		// of 5 per second would make a cluster of many bundles crawl.
+		o.Local = rest.CopyConfig(o.Local)
+		o.Local.QPS, o.Local.Burst = 50, 100
+	}
 	local, err := client.New(o.Local, client.Options{Scheme: registration.Scheme()})
 	if err != nil {
 		return fmt.Errorf("connecting to the agent's own cluster: %w", err)
@@ -80,7 +92,13 @@ func Run(ctx context.Context, o Options) error {
 	log.Info("Agent running", "cluster", cred.Namespace+"/"+cred.ClusterName, "checkinInterval", o.CheckinInterval)
 	hb := &Heartbeat{Client: upstream, Namespace: cred.Namespace, Name: cred.ClusterName, Interval: o.CheckinInterval,
 		MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff}
-	hb.Run(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hb.Run(ctx)
+	}()
+	runDeployer(ctx, o, cred)
+	<-done
 	return nil
 }
 

@@ -3,4 +3,11 @@
 // its cluster namespace upstream, deploys them, and reports status and a
 // heartbeat back. Every connection is made by the agent; it resumes by itself
 // after any outage.
+//
+// Run wires the parts: the Heartbeat, and a controller-runtime manager whose
+// cache holds only the agent's cluster namespace upstream, running the
+// BundleDeployment reconciler (agent/controller) over the Helm deployer
+// (agent/deployer) and the monitor of the deployed objects (agent/monitor)
+// in the agent's own cluster. Should that manager stop, it is built again
+// after a capped backoff.
 package agent

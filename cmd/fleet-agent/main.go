@@ -36,6 +36,8 @@ func main() {
 	f.DurationVar(&o.CheckinInterval, "checkin-interval", 0, "how often to report to the manager (default 15m)")
 	f.DurationVar(&o.MinBackoff, "min-backoff", 0, "first wait after a failed connection (default 1s)")
 	f.DurationVar(&o.MaxBackoff, "max-backoff", 0, "longest wait between retries (default 1m)")
+	f.DurationVar(&o.Resync, "resync", 0, "how often every BundleDeployment is checked again without an event (default 5m; changes downstream are seen at once)")
+	f.IntVar(&o.Workers, "workers", 0, "number of BundleDeployments deployed at once (default 4)")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -1,0 +1,273 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v3/pkg/release"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gitfleet/fleet/agent/deployer"
+	"github.com/gitfleet/fleet/agent/monitor"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+// Defaults of the Reconciler's settings.
+const (
+	DefaultWorkers    = 4
+	DefaultResync     = 5 * time.Minute
+	DefaultMaxBackoff = time.Minute
+	// apiTimeout bounds each single call to the manager's API server.
+	apiTimeout = 30 * time.Second
+)
+
+// Reconciler deploys the BundleDeployments of one cluster namespace.
+type Reconciler struct {
+	// Upstream reads BundleDeployments from the namespace-restricted cache
+	// and patches their status.
+	Upstream client.Client
+	// APIReader reads Contents directly: the agent may get them, not list or
+	// watch them.
+	APIReader client.Reader
+	// Cache is the cache behind Upstream.
+	Cache cache.Cache
+	// ClusterNamespace is the agent's cluster namespace upstream.
+	ClusterNamespace string
+	Deployer         *deployer.Deployer
+	Watcher          *monitor.Watcher
+	// Workers is the number of BundleDeployments reconciled at once.
+	Workers int
+	// Resync is how often every BundleDeployment is checked again without an
+	// event, and releases of deleted BundleDeployments are looked for.
+	Resync time.Duration
+	// MinBackoff and MaxBackoff bound retries after transient errors.
+	MinBackoff, MaxBackoff time.Duration
+
+	events   chan event.GenericEvent
+	releases sync.Map // release key -> BundleDeployment name
+	state    sync.Map // BundleDeployment name -> *releaseState
+	contents contentCache
+	gcMu     sync.Mutex
+}
+
+// releaseState is what the reconciler knows of a BundleDeployment's release,
+// so that an unchanged BundleDeployment costs no Helm storage reads.
+type releaseState struct {
+	key deployer.ReleaseKey
+	// last is the latest revision, deployed the latest deployed one.
+	last, deployed *release.Release
+	// desired are the objects of deployed's manifest.
+	desired []*unstructured.Unstructured
+}
+
+// SetupWithManager registers the reconciler, the Watcher and the resync loop.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Workers <= 0 {
+		r.Workers = DefaultWorkers
+	}
+	if r.Resync <= 0 {
+		r.Resync = DefaultResync
+	}
+	if r.MinBackoff <= 0 {
+		r.MinBackoff = 200 * time.Millisecond
+	}
+	if r.MaxBackoff <= 0 {
+		r.MaxBackoff = DefaultMaxBackoff
+	}
+	r.events = make(chan event.GenericEvent, 4096)
+	r.Watcher.OnChange = r.releaseChanged
+	if err := mgr.Add(r.Watcher); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(r.resyncLoop)); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		// Spec changes and deletions; the agent's own status patches do not
+		// bring a BundleDeployment back.
+		For(&fleet.BundleDeployment{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Any change of a BundleDeployment may unblock those depending on it.
+		Watches(&fleet.BundleDeployment{}, handler.EnqueueRequestsFromMapFunc(r.dependents)).
+		// Changes of deployed objects downstream, and the resync.
+		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
+		Named("bundledeployment").
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: r.Workers,
+			// The agent builds a new manager after a failure, in this process.
+			SkipNameValidation: ptr.To(true),
+			// The manager's API server may be down when the agent starts:
+			// wait for it rather than give up.
+			CacheSyncTimeout: 24 * time.Hour,
+			RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.MinBackoff, r.MaxBackoff),
+		}).
+		Complete(r)
+}
+
+// enqueue asks for a BundleDeployment to be reconciled, without blocking the
+// caller (an informer's handler).
+func (r *Reconciler) enqueue(name string) {
+	e := event.GenericEvent{Object: &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: r.ClusterNamespace, Name: name}}}
+	select {
+	case r.events <- e:
+	default:
+		go func() { r.events <- e }()
+	}
+}
+
+// releaseChanged maps a changed downstream object to its BundleDeployment.
+func (r *Reconciler) releaseChanged(namespace, name string) {
+	if bd, ok := r.releases.Load(deployer.ReleaseKey{Namespace: namespace, Name: name}.String()); ok {
+		r.enqueue(bd.(string))
+	}
+}
+
+// resyncLoop collects garbage once the cache has synced, then, every
+// Resync, reconciles every BundleDeployment and collects garbage again.
+func (r *Reconciler) resyncLoop(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("resync")
+	if !r.Cache.WaitForCacheSync(ctx) {
+		return nil
+	}
+	t := time.NewTicker(r.Resync)
+	defer t.Stop()
+	for {
+		if err := r.collectGarbage(ctx); err != nil {
+			log.Info("Could not remove releases of deleted BundleDeployments, retrying at the next resync", "reason", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		list := &fleet.BundleDeploymentList{}
+		if err := r.Upstream.List(ctx, list, client.InNamespace(r.ClusterNamespace)); err == nil {
+			for _, bd := range list.Items {
+				r.enqueue(bd.Name)
+			}
+		}
+	}
+}
+
+// scope is what one reconcile's phases share.
+type scope struct {
+	bd     *fleet.BundleDeployment
+	before *fleet.BundleDeployment
+	key    deployer.ReleaseKey
+	state  *releaseState
+	// waiting lists the unmet dependencies.
+	waiting []string
+	// deployed tells that this reconcile deployed a new revision.
+	deployed bool
+	// deployErr is the error of this reconcile's deploy.
+	deployErr error
+	// monitored is the state of the deployed objects; monitorErr why it is
+	// unknown.
+	monitored  *monitor.Result
+	monitorErr error
+}
+
+// Reconcile deploys one BundleDeployment and reports its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	bd := &fleet.BundleDeployment{}
+	if err := r.Upstream.Get(ctx, req.NamespacedName, bd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.collectGarbage(ctx)
+		}
+		return ctrl.Result{}, err
+	}
+	if !bd.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.collectGarbage(ctx)
+	}
+	s := &scope{bd: bd, before: bd.DeepCopy(), key: deployer.ReleaseFor(bd.Name, bd.Spec.Options)}
+	defer func() {
+		computeStatus(s, reterr)
+		if equality.Semantic.DeepEqual(s.before.Status, bd.Status) {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, apiTimeout)
+		defer cancel()
+		if err := r.Upstream.Status().Patch(pctx, bd, client.MergeFrom(s.before)); err != nil && reterr == nil {
+			reterr = client.IgnoreNotFound(err)
+		}
+	}()
+	for _, phase := range []func(context.Context, *scope) error{
+		r.loadState, r.checkDependencies, r.deploy, r.monitor, r.correctDrift,
+	} {
+		if err := phase(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// contentCache keeps recently used Contents' files: they never change
+// (their name is their hash) and many BundleDeployments share one.
+type contentCache struct {
+	mu    sync.Mutex
+	files map[string]deployer.Files
+	order []string
+}
+
+const contentCacheSize = 64
+
+func (c *contentCache) get(name string) deployer.Files {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.files[name]
+}
+
+func (c *contentCache) put(name string, f deployer.Files) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.files == nil {
+		c.files = map[string]deployer.Files{}
+	}
+	if _, ok := c.files[name]; ok {
+		return
+	}
+	c.files[name] = f
+	c.order = append(c.order, name)
+	if len(c.order) > contentCacheSize {
+		delete(c.files, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+// content returns the files of a BundleDeployment's Content, read with a
+// direct get.
+func (r *Reconciler) content(ctx context.Context, deploymentID string) (deployer.Files, error) {
+	name := deployer.ContentName(deploymentID)
+	if f := r.contents.get(name); f != nil {
+		return f, nil
+	}
+	c := &fleet.Content{}
+	gctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	if err := r.APIReader.Get(gctx, client.ObjectKey{Name: name}, c); err != nil {
+		return nil, fmt.Errorf("reading content %s: %w", name, err)
+	}
+	f, err := deployer.DecodeContent(c)
+	if err != nil {
+		return nil, &deployer.UserError{Err: err}
+	}
+	r.contents.put(name, f)
+	return f, nil
+}

@@ -1,0 +1,312 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/release"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gitfleet/fleet/agent/deployer"
+	"github.com/gitfleet/fleet/agent/monitor"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/summary"
+)
+
+// loadState finds the BundleDeployment's release: from memory, or from the
+// Helm storage the first time (after a start, or when the release's name or
+// namespace changed).
+func (r *Reconciler) loadState(_ context.Context, s *scope) error {
+	if v, ok := r.state.Load(s.bd.Name); ok && v.(*releaseState).key == s.key {
+		s.state = v.(*releaseState)
+		return nil
+	}
+	st, err := r.readState(s.key)
+	if err != nil {
+		return err
+	}
+	r.remember(s.bd.Name, st)
+	s.state = st
+	return nil
+}
+
+func (r *Reconciler) readState(key deployer.ReleaseKey) (*releaseState, error) {
+	st := &releaseState{key: key}
+	var err error
+	if st.last, err = r.Deployer.Last(key); err != nil {
+		return nil, err
+	}
+	if st.last != nil && st.last.Info.Status == release.StatusDeployed {
+		st.deployed = st.last
+	} else if st.deployed, err = r.Deployer.Deployed(key); err != nil {
+		return nil, err
+	}
+	if st.deployed != nil {
+		if st.desired, err = r.desiredObjects(st.deployed); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func (r *Reconciler) remember(bdName string, st *releaseState) {
+	r.state.Store(bdName, st)
+	r.releases.Store(st.key.String(), bdName)
+}
+
+// desiredObjects parses a release's manifest; objects of cluster-scoped
+// kinds lose any namespace the manifest gave them, as the API server does.
+func (r *Reconciler) desiredObjects(rel *release.Release) ([]*unstructured.Unstructured, error) {
+	objs, err := monitor.DesiredObjects(rel.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("release %s: %w", deployer.Display(rel), err)
+	}
+	for _, o := range objs {
+		namespaced, known := r.Deployer.Scope(o.GroupVersionKind())
+		switch {
+		case known && !namespaced:
+			o.SetNamespace("")
+		case known && o.GetNamespace() == "":
+			o.SetNamespace(rel.Namespace)
+		}
+	}
+	return objs, nil
+}
+
+// checkDependencies lists the dependsOn entries not yet in an accepted state
+// on this cluster.
+func (r *Reconciler) checkDependencies(ctx context.Context, s *scope) error {
+	if len(s.bd.Spec.DependsOn) == 0 {
+		return nil
+	}
+	list := &fleet.BundleDeploymentList{}
+	if err := r.Upstream.List(ctx, list, client.InNamespace(r.ClusterNamespace)); err != nil {
+		return err
+	}
+	s.waiting = UnmetDependencies(s.bd, list.Items)
+	return nil
+}
+
+// UnmetDependencies returns, for each dependsOn entry of bd not satisfied by
+// the BundleDeployments of its cluster, what it waits for.
+func UnmetDependencies(bd *fleet.BundleDeployment, all []fleet.BundleDeployment) []string {
+	var waiting []string
+	for _, ref := range bd.Spec.DependsOn {
+		accepted := ref.AcceptedStates
+		if len(accepted) == 0 {
+			accepted = []fleet.BundleState{fleet.Ready}
+		}
+		what := ref.Name
+		if what == "" && ref.Selector != nil {
+			what = metav1.FormatLabelSelector(ref.Selector)
+		}
+		matched := 0
+		for i := range all {
+			dep := &all[i]
+			if dep.Name == bd.Name || !refersTo(ref, bd, dep) {
+				continue
+			}
+			matched++
+			if st := summary.State(dep); !slices.Contains(accepted, st) {
+				waiting = append(waiting, fmt.Sprintf("%s (%s)", dep.Labels[fleet.BundleNameLabel], st))
+			}
+		}
+		if matched == 0 {
+			waiting = append(waiting, what+" (not deployed to this cluster)")
+		}
+	}
+	return waiting
+}
+
+// refersTo tells whether a dependsOn entry of bd names dep's bundle: by name,
+// or by a selector over its labels, in the same bundle namespace.
+func refersTo(ref fleet.BundleRef, bd, dep *fleet.BundleDeployment) bool {
+	if dep.Labels[fleet.BundleNamespaceLabel] != bd.Labels[fleet.BundleNamespaceLabel] {
+		return false
+	}
+	if ref.Name != "" {
+		return dep.Labels[fleet.BundleNameLabel] == ref.Name || (dep.Labels[fleet.BundleNameLabel] == "" && dep.Name == ref.Name)
+	}
+	if ref.Selector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ref.Selector)
+	return err == nil && sel.Matches(labels.Set(dep.Labels))
+}
+
+// dependents maps a BundleDeployment to those in its namespace that depend
+// on it.
+func (r *Reconciler) dependents(ctx context.Context, o client.Object) []reconcile.Request {
+	dep, ok := o.(*fleet.BundleDeployment)
+	if !ok {
+		return nil
+	}
+	list := &fleet.BundleDeploymentList{}
+	if err := r.Upstream.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		bd := &list.Items[i]
+		for _, ref := range bd.Spec.DependsOn {
+			if bd.Name != dep.Name && refersTo(ref, bd, dep) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: bd.Namespace, Name: bd.Name}})
+				break
+			}
+		}
+	}
+	return reqs
+}
+
+// deploy installs or upgrades the release unless it already deploys the
+// BundleDeployment's deploymentID, the BundleDeployment is paused, or it
+// waits for dependencies.
+func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
+	bd := s.bd
+	if bd.Spec.Paused || len(s.waiting) > 0 || bd.Spec.DeploymentID == "" {
+		return nil
+	}
+	if deployer.UpToDate(s.state.deployed, bd.Spec.DeploymentID) && deployer.UpToDate(s.state.last, bd.Spec.DeploymentID) {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("release", s.key.String())
+	files, err := r.content(ctx, bd.Spec.DeploymentID)
+	if err == nil {
+		log.Info("Deploying", "deploymentID", bd.Spec.DeploymentID)
+		_, err = r.Deployer.Deploy(ctrl.LoggerInto(ctx, log), deployer.Input{
+			Name: bd.Name, DeploymentID: bd.Spec.DeploymentID, Options: bd.Spec.Options, Files: files,
+		})
+	}
+	// Whatever happened, the release's records changed: read them again.
+	st, rerr := r.readState(s.key)
+	if rerr == nil {
+		r.remember(bd.Name, st)
+		s.state = st
+	}
+	if err != nil {
+		s.deployErr = err
+		if deployer.IsUserError(err) {
+			return reconcile.TerminalError(err)
+		}
+		return err
+	}
+	if rerr != nil {
+		return rerr
+	}
+	log.Info("Deployed", "version", st.last.Version)
+	s.deployed = true
+	return nil
+}
+
+// monitor checks the objects of the deployed release.
+func (r *Reconciler) monitor(ctx context.Context, s *scope) error {
+	if s.state.deployed == nil {
+		return nil
+	}
+	// Right after a deploy the informers may not have seen the new objects
+	// yet: read them from the API server.
+	res, err := r.evaluate(ctx, s, s.deployed)
+	if err != nil {
+		s.monitorErr = err
+		return err
+	}
+	s.monitored = res
+	return nil
+}
+
+func (r *Reconciler) evaluate(ctx context.Context, s *scope, fresh bool) (*monitor.Result, error) {
+	desired := s.state.desired
+	live, extra, err := r.Watcher.Live(ctx, s.key.Namespace, s.key.Name, desired, fresh)
+	if err != nil {
+		return nil, err
+	}
+	res, err := monitor.Evaluate(desired, live, extra, monitor.OptionsFor(s.bd.Spec.Options))
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// correctDrift restores modified, missing and extra objects when
+// correctDrift is enabled and the release is up to date.
+func (r *Reconciler) correctDrift(ctx context.Context, s *scope) error {
+	cd := s.bd.Spec.CorrectDrift
+	if cd == nil {
+		cd = s.bd.Spec.Options.CorrectDrift
+	}
+	if cd == nil || !cd.Enabled || s.monitored == nil || s.monitored.NonModified || s.bd.Spec.Paused ||
+		!deployer.UpToDate(s.state.deployed, s.bd.Spec.DeploymentID) {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("release", s.key.String())
+	var names []string
+	for _, m := range s.monitored.Modified {
+		names = append(names, m.Kind+" "+m.Namespace+"/"+m.Name)
+	}
+	log.Info("Correcting drift", "objects", strings.Join(names, ", "))
+	if err := r.Deployer.Correct(ctx, s.key, s.monitored.ToApply, s.monitored.ToDelete, cd.Force); err != nil {
+		return err
+	}
+	// Report the corrected state, read from the API server: the informers
+	// may not have seen the correction yet.
+	res, err := r.evaluate(ctx, s, true)
+	if err != nil {
+		return err
+	}
+	s.monitored = res
+	return nil
+}
+
+// collectGarbage removes the releases of this agent whose BundleDeployment
+// no longer exists, and releases left behind when a BundleDeployment moved
+// to another release name or namespace, once the new one is deployed.
+func (r *Reconciler) collectGarbage(ctx context.Context) error {
+	r.gcMu.Lock()
+	defer r.gcMu.Unlock()
+	list := &fleet.BundleDeploymentList{}
+	if err := r.Upstream.List(ctx, list, client.InNamespace(r.ClusterNamespace)); err != nil {
+		return err
+	}
+	live := map[string]*fleet.BundleDeployment{}
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp.IsZero() {
+			live[list.Items[i].Name] = &list.Items[i]
+		}
+	}
+	owned, err := r.Deployer.Owned(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rel := range owned {
+		name := deployer.Annotations(rel)[deployer.BundleDeploymentAnnotation]
+		key := deployer.ReleaseKey{Namespace: rel.Namespace, Name: rel.Name}
+		if bd := live[name]; bd != nil {
+			current := deployer.ReleaseFor(bd.Name, bd.Spec.Options)
+			if current == key {
+				continue
+			}
+			if cur, err := r.Deployer.Deployed(current); err != nil || cur == nil {
+				continue // keep the old release until the new one is deployed
+			}
+		}
+		if err := r.Deployer.Uninstall(ctx, rel); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.releases.Delete(key.String())
+		if v, ok := r.state.Load(name); ok && v.(*releaseState).key == key {
+			r.state.Delete(name)
+		}
+	}
+	return errors.Join(errs...)
+}

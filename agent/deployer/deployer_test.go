@@ -1,0 +1,280 @@
+package deployer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+// render renders a chart as Helm would, without a cluster.
+func render(t *testing.T, files Files, opts fleet.BundleDeploymentOptions) map[string]string {
+	t.Helper()
+	g := NewWithT(t)
+	l, err := Detect(files, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := BuildChart(files, l, opts, "rel")
+	g.Expect(err).NotTo(HaveOccurred())
+	values, err := Values(t.Context(), nil, opts, "default")
+	g.Expect(err).NotTo(HaveOccurred())
+	v, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: "rel", Namespace: "default"}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	out, err := engine.Render(c, v)
+	g.Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+func joined(out map[string]string) string {
+	var b strings.Builder
+	for _, n := range sortedNames(toFiles(out)) {
+		b.WriteString(out[n])
+	}
+	return b.String()
+}
+
+func toFiles(m map[string]string) Files {
+	f := Files{}
+	for k, v := range m {
+		f[k] = []byte(v)
+	}
+	return f
+}
+
+func TestPlainManifestsWrapping(t *testing.T) {
+	cases := []struct {
+		name     string
+		files    Files
+		opts     fleet.BundleDeploymentOptions
+		contains []string
+		excludes []string
+	}{{
+		name:     "template actions in manifests are kept verbatim",
+		files:    Files{"cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tpl}\ndata:\n  t: '{{ .Values.x }} and {{- trim }}'\n")},
+		contains: []string{"t: '{{ .Values.x }} and {{- trim }}'"},
+	}, {
+		name: "yaml, yml and json manifests; README and non-objects dropped",
+		files: Files{
+			"a.yaml":      []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a2}\n"),
+			"sub/b.yml":   []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"),
+			"c.json":      []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`),
+			"README.md":   []byte("# not a manifest"),
+			"values.yaml": []byte("replicas: 2\n"),
+			"list.json":   []byte(`[1,2]`),
+		},
+		contains: []string{"name: a\n", "name: a2\n", "name: b\n", "name: c\n"},
+		excludes: []string{"replicas: 2"},
+	}, {
+		name: "chart and kustomize directories and overlays are not plain manifests",
+		files: Files{
+			"cm.yaml":                     []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base}\ndata: {color: blue}\n"),
+			"chart/Chart.yaml":            []byte("apiVersion: v2\nname: chart\nversion: 1.0.0\n"),
+			"chart/templates/x.yaml":      []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-chart}\n"),
+			"kust/kustomization.yaml":     []byte("resources: [x.yaml]\n"),
+			"kust/x.yaml":                 []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-kust}\n"),
+			"overlays/prod/extra.yaml":    []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-overlay}\n"),
+			"overlays/prod/cm_patch.yaml": []byte("data: {color: red}\n"),
+		},
+		contains: []string{"name: base", "color: blue"},
+		excludes: []string{"from-chart", "from-kust", "from-overlay", "color: red"},
+	}, {
+		name: "a selected overlay adds files and patches the base",
+		files: Files{
+			"cm.yaml":                     []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base}\ndata: {color: blue, size: s}\n"),
+			"overlays/prod/extra.yaml":    []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-overlay}\n"),
+			"overlays/prod/cm_patch.yaml": []byte("data: {color: red, size: null}\n"),
+		},
+		opts:     fleet.BundleDeploymentOptions{YAML: &fleet.YAMLOptions{Overlays: []string{"prod"}}},
+		contains: []string{"name: base", "color: red", "name: from-overlay"},
+		excludes: []string{"color: blue", "size:"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			out := joined(render(t, tc.files, tc.opts))
+			for _, c := range tc.contains {
+				g.Expect(out).To(ContainSubstring(c))
+			}
+			for _, e := range tc.excludes {
+				g.Expect(out).NotTo(ContainSubstring(e))
+			}
+		})
+	}
+}
+
+func TestDetect(t *testing.T) {
+	chart := []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+	kust := []byte("resources: []\n")
+	cases := []struct {
+		name  string
+		files Files
+		opts  fleet.BundleDeploymentOptions
+		want  Layout
+		err   string
+	}{
+		{name: "plain", files: Files{"a.yaml": nil}, want: Layout{Style: StyleManifests}},
+		{name: "chart at root", files: Files{"Chart.yaml": chart}, want: Layout{Style: StyleHelm}},
+		{name: "chart at helm.chart", files: Files{"charts/app/Chart.yaml": chart},
+			opts: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Chart: "./charts/app"}}, want: Layout{Style: StyleHelm, ChartPath: "charts/app"}},
+		{name: "missing chart", files: Files{"a.yaml": nil},
+			opts: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Chart: "nope"}}, err: `helm.chart "nope": the bundle has no chart there`},
+		{name: "kustomize dir", files: Files{"overlays/dev/kustomization.yaml": kust},
+			opts: fleet.BundleDeploymentOptions{Kustomize: &fleet.KustomizeOptions{Dir: "overlays/dev"}},
+			want: Layout{Style: StyleKustomize, KustomizeDir: "overlays/dev", HasKustomize: true}},
+		{name: "kustomization at root", files: Files{"kustomization.yaml": kust}, want: Layout{Style: StyleKustomize, HasKustomize: true}},
+		{name: "chart post-rendered by kustomize", files: Files{"Chart.yaml": chart, "kustomization.yaml": kust},
+			want: Layout{Style: StyleHelm, HasKustomize: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			l, err := Detect(tc.files, tc.opts)
+			if tc.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(l).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestHelmChartWithValues(t *testing.T) {
+	g := NewWithT(t)
+	files := Files{
+		"chart/Chart.yaml":          []byte("apiVersion: v2\nname: app\nversion: 0.1.0\n"),
+		"chart/values.yaml":         []byte("color: blue\nsize: s\n"),
+		"chart/templates/cm.yaml":   []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {color: {{ .Values.color }}, size: {{ .Values.size }}}\n"),
+		"chart/templates/_help.tpl": []byte(`{{- define "x" }}x{{ end }}`),
+	}
+	opts := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Chart: "chart", Values: &fleet.GenericMap{Data: map[string]interface{}{"color": "cluster-1"}}}}
+	out := joined(render(t, files, opts))
+	g.Expect(out).To(ContainSubstring("color: cluster-1"))
+	g.Expect(out).To(ContainSubstring("size: s"))
+}
+
+func TestKustomize(t *testing.T) {
+	g := NewWithT(t)
+	files := Files{
+		"base/kustomization.yaml":         []byte("resources: [cm.yaml]\n"),
+		"base/cm.yaml":                    []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {color: blue}\n"),
+		"overlays/dev/kustomization.yaml": []byte("resources: [../../base]\nnamePrefix: dev-\ncommonLabels: {env: dev}\n"),
+	}
+	opts := fleet.BundleDeploymentOptions{Kustomize: &fleet.KustomizeOptions{Dir: "overlays/dev"}}
+	out := joined(render(t, files, opts))
+	g.Expect(out).To(ContainSubstring("name: dev-app"))
+	g.Expect(out).To(ContainSubstring("env: dev"))
+
+	// As a post-renderer, the chart's output becomes a resource of the
+	// kustomization.
+	post, err := Kustomize(Files{"kustomization.yaml": []byte("namePrefix: k-\n")}, "", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(post)).To(ContainSubstring("name: k-x"))
+}
+
+func scope(gvk schema.GroupVersionKind) (bool, bool) {
+	switch gvk.Kind {
+	case "Namespace", "ClusterRole":
+		return false, true
+	case "Unknown":
+		return false, false
+	}
+	return true, true
+}
+
+func TestTransformNamespaces(t *testing.T) {
+	u := func(kind, ns string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion("v1")
+		o.SetKind(kind)
+		o.SetName("x")
+		o.SetNamespace(ns)
+		return o
+	}
+	cases := []struct {
+		name   string
+		obj    *unstructured.Unstructured
+		force  string
+		wantNS string
+		err    string
+	}{
+		{name: "namespaced without namespace gets the release namespace", obj: u("ConfigMap", ""), wantNS: "rel-ns"},
+		{name: "namespaced with a namespace keeps it", obj: u("ConfigMap", "other"), wantNS: "other"},
+		{name: "forced namespace wins", obj: u("ConfigMap", "other"), force: "forced", wantNS: "forced"},
+		{name: "cluster-scoped keeps no namespace", obj: u("ClusterRole", ""), wantNS: ""},
+		{name: "cluster-scoped with a forced namespace is an error", obj: u("ClusterRole", ""), force: "forced",
+			err: `ClusterRole x is cluster-scoped, but the bundle's namespace option "forced"`},
+		{name: "unknown kind is left alone", obj: u("Unknown", ""), wantNS: ""},
+		{name: "unknown kind is forced", obj: u("Unknown", ""), force: "forced", wantNS: "forced"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := Transform([]*unstructured.Unstructured{tc.obj}, Target{ReleaseName: "rel", ReleaseNamespace: "rel-ns", ForceNamespace: tc.force}, scope)
+			if tc.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(tc.obj.GetNamespace()).To(Equal(tc.wantNS))
+			g.Expect(tc.obj.GetLabels()).To(Equal(map[string]string{ReleaseNameLabel: "rel", ReleaseNamespaceLabel: "rel-ns"}))
+		})
+	}
+}
+
+func TestDecodeContent(t *testing.T) {
+	g := NewWithT(t)
+	raw, _ := json.Marshal(map[string]interface{}{"resources": []fleet.BundleResource{{Name: "./a.yaml", Content: "x"}}})
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+	sum := sha256.Sum256(raw)
+	c := &fleet.Content{Content: buf.Bytes(), SHA256Sum: hex.EncodeToString(sum[:])}
+	files, err := DecodeContent(c)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).To(Equal(Files{"a.yaml": []byte("x")}))
+
+	c.SHA256Sum = strings.Repeat("0", 64)
+	_, err = DecodeContent(c)
+	g.Expect(err).To(MatchError(ContainSubstring("is corrupt")))
+	g.Expect(ContentName("s-abc:123")).To(Equal("s-abc"))
+}
+
+func TestReleaseFor(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(ReleaseFor("app", fleet.BundleDeploymentOptions{})).To(Equal(ReleaseKey{Namespace: "default", Name: "app"}))
+	g.Expect(ReleaseFor("app", fleet.BundleDeploymentOptions{DefaultNamespace: "d", TargetNamespace: "t",
+		Helm: &fleet.HelmOptions{ReleaseName: "r"}})).To(Equal(ReleaseKey{Namespace: "t", Name: "r"}))
+	long := ReleaseName(strings.Repeat("a", 60))
+	g.Expect(long).To(HaveLen(53))
+	g.Expect(long).To(HavePrefix(strings.Repeat("a", 47) + "-"))
+}
+
+func TestMergeValues(t *testing.T) {
+	g := NewWithT(t)
+	got := MergeValues(map[string]interface{}{"a": map[string]interface{}{"x": 1, "y": 2}, "b": 1},
+		map[string]interface{}{"a": map[string]interface{}{"y": 3}, "c": 4})
+	g.Expect(got).To(Equal(map[string]interface{}{"a": map[string]interface{}{"x": 1, "y": 3}, "b": 1, "c": 4}))
+}
+
+func TestIsTransient(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(IsTransient(errString("Kubernetes cluster unreachable: dial tcp: connection refused"))).To(BeTrue())
+	g.Expect(IsTransient(errString(`ConfigMap "Bad_Name" is invalid`))).To(BeFalse())
+	g.Expect(IsTransient(&UserError{Err: errString("connection refused")})).To(BeFalse())
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }

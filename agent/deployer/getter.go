@@ -1,0 +1,39 @@
+package deployer
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// restClientGetter hands Helm a REST config, and the agent's shared cached
+// discovery and REST mapper, without any kubeconfig file.
+type restClientGetter struct {
+	config    *rest.Config
+	namespace string
+	discovery discovery.CachedDiscoveryInterface
+	mapper    meta.RESTMapper
+}
+
+// ToRESTConfig returns a copy of the config, since Helm may change it.
+func (g *restClientGetter) ToRESTConfig() (*rest.Config, error) {
+	return rest.CopyConfig(g.config), nil
+}
+
+func (g *restClientGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	return g.discovery, nil
+}
+
+func (g *restClientGetter) ToRESTMapper() (meta.RESTMapper, error) {
+	return g.mapper, nil
+}
+
+// ToRawKubeConfigLoader only supplies the default namespace: Helm's clients
+// come from ToRESTConfig.
+func (g *restClientGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(), &clientcmd.ConfigOverrides{
+		Context: clientcmdapi.Context{Namespace: g.namespace},
+	})
+}

@@ -1,0 +1,376 @@
+package deployer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+// Labels of the release records (the Helm storage Secrets) the agent owns.
+const (
+	// ManagedLabel, "true", marks releases deployed by a fleet agent.
+	ManagedLabel = fleet.ManagedLabel
+	// ClusterNamespaceLabel is the cluster namespace upstream whose
+	// BundleDeployment the release deploys: each agent removes only its own.
+	ClusterNamespaceLabel = fleet.ClusterNamespaceLabel
+)
+
+// DefaultMaxHistory is the number of revisions kept per release unless
+// helm.maxHistory says otherwise.
+const DefaultMaxHistory = 5
+
+// defaultWaitTimeout bounds a Helm wait (atomic, waitForJobs) without
+// helm.timeoutSeconds, as the helm CLI's default does.
+const defaultWaitTimeout = 5 * time.Minute
+
+// Deployer installs, upgrades and uninstalls the releases of one agent in
+// its own cluster.
+type Deployer struct {
+	config           *rest.Config
+	client           client.Client
+	kube             kubernetes.Interface
+	dynamic          dynamic.Interface
+	discovery        discovery.CachedDiscoveryInterface
+	mapper           *restmapper.DeferredDiscoveryRESTMapper
+	clusterNamespace string
+}
+
+// New returns a Deployer for the cluster cfg points at. clusterNamespace is
+// the agent's cluster namespace upstream; it marks the releases as its own.
+func New(cfg *rest.Config, c client.Client, clusterNamespace string) (*Deployer, error) {
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc := memory.NewMemCacheClient(kc.Discovery())
+	return &Deployer{
+		config: cfg, client: c, kube: kc, dynamic: dyn, discovery: disc,
+		mapper:           restmapper.NewDeferredDiscoveryRESTMapper(disc),
+		clusterNamespace: clusterNamespace,
+	}, nil
+}
+
+// Mapper is the Deployer's REST mapper over cached discovery.
+func (d *Deployer) Mapper() meta.RESTMapper { return d.mapper }
+
+// Dynamic is a dynamic client of the agent's cluster.
+func (d *Deployer) Dynamic() dynamic.Interface { return d.dynamic }
+
+// Scope tells whether a kind is namespaced, refreshing discovery once when
+// the kind is unknown (a CRD may just have been installed).
+func (d *Deployer) Scope(gvk schema.GroupVersionKind) (namespaced, known bool) {
+	m, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		d.mapper.Reset()
+		m, err = d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return false, false
+	}
+	return m.Scope.Name() == meta.RESTScopeNameNamespace, true
+}
+
+// ReleaseKey names a release.
+type ReleaseKey struct{ Namespace, Name string }
+
+func (k ReleaseKey) String() string { return k.Namespace + "/" + k.Name }
+
+// ReleaseFor is the release of a BundleDeployment: helm.releaseName or the
+// BundleDeployment's name, in the release namespace.
+func ReleaseFor(bdName string, opts fleet.BundleDeploymentOptions) ReleaseKey {
+	name := bdName
+	if opts.Helm != nil && opts.Helm.ReleaseName != "" {
+		name = opts.Helm.ReleaseName
+	}
+	return ReleaseKey{Namespace: ReleaseNamespace(opts), Name: ReleaseName(name)}
+}
+
+// ReleaseNamespace is options.namespace, else defaultNamespace, else
+// "default".
+func ReleaseNamespace(opts fleet.BundleDeploymentOptions) string {
+	switch {
+	case opts.TargetNamespace != "":
+		return opts.TargetNamespace
+	case opts.DefaultNamespace != "":
+		return opts.DefaultNamespace
+	}
+	return corev1.NamespaceDefault
+}
+
+// ReleaseName limits a name to Helm's 53 characters: a longer one keeps its
+// first 47 and gets 5 hex digits of its sha256.
+func ReleaseName(name string) string {
+	if len(name) <= 53 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return strings.TrimRight(name[:47], "-.") + "-" + hex.EncodeToString(sum[:])[:5]
+}
+
+// Annotations returns what a release records about its BundleDeployment.
+func Annotations(r *release.Release) map[string]string {
+	if r == nil || r.Chart == nil || r.Chart.Metadata == nil {
+		return nil
+	}
+	return r.Chart.Metadata.Annotations
+}
+
+// UpToDate tells whether a release is deployed and deploys deploymentID.
+func UpToDate(r *release.Release, deploymentID string) bool {
+	return r != nil && r.Info != nil && r.Info.Status == release.StatusDeployed &&
+		Annotations(r)[DeploymentIDAnnotation] == deploymentID
+}
+
+// Display is a release as "namespace/name:version".
+func Display(r *release.Release) string {
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s:%d", r.Namespace, r.Name, r.Version)
+}
+
+func (d *Deployer) storage(namespace string) *storage.Storage {
+	return storage.Init(driver.NewSecrets(d.kube.CoreV1().Secrets(namespace)))
+}
+
+// Last returns the latest revision of a release; nil when there is none.
+func (d *Deployer) Last(key ReleaseKey) (*release.Release, error) {
+	r, err := d.storage(key.Namespace).Last(key.Name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	return r, err
+}
+
+// actionConfig is a Helm configuration for one release namespace. Objects
+// are written as serviceAccount (impersonated) when set; release records
+// always with the agent's own identity.
+func (d *Deployer) actionConfig(ctx context.Context, namespace, serviceAccount string) (*action.Configuration, error) {
+	cfg := rest.CopyConfig(d.config)
+	if serviceAccount != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":" + serviceAccount}
+	}
+	getter := &restClientGetter{config: cfg, namespace: namespace, discovery: d.discovery, mapper: d.mapper}
+	log := ctrl.LoggerFrom(ctx).V(2)
+	ac := &action.Configuration{}
+	if err := ac.Init(getter, namespace, "secret", func(format string, v ...interface{}) {
+		log.Info(fmt.Sprintf(format, v...))
+	}); err != nil {
+		return nil, err
+	}
+	ac.Releases = d.storage(namespace)
+	if kc, ok := ac.KubeClient.(*kube.Client); ok {
+		kc.Namespace = namespace
+	}
+	return ac, nil
+}
+
+// Input is one deployment to make.
+type Input struct {
+	// Name is the BundleDeployment's name.
+	Name string
+	// DeploymentID is the BundleDeployment's spec.deploymentID.
+	DeploymentID string
+	// Options are the BundleDeployment's spec.options.
+	Options fleet.BundleDeploymentOptions
+	// Files are the bundle's files, from its Content.
+	Files Files
+}
+
+// Deploy installs or upgrades the release of a BundleDeployment. A release
+// left pending by an interrupted agent is recovered first. Errors the
+// bundle's author must fix are UserErrors.
+func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, error) {
+	key := ReleaseFor(in.Name, in.Options)
+	layout, err := Detect(in.Files, in.Options)
+	if err != nil {
+		return nil, &UserError{Err: err}
+	}
+	ch, err := BuildChart(in.Files, layout, in.Options, key.Name)
+	if err != nil {
+		return nil, &UserError{Err: err}
+	}
+	Annotate(ch, in.Name, d.clusterNamespace, in.DeploymentID, in.Options)
+	values, err := Values(ctx, d.client, in.Options, key.Namespace)
+	if err != nil {
+		if apierrors.IsNotFound(err) || !IsTransient(err) {
+			return nil, &UserError{Err: err}
+		}
+		return nil, err
+	}
+	if in.Options.CreateNamespace {
+		if err := d.ensureNamespace(ctx, key.Namespace, in.Options); err != nil {
+			return nil, err
+		}
+	}
+	ac, err := d.actionConfig(ctx, key.Namespace, in.Options.ServiceAccount)
+	if err != nil {
+		return nil, err
+	}
+	last, err := d.Last(key)
+	if err != nil {
+		return nil, err
+	}
+	if last != nil && last.Info.Status.IsPending() {
+		if last, err = d.recoverPending(ctx, ac, key, last); err != nil {
+			return nil, err
+		}
+	}
+	pr := &postRenderer{
+		files: in.Files, layout: layout, kustomize: layout.Style == StyleHelm && layout.HasKustomize,
+		target: Target{ReleaseName: key.Name, ReleaseNamespace: key.Namespace, ForceNamespace: in.Options.TargetNamespace},
+		scope:  d.Scope,
+	}
+	h := fleet.HelmOptions{}
+	if in.Options.Helm != nil {
+		h = *in.Options.Helm
+	}
+	timeout := time.Duration(h.TimeoutSeconds) * time.Second
+	wait := h.Atomic || h.WaitForJobs
+	if wait && timeout == 0 {
+		timeout = defaultWaitTimeout
+	}
+	labels := map[string]string{ManagedLabel: "true", ClusterNamespaceLabel: d.clusterNamespace}
+	var rel *release.Release
+	if last == nil {
+		i := action.NewInstall(ac)
+		i.ReleaseName, i.Namespace = key.Name, key.Namespace
+		i.PostRenderer, i.Labels = pr, labels
+		i.Timeout, i.Wait, i.WaitForJobs, i.Atomic = timeout, wait, h.WaitForJobs, h.Atomic
+		i.TakeOwnership, i.SkipSchemaValidation, i.EnableDNS = h.TakeOwnership, h.SkipSchemaValidation, !h.DisableDNS
+		rel, err = i.RunWithContext(ctx, ch, values)
+	} else {
+		u := action.NewUpgrade(ac)
+		u.Namespace = key.Namespace
+		u.PostRenderer, u.Labels = pr, labels
+		u.Timeout, u.Wait, u.WaitForJobs, u.Atomic = timeout, wait, h.WaitForJobs, h.Atomic
+		u.TakeOwnership, u.SkipSchemaValidation, u.EnableDNS = h.TakeOwnership, h.SkipSchemaValidation, !h.DisableDNS
+		u.Force, u.MaxHistory = h.Force, maxHistory(h)
+		// Values are exactly what the BundleDeployment says, never the last
+		// release's.
+		u.ResetValues = true
+		rel, err = u.RunWithContext(ctx, key.Name, ch, values)
+	}
+	if err != nil {
+		return rel, classify(err)
+	}
+	return rel, nil
+}
+
+func maxHistory(h fleet.HelmOptions) int {
+	if h.MaxHistory > 0 {
+		return h.MaxHistory
+	}
+	return DefaultMaxHistory
+}
+
+// recoverPending brings back a release that an interrupted install, upgrade
+// or rollback left pending: it rolls back to the last deployed revision, or
+// uninstalls when there is none. It returns the release's latest revision
+// afterwards (nil when uninstalled).
+func (d *Deployer) recoverPending(ctx context.Context, ac *action.Configuration, key ReleaseKey, last *release.Release) (*release.Release, error) {
+	log := ctrl.LoggerFrom(ctx)
+	history, err := ac.Releases.History(key.Name)
+	if err != nil {
+		return nil, err
+	}
+	var previous *release.Release
+	for _, r := range history {
+		if r.Version < last.Version && (r.Info.Status == release.StatusDeployed || r.Info.Status == release.StatusSuperseded) &&
+			(previous == nil || r.Version > previous.Version) {
+			previous = r
+		}
+	}
+	if previous == nil {
+		log.Info("Uninstalling a release left pending by an interrupted install", "release", key.String(), "status", last.Info.Status)
+		u := action.NewUninstall(ac)
+		u.IgnoreNotFound = true
+		if _, err := u.Run(key.Name); err != nil {
+			return nil, fmt.Errorf("uninstalling pending release %s: %w", key, err)
+		}
+		return nil, nil
+	}
+	log.Info("Rolling back a release left pending by an interrupted operation", "release", key.String(),
+		"status", last.Info.Status, "toRevision", previous.Version)
+	rb := action.NewRollback(ac)
+	rb.Version, rb.MaxHistory = previous.Version, DefaultMaxHistory
+	if err := rb.Run(key.Name); err != nil {
+		return nil, fmt.Errorf("rolling back pending release %s: %w", key, err)
+	}
+	return d.Last(key)
+}
+
+func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts fleet.BundleDeploymentOptions) error {
+	ns := &corev1.Namespace{}
+	err := d.client.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if apierrors.IsNotFound(err) {
+		ns.Name, ns.Labels, ns.Annotations = name, opts.NamespaceLabels, opts.NamespaceAnnotations
+		if err := d.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	before := ns.DeepCopy()
+	changed := false
+	for k, v := range opts.NamespaceLabels {
+		if ns.Labels[k] != v {
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			ns.Labels[k], changed = v, true
+		}
+	}
+	for k, v := range opts.NamespaceAnnotations {
+		if ns.Annotations[k] != v {
+			if ns.Annotations == nil {
+				ns.Annotations = map[string]string{}
+			}
+			ns.Annotations[k], changed = v, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return d.client.Patch(ctx, ns, client.MergeFrom(before))
+}
+
+// Deployed returns the latest deployed revision of a release; nil when none
+// is deployed.
+func (d *Deployer) Deployed(key ReleaseKey) (*release.Release, error) {
+	r, err := d.storage(key.Namespace).Deployed(key.Name)
+	if errors.Is(err, driver.ErrReleaseNotFound) || errors.Is(err, driver.ErrNoDeployedReleases) {
+		return nil, nil
+	}
+	return r, err
+}

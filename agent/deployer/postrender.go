@@ -1,0 +1,122 @@
+package deployer
+
+import (
+	"bytes"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// Labels set on every object the agent deploys, so that the monitor can
+// watch them and find objects of a release that are no longer desired.
+const (
+	// ReleaseNameLabel is the name of the object's Helm release.
+	ReleaseNameLabel = "fleet.cattle.io/release-name"
+	// ReleaseNamespaceLabel is the namespace of the object's Helm release.
+	ReleaseNamespaceLabel = "fleet.cattle.io/release-namespace"
+)
+
+// Scope tells whether objects of a kind are namespaced; known is false when
+// the cluster does not serve the kind (yet).
+type Scope func(gvk schema.GroupVersionKind) (namespaced, known bool)
+
+// Target is where a release's objects go.
+type Target struct {
+	// ReleaseName and ReleaseNamespace identify the release.
+	ReleaseName, ReleaseNamespace string
+	// ForceNamespace, when set (options.namespace), puts every object in it;
+	// cluster-scoped objects are then an error.
+	ForceNamespace string
+}
+
+// Transform labels each object with its release and sets its namespace:
+// ForceNamespace for every namespaced object, else the release namespace
+// for namespaced objects that have none.
+func Transform(objs []*unstructured.Unstructured, t Target, scope Scope) error {
+	for _, o := range objs {
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[ReleaseNameLabel] = t.ReleaseName
+		labels[ReleaseNamespaceLabel] = t.ReleaseNamespace
+		o.SetLabels(labels)
+
+		namespaced, known := scope(o.GroupVersionKind())
+		switch {
+		case t.ForceNamespace != "":
+			if known && !namespaced {
+				return fmt.Errorf("%s %s is cluster-scoped, but the bundle's namespace option %q forces every object into one namespace",
+					o.GetKind(), o.GetName(), t.ForceNamespace)
+			}
+			o.SetNamespace(t.ForceNamespace)
+		case known && namespaced && o.GetNamespace() == "":
+			o.SetNamespace(t.ReleaseNamespace)
+		}
+	}
+	return nil
+}
+
+// postRenderer runs, on Helm's rendered manifests, the bundle's
+// kustomization (if it post-renders a chart) and then Transform.
+type postRenderer struct {
+	files     Files
+	layout    Layout
+	kustomize bool
+	target    Target
+	scope     Scope
+}
+
+// Run implements Helm's postrender.PostRenderer.
+func (p *postRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
+	data := in.Bytes()
+	if p.kustomize {
+		var err error
+		if data, err = Kustomize(p.files, p.layout.KustomizeDir, data); err != nil {
+			return nil, err
+		}
+	}
+	out, err := TransformManifests(data, p.target, p.scope)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.NewBuffer(out), nil
+}
+
+// TransformManifests applies Transform to a YAML stream.
+func TransformManifests(data []byte, t Target, scope Scope) ([]byte, error) {
+	docs, err := DecodeDocuments(data)
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]*unstructured.Unstructured, 0, len(docs))
+	for _, d := range docs {
+		u := &unstructured.Unstructured{Object: d}
+		if u.GetKind() == "List" {
+			list, err := u.ToList()
+			if err != nil {
+				return nil, err
+			}
+			for i := range list.Items {
+				objs = append(objs, &list.Items[i])
+			}
+			continue
+		}
+		objs = append(objs, u)
+	}
+	if err := Transform(objs, t, scope); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	for _, o := range objs {
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return nil, err
+		}
+		out.WriteString("---\n")
+		out.Write(b)
+	}
+	return out.Bytes(), nil
+}

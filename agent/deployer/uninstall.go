@@ -1,0 +1,85 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// protectedNamespaces are never deleted by deleteNamespace.
+var protectedNamespaces = map[string]bool{
+	corev1.NamespaceDefault: true, "kube-system": true, "kube-public": true, "kube-node-lease": true,
+}
+
+// Owned returns the latest revision of every release this agent deployed
+// (those recorded with its cluster namespace), in any namespace.
+func (d *Deployer) Owned(ctx context.Context) ([]*release.Release, error) {
+	drv := driver.NewSecrets(d.kube.CoreV1().Secrets(metav1.NamespaceAll))
+	all, err := drv.Query(map[string]string{"owner": "helm", ManagedLabel: "true", ClusterNamespaceLabel: d.clusterNamespace})
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	latest := map[ReleaseKey]*release.Release{}
+	for _, r := range all {
+		k := ReleaseKey{Namespace: r.Namespace, Name: r.Name}
+		if cur := latest[k]; cur == nil || r.Version > cur.Version {
+			latest[k] = r
+		}
+	}
+	out := make([]*release.Release, 0, len(latest))
+	for _, r := range latest {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Uninstall removes a release whose BundleDeployment is gone: its objects
+// too unless it was deployed with keepResources (then only the release's
+// records go, and the objects stay), and its namespace with
+// deleteNamespace.
+func (d *Deployer) Uninstall(ctx context.Context, r *release.Release) error {
+	log := ctrl.LoggerFrom(ctx)
+	ann := Annotations(r)
+	ac, err := d.actionConfig(ctx, r.Namespace, "")
+	if err != nil {
+		return err
+	}
+	key := ReleaseKey{Namespace: r.Namespace, Name: r.Name}
+	if ann[KeepResourcesAnnotation] == "true" {
+		log.Info("Forgetting release, keeping its resources", "release", key.String())
+		history, err := ac.Releases.History(r.Name)
+		if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+			return err
+		}
+		for _, h := range history {
+			if _, err := ac.Releases.Delete(h.Name, h.Version); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+				return err
+			}
+		}
+	} else {
+		log.Info("Uninstalling release", "release", key.String())
+		u := action.NewUninstall(ac)
+		u.IgnoreNotFound = true
+		if _, err := u.Run(r.Name); err != nil {
+			return fmt.Errorf("uninstalling release %s: %w", key, err)
+		}
+	}
+	if ann[DeleteNamespaceAnnotation] == "true" && !protectedNamespaces[r.Namespace] {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}}
+		if err := d.client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting namespace %s: %w", r.Namespace, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package deployer
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+// DefaultValuesKey is the key read from a valuesFrom ConfigMap or Secret
+// that names none.
+const DefaultValuesKey = "values.yaml"
+
+// Values merges a release's values: each valuesFrom source in order, then
+// helm.values (already templated per cluster by the manager), which win.
+// valuesFrom objects are read from the agent's own cluster; a source without
+// a namespace is read from the release namespace.
+func Values(ctx context.Context, local client.Reader, opts fleet.BundleDeploymentOptions, releaseNamespace string) (map[string]interface{}, error) {
+	merged := map[string]interface{}{}
+	h := opts.Helm
+	if h == nil {
+		return merged, nil
+	}
+	for i, from := range h.ValuesFrom {
+		data, err := readValuesFrom(ctx, local, from, releaseNamespace)
+		if err != nil {
+			return nil, fmt.Errorf("helm.valuesFrom[%d]: %w", i, err)
+		}
+		var v map[string]interface{}
+		if err := yaml.Unmarshal(data, &v); err != nil {
+			return nil, fmt.Errorf("helm.valuesFrom[%d]: not YAML values: %w", i, err)
+		}
+		merged = MergeValues(merged, v)
+	}
+	if h.Values != nil {
+		merged = MergeValues(merged, h.Values.DeepCopy().Data)
+	}
+	return merged, nil
+}
+
+func readValuesFrom(ctx context.Context, local client.Reader, from fleet.ValuesFrom, releaseNamespace string) ([]byte, error) {
+	key := func(k string) string {
+		if k == "" {
+			return DefaultValuesKey
+		}
+		return k
+	}
+	ns := func(n string) string {
+		if n == "" {
+			return releaseNamespace
+		}
+		return n
+	}
+	switch {
+	case from.ConfigMapKeyRef != nil:
+		r := from.ConfigMapKeyRef
+		cm := &corev1.ConfigMap{}
+		if err := local.Get(ctx, client.ObjectKey{Namespace: ns(r.Namespace), Name: r.Name}, cm); err != nil {
+			return nil, err
+		}
+		if v, ok := cm.Data[key(r.Key)]; ok {
+			return []byte(v), nil
+		}
+		if v, ok := cm.BinaryData[key(r.Key)]; ok {
+			return v, nil
+		}
+		return nil, fmt.Errorf("configmap %s/%s has no key %q", ns(r.Namespace), r.Name, key(r.Key))
+	case from.SecretKeyRef != nil:
+		r := from.SecretKeyRef
+		s := &corev1.Secret{}
+		if err := local.Get(ctx, client.ObjectKey{Namespace: ns(r.Namespace), Name: r.Name}, s); err != nil {
+			return nil, err
+		}
+		if v, ok := s.Data[key(r.Key)]; ok {
+			return v, nil
+		}
+		return nil, fmt.Errorf("secret %s/%s has no key %q", ns(r.Namespace), r.Name, key(r.Key))
+	}
+	return nil, fmt.Errorf("set configMapKeyRef or secretKeyRef")
+}
+
+// MergeValues merges src into dst as Helm does: maps key by key, anything
+// else in src replaces what dst has.
+func MergeValues(dst, src map[string]interface{}) map[string]interface{} {
+	if dst == nil {
+		dst = map[string]interface{}{}
+	}
+	for k, v := range src {
+		if sm, ok := v.(map[string]interface{}); ok {
+			if dm, ok := dst[k].(map[string]interface{}); ok {
+				dst[k] = MergeValues(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+	return dst
+}

@@ -1,0 +1,133 @@
+package monitor
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+const desiredDeployment = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: app
+  labels: {app: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        resources: {limits: {cpu: 0.5, memory: 128Mi}}
+`
+
+// liveDeployment is desiredDeployment as the API server returns it: with
+// server metadata, defaulted fields, normalized quantities and status.
+const liveDeployment = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: app
+  uid: 1234
+  resourceVersion: "42"
+  generation: 1
+  creationTimestamp: "2024-01-01T00:00:00Z"
+  labels: {app: web, app.kubernetes.io/managed-by: Helm}
+  annotations: {meta.helm.sh/release-name: web}
+  managedFields: [{manager: helm}]
+spec:
+  replicas: REPLICAS
+  progressDeadlineSeconds: 600
+  selector: {matchLabels: {app: web}}
+  strategy: {type: RollingUpdate}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      restartPolicy: Always
+      containers:
+      - name: web
+        image: IMAGE
+        imagePullPolicy: IfNotPresent
+        terminationMessagePath: /dev/termination-log
+        resources: {limits: {cpu: 500m, memory: 128Mi}}
+status: {replicas: 1}
+`
+
+func live(replicas, image string) string {
+	return strings.NewReplacer("REPLICAS", replicas, "IMAGE", image).Replace(liveDeployment)
+}
+
+func TestDiff(t *testing.T) {
+	cases := []struct {
+		name    string
+		desired string
+		live    string
+		patches []fleet.ComparePatch
+		want    string
+	}{
+		{name: "defaults, server metadata and status are no drift", desired: desiredDeployment, live: live("1", "nginx:1.27")},
+		{name: "changed replicas", desired: desiredDeployment, live: live("3", "nginx:1.27"), want: `{"spec":{"replicas":1}}`},
+		{name: "changed image replaces the container list", desired: desiredDeployment, live: live("1", "nginx:latest"),
+			want: `{"spec":{"template":{"spec":{"containers":[{"image":"nginx:1.27","name":"web","resources":{"limits":{"cpu":0.5,"memory":"128Mi"}}}]}}}}`},
+		{name: "json pointer ignores replicas", desired: desiredDeployment, live: live("3", "nginx:1.27"),
+			patches: []fleet.ComparePatch{{Kind: "Deployment", APIVersion: "apps/v1", Name: "web", Namespace: "app", JSONPointers: []string{"/spec/replicas"}}}},
+		{name: "remove operation ignores replicas", desired: desiredDeployment, live: live("3", "nginx:1.27"),
+			patches: []fleet.ComparePatch{{Kind: "Deployment", Name: "web", Operations: []fleet.Operation{{Op: "remove", Path: "/spec/replicas"}}}}},
+		{name: "patch for another object does not apply", desired: desiredDeployment, live: live("3", "nginx:1.27"),
+			patches: []fleet.ComparePatch{{Kind: "Deployment", Name: "other", JSONPointers: []string{"/spec/replicas"}}},
+			want:    `{"spec":{"replicas":1}}`},
+		{name: "configmap data changed", desired: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {color: blue, size: \"1\"}\n",
+			live: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, uid: x}\ndata: {color: red, size: \"1\", extra: kept}\n",
+			want: `{"data":{"color":"blue"}}`},
+		{name: "strings are not quantities outside resources", desired: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {num: \"1\"}\n",
+			live: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {num: \"01\"}\n", want: `{"data":{"num":"1"}}`},
+		{name: "empty map and false are like absent", desired: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, annotations: {}}\nimmutable: false\n",
+			live: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			patch, err := Diff(obj(t, tc.desired), obj(t, tc.live), tc.patches)
+			g.Expect(err).NotTo(HaveOccurred())
+			if tc.want == "" {
+				g.Expect(patch).To(BeEmpty())
+			} else {
+				g.Expect(patch).To(MatchJSON(tc.want))
+			}
+		})
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	g := NewWithT(t)
+	cm := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: app}\ndata: {a: b}\n")
+	dep := obj(t, desiredDeployment)
+	extra := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: old, namespace: app}\n")
+
+	// The ConfigMap is missing, the Deployment exists but is not available.
+	res, err := Evaluate([]*unstructured.Unstructured{cm, dep},
+		map[Key]*unstructured.Unstructured{KeyOf(dep): obj(t, live("1", "nginx:1.27"))},
+		[]*unstructured.Unstructured{extra}, Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Ready).To(BeFalse())
+	g.Expect(res.NonModified).To(BeFalse())
+	g.Expect(res.NonReady).To(HaveLen(1))
+	g.Expect(res.NonReady[0].Summary).To(Equal("generation 1 not observed yet"))
+	g.Expect(res.Modified).To(ConsistOf(
+		fleet.ModifiedStatus{Kind: "ConfigMap", APIVersion: "v1", Namespace: "app", Name: "cm", Create: true},
+		fleet.ModifiedStatus{Kind: "ConfigMap", APIVersion: "v1", Namespace: "app", Name: "old", Delete: true},
+	))
+	g.Expect(res.Counts).To(Equal(fleet.ResourceCounts{DesiredReady: 2, Missing: 1, NotReady: 1, Orphaned: 1}))
+	g.Expect(res.ToApply).To(ConsistOf(cm))
+	g.Expect(res.ToDelete).To(ConsistOf(extra))
+	g.Expect(res.Resources).To(HaveLen(2))
+}

@@ -1,0 +1,194 @@
+package agent_test
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/internal/summary"
+)
+
+const slowStatefulSet = `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - {name: db, image: postgres:16}
+`
+
+// releaseStatuses lists the status labels of a release's Helm records.
+func releaseStatuses(j *joined, ns, name string) []string {
+	list := &corev1.SecretList{}
+	Expect(j.local.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
+	var out []string
+	for _, s := range list.Items {
+		out = append(out, s.Labels["version"]+":"+s.Labels["status"])
+	}
+	sort.Strings(out)
+	return out
+}
+
+// markStatefulSetReady does what the controllers and kubelets would.
+func markStatefulSetReady(j *joined, ns, name string) error {
+	s := &appsv1.StatefulSet{}
+	if err := j.local.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
+		return err
+	}
+	s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 1, ReadyReplicas: 1, CurrentReplicas: 1,
+		UpdatedReplicas: 1, AvailableReplicas: 1, CurrentRevision: name + "-1", UpdateRevision: name + "-1"}
+	return j.local.Status().Update(ctx, s)
+}
+
+func faultSpecs() {
+	It("keeps running while the manager's API server is down and applies a change made after it is back", func() {
+		before := dev.bd("plain")
+		By("stopping the manager's API server for 40 seconds")
+		restartUpstream(40 * time.Second)
+		Expect(dev.agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", tail(dev.agent))
+		Expect(prod.agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", tail(prod.agent))
+
+		By("changing the bundle once the API server is back")
+		updateBundle("plain", func(b *fleet.Bundle) {
+			b.Spec.Resources[0].Content = strings.Replace(b.Spec.Resources[0].Content, "color: blue", "color: purple", 1)
+		})
+		Eventually(func() string {
+			cm := configMap(dev, "plain", "app-config")
+			if cm == nil {
+				return ""
+			}
+			return cm.Data["color"]
+		}, 90*time.Second, 250*time.Millisecond).Should(Equal("purple"), "agent log:\n%s", tail(dev.agent))
+		bd := dev.waitState("plain", fleet.Ready, 60*time.Second)
+		Expect(bd.Spec.DeploymentID).NotTo(Equal(before.Spec.DeploymentID))
+		Expect(bd.Status.Release).To(Equal("plain/plain:2"))
+		Expect(dev.starts).To(Equal(1), "the agent was not restarted")
+	})
+
+	It("recovers a release left pending by an agent killed in the middle of an install", func() {
+		newBundle("slow", fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "slow", CreateNamespace: true,
+				// Helm waits for the StatefulSet, which nothing makes ready
+				// until this test says so: the install stays pending.
+				Helm: &fleet.HelmOptions{WaitForJobs: true, TimeoutSeconds: 600}},
+			Resources: []fleet.BundleResource{res("db.yaml", slowStatefulSet)},
+			Targets:   target("env", "prod"),
+		})
+		Eventually(func() []string { return releaseStatuses(prod, "slow", "slow") }, 60*time.Second, 100*time.Millisecond).
+			Should(Equal([]string{"1:pending-install"}))
+		first := &appsv1.StatefulSet{}
+		Expect(prod.local.Get(ctx, types.NamespacedName{Namespace: "slow", Name: "db"}, first)).To(Succeed())
+		By("killing the agent in the middle of the install")
+		prod.agent.Kill()
+		Expect(releaseStatuses(prod, "slow", "slow")).To(Equal([]string{"1:pending-install"}))
+
+		prod.start()
+		// The restarted agent uninstalls the pending release and installs
+		// again, which waits for the new StatefulSet: make that one ready.
+		Eventually(func(g Gomega) {
+			s := &appsv1.StatefulSet{}
+			g.Expect(prod.local.Get(ctx, types.NamespacedName{Namespace: "slow", Name: "db"}, s)).To(Succeed())
+			g.Expect(s.UID).NotTo(Equal(first.UID), "the pending install is undone and done again")
+			g.Expect(markStatefulSetReady(prod, "slow", "db")).To(Succeed())
+			g.Expect(releaseStatuses(prod, "slow", "slow")).To(Equal([]string{"1:deployed"}))
+		}, 90*time.Second, 500*time.Millisecond).Should(Succeed(), "agent log:\n%s", tail(prod.agent))
+		prod.waitState("slow", fleet.Ready, 60*time.Second)
+		Expect(prod.agent.Output()).To(ContainSubstring("left pending"))
+	})
+
+	It("measures the time from a BundleDeployment change to Ready for 50 bundles on one cluster", func() {
+		const n = 50
+		bundle := func(i int) string { return fmt.Sprintf("bench-%02d", i) }
+		for i := range n {
+			newBundle(bundle(i), fleet.BundleSpec{
+				BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "bench", CreateNamespace: true},
+				Resources: []fleet.BundleResource{res("cm.yaml", fmt.Sprintf(
+					"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {round: \"0\"}\n", bundle(i)))},
+				Targets: target("env", "dev"),
+			})
+		}
+		ready := func(g Gomega) {
+			for i := range n {
+				bd := dev.bd(bundle(i))
+				g.Expect(bd).NotTo(BeNil())
+				g.Expect(summary.State(bd)).To(Equal(fleet.Ready), bundle(i))
+			}
+		}
+		Eventually(ready, 3*time.Minute, time.Second).Should(Succeed(), "agent log:\n%s", tail(dev.agent))
+
+		// Watch the BundleDeployments: note when each one's deploymentID
+		// changes and when it is Ready with that deploymentID applied.
+		wc, err := client.NewWithWatch(upstream.Config, client.Options{Scheme: controllers.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		w, err := wc.Watch(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(dev.cred.ClusterNamespace))
+		Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		var mu sync.Mutex
+		changed, readyAt := map[string]time.Time{}, map[string]time.Time{}
+		initial := map[string]string{}
+		for i := range n {
+			initial[bundle(i)] = dev.bd(bundle(i)).Spec.DeploymentID
+		}
+		go func() {
+			defer GinkgoRecover()
+			for ev := range w.ResultChan() {
+				if ev.Type != watch.Modified && ev.Type != watch.Added {
+					continue
+				}
+				bd, ok := ev.Object.(*fleet.BundleDeployment)
+				if !ok || !strings.HasPrefix(bd.Name, "bench-") || bd.Spec.DeploymentID == initial[bd.Name] {
+					continue
+				}
+				now := time.Now()
+				mu.Lock()
+				if _, seen := changed[bd.Name]; !seen {
+					changed[bd.Name] = now
+				}
+				if _, seen := readyAt[bd.Name]; !seen && summary.State(bd) == fleet.Ready {
+					readyAt[bd.Name] = now
+				}
+				mu.Unlock()
+			}
+		}()
+		for i := range n {
+			updateBundle(bundle(i), func(b *fleet.Bundle) {
+				b.Spec.Resources[0].Content = strings.Replace(b.Spec.Resources[0].Content, `round: "0"`, `round: "1"`, 1)
+			})
+		}
+		Eventually(func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(readyAt)
+		}, 3*time.Minute, 250*time.Millisecond).Should(Equal(n), "agent log:\n%s", tail(dev.agent))
+		mu.Lock()
+		latencies := make([]time.Duration, 0, n)
+		for name, t := range readyAt {
+			latencies = append(latencies, t.Sub(changed[name]))
+		}
+		mu.Unlock()
+		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+		msg := fmt.Sprintf("BundleDeployment change to Ready, %d bundles on one cluster: p50 %s, p99 %s, max %s",
+			n, latencies[n/2].Round(time.Millisecond), latencies[n*99/100].Round(time.Millisecond), latencies[n-1].Round(time.Millisecond))
+		AddReportEntry("agent-50-bundles", msg)
+		GinkgoWriter.Println(msg)
+		fmt.Println(msg)
+		Expect(configMap(dev, "bench", bundle(0)).Data).To(HaveKeyWithValue("round", "1"))
+	})
+}
