@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,8 +21,10 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/bundle"
+	"github.com/gitfleet/fleet/controllers/capi"
 	"github.com/gitfleet/fleet/controllers/cluster"
 	"github.com/gitfleet/fleet/controllers/clustergroup"
+	"github.com/gitfleet/fleet/controllers/clusterimport"
 	"github.com/gitfleet/fleet/controllers/clusterregistration"
 	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
 	"github.com/gitfleet/fleet/controllers/content"
@@ -56,6 +59,13 @@ type Options struct {
 	// WebhookSecret, when set, is required of webhook calls for GitRepos
 	// that name no webhookSecret of their own.
 	WebhookSecret []byte
+	// AgentImage is the agent image installed into imported clusters.
+	AgentImage string
+	// ImportStaleAfter: an imported cluster whose agent has not checked in
+	// for this long gets its agent reinstalled (default 15m).
+	ImportStaleAfter time.Duration
+	// MaxConcurrentInstalls caps agent installs into imported clusters.
+	MaxConcurrentInstalls int
 }
 
 // SystemRegistrationNamespace is where credential secrets live.
@@ -77,6 +87,9 @@ func Scheme() *runtime.Scheme {
 		panic(err)
 	}
 	if err := fleet.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := capi.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -122,6 +135,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		srv := &http.Server{Addr: o.WebhookAddr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		if err := mgr.Add(&manager.Server{Name: "gitrepo-webhook", Server: srv}); err != nil {
 			return err
+		}
+	}
+	imp := &clusterimport.Reconciler{Client: mgr.GetClient(), APIServerURL: o.APIServerURL, APIServerCA: o.APIServerCA,
+		AgentImage: o.AgentImage, StaleAfter: o.ImportStaleAfter, MaxConcurrentInstalls: o.MaxConcurrentInstalls, Workers: o.Workers}
+	if err := imp.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the cluster import controller: %w", err)
+	}
+	// Cluster API enrollment runs where Cluster API's Cluster kind is served
+	// (checked at start: installing Cluster API later needs a restart).
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, "v1beta2"); err != nil {
+		ctrl.LoggerFrom(ctx).Info("Cluster API enrollment is off: Cluster API's v1beta2 Cluster kind is not served", "reason", err.Error())
+	} else {
+		if err := (&capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(ctx, mgr); err != nil {
+			return fmt.Errorf("setting up the Cluster API controller: %w", err)
 		}
 	}
 	if err := (&bundle.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(ctx, mgr); err != nil {

@@ -139,16 +139,17 @@ func attempt(ctx context.Context, o Options) (*Credential, error) {
 		return nil, err
 	}
 	if stored != nil {
-		switch err := Check(ctx, stored); {
-		case err == nil:
+		checkErr := Check(ctx, stored)
+		switch {
+		case checkErr == nil:
 			return stored, nil
-		case !errors.Is(err, ErrRejected):
+		case !errors.Is(checkErr, ErrRejected):
 			// The manager is unreachable: keep the credential and let the
 			// caller retry its connections; registering again would not help.
-			ctrl.LoggerFrom(ctx).Info("Manager not reachable, using the stored credential", "reason", err.Error())
+			ctrl.LoggerFrom(ctx).Info("Manager not reachable, using the stored credential", "reason", checkErr.Error())
 			return stored, nil
 		}
-		ctrl.LoggerFrom(ctx).Info("Stored credential no longer works, registering again", "reason", err.Error())
+		ctrl.LoggerFrom(ctx).Info("Stored credential no longer works, registering again", "reason", checkErr.Error())
 	}
 
 	secret := &corev1.Secret{}

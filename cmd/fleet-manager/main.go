@@ -36,7 +36,7 @@ func main() {
 					return fmt.Errorf("reading --api-server-ca-file: %w", err)
 				}
 			}
-			_ = agentImage
+			o.AgentImage = agentImage
 			return controllers.Run(ctrl.SetupSignalHandler(), cfg, o)
 		},
 	}
@@ -52,6 +52,8 @@ func main() {
 	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for git caches (default: below the temp directory)")
 	f.IntVar(&o.GitWorkers, "git-workers", 4, "concurrent git fetches")
 	f.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8082", "address of the git push webhook endpoint (empty disables)")
+	f.DurationVar(&o.ImportStaleAfter, "import-stale-after", 0, "reinstall the agent of an imported cluster that has not checked in for this long (default 15m)")
+	f.IntVar(&o.MaxConcurrentInstalls, "max-concurrent-installs", 0, "agent installs into imported clusters at once (default 20)")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", "", "health probe address (empty disables)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader among replicas")

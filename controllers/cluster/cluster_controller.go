@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -111,7 +113,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if equality.Semantic.DeepEqual(before.Status, cluster.Status) {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, cluster, client.MergeFrom(before)))
+	return ctrl.Result{}, client.IgnoreNotFound(r.applyStatus(ctx, cluster))
+}
+
+// FieldOwner is the field manager of the status fields this controller owns.
+const FieldOwner = "fleet-cluster"
+
+// applyStatus writes only this controller's status fields with server-side
+// apply: other writers (the agent's check-in, the import controller's
+// Imported condition) own theirs, and a stale cache cannot erase them.
+func (r *Reconciler) applyStatus(ctx context.Context, cluster *fleet.Cluster) error {
+	var conds []interface{}
+	for _, t := range []string{fleet.ConditionReady, fleet.ConditionProcessed} {
+		c := meta.FindStatusCondition(cluster.Status.Conditions, t)
+		if c == nil {
+			continue
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+		if err != nil {
+			return err
+		}
+		conds = append(conds, m)
+	}
+	st := cluster.Status
+	toMap := func(v interface{}) (map[string]interface{}, error) {
+		return runtime.DefaultUnstructuredConverter.ToUnstructured(v)
+	}
+	sum, err := toMap(&st.Summary)
+	if err != nil {
+		return err
+	}
+	display, err := toMap(&st.Display)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": fleet.GroupVersion.String(), "kind": "Cluster",
+		"metadata": map[string]interface{}{"name": cluster.Name, "namespace": cluster.Namespace},
+		"status": map[string]interface{}{
+			"namespace": st.Namespace, "summary": sum, "display": display, "conditions": conds,
+		},
+	}}
+	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
 }
 
 // ComputeStatus sets a cluster's status from its BundleDeployments.

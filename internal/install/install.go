@@ -69,7 +69,8 @@ func ManagerRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings", "clusterroles", "clusterrolebindings"}, Verbs: all},
-		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
+		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters/finalizers"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters/status"}, Verbs: []string{"get", "patch", "update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: all},
 	}

@@ -1,0 +1,191 @@
+package capi
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+// Labels and annotations this controller reads and writes.
+const (
+	// EnrollLabel set to "false" on a Cluster API Cluster or its namespace
+	// opts the cluster out of enrollment.
+	EnrollLabel = "fleet.cattle.io/enroll"
+	// ClusterClassLabel on a fleet Cluster names the ClusterClass of its
+	// Cluster API Cluster.
+	ClusterClassLabel = "fleet.cattle.io/cluster-class"
+	// ManagedLabelsAnnotation on a fleet Cluster lists, comma-separated, the
+	// label keys copied from Cluster API, so that removals are copied too.
+	ManagedLabelsAnnotation = "fleet.cattle.io/capi-labels"
+	// AgentNamespaceAnnotation on a Cluster API Cluster sets the fleet
+	// Cluster's spec.agentNamespace.
+	AgentNamespaceAnnotation = "fleet.cattle.io/agent-namespace"
+	// ClientIDAnnotation on a Cluster API Cluster sets the fleet Cluster's
+	// spec.clientID at creation (default: the workload cluster's kube-system
+	// UID, found by the import controller).
+	ClientIDAnnotation = "fleet.cattle.io/client-id"
+	// Finalizer on the Cluster API Cluster makes its deletion delete the fleet
+	// Cluster, also where no garbage collector runs.
+	Finalizer = "fleet.cattle.io/capi-enrollment"
+)
+
+// FieldOwner is the server-side apply field manager of the FleetAgentReady
+// condition on Cluster API Clusters.
+const FieldOwner = "fleet-capi"
+
+// AddToScheme adds the Cluster API types this controller reads
+// (cluster.x-k8s.io/v1beta2) to s.
+func AddToScheme(s *runtime.Scheme) error {
+	return clusterv1.AddToScheme(s)
+}
+
+// Installed tells whether the API server serves Cluster API's v1beta2
+// Clusters; without them the controller cannot start its watch.
+func Installed(mapper meta.RESTMapper) (bool, error) {
+	_, err := mapper.RESTMapping(clusterv1.GroupVersion.WithKind("Cluster").GroupKind(), clusterv1.GroupVersion.Version)
+	if meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Reconciler enrolls Cluster API Clusters as fleet Clusters.
+type Reconciler struct {
+	Client client.Client
+	// Workers is the number of Clusters reconciled at once.
+	Workers int
+	// Now is the clock (tests may replace it).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller. The manager's scheme must hold
+// the Cluster API types (AddToScheme).
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&clusterv1.Cluster{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToCluster),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return o.GetLabels()[clusterv1.ClusterNameLabel] != ""
+			}))).
+		Watches(&fleet.Cluster{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(fleetClusterChanged())).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersInNamespace), builder.WithPredicates(enrollLabelChanged())).
+		Named("capi").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Complete(r)
+}
+
+// secretToCluster maps a Cluster API Secret to its Cluster by the
+// cluster.x-k8s.io/cluster-name label.
+func secretToCluster(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[clusterv1.ClusterNameLabel]}}}
+}
+
+// sameName maps a fleet Cluster to the Cluster API Cluster of the same
+// namespace and name: the one that created it, or one waiting for the name.
+func sameName(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+}
+
+// fleetClusterChanged passes what FleetAgentReady and label sync depend on,
+// not heartbeats.
+func fleetClusterChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*fleet.Cluster), e.ObjectNew.(*fleet.Cluster)
+		return o.Generation != n.Generation ||
+			!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+			!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||
+			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
+			!sameCondition(meta.FindStatusCondition(o.Status.Conditions, fleet.ConditionImported),
+				meta.FindStatusCondition(n.Status.Conditions, fleet.ConditionImported))
+	}}
+}
+
+func enrollLabelChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return e.Object.GetLabels()[EnrollLabel] != "" },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetLabels()[EnrollLabel] != e.ObjectNew.GetLabels()[EnrollLabel]
+		},
+	}
+}
+
+func (r *Reconciler) clustersInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &clusterv1.ClusterList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Cluster API Clusters", "namespace", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile enrolls, syncs or removes the fleet Cluster of one Cluster API
+// Cluster.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	capi := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, capi); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.deleteOrphan(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
+	}
+	// Paused freezes everything, deletion included: Cluster API itself
+	// does not proceed either.
+	if Paused(capi) {
+		return ctrl.Result{}, nil
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("capiCluster", klog.KObj(capi)))
+	s := &scope{capi: capi}
+	if err := r.loadFleetCluster(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !capi.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, s)
+	}
+	optedOut, err := r.optedOut(ctx, capi)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if optedOut {
+		return ctrl.Result{}, r.release(ctx, s)
+	}
+
+	enrollErr := r.reconcileEnrollment(ctx, s)
+	cond := FleetAgentReadyCondition(Observed{
+		ControlPlaneInitialized: s.initialized, SecretExists: s.secretExists, SecretName: s.secretName(),
+		Fleet: s.fleet, Err: userError(enrollErr),
+	}, capi.Generation)
+	condErr := r.setCondition(ctx, capi, &cond)
+	var ue *enrollError
+	if errors.As(enrollErr, &ue) {
+		enrollErr = reconcile.TerminalError(enrollErr)
+	}
+	return ctrl.Result{}, errors.Join(enrollErr, condErr)
+}

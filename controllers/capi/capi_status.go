@@ -1,0 +1,148 @@
+package capi
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/clusterimport"
+)
+
+// ConditionFleetAgentReady is the condition this controller writes on Cluster
+// API Clusters.
+const ConditionFleetAgentReady = "FleetAgentReady"
+
+// Reasons of FleetAgentReady.
+const (
+	// ReasonWaitingForControlPlane: not enrolled yet, the control plane is not
+	// initialized or its kubeconfig Secret does not exist yet.
+	ReasonWaitingForControlPlane = "WaitingForControlPlane"
+	// ReasonInstalling: enrolled, the agent is being installed or has not
+	// registered yet.
+	ReasonInstalling = "Installing"
+	// ReasonRegistered: the agent registered and checks in.
+	ReasonRegistered = "Registered"
+	// ReasonFailed: the import failed; the message says why.
+	ReasonFailed = "Failed"
+)
+
+// Observed is what FleetAgentReady is computed from.
+type Observed struct {
+	// ControlPlaneInitialized and SecretExists gate enrollment.
+	ControlPlaneInitialized bool
+	SecretExists            bool
+	// SecretName is the kubeconfig Secret waited for.
+	SecretName string
+	// Fleet is the fleet Cluster, nil before enrollment.
+	Fleet *fleet.Cluster
+	// Err is this controller's own failure to enroll, if any.
+	Err error
+}
+
+// FleetAgentReadyCondition computes the FleetAgentReady condition; its
+// message on failure is the fleet Cluster's Imported condition.
+func FleetAgentReadyCondition(o Observed, generation int64) metav1.Condition {
+	c := metav1.Condition{Type: ConditionFleetAgentReady, Status: metav1.ConditionFalse, ObservedGeneration: generation}
+	switch {
+	case o.Err != nil:
+		c.Reason, c.Message = ReasonFailed, o.Err.Error()
+	case o.Fleet == nil && !o.ControlPlaneInitialized:
+		c.Reason, c.Message = ReasonWaitingForControlPlane, "waiting for the control plane to be initialized"
+	case o.Fleet == nil && !o.SecretExists:
+		c.Reason, c.Message = ReasonWaitingForControlPlane, "waiting for the kubeconfig Secret "+o.SecretName
+	case o.Fleet == nil:
+		c.Reason, c.Message = ReasonInstalling, "creating the fleet Cluster"
+	case !o.Fleet.DeletionTimestamp.IsZero():
+		c.Reason, c.Message = ReasonInstalling, "the fleet Cluster is being deleted; it will be created again"
+	default:
+		imported := meta.FindStatusCondition(o.Fleet.Status.Conditions, fleet.ConditionImported)
+		switch {
+		case imported == nil:
+			c.Reason, c.Message = ReasonInstalling, "waiting for the fleet manager to install the agent"
+		case imported.Reason == clusterimport.ReasonAgentRegistered:
+			c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonRegistered, imported.Message
+		case imported.Reason == clusterimport.ReasonApplied, imported.Reason == clusterimport.ReasonAdopting,
+			imported.Reason == clusterimport.ReasonWaitingForToken:
+			c.Reason, c.Message = ReasonInstalling, imported.Message
+		default:
+			c.Reason, c.Message = ReasonFailed, imported.Reason+": "+imported.Message
+		}
+	}
+	return c
+}
+
+// ControlPlaneInitialized tells whether the workload cluster's API server
+// works: status.initialization.controlPlaneInitialized, or the
+// ControlPlaneInitialized condition.
+func ControlPlaneInitialized(c *clusterv1.Cluster) bool {
+	if c.Status.Initialization.ControlPlaneInitialized != nil && *c.Status.Initialization.ControlPlaneInitialized {
+		return true
+	}
+	return meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1.ClusterControlPlaneInitializedCondition)
+}
+
+// Paused tells whether Cluster API (and so this controller) must leave the
+// cluster alone: spec.paused, or the cluster.x-k8s.io/paused annotation.
+func Paused(c *clusterv1.Cluster) bool {
+	if c.Spec.Paused != nil && *c.Spec.Paused {
+		return true
+	}
+	_, ok := c.Annotations[clusterv1.PausedAnnotation]
+	return ok
+}
+
+// OptedOut tells whether the cluster, or its namespace, says
+// fleet.cattle.io/enroll: "false".
+func OptedOut(c *clusterv1.Cluster, namespaceLabels map[string]string) bool {
+	return c.Labels[EnrollLabel] == "false" || namespaceLabels[EnrollLabel] == "false"
+}
+
+// DesiredLabels are the labels the fleet Cluster takes from the Cluster API
+// Cluster: all of its labels but the enrollment switch, plus
+// fleet.cattle.io/cluster-class when it uses a ClusterClass.
+func DesiredLabels(c *clusterv1.Cluster) map[string]string {
+	out := map[string]string{}
+	for k, v := range c.Labels {
+		if k != EnrollLabel && k != ClusterClassLabel {
+			out[k] = v
+		}
+	}
+	if class := c.Spec.Topology.ClassRef.Name; class != "" {
+		out[ClusterClassLabel] = class
+	}
+	return out
+}
+
+// SyncLabels brings the labels that came from Cluster API in line with
+// desired: keys in managed (what was copied last time) that desired lacks
+// are removed, desired ones are set, others are left alone. It returns the
+// new labels and the new managed keys, sorted.
+func SyncLabels(current map[string]string, managed []string, desired map[string]string) (map[string]string, []string) {
+	out := maps.Clone(current)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, k := range managed {
+		if _, ok := desired[k]; !ok {
+			delete(out, k)
+		}
+	}
+	maps.Copy(out, desired)
+	return out, slices.Sorted(maps.Keys(desired))
+}
+
+// ParseManaged reads the managed-labels annotation.
+func ParseManaged(annotation string) []string {
+	var keys []string
+	for k := range strings.SplitSeq(annotation, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}

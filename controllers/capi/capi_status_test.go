@@ -1,0 +1,168 @@
+package capi
+
+import (
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/clusterimport"
+)
+
+func fleetCluster(reason, message string) *fleet.Cluster {
+	c := &fleet.Cluster{}
+	if reason != "" {
+		status := metav1.ConditionFalse
+		if reason == clusterimport.ReasonApplied || reason == clusterimport.ReasonAgentRegistered {
+			status = metav1.ConditionTrue
+		}
+		c.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionImported, Status: status, Reason: reason, Message: message}}
+	}
+	return c
+}
+
+func TestFleetAgentReadyCondition(t *testing.T) {
+	deleting := fleetCluster(clusterimport.ReasonAgentRegistered, "ok")
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	for name, tc := range map[string]struct {
+		in      Observed
+		status  metav1.ConditionStatus
+		reason  string
+		message string
+	}{
+		"not initialized": {in: Observed{SecretExists: true}, status: metav1.ConditionFalse, reason: ReasonWaitingForControlPlane,
+			message: "waiting for the control plane to be initialized"},
+		"no secret yet": {in: Observed{ControlPlaneInitialized: true, SecretName: "c-kubeconfig"}, status: metav1.ConditionFalse,
+			reason: ReasonWaitingForControlPlane, message: "waiting for the kubeconfig Secret c-kubeconfig"},
+		"about to create": {in: Observed{ControlPlaneInitialized: true, SecretExists: true}, status: metav1.ConditionFalse, reason: ReasonInstalling},
+		"created":         {in: Observed{Fleet: fleetCluster("", "")}, status: metav1.ConditionFalse, reason: ReasonInstalling},
+		"applied": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonApplied, "waiting for the agent")}, status: metav1.ConditionFalse,
+			reason: ReasonInstalling, message: "waiting for the agent"},
+		"adopting": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonAdopting, "taking over")}, status: metav1.ConditionFalse, reason: ReasonInstalling},
+		"registered": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonAgentRegistered, "checks in")}, status: metav1.ConditionTrue,
+			reason: ReasonRegistered, message: "checks in"},
+		"registered, control plane since degraded": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonAgentRegistered, "ok")},
+			status: metav1.ConditionTrue, reason: ReasonRegistered},
+		"bad kubeconfig": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonKubeconfigInvalid, "kubeconfig is not valid YAML")},
+			status: metav1.ConditionFalse, reason: ReasonFailed, message: "KubeconfigInvalid: kubeconfig is not valid YAML"},
+		"unreachable": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonClusterUnreachable, "connection refused")},
+			status: metav1.ConditionFalse, reason: ReasonFailed, message: "ClusterUnreachable: connection refused"},
+		"name taken": {in: Observed{ControlPlaneInitialized: true, SecretExists: true, Err: errors.New("fleet Cluster x exists")},
+			status: metav1.ConditionFalse, reason: ReasonFailed, message: "fleet Cluster x exists"},
+		"fleet cluster deleted by hand": {in: Observed{Fleet: deleting}, status: metav1.ConditionFalse, reason: ReasonInstalling},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := FleetAgentReadyCondition(tc.in, 3)
+			g.Expect(c.Type).To(Equal(ConditionFleetAgentReady))
+			g.Expect(c.Status).To(Equal(tc.status))
+			g.Expect(c.Reason).To(Equal(tc.reason))
+			g.Expect(c.ObservedGeneration).To(Equal(int64(3)))
+			if tc.message != "" {
+				g.Expect(c.Message).To(Equal(tc.message))
+			}
+		})
+	}
+}
+
+func TestControlPlaneInitialized(t *testing.T) {
+	g := NewWithT(t)
+	c := &clusterv1.Cluster{}
+	g.Expect(ControlPlaneInitialized(c)).To(BeFalse())
+	c.Status.Initialization.ControlPlaneInitialized = ptr.To(false)
+	g.Expect(ControlPlaneInitialized(c)).To(BeFalse())
+	c.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
+	g.Expect(ControlPlaneInitialized(c)).To(BeTrue())
+
+	byCondition := &clusterv1.Cluster{}
+	byCondition.Status.Conditions = []metav1.Condition{{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue}}
+	g.Expect(ControlPlaneInitialized(byCondition)).To(BeTrue())
+	byCondition.Status.Conditions[0].Status = metav1.ConditionFalse
+	g.Expect(ControlPlaneInitialized(byCondition)).To(BeFalse())
+}
+
+func TestPausedAndOptedOut(t *testing.T) {
+	g := NewWithT(t)
+	c := &clusterv1.Cluster{}
+	g.Expect(Paused(c)).To(BeFalse())
+	c.Spec.Paused = ptr.To(true)
+	g.Expect(Paused(c)).To(BeTrue())
+	c.Spec.Paused = ptr.To(false)
+	c.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
+	g.Expect(Paused(c)).To(BeTrue())
+
+	g.Expect(OptedOut(&clusterv1.Cluster{}, nil)).To(BeFalse())
+	g.Expect(OptedOut(&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{EnrollLabel: "false"}}}, nil)).To(BeTrue())
+	g.Expect(OptedOut(&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{EnrollLabel: "true"}}}, nil)).To(BeFalse())
+	g.Expect(OptedOut(&clusterv1.Cluster{}, map[string]string{EnrollLabel: "false"})).To(BeTrue())
+}
+
+func TestDesiredLabels(t *testing.T) {
+	g := NewWithT(t)
+	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+		"env": "prod", EnrollLabel: "true", ClusterClassLabel: "spoofed",
+	}}}
+	g.Expect(DesiredLabels(c)).To(Equal(map[string]string{"env": "prod"}))
+	c.Spec.Topology.ClassRef.Name = "quick-start"
+	g.Expect(DesiredLabels(c)).To(Equal(map[string]string{"env": "prod", ClusterClassLabel: "quick-start"}))
+	g.Expect(DesiredLabels(&clusterv1.Cluster{})).To(BeEmpty())
+}
+
+func TestSyncLabels(t *testing.T) {
+	for name, tc := range map[string]struct {
+		current     map[string]string
+		managed     []string
+		desired     map[string]string
+		wantLabels  map[string]string
+		wantManaged []string
+	}{
+		"first copy": {
+			desired:    map[string]string{"env": "dev", "region": "eu"},
+			wantLabels: map[string]string{"env": "dev", "region": "eu"}, wantManaged: []string{"env", "region"},
+		},
+		"value changed": {
+			current: map[string]string{"env": "dev"}, managed: []string{"env"}, desired: map[string]string{"env": "prod"},
+			wantLabels: map[string]string{"env": "prod"}, wantManaged: []string{"env"},
+		},
+		"removed upstream": {
+			current: map[string]string{"env": "dev", "region": "eu"}, managed: []string{"env", "region"}, desired: map[string]string{"env": "dev"},
+			wantLabels: map[string]string{"env": "dev"}, wantManaged: []string{"env"},
+		},
+		"labels of others stay": {
+			current: map[string]string{"env": "dev", "team": "a"}, managed: []string{"env"}, desired: map[string]string{},
+			wantLabels: map[string]string{"team": "a"}, wantManaged: []string{},
+		},
+		"a key set on both takes Cluster API's value and becomes managed": {
+			current: map[string]string{"team": "a"}, desired: map[string]string{"team": "b"},
+			wantLabels: map[string]string{"team": "b"}, wantManaged: []string{"team"},
+		},
+		"managed key already gone": {
+			current: map[string]string{}, managed: []string{"old"}, desired: map[string]string{"new": "1"},
+			wantLabels: map[string]string{"new": "1"}, wantManaged: []string{"new"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			before := map[string]string{}
+			for k, v := range tc.current {
+				before[k] = v
+			}
+			labels, managed := SyncLabels(tc.current, tc.managed, tc.desired)
+			g.Expect(labels).To(Equal(tc.wantLabels))
+			g.Expect(managed).To(ConsistOf(tc.wantManaged))
+			if tc.current != nil {
+				g.Expect(tc.current).To(Equal(before), "the input is not modified")
+			}
+		})
+	}
+}
+
+func TestParseManaged(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(ParseManaged("")).To(BeEmpty())
+	g.Expect(ParseManaged("a, b/c,,d")).To(Equal([]string{"a", "b/c", "d"}))
+}

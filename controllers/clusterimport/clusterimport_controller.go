@@ -1,0 +1,287 @@
+package clusterimport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/names"
+)
+
+// Defaults of the Reconciler's settings.
+const (
+	DefaultTokenTTL              = fleet.DefaultImportTokenTTL
+	DefaultStaleAfter            = 15 * time.Minute
+	DefaultCheckInterval         = 5 * time.Minute
+	DefaultAgentCheckinInterval  = 5 * time.Minute
+	DefaultRemoteTimeout         = 10 * time.Second
+	DefaultMaxConcurrentInstalls = 20
+)
+
+// FieldOwner is the server-side apply field manager of the status fields
+// this controller owns on a Cluster: the Imported condition,
+// agentDeployedGeneration, apiServerURL and apiServerCAHash.
+const FieldOwner = "fleet-clusterimport"
+
+// SecretIndex indexes Clusters by the "<namespace>/<name>" of their
+// kubeconfig Secret, so a Secret event finds the Clusters that use it.
+const SecretIndex = "clusterimport.spec.kubeConfigSecret"
+
+// Annotations on the agent Deployment downstream: the record of what was
+// installed, read back on every check.
+const (
+	// SettingsHashAnnotation is SettingsHash of the installed settings.
+	SettingsHashAnnotation = "fleet.cattle.io/agent-settings-hash"
+	// RestartedAtAnnotation, on the pod template, is when an install last
+	// (re)started the agent; changing it rolls the pod.
+	RestartedAtAnnotation = "fleet.cattle.io/restarted-at"
+)
+
+// Reconciler installs the agent into Clusters that name a kubeconfig Secret.
+type Reconciler struct {
+	Client client.Client
+	// APIServerURL and APIServerCA tell agents how to reach the manager,
+	// unless the kubeconfig Secret has apiServerURL/apiServerCA keys.
+	APIServerURL string
+	APIServerCA  []byte
+	// AgentImage (default agentinstall.DefaultImage) and its pull policy.
+	AgentImage           string
+	AgentImagePullPolicy corev1.PullPolicy
+	// AgentCheckinInterval is written into the agent's ConfigMap (default
+	// 5m, or StaleAfter/3 when that is shorter); at most half of StaleAfter.
+	AgentCheckinInterval time.Duration
+	// TokenTTL is the lifetime of import tokens (default 12h); a token with
+	// less than half of it left is replaced before it is handed out.
+	TokenTTL time.Duration
+	// StaleAfter: an agent silent (no check-in, no restart) that long is
+	// reinstalled (default 15m).
+	StaleAfter time.Duration
+	// CheckInterval is how often each imported cluster is checked for its
+	// agent Deployment (default 5m, or StaleAfter/3 when that is shorter).
+	CheckInterval time.Duration
+	// RemoteTimeout bounds each call to a downstream cluster (default 10s).
+	RemoteTimeout time.Duration
+	// MaxConcurrentInstalls caps installs running at once (default 20).
+	MaxConcurrentInstalls int
+	// Workers is the number of Clusters reconciled at once.
+	Workers int
+	// Now is the clock (tests may replace it).
+	Now func() time.Time
+
+	installs chan struct{}
+}
+
+func (r *Reconciler) defaults() {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	setDefault(&r.TokenTTL, DefaultTokenTTL)
+	setDefault(&r.StaleAfter, DefaultStaleAfter)
+	// A shorter StaleAfter shortens the check-in and check intervals it
+	// depends on, so that setting it alone is enough.
+	setDefault(&r.AgentCheckinInterval, min(DefaultAgentCheckinInterval, r.StaleAfter/3))
+	setDefault(&r.CheckInterval, min(DefaultCheckInterval, r.StaleAfter/3))
+	setDefault(&r.RemoteTimeout, DefaultRemoteTimeout)
+	if r.MaxConcurrentInstalls <= 0 {
+		r.MaxConcurrentInstalls = DefaultMaxConcurrentInstalls
+	}
+	r.installs = make(chan struct{}, r.MaxConcurrentInstalls)
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// SetupWithManager registers the controller and its index. It relies on the
+// spec.clientID index of the clusterregistration controller, which
+// controllers.Setup registers first.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	r.defaults()
+	if r.StaleAfter < 2*r.AgentCheckinInterval {
+		return fmt.Errorf("the stale-agent time (%s) must be at least twice the agent check-in interval (%s)", r.StaleAfter, r.AgentCheckinInterval)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.Cluster{}, SecretIndex, func(o client.Object) []string {
+		c := o.(*fleet.Cluster)
+		if c.Spec.KubeConfigSecret == "" {
+			return nil
+		}
+		return []string{secretKey(c).String()}
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&fleet.Cluster{}, builder.WithPredicates(Predicate())).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret)).
+		Named("clusterimport").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Complete(r)
+}
+
+// Predicate passes imported Clusters' spec, label and deletion changes, and
+// check-ins while the controller waits for one; not the heartbeats of a
+// registered agent, which would make every heartbeat a call downstream. It
+// also passes an update that lost the Imported condition: another writer's
+// merge patch of the whole conditions list from a stale copy drops it, and
+// after a terminal error nothing else would bring it back.
+func Predicate() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return e.Object.(*fleet.Cluster).Spec.KubeConfigSecret != "" },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*fleet.Cluster), e.ObjectNew.(*fleet.Cluster)
+			if o.Spec.KubeConfigSecret == "" && n.Spec.KubeConfigSecret == "" {
+				return false
+			}
+			return o.Generation != n.Generation ||
+				!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+				o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
+				!o.Status.Agent.LastSeen.Equal(&n.Status.Agent.LastSeen) && importedReason(n) != ReasonAgentRegistered ||
+				importedReason(o) != "" && importedReason(n) == ""
+		},
+	}
+}
+
+func importedReason(c *fleet.Cluster) string {
+	if cond := meta.FindStatusCondition(c.Status.Conditions, fleet.ConditionImported); cond != nil {
+		return cond.Reason
+	}
+	return ""
+}
+
+func secretKey(c *fleet.Cluster) types.NamespacedName {
+	ns := c.Spec.KubeConfigSecretNamespace
+	if ns == "" {
+		ns = c.Namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: c.Spec.KubeConfigSecret}
+}
+
+func (r *Reconciler) clustersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &fleet.ClusterList{}
+	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()
+	if err := r.Client.List(ctx, list, client.MatchingFields{SecretIndex: key}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Clusters of a kubeconfig Secret", "secret", klog.KObj(o))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, c := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return reqs
+}
+
+// Reconcile installs or heals the agent of one imported Cluster.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	cluster := &fleet.Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if cluster.Spec.KubeConfigSecret == "" {
+		return ctrl.Result{}, nil
+	}
+	if !cluster.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.deleteToken(ctx, cluster)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", klog.KObj(cluster)))
+
+	s := &scope{cluster: cluster, before: cluster.Status.DeepCopy(), now: r.Now()}
+	defer func() {
+		retErr = r.patchStatus(ctx, s, retErr)
+		if retErr == nil {
+			res.RequeueAfter = NextCheck(cluster.Status.Agent.LastSeen.Time, s.restartedAt, s.now, r.StaleAfter, r.CheckInterval)
+		}
+	}()
+	for _, phase := range []func(context.Context, *scope) error{
+		r.reconcileKubeconfig,
+		r.reconcileIdentity,
+		r.reconcileDeployed,
+		r.reconcileInstall,
+		r.reconcileToken,
+	} {
+		if err := phase(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// patchStatus writes the Imported condition and the install record with
+// server-side apply, only when they changed. err is the reconcile's outcome;
+// the returned error is what Reconcile returns.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) error {
+	c := s.cluster
+	meta.SetStatusCondition(&c.Status.Conditions, ImportedCondition(err, s.registered, c.Generation))
+	if isTerminal(err) {
+		err = reconcile.TerminalError(err)
+	}
+	if equality.Semantic.DeepEqual(*s.before, c.Status) {
+		return err
+	}
+	u, convErr := statusApply(c)
+	if convErr == nil {
+		convErr = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	}
+	if convErr != nil {
+		return errors.Join(err, fmt.Errorf("writing the status of cluster %s/%s: %w", c.Namespace, c.Name, convErr))
+	}
+	return err
+}
+
+// statusApply is the apply configuration of the status fields this
+// controller owns: the Imported condition entry (conditions are a map list
+// keyed by type, so the others stay as their writers left them) and the
+// install record.
+func statusApply(c *fleet.Cluster) (*unstructured.Unstructured, error) {
+	status := map[string]any{}
+	if cond := meta.FindStatusCondition(c.Status.Conditions, fleet.ConditionImported); cond != nil {
+		status["conditions"] = []metav1.Condition{*cond}
+	}
+	if c.Status.AgentDeployedGeneration != nil {
+		status["agentDeployedGeneration"] = *c.Status.AgentDeployedGeneration
+	}
+	if c.Status.APIServerURL != "" {
+		status["apiServerURL"] = c.Status.APIServerURL
+	}
+	if c.Status.APIServerCAHash != "" {
+		status["apiServerCAHash"] = c.Status.APIServerCAHash
+	}
+	b, err := json.Marshal(map[string]any{
+		"apiVersion": fleet.GroupVersion.String(),
+		"kind":       "Cluster",
+		"metadata":   map[string]any{"name": c.Name, "namespace": c.Namespace},
+		"status":     status,
+	})
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	return u, u.UnmarshalJSON(b)
+}
+
+// deleteToken removes the import token of a Cluster being deleted (its
+// owner reference does the same where a garbage collector runs).
+func (r *Reconciler) deleteToken(ctx context.Context, c *fleet.Cluster) error {
+	token := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: names.ImportToken(c.Name)}}
+	return client.IgnoreNotFound(r.Client.Delete(ctx, token))
+}

@@ -1,0 +1,366 @@
+package clusterimport
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/clusterregistration"
+	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
+	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/names"
+)
+
+// scope is what the phases of one reconcile share.
+type scope struct {
+	cluster *fleet.Cluster
+	before  *fleet.ClusterStatus
+	now     time.Time
+
+	// From the kubeconfig Secret.
+	remote       client.Client
+	apiServerURL string
+	apiServerCA  []byte
+
+	clientID    string
+	deployed    Deployed
+	restartedAt time.Time
+	registered  bool
+}
+
+// remoteScheme knows the built-in types the installer reads downstream.
+var remoteScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// call runs one request to the downstream cluster within RemoteTimeout.
+func (r *Reconciler) call(ctx context.Context, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, r.RemoteTimeout)
+	defer cancel()
+	return f(ctx)
+}
+
+// reconcileKubeconfig reads the kubeconfig Secret afresh and builds a client
+// of the downstream cluster from it. The client is never kept: the next
+// reconcile reads the Secret again, so a rotated or replaced kubeconfig is
+// used at once.
+func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) error {
+	key := secretKey(s.cluster)
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return failf(ReasonSecretMissing, true, "kubeconfig Secret %s not found: create it with the kubeconfig under key %q", key, fleet.KubeConfigSecretValueKey)
+		}
+		return err
+	}
+	data := secret.Data[fleet.KubeConfigSecretValueKey]
+	if len(data) == 0 {
+		return failf(ReasonSecretMissing, true, "kubeconfig Secret %s has no key %q: put the kubeconfig there", key, fleet.KubeConfigSecretValueKey)
+	}
+	cfg, err := kubeconfig.ToREST(data)
+	if err != nil {
+		return failf(ReasonKubeconfigInvalid, true, "kubeconfig in Secret %s: %v", key, err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = r.RemoteTimeout
+	cfg.QPS, cfg.Burst = 20, 40
+	cfg.UserAgent = "fleet-manager/clusterimport"
+	s.remote, err = client.New(cfg, client.Options{Scheme: remoteScheme, Mapper: agentinstall.RESTMapper()})
+	if err != nil {
+		return failf(ReasonKubeconfigInvalid, true, "kubeconfig in Secret %s: %v", key, err)
+	}
+	s.apiServerURL, s.apiServerCA = r.APIServerURL, r.APIServerCA
+	if v := secret.Data[fleet.KubeConfigSecretAPIServerURLKey]; len(v) > 0 {
+		s.apiServerURL = string(v)
+	}
+	if v := secret.Data[fleet.KubeConfigSecretAPIServerCAKey]; len(v) > 0 {
+		s.apiServerCA = v
+	}
+	return nil
+}
+
+// reconcileIdentity gives the Cluster the downstream cluster's identity (the
+// kube-system UID, unless spec.clientID is set), so that the agent's
+// registration lands on this Cluster.
+//
+// A Cluster registered earlier by token with the same identity (it has no
+// kubeConfigSecret) is adopted: this Cluster takes over its labels that it
+// lacks, its registrations are deleted (which revokes their credentials) and
+// it is deleted; the agent is installed only once it is gone, so the
+// registration controller, which picks the oldest Cluster of an identity,
+// finds exactly one. Two Clusters that both import the same downstream
+// cluster are a conflict: the older keeps the identity, the newer reports
+// IdentityConflict and installs nothing.
+func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) error {
+	c := s.cluster
+	s.clientID = c.Spec.ClientID
+	if s.clientID == "" {
+		ns := &corev1.Namespace{}
+		if err := r.call(ctx, func(ctx context.Context) error {
+			return s.remote.Get(ctx, types.NamespacedName{Name: "kube-system"}, ns)
+		}); err != nil {
+			return remoteFailure("reading the kube-system namespace for the cluster identity", err)
+		}
+		s.clientID = string(ns.UID)
+	}
+	list := &fleet.ClusterList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingFields{clusterregistration.ClientIDIndex: s.clientID}); err != nil {
+		return err
+	}
+	var adopt []*fleet.Cluster
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == c.UID {
+			continue
+		}
+		if other.Spec.KubeConfigSecret != "" {
+			if c.Spec.ClientID == "" || olderThan(other, c) {
+				return failf(ReasonIdentityConflict, false,
+					"Cluster %s/%s already imports the same downstream cluster (clientID %s): delete one of them", other.Namespace, other.Name, s.clientID)
+			}
+			continue
+		}
+		adopt = append(adopt, other)
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.ClientID = s.clientID
+	for _, other := range adopt {
+		for k, v := range clusterregistration.AllowedLabels(other.Labels) {
+			if _, ok := c.Labels[k]; !ok {
+				if c.Labels == nil {
+					c.Labels = map[string]string{}
+				}
+				c.Labels[k] = v
+			}
+		}
+	}
+	if data, err := patch.Data(c); err != nil || string(data) != "{}" {
+		if err := r.Client.Patch(ctx, c, patch); err != nil {
+			return fmt.Errorf("setting spec.clientID of cluster %s/%s: %w", c.Namespace, c.Name, err)
+		}
+	}
+	if len(adopt) == 0 {
+		return nil
+	}
+	var waiting []string
+	for _, other := range adopt {
+		waiting = append(waiting, other.Name)
+		if !other.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.revokeRegistrations(ctx, c.Namespace, s.clientID); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("Adopting the identity of a Cluster registered by token; deleting it", "other", klog.KObj(other), "clientID", s.clientID)
+		if err := r.Client.Delete(ctx, other, client.Preconditions{UID: &other.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting cluster %s/%s, registered by token with the same identity: %w", other.Namespace, other.Name, err)
+		}
+	}
+	sort.Strings(waiting)
+	return failf(ReasonAdopting, false, "taking over the identity (clientID %s) of Cluster(s) %v registered by token: waiting for them to be deleted", s.clientID, waiting)
+}
+
+func olderThan(a, b *fleet.Cluster) bool {
+	if a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.Name < b.Name
+	}
+	return a.CreationTimestamp.Before(&b.CreationTimestamp)
+}
+
+// revokeRegistrations deletes the registrations of an identity; the
+// registration controller's finalizer revokes their credentials.
+func (r *Reconciler) revokeRegistrations(ctx context.Context, namespace, clientID string) error {
+	regs := &fleet.ClusterRegistrationList{}
+	if err := r.Client.List(ctx, regs, client.InNamespace(namespace), client.MatchingFields{clusterregistration.ClientIDIndex: clientID}); err != nil {
+		return err
+	}
+	for i := range regs.Items {
+		if err := r.Client.Delete(ctx, &regs.Items[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("revoking registration %s/%s: %w", regs.Items[i].Namespace, regs.Items[i].Name, err)
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) agentNamespace(c *fleet.Cluster) string {
+	if c.Spec.AgentNamespace != "" {
+		return c.Spec.AgentNamespace
+	}
+	return fleet.DefaultSystemNamespace
+}
+
+// reconcileDeployed reads the agent Deployment downstream: whether it is
+// there, and the record of its last install.
+func (r *Reconciler) reconcileDeployed(ctx context.Context, s *scope) error {
+	dep := &appsv1.Deployment{}
+	key := types.NamespacedName{Namespace: r.agentNamespace(s.cluster), Name: fleet.AgentName}
+	err := r.call(ctx, func(ctx context.Context) error { return s.remote.Get(ctx, key, dep) })
+	switch {
+	case apierrors.IsNotFound(err):
+		s.deployed = Deployed{}
+		return nil
+	case err != nil:
+		return remoteFailure("reading the agent Deployment "+key.String(), err)
+	}
+	s.deployed = Deployed{Exists: true, SettingsHash: dep.Annotations[SettingsHashAnnotation]}
+	if t, err := time.Parse(time.RFC3339, dep.Spec.Template.Annotations[RestartedAtAnnotation]); err == nil {
+		s.deployed.RestartedAt = t
+	}
+	return nil
+}
+
+// agentOptions are the install options the Cluster's spec asks for, without
+// the registration token.
+func (r *Reconciler) agentOptions(s *scope) agentinstall.Options {
+	c := s.cluster
+	return agentinstall.Options{
+		Namespace:       r.agentNamespace(c),
+		Image:           r.AgentImage,
+		PrivateRepoURL:  c.Spec.PrivateRepoURL,
+		ImagePullPolicy: r.AgentImagePullPolicy,
+		Config: &agentinstall.AgentConfig{
+			Labels:          clusterregistration.AllowedLabels(c.Labels),
+			ClientID:        s.clientID,
+			CheckinInterval: r.AgentCheckinInterval.String(),
+		},
+		EnvVars:     c.Spec.AgentEnvVars,
+		Tolerations: c.Spec.AgentTolerations,
+		Affinity:    c.Spec.AgentAffinity,
+		Resources:   c.Spec.AgentResources,
+		HostNetwork: c.Spec.HostNetwork != nil && *c.Spec.HostNetwork,
+	}
+}
+
+// reconcileInstall (re)installs the agent when Decide says so, at most
+// MaxConcurrentInstalls at a time.
+func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
+	c := s.cluster
+	opts := r.agentOptions(s)
+	want := Wanted{SettingsHash: SettingsHash(opts), Generation: c.Spec.RedeployAgentGeneration,
+		APIServerURL: s.apiServerURL, APIServerCAHash: CAHash(s.apiServerCA)}
+	d := Decide(s.deployed, want, c.Status, s.now, r.StaleAfter)
+	s.restartedAt = s.deployed.RestartedAt
+	if d.Reason == "" {
+		s.registered = AgentRegistered(c.Status.Agent.LastSeen.Time, s.restartedAt, s.now, r.StaleAfter)
+		return nil
+	}
+
+	select {
+	case r.installs <- struct{}{}:
+		defer func() { <-r.installs }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if d.Restart {
+		boot, err := r.ensureToken(ctx, s)
+		if err != nil {
+			return err
+		}
+		opts.Bootstrap = boot
+		s.restartedAt = r.Now().UTC().Truncate(time.Second)
+	}
+	objs, err := agentinstall.Objects(opts)
+	if err != nil {
+		return failf(ReasonInstallFailed, true, "rendering the agent for cluster %s/%s: %v", c.Namespace, c.Name, err)
+	}
+	for _, o := range objs {
+		if dep, ok := o.(*appsv1.Deployment); ok {
+			metav1.SetMetaDataAnnotation(&dep.ObjectMeta, SettingsHashAnnotation, want.SettingsHash)
+			if !s.restartedAt.IsZero() {
+				metav1.SetMetaDataAnnotation(&dep.Spec.Template.ObjectMeta, RestartedAtAnnotation, s.restartedAt.Format(time.RFC3339))
+			}
+		}
+	}
+	// Each request is bounded by the client's timeout; the whole apply by
+	// one RemoteTimeout per object.
+	applyCtx, cancel := context.WithTimeout(ctx, time.Duration(len(objs))*r.RemoteTimeout)
+	defer cancel()
+	if err := agentinstall.Apply(applyCtx, s.remote, objs); err != nil {
+		return remoteFailure("installing the agent", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Installed the agent", "why", d.Reason, "restarted", d.Restart, "agentNamespace", opts.Namespace)
+	c.Status.AgentDeployedGeneration = &c.Spec.RedeployAgentGeneration
+	c.Status.APIServerURL = want.APIServerURL
+	c.Status.APIServerCAHash = want.APIServerCAHash
+	s.registered = AgentRegistered(c.Status.Agent.LastSeen.Time, s.restartedAt, s.now, r.StaleAfter)
+	return nil
+}
+
+// ensureToken returns the values of the Cluster's import token, minting the
+// token when it is missing and replacing it when less than half its TTL is
+// left.
+func (r *Reconciler) ensureToken(ctx context.Context, s *scope) (*agentinstall.Bootstrap, error) {
+	c := s.cluster
+	token := &fleet.ClusterRegistrationToken{}
+	key := types.NamespacedName{Namespace: c.Namespace, Name: names.ImportToken(c.Name)}
+	err := r.Client.Get(ctx, key, token)
+	switch {
+	case err == nil && !token.DeletionTimestamp.IsZero():
+		return nil, failf(ReasonWaitingForToken, false, "waiting for the old import token %s to be removed", key)
+	case err == nil:
+		if exp := clusterregistrationtoken.Expiry(token); exp != nil && exp.Sub(s.now) < r.TokenTTL/2 {
+			if err := r.Client.Delete(ctx, token, client.Preconditions{UID: &token.UID}); client.IgnoreNotFound(err) != nil {
+				return nil, err
+			}
+			return nil, failf(ReasonWaitingForToken, false, "replacing the import token %s, which expires at %s", key, exp.UTC().Format(time.RFC3339))
+		}
+	case apierrors.IsNotFound(err):
+		token = &fleet.ClusterRegistrationToken{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{
+				fleet.ManagedLabel: "true", fleet.ClusterLabel: c.Name,
+			}},
+			Spec: fleet.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: r.TokenTTL}},
+		}
+		if err := controllerutil.SetControllerReference(c, token, r.Client.Scheme()); err != nil {
+			return nil, err
+		}
+		if err := r.Client.Create(ctx, token); err != nil {
+			return nil, fmt.Errorf("creating import token %s: %w", key, err)
+		}
+	default:
+		return nil, err
+	}
+	boot, err := agentinstall.WaitForToken(ctx, r.Client, token, r.RemoteTimeout)
+	if err != nil {
+		return nil, fail(ReasonWaitingForToken, false, err)
+	}
+	boot.APIServerURL, boot.APIServerCA = s.apiServerURL, string(s.apiServerCA)
+	return boot, nil
+}
+
+// reconcileToken deletes the import token once the agent has registered:
+// the agent holds its own credential then, and a live token is only a risk.
+func (r *Reconciler) reconcileToken(ctx context.Context, s *scope) error {
+	if !s.registered {
+		return nil
+	}
+	token := &fleet.ClusterRegistrationToken{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.cluster.Namespace, Name: names.ImportToken(s.cluster.Name)}, token)
+	if apierrors.IsNotFound(err) || err == nil && !token.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Client.Delete(ctx, token, client.Preconditions{UID: &token.UID}))
+}

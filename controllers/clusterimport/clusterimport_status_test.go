@@ -1,0 +1,194 @@
+package clusterimport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func TestImportedCondition(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err        error
+		registered bool
+		status     metav1.ConditionStatus
+		reason     string
+		message    string
+	}{
+		"applied":      {status: metav1.ConditionTrue, reason: ReasonApplied},
+		"registered":   {registered: true, status: metav1.ConditionTrue, reason: ReasonAgentRegistered},
+		"missing":      {err: failf(ReasonSecretMissing, true, "kubeconfig Secret x not found"), status: metav1.ConditionFalse, reason: ReasonSecretMissing, message: "kubeconfig Secret x not found"},
+		"unreachable":  {err: remoteFailure("reading", errors.New("dial tcp: connection refused")), status: metav1.ConditionFalse, reason: ReasonClusterUnreachable, message: "reading: dial tcp: connection refused"},
+		"wrapped":      {err: fmt.Errorf("outer: %w", failf(ReasonAdopting, false, "waiting")), status: metav1.ConditionFalse, reason: ReasonAdopting, message: "outer: waiting"},
+		"manager-side": {err: errors.New("etcd timeout"), status: metav1.ConditionFalse, reason: ReasonInstallFailed, message: "etcd timeout"},
+		"error wins":   {err: failf(ReasonKubeconfigInvalid, true, "bad"), registered: true, status: metav1.ConditionFalse, reason: ReasonKubeconfigInvalid},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := ImportedCondition(tc.err, tc.registered, 7)
+			g.Expect(c.Type).To(Equal(fleet.ConditionImported))
+			g.Expect(c.Status).To(Equal(tc.status))
+			g.Expect(c.Reason).To(Equal(tc.reason))
+			g.Expect(c.ObservedGeneration).To(Equal(int64(7)))
+			g.Expect(c.Message).NotTo(BeEmpty())
+			if tc.message != "" {
+				g.Expect(c.Message).To(Equal(tc.message))
+			}
+		})
+	}
+}
+
+func TestRemoteFailure(t *testing.T) {
+	gr := schema.GroupResource{Resource: "deployments"}
+	for name, tc := range map[string]struct {
+		err      error
+		reason   string
+		terminal bool
+	}{
+		"unauthorized": {apierrors.NewUnauthorized("no"), ReasonKubeconfigInvalid, true},
+		"forbidden":    {apierrors.NewForbidden(gr, "x", errors.New("no")), ReasonInstallFailed, true},
+		"invalid":      {apierrors.NewInvalid(schema.GroupKind{Kind: "Deployment"}, "x", nil), ReasonInstallFailed, true},
+		"server error": {apierrors.NewInternalError(errors.New("boom")), ReasonInstallFailed, false},
+		"timeout":      {context.DeadlineExceeded, ReasonClusterUnreachable, false},
+		"refused":      {errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), ReasonClusterUnreachable, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := remoteFailure("installing the agent", tc.err)
+			g.Expect(ImportedCondition(err, false, 1).Reason).To(Equal(tc.reason))
+			g.Expect(isTerminal(err)).To(Equal(tc.terminal))
+			g.Expect(err.Error()).To(HavePrefix("installing the agent: "))
+		})
+	}
+}
+
+func TestAgentRegistered(t *testing.T) {
+	stale := 15 * time.Minute
+	for name, tc := range map[string]struct {
+		lastSeen, restartedAt time.Time
+		want                  bool
+	}{
+		"never seen":               {restartedAt: t0.Add(-time.Minute)},
+		"seen after restart":       {lastSeen: t0.Add(-time.Minute), restartedAt: t0.Add(-2 * time.Minute), want: true},
+		"seen in the same second":  {lastSeen: t0.Add(-time.Minute), restartedAt: t0.Add(-time.Minute + 300*time.Millisecond), want: true},
+		"seen before restart":      {lastSeen: t0.Add(-3 * time.Minute), restartedAt: t0.Add(-2 * time.Minute)},
+		"seen long ago":            {lastSeen: t0.Add(-stale), restartedAt: t0.Add(-time.Hour)},
+		"no restart on record":     {lastSeen: t0.Add(-time.Second), want: true},
+		"just within the deadline": {lastSeen: t0.Add(-stale + time.Second), want: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(AgentRegistered(tc.lastSeen, tc.restartedAt, t0, stale)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestDecide(t *testing.T) {
+	stale := 15 * time.Minute
+	want := Wanted{SettingsHash: "h1", Generation: 2, APIServerURL: "https://m", APIServerCAHash: "ca"}
+	recorded := func(gen int64, lastSeen time.Time) fleet.ClusterStatus {
+		return fleet.ClusterStatus{AgentDeployedGeneration: ptr.To(gen), APIServerURL: "https://m", APIServerCAHash: "ca",
+			Agent: fleet.AgentStatus{LastSeen: metav1.NewTime(lastSeen)}}
+	}
+	fresh := Deployed{Exists: true, SettingsHash: "h1", RestartedAt: t0.Add(-time.Hour)}
+	for name, tc := range map[string]struct {
+		deployed Deployed
+		status   fleet.ClusterStatus
+		want     Decision
+	}{
+		"first install":        {deployed: Deployed{}, want: Decision{Reason: InstallAgentMissing, Restart: true}},
+		"deployment deleted":   {deployed: Deployed{}, status: recorded(2, t0), want: Decision{Reason: InstallAgentMissing, Restart: true}},
+		"up to date":           {deployed: fresh, status: recorded(2, t0.Add(-time.Minute))},
+		"redeploy bumped":      {deployed: fresh, status: recorded(1, t0), want: Decision{Reason: InstallRedeployRequested, Restart: true}},
+		"settings changed":     {deployed: Deployed{Exists: true, SettingsHash: "h0"}, status: recorded(2, t0), want: Decision{Reason: InstallSettingsChanged}},
+		"stale heartbeat":      {deployed: fresh, status: recorded(2, t0.Add(-stale)), want: Decision{Reason: InstallAgentStale, Restart: true}},
+		"never checked in":     {deployed: Deployed{Exists: true, SettingsHash: "h1", RestartedAt: t0.Add(-stale - time.Second)}, status: recorded(2, time.Time{}), want: Decision{Reason: InstallAgentStale, Restart: true}},
+		"recently restarted":   {deployed: Deployed{Exists: true, SettingsHash: "h1", RestartedAt: t0.Add(-time.Minute)}, status: recorded(2, t0.Add(-time.Hour))},
+		"installed by someone": {deployed: Deployed{Exists: true, RestartedAt: t0}, status: fleet.ClusterStatus{Agent: fleet.AgentStatus{LastSeen: metav1.NewTime(t0)}}, want: Decision{Reason: InstallNotRecorded}},
+		"manager moved": {deployed: fresh, status: fleet.ClusterStatus{AgentDeployedGeneration: ptr.To[int64](2), APIServerURL: "https://old", APIServerCAHash: "ca",
+			Agent: fleet.AgentStatus{LastSeen: metav1.NewTime(t0)}}, want: Decision{Reason: InstallAPIServerChanged, Restart: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(Decide(tc.deployed, want, tc.status, t0, stale)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestNextCheck(t *testing.T) {
+	g := NewWithT(t)
+	stale, every := 15*time.Minute, 5*time.Minute
+	g.Expect(NextCheck(t0, time.Time{}, t0, stale, every)).To(Equal(every))
+	g.Expect(NextCheck(t0.Add(-13*time.Minute), time.Time{}, t0, stale, every)).To(Equal(2*time.Minute + time.Second))
+	g.Expect(NextCheck(t0.Add(-time.Hour), t0.Add(-14*time.Minute), t0, stale, every)).To(Equal(time.Minute + time.Second))
+	g.Expect(NextCheck(t0.Add(-time.Hour), time.Time{}, t0, stale, every)).To(Equal(every), "already stale: healed on this pass, look again later")
+}
+
+func TestSettingsHash(t *testing.T) {
+	g := NewWithT(t)
+	base := agentinstall.Options{Namespace: "fleet-system", Config: &agentinstall.AgentConfig{Labels: map[string]string{"env": "dev"}, ClientID: "id"}}
+	h := SettingsHash(base)
+	g.Expect(h).To(HaveLen(16))
+
+	withToken := base
+	withToken.Bootstrap = &agentinstall.Bootstrap{Token: "secret"}
+	g.Expect(SettingsHash(withToken)).To(Equal(h), "the token is not a setting")
+
+	for name, change := range map[string]func(o *agentinstall.Options){
+		"namespace": func(o *agentinstall.Options) { o.Namespace = "other" },
+		"labels": func(o *agentinstall.Options) {
+			o.Config = &agentinstall.AgentConfig{Labels: map[string]string{"env": "prod"}, ClientID: "id"}
+		},
+		"tolerations": func(o *agentinstall.Options) { o.Tolerations = []corev1.Toleration{{Key: "k"}} },
+		"host net":    func(o *agentinstall.Options) { o.HostNetwork = true },
+		"registry":    func(o *agentinstall.Options) { o.PrivateRepoURL = "reg.local" },
+		"env":         func(o *agentinstall.Options) { o.EnvVars = []corev1.EnvVar{{Name: "A", Value: "b"}} },
+	} {
+		o := base
+		change(&o)
+		g.Expect(SettingsHash(o)).NotTo(Equal(h), name)
+	}
+}
+
+func TestCAHash(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(CAHash(nil)).To(BeEmpty())
+	g.Expect(CAHash([]byte("ca"))).To(HaveLen(64))
+	g.Expect(CAHash([]byte("ca"))).NotTo(Equal(CAHash([]byte("other"))))
+}
+
+func TestPredicate(t *testing.T) {
+	g := NewWithT(t)
+	p := Predicate()
+	imported := func(reason string, lastSeen time.Time) *fleet.Cluster {
+		c := &fleet.Cluster{Spec: fleet.ClusterSpec{KubeConfigSecret: "kc"}}
+		c.Status.Agent.LastSeen = metav1.NewTime(lastSeen)
+		c.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionImported, Reason: reason}}
+		return c
+	}
+	g.Expect(p.Create(event.CreateEvent{Object: &fleet.Cluster{}})).To(BeFalse(), "not imported")
+	g.Expect(p.Create(event.CreateEvent{Object: imported("", time.Time{})})).To(BeTrue())
+	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(ReasonAgentRegistered, t0), ObjectNew: imported(ReasonAgentRegistered, t0.Add(time.Minute))})).
+		To(BeFalse(), "heartbeats of a registered agent are ignored")
+	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(ReasonApplied, time.Time{}), ObjectNew: imported(ReasonApplied, t0)})).
+		To(BeTrue(), "the check-in awaited after an install")
+	dropped := imported(ReasonAgentRegistered, t0)
+	dropped.Status.Conditions = nil
+	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(ReasonKubeconfigInvalid, t0), ObjectNew: dropped})).
+		To(BeTrue(), "another writer dropped the Imported condition: write it again")
+	relabelled := imported(ReasonAgentRegistered, t0)
+	relabelled.Labels = map[string]string{"env": "prod"}
+	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(ReasonAgentRegistered, t0), ObjectNew: relabelled})).To(BeTrue())
+}

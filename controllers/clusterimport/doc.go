@@ -1,0 +1,69 @@
+// Package clusterimport is the manager-initiated way in: for a Cluster whose
+// spec.kubeConfigSecret names a kubeconfig Secret, it installs the fleet agent
+// into that cluster, and from there the agent registers exactly as it would
+// with a token.
+//
+// Each reconcile reads the Secret afresh (key "value"; optional keys
+// "apiServerURL" and "apiServerCA" say how the agent reaches the manager,
+// else the Reconciler's APIServerURL/APIServerCA are used), parses it with
+// internal/kubeconfig.ToREST (no exec plugins, auth providers or files) and
+// builds a throw-away client with a fixed REST mapping (no discovery), whose
+// every request is bounded by RemoteTimeout. Then, in order:
+//
+//  1. Identity: spec.clientID is set to the downstream kube-system UID when
+//     empty, so the agent's registration lands on this very Cluster. A
+//     Cluster of the same identity registered earlier by token (it has no
+//     kubeConfigSecret) is adopted: its labels that this Cluster lacks are
+//     copied, its registrations are deleted (revoking their credentials) and
+//     it is deleted; nothing is installed until it is gone, so that exactly
+//     one Cluster holds the identity when the agent registers. Two Clusters
+//     importing the same downstream cluster are a conflict: the older wins,
+//     the newer reports IdentityConflict.
+//  2. The agent Deployment is read downstream. It carries the record of the
+//     last install: annotation fleet.cattle.io/agent-settings-hash (a hash
+//     of every agent setting: namespace, image, private registry, env,
+//     tolerations, affinity, resources, host network, labels, clientID and
+//     check-in interval) and, on its pod template,
+//     fleet.cattle.io/restarted-at.
+//  3. Decide says whether to install: the Deployment is missing;
+//     spec.redeployAgentGeneration differs from status.agentDeployedGeneration;
+//     the manager's URL or CA changed; the agent is stale (neither a check-in,
+//     status.agent.lastSeen, nor a restart within StaleAfter); or the
+//     settings hash differs. All but the last restart the agent: a new
+//     restarted-at rolls its pod, and a fresh single-cluster import token
+//     (ClusterRegistrationToken import-token-<cluster>, TTL TokenTTL, replaced
+//     when less than half of it is left) goes into the fleet-agent-bootstrap
+//     Secret so that the agent can register again. A settings change alone
+//     re-applies the objects without a token or restart. Installs use
+//     agentinstall.Apply (server-side apply, field manager
+//     fleet-agentinstall) and run at most MaxConcurrentInstalls at a time, so
+//     that hundreds of clusters arriving at once queue instead of swamping
+//     the manager.
+//  4. Once the agent has registered and checks in, the import token is
+//     deleted.
+//
+// status.agentDeployedGeneration records the redeployAgentGeneration of the
+// last install (the settings hash lives on the Deployment downstream, where
+// it describes what is really there); status.apiServerURL and
+// status.apiServerCAHash record the manager address handed to the agent.
+//
+// The Imported condition says where the import stands: SecretMissing,
+// KubeconfigInvalid (user-fixable: reconcile.TerminalError, the Secret watch
+// brings the fix), ClusterUnreachable (retried with backoff),
+// IdentityConflict, Adopting, WaitingForToken, InstallFailed, then Applied
+// (True: objects in place, waiting for the agent) and AgentRegistered (True).
+// Status is written once per reconcile with server-side apply of only this
+// controller's fields, so the cluster controller's conditions stay as they
+// are.
+//
+// Every imported Cluster is looked at again every CheckInterval (sooner when
+// its agent is about to turn stale), which finds a deleted agent
+// Deployment; errors are retried with backoff, never on a fixed interval.
+// Heartbeats of a registered agent do not trigger reconciles. Defaults:
+// StaleAfter 15m; the agent check-in (written into its ConfigMap) and
+// CheckInterval 5m, or a third of StaleAfter when that is shorter.
+//
+// Limits: changing spec.agentNamespace installs the agent in the new
+// namespace and leaves the old one in place (its credential is revoked when
+// the new agent registers).
+package clusterimport

@@ -1,0 +1,365 @@
+package capi_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/capi"
+	"github.com/gitfleet/fleet/controllers/clusterimport"
+	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/test/framework"
+)
+
+func newBundle(name string, selector map[string]string) *fleet.Bundle {
+	GinkgoHelper()
+	b := &fleet.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: fleet.BundleSpec{
+			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\n"}},
+			Targets:   []fleet.BundleTarget{{Name: "sel", ClusterSelector: &metav1.LabelSelector{MatchLabels: selector}}},
+		},
+	}
+	Expect(admin.Create(ctx, b)).To(Succeed())
+	return b
+}
+
+// deployedTo tells whether bundle b has a BundleDeployment for cluster.
+func deployedTo(b *fleet.Bundle, cluster string) func() bool {
+	return func() bool {
+		err := admin.Get(ctx, types.NamespacedName{Namespace: names.ClusterNamespace(ns, cluster), Name: b.Name}, &fleet.BundleDeployment{})
+		return err == nil
+	}
+}
+
+// The specs build on each other (one enrolled cluster, then its agent, ...);
+// ContinueOnFailure runs the later ones even when one fails, so that one run
+// shows every problem.
+var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
+	var (
+		alpha     *clusterv1.Cluster
+		alphaUID  types.UID // the fleet Cluster's
+		k0        *kubelet
+		w0Local   client.Client
+		enrolled  time.Time
+		secretsAt time.Time
+	)
+
+	BeforeAll(func() {
+		w0Local = localClient(workloads[0])
+	})
+
+	It("does not enroll a cluster whose control plane is not initialized", func() {
+		alpha = createCAPICluster(capiCluster{name: "alpha", workload: workloads[0], class: "quick-start",
+			labels: map[string]string{"env": "dev", "tier": "web"}})
+		writeKubeconfigSecret(ns, "alpha", workloads[0], nil)
+		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionFalse, capi.ReasonWaitingForControlPlane))
+		Consistently(func() bool { _, err := getFleetCluster(ns, "alpha"); return apierrors.IsNotFound(err) }, 2*time.Second, 200*time.Millisecond).Should(BeTrue())
+		Expect(admin.Get(ctx, client.ObjectKeyFromObject(alpha), alpha)).To(Succeed())
+		Expect(alpha.Finalizers).NotTo(ContainElement(capi.Finalizer), "nothing to clean up yet")
+	})
+
+	It("enrolls it within seconds once initialized and installs the agent downstream", func() {
+		secretsAt = time.Now()
+		initialize(alpha)
+		var fc *fleet.Cluster
+		Eventually(func() error { var err error; fc, err = getFleetCluster(ns, "alpha"); return err }, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+		enrolled = time.Now()
+		alphaUID = fc.UID
+		Expect(metav1.IsControlledBy(fc, alpha)).To(BeTrue(), "owned by the Cluster API Cluster")
+		Expect(fc.Spec.KubeConfigSecret).To(Equal("alpha-kubeconfig"))
+		Expect(fc.Labels).To(Equal(map[string]string{"env": "dev", "tier": "web", capi.ClusterClassLabel: "quick-start"}))
+
+		uid := kubeSystemUID(workloads[0])
+		Eventually(imported(ns, "alpha"), 20*time.Second, 50*time.Millisecond).Should(Equal(clusterimport.ReasonApplied))
+		applied := time.Since(secretsAt)
+		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Secret{}, &corev1.ConfigMap{}} {
+			name := fleet.AgentName
+			if _, ok := obj.(*corev1.Secret); ok {
+				name = fleet.AgentBootstrapSecretName
+			}
+			Expect(w0Local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: name}, obj)).To(Succeed(), "%T %s downstream", obj, name)
+		}
+		cm := &corev1.ConfigMap{}
+		Expect(w0Local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}, cm)).To(Succeed())
+		cfg, err := agentinstall.ReadConfig(cm)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.ClientID).To(Equal(uid), "the identity is the workload's kube-system UID")
+		Expect(cfg.Labels).To(HaveKeyWithValue("env", "dev"))
+		Expect(cfg.CheckinInterval).To(Equal(checkinInterval.String()))
+
+		Expect(getFleetCluster(ns, "alpha")).To(HaveField("Spec.ClientID", uid))
+		Expect(agentReady(ns, "alpha")()).To(haveReason(metav1.ConditionFalse, capi.ReasonInstalling))
+		msg := fmt.Sprintf("Enrolled in %s, agent objects applied %s after the control plane was initialized",
+			enrolled.Sub(secretsAt).Round(time.Millisecond), applied.Round(time.Millisecond))
+		AddReportEntry("enroll-one", msg)
+		fmt.Println(msg)
+	})
+
+	It("registers the agent that runs from those objects onto the same Cluster", func() {
+		k0 = startKubelet(workloads[0], fleet.DefaultSystemNamespace)
+		Eventually(imported(ns, "alpha"), 60*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonAgentRegistered), func() string { return k0.Output() })
+		fc, err := getFleetCluster(ns, "alpha")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fc.UID).To(Equal(alphaUID), "the same Cluster object")
+		Expect(fc.Status.Agent.LastSeen.IsZero()).To(BeFalse())
+		Expect(clustersWithClientID(kubeSystemUID(workloads[0]))()).To(ConsistOf(ns+"/alpha"), "no second Cluster")
+		Expect(fc.Status.AgentDeployedGeneration).NotTo(BeNil())
+		Expect(fc.Status.APIServerURL).To(Equal(upstream.Config.Host))
+		Expect(fc.Status.APIServerCAHash).To(Equal(clusterimport.CAHash(upstream.Config.CAData)))
+
+		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, capi.ReasonRegistered))
+		Eventually(notFound(&fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.ImportToken("alpha")}}),
+			10*time.Second, 100*time.Millisecond).Should(BeTrue(), "the import token goes once the agent is registered")
+		err = w0Local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, &corev1.Secret{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the agent forgot the token: %v", err)
+		Expect(k0.Starts()).To(Equal(1))
+	})
+
+	It("targets Bundles by the labels copied from Cluster API and retargets when they change", func() {
+		dev := newBundle("dev-apps", map[string]string{"env": "dev"})
+		prod := newBundle("prod-apps", map[string]string{"env": "prod"})
+		byClass := newBundle("quick-start-apps", map[string]string{capi.ClusterClassLabel: "quick-start"})
+		Eventually(deployedTo(dev, "alpha"), 20*time.Second, 100*time.Millisecond).Should(BeTrue())
+		Eventually(deployedTo(byClass, "alpha"), 20*time.Second, 100*time.Millisecond).Should(BeTrue())
+		Expect(deployedTo(prod, "alpha")()).To(BeFalse())
+
+		By("relabelling the Cluster API Cluster: env changes, tier goes")
+		starts := k0.Starts()
+		Expect(admin.Get(ctx, client.ObjectKeyFromObject(alpha), alpha)).To(Succeed())
+		patch := client.MergeFrom(alpha.DeepCopy())
+		alpha.Labels = map[string]string{"env": "prod"}
+		Expect(admin.Patch(ctx, alpha, patch)).To(Succeed())
+		Eventually(func() map[string]string {
+			fc, _ := getFleetCluster(ns, "alpha")
+			return fc.Labels
+		}, 10*time.Second, 100*time.Millisecond).Should(Equal(map[string]string{"env": "prod", capi.ClusterClassLabel: "quick-start"}))
+		Eventually(deployedTo(prod, "alpha"), 20*time.Second, 100*time.Millisecond).Should(BeTrue())
+		Eventually(deployedTo(dev, "alpha"), 20*time.Second, 100*time.Millisecond).Should(BeFalse())
+		Expect(deployedTo(byClass, "alpha")()).To(BeTrue())
+
+		By("the agent's ConfigMap follows, without restarting the agent")
+		Eventually(func() map[string]string {
+			cm := &corev1.ConfigMap{}
+			if err := w0Local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}, cm); err != nil {
+				return nil
+			}
+			cfg, _ := agentinstall.ReadConfig(cm)
+			return cfg.Labels
+		}, 10*time.Second, 100*time.Millisecond).Should(HaveKeyWithValue("env", "prod"))
+		Consistently(k0.Starts, time.Second, 100*time.Millisecond).Should(Equal(starts))
+		Expect(imported(ns, "alpha")()).To(Equal(clusterimport.ReasonAgentRegistered))
+	})
+
+	It("reinstalls the agent when its Deployment is deleted downstream", func() {
+		starts := k0.Starts()
+		Expect(w0Local.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}})).To(Succeed())
+		deleted := time.Now()
+		Eventually(func() error {
+			return w0Local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}, &appsv1.Deployment{})
+		}, checkInterval+staleAfter, 100*time.Millisecond).Should(Succeed())
+		msg := fmt.Sprintf("Deleted agent Deployment reinstalled after %s (check interval %s)", time.Since(deleted).Round(time.Millisecond), checkInterval)
+		AddReportEntry("heal-deleted", msg)
+		fmt.Println(msg)
+		Eventually(k0.Starts, 10*time.Second, 100*time.Millisecond).Should(BeNumerically(">", starts))
+		Eventually(imported(ns, "alpha"), 30*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonAgentRegistered), func() string { return k0.Output() })
+		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, capi.ReasonRegistered))
+		Expect(clustersWithClientID(kubeSystemUID(workloads[0]))()).To(ConsistOf(ns + "/alpha"))
+	})
+
+	It("restarts an agent that stopped checking in", func() {
+		starts := k0.Starts()
+		k0.hang()
+		hung := time.Now()
+		By("the manager notices the silence and restarts the agent with a fresh token")
+		Eventually(k0.Starts, staleAfter+2*checkInterval+10*time.Second, 200*time.Millisecond).Should(BeNumerically(">", starts))
+		healed := time.Since(hung)
+		Eventually(imported(ns, "alpha"), 30*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonAgentRegistered), func() string { return k0.Output() })
+		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, capi.ReasonRegistered))
+		fc, err := getFleetCluster(ns, "alpha")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fc.UID).To(Equal(alphaUID))
+		msg := fmt.Sprintf("Hung agent restarted after %s (stale after %s)", healed.Round(time.Millisecond), staleAfter)
+		AddReportEntry("heal-stale", msg)
+		fmt.Println(msg)
+	})
+
+	It("adopts the Cluster of a workload cluster that registered by token before", func() {
+		w1Local := localClient(workloads[1])
+		By("registering workload-1 by token, as a person would")
+		tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig, "-g", ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(framework.ApplyYAML(ctx, w1Local, tokenYAML)).To(Succeed())
+		configYAML, err := framework.Run("fleet", "install", "agent-config", "-l", "legacy=yes")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(framework.ApplyYAML(ctx, w1Local, configYAML)).To(Succeed())
+		k1 := startKubelet(workloads[1], fleet.DefaultSystemNamespace)
+		uid := kubeSystemUID(workloads[1])
+		tokenCluster := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.ClusterForClientID(uid)}}
+		Eventually(func() error { return admin.Get(ctx, client.ObjectKeyFromObject(tokenCluster), tokenCluster) },
+			60*time.Second, 200*time.Millisecond).Should(Succeed(), func() string { return k1.Output() })
+		Expect(tokenCluster.Labels).To(HaveKeyWithValue("legacy", "yes"))
+		// Fully registered: the agent stored its credential and checks in.
+		Eventually(func() bool {
+			Expect(admin.Get(ctx, client.ObjectKeyFromObject(tokenCluster), tokenCluster)).To(Succeed())
+			return tokenCluster.Status.Agent.LastSeen.IsZero()
+		}, 30*time.Second, 100*time.Millisecond).Should(BeFalse(), func() string { return k1.Output() })
+		starts := k1.Starts()
+
+		By("enrolling it through Cluster API")
+		beta := createCAPICluster(capiCluster{name: "beta", workload: workloads[1], labels: map[string]string{"env": "staging"}})
+		initialize(beta)
+		writeKubeconfigSecret(ns, "beta", workloads[1], nil)
+		Eventually(notFound(tokenCluster), 30*time.Second, 100*time.Millisecond).Should(BeTrue(), "the token-registered Cluster is replaced")
+		Eventually(k1.Starts, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">", starts), "the install restarts the agent")
+		By("the restarted agent finds its credential revoked and registers again with the import token")
+		Eventually(func(g Gomega) {
+			out := k1.Output()
+			g.Expect(out).NotTo(ContainSubstring("panic:"),
+				"fleet-agent crashed re-registering after its stored credential was revoked (agent/registration attempt() logs err.Error() of the outer, nil err):\n%s", out)
+			g.Expect(imported(ns, "beta")()).To(Equal(clusterimport.ReasonAgentRegistered), out)
+		}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(clustersWithClientID(uid)()).To(ConsistOf(ns+"/beta"), "one Cluster per identity")
+		fc, err := getFleetCluster(ns, "beta")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fc.Labels).To(HaveKeyWithValue("legacy", "yes"), "labels of the adopted Cluster carry over")
+		Expect(fc.Labels).To(HaveKeyWithValue("env", "staging"))
+		Eventually(agentReady(ns, "beta"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, capi.ReasonRegistered))
+	})
+
+	It("reports a garbage kubeconfig on both Clusters and leaves the others alone", func() {
+		broken := createCAPICluster(capiCluster{name: "broken", workload: workloads[0]})
+		initialize(broken)
+		writeKubeconfigSecret(ns, "broken", workloads[0], []byte("this is: [not a kubeconfig"))
+		Eventually(func() *metav1.Condition { return importedCondition(ns, "broken") }, 20*time.Second, 100*time.Millisecond).
+			Should(haveReason(metav1.ConditionFalse, clusterimport.ReasonKubeconfigInvalid))
+		Eventually(agentReady(ns, "broken"), 10*time.Second, 100*time.Millisecond).Should(And(
+			haveReason(metav1.ConditionFalse, capi.ReasonFailed), HaveField("Message", ContainSubstring(clusterimport.ReasonKubeconfigInvalid))))
+		fmt.Println("Garbage kubeconfig:", agentReady(ns, "broken")().Message)
+		Consistently(imported(ns, "alpha"), 3*time.Second, 200*time.Millisecond).Should(Equal(clusterimport.ReasonAgentRegistered))
+
+		By("fixing the Secret fixes the import (Cluster API rotates it in place)")
+		secret := &corev1.Secret{}
+		Expect(admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "broken-kubeconfig"}, secret)).To(Succeed())
+		kc, err := kubeconfigFor(2)
+		Expect(err).NotTo(HaveOccurred())
+		secret.Data[fleet.KubeConfigSecretValueKey] = kc
+		Expect(admin.Update(ctx, secret)).To(Succeed())
+		Eventually(imported(ns, "broken"), 20*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonApplied))
+	})
+
+	It("reports a stopped API server as unreachable and leaves the others alone", func() {
+		// broken now points at workload-2, with its agent objects applied.
+		Expect(workloads[2].APIServer().Stop()).To(Succeed())
+		Eventually(func() *metav1.Condition { return importedCondition(ns, "broken") }, checkInterval+3*remoteTimeout+10*time.Second, 200*time.Millisecond).
+			Should(haveReason(metav1.ConditionFalse, clusterimport.ReasonClusterUnreachable))
+		Eventually(agentReady(ns, "broken"), 10*time.Second, 100*time.Millisecond).Should(And(
+			haveReason(metav1.ConditionFalse, capi.ReasonFailed), HaveField("Message", ContainSubstring(clusterimport.ReasonClusterUnreachable))))
+		fmt.Println("Stopped API server:", agentReady(ns, "broken")().Message)
+		Consistently(imported(ns, "alpha"), 3*time.Second, 200*time.Millisecond).Should(Equal(clusterimport.ReasonAgentRegistered))
+		Expect(agentReady(ns, "alpha")()).To(haveReason(metav1.ConditionTrue, capi.ReasonRegistered))
+	})
+
+	It("leaves a paused cluster alone", func() {
+		delta := createCAPICluster(capiCluster{name: "delta", workload: workloads[0], paused: true,
+			labels:      map[string]string{"env": "qa"},
+			annotations: map[string]string{capi.AgentNamespaceAnnotation: "fleet-delta", capi.ClientIDAnnotation: "delta"}})
+		initialize(delta)
+		writeKubeconfigSecret(ns, "delta", workloads[0], nil)
+		Consistently(func() bool { _, err := getFleetCluster(ns, "delta"); return apierrors.IsNotFound(err) }, 2*time.Second, 200*time.Millisecond).Should(BeTrue())
+		Expect(agentReady(ns, "delta")()).To(BeNil())
+
+		By("unpausing enrolls it")
+		setPaused(delta, false)
+		Eventually(imported(ns, "delta"), 20*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonApplied))
+		fc, err := getFleetCluster(ns, "delta")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fc.Spec.AgentNamespace).To(Equal("fleet-delta"))
+		Expect(fc.Spec.ClientID).To(Equal("delta"))
+		Expect(w0Local.Get(ctx, types.NamespacedName{Namespace: "fleet-delta", Name: fleet.AgentName}, &appsv1.Deployment{})).To(Succeed())
+
+		By("pausing freezes the labels")
+		setPaused(delta, true)
+		Expect(admin.Get(ctx, client.ObjectKeyFromObject(delta), delta)).To(Succeed())
+		patch := client.MergeFrom(delta.DeepCopy())
+		delta.Labels["env"] = "frozen"
+		Expect(admin.Patch(ctx, delta, patch)).To(Succeed())
+		Consistently(func() string { fc, _ := getFleetCluster(ns, "delta"); return fc.Labels["env"] }, 2*time.Second, 200*time.Millisecond).Should(Equal("qa"))
+		setPaused(delta, false)
+		Eventually(func() string { fc, _ := getFleetCluster(ns, "delta"); return fc.Labels["env"] }, 10*time.Second, 100*time.Millisecond).Should(Equal("frozen"))
+	})
+
+	It("leaves opted-out clusters alone, by label on the cluster or its namespace", func() {
+		eps := createCAPICluster(capiCluster{name: "epsilon", workload: workloads[0],
+			labels:      map[string]string{capi.EnrollLabel: "false"},
+			annotations: map[string]string{capi.AgentNamespaceAnnotation: "fleet-epsilon", capi.ClientIDAnnotation: "epsilon"}})
+		initialize(eps)
+		writeKubeconfigSecret(ns, "epsilon", workloads[0], nil)
+
+		const optOutNS = "capi-opted-out"
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: optOutNS, Labels: map[string]string{capi.EnrollLabel: "false"}}})).To(Succeed())
+		zeta := createCAPICluster(capiCluster{name: "zeta", namespace: optOutNS, workload: workloads[0],
+			annotations: map[string]string{capi.AgentNamespaceAnnotation: "fleet-zeta", capi.ClientIDAnnotation: "zeta"}})
+		initialize(zeta)
+		writeKubeconfigSecret(optOutNS, "zeta", workloads[0], nil)
+		Consistently(func() bool {
+			_, err1 := getFleetCluster(ns, "epsilon")
+			_, err2 := getFleetCluster(optOutNS, "zeta")
+			return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2)
+		}, 2*time.Second, 200*time.Millisecond).Should(BeTrue())
+		Expect(agentReady(ns, "epsilon")()).To(BeNil())
+		Expect(agentReady(optOutNS, "zeta")()).To(BeNil())
+
+		By("removing the namespace label enrolls its clusters")
+		nsObj := &corev1.Namespace{}
+		Expect(admin.Get(ctx, types.NamespacedName{Name: optOutNS}, nsObj)).To(Succeed())
+		delete(nsObj.Labels, capi.EnrollLabel)
+		Expect(admin.Update(ctx, nsObj)).To(Succeed())
+		Eventually(imported(optOutNS, "zeta"), 20*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonApplied))
+
+		By("opting out an enrolled cluster releases it and keeps its fleet Cluster")
+		Expect(admin.Get(ctx, client.ObjectKeyFromObject(zeta), zeta)).To(Succeed())
+		Expect(zeta.Finalizers).To(ContainElement(capi.Finalizer))
+		patch := client.MergeFrom(zeta.DeepCopy())
+		zeta.Labels = map[string]string{capi.EnrollLabel: "false"}
+		Expect(admin.Patch(ctx, zeta, patch)).To(Succeed())
+		Eventually(func() []string {
+			Expect(admin.Get(ctx, client.ObjectKeyFromObject(zeta), zeta)).To(Succeed())
+			return zeta.Finalizers
+		}, 10*time.Second, 100*time.Millisecond).ShouldNot(ContainElement(capi.Finalizer))
+		Eventually(agentReady(optOutNS, "zeta"), 10*time.Second, 100*time.Millisecond).Should(BeNil())
+		_, err := getFleetCluster(optOutNS, "zeta")
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("deletes the fleet Cluster with its Cluster API Cluster", func() {
+		Expect(admin.Delete(ctx, alpha)).To(Succeed())
+		Eventually(func() bool { _, err := getFleetCluster(ns, "alpha"); return apierrors.IsNotFound(err) }, 20*time.Second, 100*time.Millisecond).Should(BeTrue())
+		Eventually(notFound(&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha"}}), 10*time.Second, 100*time.Millisecond).Should(BeTrue())
+		Eventually(notFound(&fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.ImportToken("alpha")}}),
+			10*time.Second, 100*time.Millisecond).Should(BeTrue())
+		_, err := getFleetCluster(ns, "beta")
+		Expect(err).NotTo(HaveOccurred(), "other clusters stay")
+	})
+})
+
+func setPaused(c *clusterv1.Cluster, paused bool) {
+	GinkgoHelper()
+	Expect(admin.Patch(ctx, c, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"paused":%t}}`, paused)))).To(Succeed())
+}
+
+func kubeconfigFor(i int) ([]byte, error) {
+	return kubeconfig.FromREST(workloads[i].Config, workloads[i].Name)
+}
