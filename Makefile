@@ -63,6 +63,10 @@ test: test-deps controlplane vet ## Run go vet, unit tests and every envtest/Gin
 demo: controlplane build ## Bring up a manager and clusters on this machine
 	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(BIN)/fleet dev up
 
+.PHONY: demo-down
+demo-down: ## Stop what `make demo` started
+	$(BIN)/fleet dev down
+
 .PHONY: bench
 bench: controlplane ## Run the scale benchmarks (CLUSTERS, BUNDLES, EXPERIMENTS)
 	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(GO) run ./test/bench -clusters $(CLUSTERS) -bundles $(BUNDLES) -experiments $(EXPERIMENTS)

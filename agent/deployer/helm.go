@@ -226,10 +226,11 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, erro
 		}
 		return nil, err
 	}
-	if in.Options.CreateNamespace {
-		if err := d.ensureNamespace(ctx, key.Namespace, in.Options); err != nil {
-			return nil, err
-		}
+	// The release namespace is created when missing, as Fleet's agent does
+	// (repositories rely on defaultNamespace alone); namespaceLabels and
+	// namespaceAnnotations are applied to it.
+	if err := d.ensureNamespace(ctx, key.Namespace, in.Options); err != nil {
+		return nil, err
 	}
 	ac, err := d.actionConfig(ctx, key.Namespace, in.Options.ServiceAccount)
 	if err != nil {

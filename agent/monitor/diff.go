@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -25,6 +26,7 @@ var serverMetadata = []string{
 func Diff(desired, live *unstructured.Unstructured, patches []fleet.ComparePatch) (string, error) {
 	d := runtime.DeepCopyJSON(desired.Object)
 	l := runtime.DeepCopyJSON(live.Object)
+	normalizeSecret(d)
 	for _, doc := range []map[string]interface{}{d, l} {
 		delete(doc, "status")
 		if md, ok := doc["metadata"].(map[string]interface{}); ok {
@@ -68,6 +70,30 @@ func Diff(desired, live *unstructured.Unstructured, patches []fleet.ComparePatch
 	}
 	b, err := json.Marshal(patch)
 	return string(b), err
+}
+
+// normalizeSecret folds a desired Secret's stringData into data, as the API
+// server does when it stores it: stringData is write-only, so a live Secret
+// never shows it, and comparing it would report every such Secret modified.
+func normalizeSecret(obj map[string]interface{}) {
+	if obj["kind"] != "Secret" {
+		return
+	}
+	sd, ok := obj["stringData"].(map[string]interface{})
+	if !ok {
+		return
+	}
+	data, _ := obj["data"].(map[string]interface{})
+	if data == nil {
+		data = map[string]interface{}{}
+	}
+	for k, v := range sd {
+		if s, ok := v.(string); ok {
+			data[k] = base64.StdEncoding.EncodeToString([]byte(s))
+		}
+	}
+	obj["data"] = data
+	delete(obj, "stringData")
 }
 
 // patchMatches tells whether a compare patch is about the object: every

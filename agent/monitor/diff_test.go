@@ -131,3 +131,22 @@ func TestEvaluate(t *testing.T) {
 	g.Expect(res.ToDelete).To(ConsistOf(extra))
 	g.Expect(res.Resources).To(HaveLen(2))
 }
+
+func TestDiffSecretStringData(t *testing.T) {
+	g := NewWithT(t)
+	desired := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]interface{}{"name": "s"},
+		"stringData": map[string]interface{}{"token": "abc"},
+	}}
+	live := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]interface{}{"name": "s"},
+		"data": map[string]interface{}{"token": "YWJj"}, "type": "Opaque",
+	}}
+	patch, err := Diff(desired, live, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(patch).To(BeEmpty(), "stringData is stored as data")
+	live.Object["data"] = map[string]interface{}{"token": "eHl6"}
+	patch, err = Diff(desired, live, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(patch).To(ContainSubstring("token"))
+}

@@ -1,85 +1,158 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"syscall"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/controllers"
-	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/internal/devenv"
+	"github.com/gitfleet/fleet/internal/kubeconfig"
 )
 
 type devOptions struct {
-	dir string
+	dir, bin, examples string
+	timeout            time.Duration
 }
 
 func newDev() *cobra.Command {
 	o := &devOptions{}
-	cmd := &cobra.Command{Use: "dev", Short: "Run fleet locally, with real API servers and no Kubernetes cluster"}
+	cmd := &cobra.Command{Use: "dev", Short: "Run fleet locally, with real API servers and no Kubernetes cluster or Docker"}
+	cmd.PersistentFlags().StringVar(&o.dir, "dir", ".demo", "where kubeconfigs, logs and state are kept")
 	up := &cobra.Command{
 		Use:   "up",
-		Short: "Start a manager control plane (kube-apiserver and etcd) with the CRDs and run the manager against it, until interrupted",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDevUp(cmd, o)
-		},
+		Short: "Start a manager and two clusters (edge-1 by token, capi-1 through Cluster API), deploy the examples, print their state",
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runDevUp(cmd.Context(), cmd.OutOrStdout(), o) },
 	}
-	up.Flags().StringVar(&o.dir, "dir", ".demo", "where the kubeconfig and logs are written")
-	cmd.AddCommand(up)
+	up.Flags().StringVar(&o.bin, "bin", "bin", "directory with fleet, fleet-manager and fleet-agent")
+	up.Flags().StringVar(&o.examples, "examples", "config/examples", "directory committed into the demo's git repository")
+	up.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Stop everything `fleet dev up` started and remove its state",
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runDevDown(cmd.OutOrStdout(), o) },
+	}
+	cmd.AddCommand(up, down)
 	return cmd
 }
 
-func runDevUp(cmd *cobra.Command, o *devOptions) error {
-	out := cmd.OutOrStdout()
+func readState(dir string) (*devenv.State, error) {
+	b, err := os.ReadFile(devenv.StatePath(dir))
+	if err != nil {
+		return nil, err
+	}
+	st := &devenv.State{}
+	return st, json.Unmarshal(b, st)
+}
+
+func alive(pids []int) bool {
+	for _, pid := range pids {
+		if syscall.Kill(pid, 0) != nil {
+			return false
+		}
+	}
+	return len(pids) > 0
+}
+
+func runDevUp(ctx context.Context, out io.Writer, o *devOptions) error {
 	dir, err := filepath.Abs(o.dir)
 	if err != nil {
 		return err
 	}
-	logFile := filepath.Join(dir, "manager.log")
+	if st, err := readState(dir); err == nil {
+		if st.Ready && alive(st.PIDs) {
+			fmt.Fprintln(out, "The local fleet is already running:")
+			return printDev(ctx, out, st)
+		}
+		fmt.Fprintln(out, "==> Cleaning up an earlier, incomplete run")
+		devenv.Kill(st.PIDs)
+		removeAll(st, dir)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(logFile)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	ctrl.SetLogger(zap.New(zap.WriteTo(f)))
-
-	fmt.Fprintln(out, "Starting the manager's control plane (kube-apiserver and etcd; the first run builds them, about 5 minutes)")
-	cp, err := controlplane.Start(controlplane.Options{Name: "manager", Dir: filepath.Join(dir, "manager"), CAPI: true})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = cp.Stop() }()
-
-	ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	bin, _ := filepath.Abs(o.bin)
+	examples, _ := filepath.Abs(o.examples)
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- controllers.Run(ctx, cp.Config, controllers.RunOptions{
-			Options:     controllers.Options{APIServerURL: cp.Config.Host, APIServerCA: cp.Config.CAData},
-			MetricsAddr: "0",
-		})
-	}()
-	fmt.Fprintf(out, `
-The manager is running.
-  kubeconfig:  %s
-  manager log: %s
-Try:
-  kubectl --kubeconfig %[1]s get clusters,bundles,gitrepos -A
-  bin/fleet install agent-token -k %[1]s
-Press Ctrl-C to stop.
-`, cp.Kubeconfig, logFile)
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-errc:
+	start := time.Now()
+	env, err := devenv.Up(ctx, devenv.Options{Dir: dir, Bin: bin, Examples: examples, Progress: out})
+	if err != nil {
+		return fmt.Errorf("bringing the local fleet up: %w (logs in %s)", err, filepath.Join(dir, "logs"))
+	}
+	fmt.Fprintf(out, "==> Ready in %s\n\n", time.Since(start).Round(time.Second))
+	return printDev(ctx, out, &env.State)
+}
+
+func printDev(ctx context.Context, out io.Writer, st *devenv.State) error {
+	raw, err := os.ReadFile(st.Kubeconfigs["manager"])
+	if err != nil {
 		return err
 	}
+	cfg, err := kubeconfig.ToREST(raw)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+	if err != nil {
+		return err
+	}
+	clusters, bundles, err := devenv.ReadStatus(ctx, c)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tLABELS\tBUNDLES-READY\tSTATE")
+	for _, r := range clusters {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Labels, r.Bundles, r.State)
+	}
+	fmt.Fprintln(tw, "\nBUNDLE\tCLUSTERS-READY\tSTATE")
+	for _, r := range bundles {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, r.Clusters, r.State)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nKubeconfigs:\n")
+	for _, name := range []string{"manager", "edge-1", "capi-1"} {
+		fmt.Fprintf(out, "  %-8s %s\n", name, st.Kubeconfigs[name])
+	}
+	fmt.Fprintf(out, "Logs: %s\nTry: kubectl --kubeconfig %s get clusters,bundles -A\nStop: fleet dev down (make demo-down)\n",
+		st.Logs, st.Kubeconfigs["manager"])
+	return nil
+}
+
+func runDevDown(out io.Writer, o *devOptions) error {
+	dir, err := filepath.Abs(o.dir)
+	if err != nil {
+		return err
+	}
+	st, err := readState(dir)
+	if os.IsNotExist(err) {
+		fmt.Fprintln(out, "Nothing to stop: no local fleet in", dir)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Stopping %d processes\n", len(st.PIDs))
+	devenv.Kill(st.PIDs)
+	removeAll(st, dir)
+	return nil
+}
+
+func removeAll(st *devenv.State, dir string) {
+	for _, d := range st.TempDirs {
+		_ = os.RemoveAll(d)
+	}
+	_ = os.RemoveAll(dir)
 }

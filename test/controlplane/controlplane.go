@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -290,4 +291,43 @@ func (c *ControlPlane) cleanup() {
 	if c.tempDir {
 		_ = os.RemoveAll(c.dir)
 	}
+}
+
+// PIDs are the process IDs of this control plane's kube-apiserver and etcd,
+// found by the directories only they were started with.
+func (c *ControlPlane) PIDs() []int {
+	marks := c.TempDirs()
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for _, m := range marks {
+			if m != "" && strings.Contains(string(cmdline), m) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// TempDirs are the directories envtest made for etcd's data and the API
+// server's certificates; Stop removes them, a process kill does not.
+func (c *ControlPlane) TempDirs() []string {
+	cp := &c.env.ControlPlane
+	var dirs []string
+	if cp.Etcd != nil {
+		dirs = append(dirs, cp.Etcd.DataDir)
+	}
+	if cp.APIServer != nil {
+		dirs = append(dirs, cp.APIServer.CertDir)
+	}
+	return dirs
 }

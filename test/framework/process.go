@@ -17,20 +17,25 @@ type Process struct {
 	done chan struct{}
 }
 
-// Start runs a built binary in the background, logging to dir/name.log.
+// Start runs a built binary in the background, logging to dir/name.log. It
+// dies with this process.
 func Start(dir, logName, binary string, args ...string) (*Process, error) {
 	bin, err := Binary(binary)
 	if err != nil {
 		return nil, err
 	}
+	return start(dir, logName, &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, bin, args...)
+}
+
+func start(dir, logName string, attr *syscall.SysProcAttr, path string, args ...string) (*Process, error) {
 	logPath := filepath.Join(dir, logName+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, err
@@ -84,3 +89,10 @@ func (p *Process) Output() string {
 
 // PID is the process ID.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// StartPath runs the binary at path in the background, in a session of its
+// own so it outlives this process (the local environment's `fleet dev up`
+// exits and leaves it running); Stop or Kill end it.
+func StartPath(dir, logName, path string, args ...string) (*Process, error) {
+	return start(dir, logName, &syscall.SysProcAttr{Setsid: true}, path, args...)
+}

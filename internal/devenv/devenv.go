@@ -1,0 +1,413 @@
+package devenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/framework"
+)
+
+// Options configure the environment.
+type Options struct {
+	// Dir holds kubeconfigs, logs, the examples repository and the state.
+	Dir string
+	// Bin holds the fleet, fleet-manager and fleet-agent binaries.
+	Bin string
+	// Examples is the directory committed into the demo's git repository.
+	Examples string
+	// Progress receives one line per step.
+	Progress io.Writer
+}
+
+// State is what `fleet dev down` and a second `fleet dev up` need.
+type State struct {
+	// PIDs of every process started, the control planes' included.
+	PIDs []int `json:"pids"`
+	// Kubeconfigs by cluster name (manager, edge-1, capi-1).
+	Kubeconfigs map[string]string `json:"kubeconfigs"`
+	Logs        string            `json:"logs"`
+	// TempDirs are the control planes' etcd data and certificates.
+	TempDirs []string `json:"tempDirs"`
+	Ready    bool     `json:"ready"`
+}
+
+// Env is a running environment.
+type Env struct {
+	opts     Options
+	State    State
+	Manager  *controlplane.ControlPlane
+	Clusters map[string]*controlplane.ControlPlane
+	Client   client.Client
+	procs    []*framework.Process
+}
+
+func (e *Env) step(format string, args ...interface{}) {
+	if e.opts.Progress != nil {
+		fmt.Fprintf(e.opts.Progress, "==> "+format+"\n", args...)
+	}
+}
+
+// StatePath is where the state of an environment in dir is kept.
+func StatePath(dir string) string { return filepath.Join(dir, "state.json") }
+
+func (e *Env) save() error {
+	b, err := json.MarshalIndent(e.State, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(StatePath(e.opts.Dir), b, 0o644)
+}
+
+// Up brings everything up and waits until both clusters and every example
+// bundle are Ready. On error what was started is stopped.
+func Up(ctx context.Context, o Options) (_ *Env, err error) {
+	e := &Env{opts: o, Clusters: map[string]*controlplane.ControlPlane{},
+		State: State{Kubeconfigs: map[string]string{}, Logs: filepath.Join(o.Dir, "logs")}}
+	if err := os.MkdirAll(e.State.Logs, 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			e.Down()
+		}
+	}()
+	for _, phase := range []func(context.Context) error{
+		e.startControlPlanes, e.startManager, e.registerEdge, e.enrollCAPI, e.createGitRepo, e.waitReady,
+	} {
+		if err := phase(ctx); err != nil {
+			return nil, err
+		}
+		if err := e.save(); err != nil {
+			return nil, err
+		}
+	}
+	e.State.Ready = true
+	return e, e.save()
+}
+
+func (e *Env) startControlPlanes(context.Context) error {
+	e.step("Starting 3 control planes (kube-apiserver + etcd): manager, edge-1, capi-1")
+	type spec struct {
+		name string
+		opts controlplane.Options
+	}
+	specs := []spec{
+		{"manager", controlplane.Options{CAPI: true}},
+		{"edge-1", controlplane.Options{NoCRDs: true}},
+		{"capi-1", controlplane.Options{NoCRDs: true}},
+	}
+	errs := make(chan error, len(specs))
+	cps := make([]*controlplane.ControlPlane, len(specs))
+	for i, s := range specs {
+		go func() {
+			s.opts.Name, s.opts.Dir = s.name, filepath.Join(e.opts.Dir, s.name)
+			var err error
+			cps[i], err = controlplane.Start(s.opts)
+			errs <- err
+		}()
+	}
+	var first error
+	for range specs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	for i, cp := range cps {
+		if cp == nil {
+			continue
+		}
+		e.State.Kubeconfigs[specs[i].name] = cp.Kubeconfig
+		e.State.PIDs = append(e.State.PIDs, cp.PIDs()...)
+		e.State.TempDirs = append(e.State.TempDirs, cp.TempDirs()...)
+		if i == 0 {
+			e.Manager = cp
+		} else {
+			e.Clusters[specs[i].name] = cp
+		}
+	}
+	if first != nil {
+		return first
+	}
+	var err error
+	e.Client, err = e.Manager.Client(controllers.Scheme())
+	return err
+}
+
+func (e *Env) start(name, binary string, args ...string) error {
+	p, err := framework.StartPath(e.State.Logs, name, filepath.Join(e.opts.Bin, binary), args...)
+	if err != nil {
+		return err
+	}
+	e.procs = append(e.procs, p)
+	e.State.PIDs = append(e.State.PIDs, p.PID())
+	return nil
+}
+
+func (e *Env) startManager(context.Context) error {
+	e.step("Starting fleet-manager (log: %s)", filepath.Join(e.State.Logs, "fleet-manager.log"))
+	ca := filepath.Join(e.opts.Dir, "manager", "ca.crt")
+	if err := os.WriteFile(ca, e.Manager.Config.CAData, 0o644); err != nil {
+		return err
+	}
+	return e.start("fleet-manager", "fleet-manager", "--kubeconfig", e.Manager.Kubeconfig,
+		"--api-server-url", e.Manager.Config.Host, "--api-server-ca-file", ca,
+		"--webhook-bind-address", "", "--metrics-bind-address", "0")
+}
+
+// registerEdge does what a person does for an edge cluster: print the
+// agent-token and agent-config manifests, apply them, and let the agent run.
+func (e *Env) registerEdge(ctx context.Context) error {
+	e.step("Registering edge-1 by token: fleet install agent-token | apply; fleet install agent-config -l env=edge | apply")
+	cp := e.Clusters["edge-1"]
+	local, err := cp.Client(nil)
+	if err != nil {
+		return err
+	}
+	fleetBin := filepath.Join(e.opts.Bin, "fleet")
+	for _, args := range [][]string{
+		{"install", "agent-config", "-l", "env=edge"},
+		{"install", "agent-token", "-k", e.Manager.Kubeconfig},
+	} {
+		out, err := exec.CommandContext(ctx, fleetBin, args...).Output()
+		if err != nil {
+			return fmt.Errorf("fleet %v: %w", args, stderrOf(err))
+		}
+		if err := framework.ApplyYAML(ctx, local, out); err != nil {
+			return err
+		}
+	}
+	return e.start("agent-edge-1", "fleet-agent", "--kubeconfig", cp.Kubeconfig, "--namespace", fleet.DefaultSystemNamespace)
+}
+
+// enrollCAPI writes what Cluster API writes for a new cluster: the Cluster,
+// its kubeconfig Secret, and, once "provisioned", controlPlaneInitialized.
+// The manager installs the agent into capi-1; the demo then runs it from the
+// objects it finds there, standing in for the kubelet.
+func (e *Env) enrollCAPI(ctx context.Context) error {
+	e.step("Enrolling capi-1 through Cluster API: Cluster object + capi-1-kubeconfig Secret")
+	cp := e.Clusters["capi-1"]
+	kc, err := kubeconfig.FromREST(cp.Config, "capi-1")
+	if err != nil {
+		return err
+	}
+	capi := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+		"metadata": map[string]interface{}{"name": "capi-1", "namespace": fleet.DefaultWorkspace, "labels": map[string]interface{}{"env": "capi"}},
+		"spec":     map[string]interface{}{"paused": false},
+	}}
+	if err := e.Client.Create(ctx, capi); err != nil {
+		return err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "capi-1-kubeconfig", Namespace: fleet.DefaultWorkspace,
+			Labels: map[string]string{"cluster.x-k8s.io/cluster-name": "capi-1"}},
+		Type: "cluster.x-k8s.io/secret",
+		Data: map[string][]byte{"value": kc},
+	}
+	if err := e.Client.Create(ctx, secret); err != nil {
+		return err
+	}
+	// The control plane comes up: Cluster API says so in status (a patch,
+	// as the manager may have added its finalizer meanwhile).
+	initialized := []byte(`{"status":{"initialization":{"controlPlaneInitialized":true}}}`)
+	if err := e.Client.Status().Patch(ctx, capi, client.RawPatch(types.MergePatchType, initialized)); err != nil {
+		return err
+	}
+
+	e.step("Waiting for the manager to install the agent into capi-1")
+	local, err := cp.Client(nil)
+	if err != nil {
+		return err
+	}
+	var agentNS string
+	if err := poll(ctx, 2*time.Minute, func() (bool, error) {
+		deps := &appsv1.DeploymentList{}
+		if err := local.List(ctx, deps, client.MatchingLabels{"app": fleet.AgentName}); err != nil {
+			return false, nil
+		}
+		for _, d := range deps.Items {
+			agentNS = d.Namespace
+			return true, nil
+		}
+		return false, nil
+	}); err != nil {
+		return fmt.Errorf("the agent was not installed into capi-1: %w (see %s)", err, filepath.Join(e.State.Logs, "fleet-manager.log"))
+	}
+	return e.start("agent-capi-1", "fleet-agent", "--kubeconfig", cp.Kubeconfig, "--namespace", agentNS)
+}
+
+func (e *Env) createGitRepo(ctx context.Context) error {
+	e.step("Creating a git repository from %s and a GitRepo pointing at it", e.opts.Examples)
+	repo := filepath.Join(e.opts.Dir, "examples.git")
+	if err := CommitTree(e.opts.Examples, repo); err != nil {
+		return err
+	}
+	return e.Client.Create(ctx, &fleet.GitRepo{
+		ObjectMeta: metav1.ObjectMeta{Name: "examples", Namespace: fleet.DefaultWorkspace},
+		Spec: fleet.GitRepoSpec{Repo: repo, Branch: "main", PollingInterval: &metav1.Duration{Duration: 5 * time.Second},
+			Targets: []fleet.GitTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}}},
+	})
+}
+
+func (e *Env) waitReady(ctx context.Context) error {
+	e.step("Waiting until both clusters and every example bundle are Ready")
+	last := ""
+	return poll(ctx, 3*time.Minute, func() (bool, error) {
+		clusters, bundles, err := e.Status(ctx)
+		if err != nil {
+			return false, nil
+		}
+		ready := len(clusters) == 2 && len(bundles) == 3
+		for _, c := range clusters {
+			ready = ready && c.Ready
+		}
+		for _, b := range bundles {
+			ready = ready && b.Ready
+		}
+		if line := Summary(clusters, bundles); line != last {
+			e.step("%s", line)
+			last = line
+		}
+		return ready, nil
+	})
+}
+
+// ClusterRow and BundleRow are what the demo's table shows.
+type ClusterRow struct {
+	Name, Labels, State, Bundles string
+	Ready                        bool
+}
+
+// BundleRow is one bundle's line.
+type BundleRow struct {
+	Name, Clusters, State string
+	Ready                 bool
+}
+
+// Status reads the clusters and bundles from the manager's API server.
+func (e *Env) Status(ctx context.Context) ([]ClusterRow, []BundleRow, error) {
+	return ReadStatus(ctx, e.Client)
+}
+
+// ReadStatus reads clusters and bundles of the default workspace.
+func ReadStatus(ctx context.Context, c client.Client) ([]ClusterRow, []BundleRow, error) {
+	clusters := &fleet.ClusterList{}
+	if err := c.List(ctx, clusters, client.InNamespace(fleet.DefaultWorkspace)); err != nil {
+		return nil, nil, err
+	}
+	bundles := &fleet.BundleList{}
+	if err := c.List(ctx, bundles, client.InNamespace(fleet.DefaultWorkspace)); err != nil {
+		return nil, nil, err
+	}
+	var cr []ClusterRow
+	for _, cl := range clusters.Items {
+		cr = append(cr, ClusterRow{Name: cl.Name, Labels: fmt.Sprint(cl.Labels), State: cl.Status.Display.State,
+			Bundles: cl.Status.Display.ReadyBundles, Ready: meta.IsStatusConditionTrue(cl.Status.Conditions, fleet.ConditionReady)})
+	}
+	var br []BundleRow
+	for _, b := range bundles.Items {
+		br = append(br, BundleRow{Name: b.Name, Clusters: b.Status.Display.ReadyClusters, State: b.Status.Display.State,
+			Ready: meta.IsStatusConditionTrue(b.Status.Conditions, fleet.ConditionReady) && b.Status.Summary.DesiredReady > 0})
+	}
+	return cr, br, nil
+}
+
+// Summary is a one-line progress report.
+func Summary(clusters []ClusterRow, bundles []BundleRow) string {
+	rc, rb := 0, 0
+	var waiting []string
+	for _, c := range clusters {
+		if c.Ready {
+			rc++
+		} else {
+			waiting = append(waiting, fmt.Sprintf("cluster %s %s", c.Name, c.State))
+		}
+	}
+	for _, b := range bundles {
+		if b.Ready {
+			rb++
+		} else {
+			waiting = append(waiting, fmt.Sprintf("bundle %s %s %s", b.Name, b.Clusters, b.State))
+		}
+	}
+	line := fmt.Sprintf("clusters ready %d/%d, bundles ready %d/%d", rc, len(clusters), rb, len(bundles))
+	if len(waiting) > 0 {
+		line += " (waiting: " + strings.Join(waiting, "; ") + ")"
+	}
+	return line
+}
+
+// Down stops every process of the environment.
+func (e *Env) Down() {
+	for _, p := range e.procs {
+		p.Stop()
+	}
+	if e.Manager != nil {
+		_ = e.Manager.Stop()
+	}
+	for _, cp := range e.Clusters {
+		_ = cp.Stop()
+	}
+}
+
+// Kill stops the processes recorded in a state file (SIGTERM, then SIGKILL).
+func Kill(pids []int) {
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+func poll(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func stderrOf(err error) error {
+	if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
+		return fmt.Errorf("%v: %s", err, ee.Stderr)
+	}
+	return err
+}
