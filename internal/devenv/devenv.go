@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -321,7 +322,7 @@ func ReadStatus(ctx context.Context, c client.Client) ([]ClusterRow, []BundleRow
 	}
 	var cr []ClusterRow
 	for _, cl := range clusters.Items {
-		cr = append(cr, ClusterRow{Name: cl.Name, Labels: fmt.Sprint(cl.Labels), State: cl.Status.Display.State,
+		cr = append(cr, ClusterRow{Name: cl.Name, Labels: labelString(cl.Labels), State: cl.Status.Display.State,
 			Bundles: cl.Status.Display.ReadyBundles, Ready: meta.IsStatusConditionTrue(cl.Status.Conditions, fleet.ConditionReady)})
 	}
 	var br []BundleRow
@@ -410,4 +411,17 @@ func stderrOf(err error) error {
 		return fmt.Errorf("%v: %s", err, ee.Stderr)
 	}
 	return err
+}
+
+func labelString(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + l[k]
+	}
+	return strings.Join(parts, ",")
 }
