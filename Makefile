@@ -58,6 +58,17 @@ test-deps: ## Install what the tests need beyond Go (git's http-backend serves a
 .PHONY: test
 test: test-deps controlplane vet ## Run go vet, unit tests and every envtest/Ginkgo suite against real API servers
 	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./... $(if $(GINKGO_ARGS),-args $(GINKGO_ARGS))
+	$(MAKE) fuzz FUZZTIME=5s
+
+# Each fuzz target runs for FUZZTIME on top of its seed corpus (which plain
+# `go test` already runs).
+FUZZTIME ?= 10s
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME
+	$(GO) test ./internal/bundlereader -run '^$$' -fuzz '^FuzzParseFleetYAML$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/bundlereader -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/target -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
 
 .PHONY: demo
 demo: controlplane build ## Bring up a manager and clusters on this machine
