@@ -113,6 +113,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := token.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the registration token controller: %w", err)
 	}
+	// The manager's cache is not started yet: write through a direct client.
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
+	if err := clusterregistration.EnsureContentReader(ctx, direct); err != nil {
+		return fmt.Errorf("creating the agents' ClusterRole: %w", err)
+	}
 	reg := &clusterregistration.Reconciler{
 		Client:                      mgr.GetClient(),
 		SystemRegistrationNamespace: o.SystemRegistrationNamespace(),

@@ -84,6 +84,21 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Complete(r)
 }
 
+// ContentReader is the ClusterRole every agent is bound to: get Contents (by
+// name; no list or watch). It is shared, so it is made once at start rather
+// than by each grant.
+func ContentReader() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: ContentReaderRole, Labels: map[string]string{fleet.ManagedLabel: "true"}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"contents"}, Verbs: []string{"get"}}},
+	}
+}
+
+// EnsureContentReader creates or corrects the shared ClusterRole.
+func EnsureContentReader(ctx context.Context, c client.Client) error {
+	return ensureObject(ctx, c, map[string]string{fleet.ManagedLabel: "true"}, ContentReader())
+}
+
 // IndexClientID adds the spec.clientID index on Clusters and registrations.
 func IndexClientID(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.Cluster{}, ClientIDIndex, func(o client.Object) []string {
@@ -263,10 +278,6 @@ func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 			ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRole},
 			Subjects:   subject,
-		},
-		&rbacv1.ClusterRole{
-			ObjectMeta: metav1.ObjectMeta{Name: ContentReaderRole},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"contents"}, Verbs: []string{"get"}}},
 		},
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: names.Limit(s.clusterNS+"-"+s.saName, names.MaxNameLength)},
