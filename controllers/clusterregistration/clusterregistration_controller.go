@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,9 +95,13 @@ func ContentReader() *rbacv1.ClusterRole {
 	}
 }
 
-// EnsureContentReader creates or corrects the shared ClusterRole.
+// EnsureContentReader creates or corrects the shared ClusterRole. Replicas
+// starting together race to create it: the loser reads it again and corrects it.
 func EnsureContentReader(ctx context.Context, c client.Client) error {
-	return ensureObject(ctx, c, map[string]string{fleet.ManagedLabel: "true"}, ContentReader())
+	raced := func(err error) bool { return apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) }
+	return retry.OnError(retry.DefaultRetry, raced, func() error {
+		return ensureObject(ctx, c, map[string]string{fleet.ManagedLabel: "true"}, ContentReader())
+	})
 }
 
 // IndexClientID adds the spec.clientID index on Clusters and registrations.

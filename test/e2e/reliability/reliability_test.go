@@ -16,7 +16,9 @@ import (
 	"github.com/gitfleet/fleet/test/framework"
 )
 
-const lease = 4 * time.Second
+// lease is short for a quick test, yet long enough that a leader on a loaded
+// CI machine renews in time (renew deadline = 2/3 of it).
+const lease = 6 * time.Second
 
 func startManager(name string, extra ...string) *framework.Process {
 	args := append([]string{"--kubeconfig", cp.Kubeconfig, "--api-server-url", cp.Config.Host,
@@ -27,8 +29,10 @@ func startManager(name string, extra ...string) *framework.Process {
 	return p
 }
 
+// isLeader tells whether p acquired the lease and still runs (a replica that
+// loses its lease exits).
 func isLeader(p *framework.Process) bool {
-	return strings.Contains(strings.ToLower(p.Output()), "successfully acquired lease")
+	return !p.Exited() && strings.Contains(strings.ToLower(p.Output()), "successfully acquired lease")
 }
 
 func clustersIn(ns string, n int, labels map[string]string) {
@@ -84,9 +88,12 @@ var _ = Describe("Leader election", Ordered, func() {
 		if isLeader(b) {
 			leader, standby = b, a
 		}
+		Expect(isLeader(leader)).To(BeTrue(), "one replica leads:\n%s", leader.Output())
+		Expect(standby.Exited()).To(BeFalse(), "the standby runs:\n%s", standby.Output())
 		leader.Kill()
 		killed := time.Now()
-		Eventually(func() bool { return isLeader(standby) }, 3*lease, 50*time.Millisecond).Should(BeTrue())
+		Eventually(func() bool { return isLeader(standby) }, 3*lease, 50*time.Millisecond).Should(BeTrue(),
+			func() string { return "the standby did not take over:\n" + standby.Output() })
 		took := time.Since(killed)
 		AddReportEntry("failover", took.String())
 		GinkgoWriter.Printf("Standby took over %s after the leader was killed (lease %s)\n", took, lease)
