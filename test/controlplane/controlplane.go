@@ -199,6 +199,11 @@ func Start(opts Options) (*ControlPlane, error) {
 		ControlPlaneStartTimeout: timeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	// etcd keeps its data in a directory of ours, so RestartEtcd finds it.
+	cp.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(cp.dir, "etcd")}
+	if err := os.MkdirAll(cp.env.ControlPlane.Etcd.DataDir, 0o700); err != nil {
+		return nil, err
+	}
 	apiServer := cp.env.ControlPlane.GetAPIServer()
 	for k, v := range opts.APIServerArgs {
 		apiServer.Configure().Set(k, v...)
@@ -290,7 +295,66 @@ func (c *ControlPlane) Stop() error {
 func (c *ControlPlane) cleanup() {
 	if c.tempDir {
 		_ = os.RemoveAll(c.dir)
+		return
 	}
+	_ = os.RemoveAll(filepath.Join(c.dir, "etcd"))
+}
+
+// RestartAPIServer stops the kube-apiserver, keeps it down until down has
+// passed, and starts it again on the same address with the same certificates
+// and service account keys, so every client's credentials stay valid.
+// envtest removes the certificate directory it generated on Stop and would
+// make a new CA on Start: a copy of the directory keeps the identity.
+func (c *ControlPlane) RestartAPIServer(down time.Duration) error {
+	api := c.APIServer()
+	certs, err := os.MkdirTemp(c.dir, "apiserver-certs-")
+	if err != nil {
+		return err
+	}
+	if err := copyDir(api.CertDir, certs); err != nil {
+		return fmt.Errorf("keeping the API server's certificates: %w", err)
+	}
+	start := time.Now()
+	if err := api.Stop(); err != nil && !strings.Contains(err.Error(), "timeout waiting for process kube-apiserver to stop") {
+		// kube-apiserver drains its watches for longer than envtest waits;
+		// envtest then kills it, which is an outage all the same.
+		return fmt.Errorf("stopping the API server of %s: %w", c.Name, err)
+	}
+	api.CertDir = certs
+	time.Sleep(down - time.Since(start))
+	return api.Start()
+}
+
+// RestartEtcd stops etcd, keeps it down until down has passed, and starts it
+// again on the same address with the same data.
+func (c *ControlPlane) RestartEtcd(down time.Duration) error {
+	etcd := c.env.ControlPlane.Etcd
+	start := time.Now()
+	if err := etcd.Stop(); err != nil {
+		return fmt.Errorf("stopping etcd of %s: %w", c.Name, err)
+	}
+	time.Sleep(down - time.Since(start))
+	return etcd.Start()
+}
+
+func copyDir(from, to string) error {
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PIDs are the process IDs of this control plane's kube-apiserver and etcd,

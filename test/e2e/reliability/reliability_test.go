@@ -66,6 +66,11 @@ var _ = Describe("Leader election", Ordered, func() {
 	var a, b *framework.Process
 
 	BeforeAll(func() { clustersIn(ns, 3, nil) })
+	AfterAll(func() { // the next specs run managers of their own
+		for _, m := range managers {
+			m.Stop()
+		}
+	})
 
 	It("runs one leader that works while the other replica waits", func() {
 		a, b = startManager("manager-a"), startManager("manager-b")

@@ -1,0 +1,175 @@
+package reliability_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
+	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/test/simagent"
+)
+
+// The manager's API server and etcd go away while a hundred agents work and
+// git keeps changing: every agent resumes and every change made meanwhile
+// arrives, without restarting anything but the component that failed.
+var _ = Describe("Outages of the manager's API server and etcd", Ordered, func() {
+	const agents = 100
+	var (
+		repo   *gittest.Repo
+		mgr    *framework.Process
+		sims   []*simagent.Agent
+		cancel context.CancelFunc
+		round  int
+	)
+
+	// commit changes the one ConfigMap of the repository.
+	commit := func() string {
+		round++
+		hash, err := repo.Commit(fmt.Sprintf("round %d", round), map[string]string{
+			"app/cm.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {round: \"%d\"}\n", round),
+		})
+		Expect(err).NotTo(HaveOccurred())
+		return hash
+	}
+
+	// converged checks that the GitRepo is at commit and that every agent
+	// applied and reported the deployment built from it.
+	converged := func(hash string) func(Gomega) {
+		return func(g Gomega) {
+			gr := &fleet.GitRepo{}
+			g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: fleet.DefaultWorkspace, Name: "outage"}, gr)).To(Succeed())
+			g.Expect(gr.Status.Commit).To(Equal(hash))
+			b := &fleet.Bundle{}
+			g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: fleet.DefaultWorkspace, Name: "outage-app"}, b)).To(Succeed())
+			g.Expect(b.Spec.Resources).NotTo(BeEmpty())
+			g.Expect(b.Spec.Resources[0].Content).To(ContainSubstring(fmt.Sprintf("round: \"%d\"", round)))
+			list := &fleet.BundleDeploymentList{}
+			g.Expect(admin.List(ctx, list, client.MatchingLabels{fleet.BundleNameLabel: "outage-app"})).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(agents))
+			ids := map[string]bool{}
+			for _, bd := range list.Items {
+				g.Expect(bd.Status.AppliedDeploymentID).To(Equal(bd.Spec.DeploymentID), "%s applied", bd.Namespace)
+				g.Expect(bd.Status.Ready).To(BeTrue())
+				ids[bd.Spec.DeploymentID] = true
+			}
+			g.Expect(ids).To(HaveLen(1), "every cluster runs the same deployment")
+		}
+	}
+
+	// checkedInSince checks that every agent checked in after t.
+	checkedInSince := func(t time.Time) func(Gomega) {
+		return func(g Gomega) {
+			list := &fleet.ClusterList{}
+			g.Expect(admin.List(ctx, list, client.InNamespace(fleet.DefaultWorkspace), client.MatchingLabels{"outage": "true"})).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(agents))
+			for _, c := range list.Items {
+				g.Expect(c.Status.Agent.LastSeen.Time).To(BeTemporally(">", t), "%s checked in again", c.Name)
+			}
+		}
+	}
+
+	BeforeAll(func() {
+		root := GinkgoT().TempDir()
+		var err error
+		repo, err = gittest.NewRepo(root+"/outage", "main")
+		Expect(err).NotTo(HaveOccurred())
+		first := commit()
+		server := gittest.NewServer(root)
+		DeferCleanup(server.Close)
+
+		// One manager without leader election: it has to ride the outage out
+		// in process (with leader election it would exit and be restarted).
+		mgr, err = framework.Start(logDir, "outage-manager", "fleet-manager", "--kubeconfig", cp.Kubeconfig,
+			"--api-server-url", cp.Config.Host, "--webhook-bind-address", "")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(mgr.Stop)
+
+		tokenCtx, cancelToken := context.WithTimeout(ctx, time.Minute)
+		defer cancelToken()
+		_, boot, err := agentinstall.CreateToken(tokenCtx, admin, agentinstall.TokenOptions{Namespace: fleet.DefaultWorkspace, Name: "outage"})
+		Expect(err).NotTo(HaveOccurred())
+		boot.APIServerURL, boot.APIServerCA = cp.Config.Host, string(cp.Config.CAData)
+		host, err := simagent.HostClient(cp.Config)
+		Expect(err).NotTo(HaveOccurred())
+		sims, _, err = simagent.RegisterAll(ctx, host, agents, boot, func(int) map[string]string { return map[string]string{"outage": "true"} })
+		Expect(err).NotTo(HaveOccurred())
+		var runCtx context.Context
+		runCtx, cancel = context.WithCancel(ctx)
+		DeferCleanup(func() { cancel() })
+		for _, a := range sims {
+			go a.Run(runCtx)
+			go func() { // check in every 2 seconds, as long as the spec runs
+				for runCtx.Err() == nil {
+					_ = a.Beat(runCtx)
+					select {
+					case <-runCtx.Done():
+					case <-time.After(2 * time.Second):
+					}
+				}
+			}()
+		}
+
+		Expect(admin.Create(ctx, &fleet.GitRepo{
+			ObjectMeta: metav1.ObjectMeta{Name: "outage", Namespace: fleet.DefaultWorkspace},
+			Spec: fleet.GitRepoSpec{
+				Repo: server.RepoURL("outage"), Branch: "main", Paths: []string{"app"},
+				PollingInterval: &metav1.Duration{Duration: time.Second},
+				Targets: []fleet.GitTarget{{Name: "outage", ClusterSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"outage": "true"}}}},
+			},
+		})).To(Succeed())
+		Eventually(converged(first), 2*time.Minute, time.Second).Should(Succeed(), "manager log:\n%s", mgr.Output())
+	})
+
+	It("resumes every agent after the API server was down for a minute, with the change pushed meanwhile", func() {
+		stopped := time.Now()
+		restarted := make(chan error, 1)
+		go func() { restarted <- cp.RestartAPIServer(time.Minute) }()
+		time.Sleep(5 * time.Second)
+		hash := commit() // pushed while the API server is down
+		Expect(<-restarted).To(Succeed())
+		back := time.Now()
+		GinkgoWriter.Printf("The API server was down for %s\n", back.Sub(stopped).Round(time.Second))
+
+		Eventually(converged(hash), 3*time.Minute, time.Second).Should(Succeed(), "manager log:\n%s", tailOf(mgr))
+		Eventually(checkedInSince(back), time.Minute, time.Second).Should(Succeed())
+		GinkgoWriter.Printf("Every agent applied the commit pushed during the outage %s after the API server was back\n",
+			time.Since(back).Round(time.Second))
+		Expect(mgr.Exited()).To(BeFalse(), "the manager rode the outage out")
+	})
+
+	It("resumes after etcd was restarted, with the change pushed meanwhile", func() {
+		stopped := time.Now()
+		restarted := make(chan error, 1)
+		go func() { restarted <- cp.RestartEtcd(15 * time.Second) }()
+		time.Sleep(3 * time.Second)
+		hash := commit()
+		Expect(<-restarted).To(Succeed())
+		back := time.Now()
+		GinkgoWriter.Printf("etcd was down for %s\n", back.Sub(stopped).Round(time.Second))
+
+		Eventually(converged(hash), 3*time.Minute, time.Second).Should(Succeed(), "manager log:\n%s", tailOf(mgr))
+		Eventually(checkedInSince(back), time.Minute, time.Second).Should(Succeed())
+		GinkgoWriter.Printf("Every agent applied the commit pushed while etcd was down %s after it was back\n",
+			time.Since(back).Round(time.Second))
+		Expect(mgr.Exited()).To(BeFalse())
+		Expect(admin.Get(ctx, client.ObjectKey{Name: fleet.DefaultWorkspace}, &corev1.Namespace{})).To(Succeed())
+	})
+})
+
+func tailOf(p *framework.Process) string {
+	out := p.Output()
+	if len(out) > 8000 {
+		out = out[len(out)-8000:]
+	}
+	return out
+}
