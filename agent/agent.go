@@ -33,6 +33,12 @@ type Options struct {
 	Resync time.Duration
 	// Workers is the number of BundleDeployments deployed at once (default 4).
 	Workers int
+	// LeaderElect makes this replica work only while it holds the Lease
+	// fleet-agent in Namespace; LeaseDuration (default 15s) and Identity
+	// (default hostname and a random suffix) tune it.
+	LeaderElect   bool
+	LeaseDuration time.Duration
+	Identity      string
 
 	checkinSet bool
 }
@@ -56,12 +62,20 @@ func configuredCheckin(ctx context.Context, local client.Client, namespace strin
 }
 
 // Run registers (or reuses the stored credential) and then keeps the agent's
-// loops running until ctx ends.
+// loops running until ctx ends; with LeaderElect, only while this replica
+// leads.
 func Run(ctx context.Context, o Options) error {
-	log := ctrl.LoggerFrom(ctx)
 	if o.Namespace == "" {
 		o.Namespace = fleet.DefaultSystemNamespace
 	}
+	if o.LeaderElect {
+		return runElected(ctx, o, func(ctx context.Context) error { return run(ctx, o) })
+	}
+	return run(ctx, o)
+}
+
+func run(ctx context.Context, o Options) error {
+	log := ctrl.LoggerFrom(ctx)
 	o.checkinSet = o.CheckinInterval > 0
 	if !o.checkinSet {
 		o.CheckinInterval = 15 * time.Minute

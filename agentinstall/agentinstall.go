@@ -225,7 +225,7 @@ func deployment(o Options, meta metav1.ObjectMeta) *appsv1.Deployment {
 						Name:            "agent",
 						Image:           image,
 						ImagePullPolicy: o.ImagePullPolicy,
-						Args:            []string{"--namespace=$(NAMESPACE)"},
+						Args:            []string{"--namespace=$(NAMESPACE)", "--leader-elect"},
 						Env:             env,
 						Resources:       ptr.Deref(o.Resources, corev1.ResourceRequirements{}),
 						SecurityContext: &corev1.SecurityContext{

@@ -66,6 +66,10 @@ type Options struct {
 	ImportStaleAfter time.Duration
 	// MaxConcurrentInstalls caps agent installs into imported clusters.
 	MaxConcurrentInstalls int
+	// ClusterOfflineAfter: a Cluster whose agent has not checked in for this
+	// long is shown Offline (default 45m; keep it above the agents'
+	// check-in interval).
+	ClusterOfflineAfter time.Duration
 }
 
 // SystemRegistrationNamespace is where credential secrets live.
@@ -162,7 +166,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := (&bundle.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the bundle controller: %w", err)
 	}
-	if err := (&cluster.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(mgr); err != nil {
+	if err := (&cluster.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, OfflineAfter: o.ClusterOfflineAfter}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
 	if err := (&clustergroup.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(mgr); err != nil {
@@ -194,8 +198,10 @@ func EnsureNamespaces(ctx context.Context, r client.Reader, w client.Writer, o O
 // RunOptions configure the manager process.
 type RunOptions struct {
 	Options
-	MetricsAddr     string
-	ProbeAddr       string
+	MetricsAddr string
+	ProbeAddr   string
+	// PprofAddr serves Go's profiles when set (e.g. "127.0.0.1:6060").
+	PprofAddr       string
 	LeaderElect     bool
 	LeaseDuration   time.Duration
 	ShutdownTimeout time.Duration
@@ -217,6 +223,7 @@ func Run(ctx context.Context, cfg *rest.Config, o RunOptions) error {
 		Scheme:                        Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "fleet-manager.fleet.cattle.io",
 		LeaderElectionNamespace:       o.systemNamespace(),

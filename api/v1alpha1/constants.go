@@ -89,6 +89,9 @@ const (
 	// ClusterStateWaitCheckIn is a Cluster's display state before its agent
 	// first checks in.
 	ClusterStateWaitCheckIn = "WaitCheckIn"
+	// ClusterStateOffline is a Cluster's display state when its agent has
+	// not checked in for a while.
+	ClusterStateOffline = "Offline"
 )
 
 // Condition types.

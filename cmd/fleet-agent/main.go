@@ -38,6 +38,8 @@ func main() {
 	f.DurationVar(&o.MaxBackoff, "max-backoff", 0, "longest wait between retries (default 1m)")
 	f.DurationVar(&o.Resync, "resync", 0, "how often every BundleDeployment is checked again without an event (default 5m; changes downstream are seen at once)")
 	f.IntVar(&o.Workers, "workers", 0, "number of BundleDeployments deployed at once (default 4)")
+	f.BoolVar(&o.LeaderElect, "leader-elect", false, "work only while holding the fleet-agent Lease in the system namespace (one of several replicas)")
+	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 0, "leader lease duration (default 15s)")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -31,10 +31,26 @@ import (
 // Finalizer makes deleting a Cluster delete its namespace and deployments.
 const Finalizer = "fleet.cattle.io/cluster"
 
+// DefaultOfflineAfter is how long a cluster's agent may stay silent before the
+// Cluster is shown Offline: three check-ins at the agent's default interval.
+const DefaultOfflineAfter = 45 * time.Minute
+
 // Reconciler keeps Cluster namespaces and status.
 type Reconciler struct {
 	Client  client.Client
 	Workers int
+	// OfflineAfter is how long an agent may go without checking in before
+	// its Cluster is Offline (default DefaultOfflineAfter).
+	OfflineAfter time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+func (r *Reconciler) offlineAfter() time.Duration {
+	if r.OfflineAfter > 0 {
+		return r.OfflineAfter
+	}
+	return DefaultOfflineAfter
 }
 
 // SetupWithManager registers the controller.
@@ -53,9 +69,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// CheckInPredicate passes spec, label and deletion changes and an agent's
-// first check-in, but not the heartbeats that follow, nor the manager's own
-// status writes.
+// CheckInPredicate passes spec, label and deletion changes, an agent's first
+// check-in and the check-in of an Offline cluster, but not the heartbeats
+// that follow, nor the manager's own status writes.
 func CheckInPredicate() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*fleet.Cluster), e.ObjectNew.(*fleet.Cluster)
@@ -63,7 +79,8 @@ func CheckInPredicate() predicate.Predicate {
 			!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 			!equality.Semantic.DeepEqual(o.Finalizers, n.Finalizers) ||
 			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
-			o.Status.Agent.LastSeen.IsZero() != n.Status.Agent.LastSeen.IsZero()
+			o.Status.Agent.LastSeen.IsZero() != n.Status.Agent.LastSeen.IsZero() ||
+			(n.Status.Display.State == fleet.ClusterStateOffline && !o.Status.Agent.LastSeen.Equal(&n.Status.Agent.LastSeen))
 	}}
 }
 
@@ -109,11 +126,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	before := cluster.DeepCopy()
-	ComputeStatus(cluster, ns, bds.Items)
-	if equality.Semantic.DeepEqual(before.Status, cluster.Status) {
-		return ctrl.Result{}, nil
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
 	}
-	return ctrl.Result{}, client.IgnoreNotFound(r.applyStatus(ctx, cluster))
+	ComputeStatus(cluster, ns, bds.Items, now, r.offlineAfter())
+	// Heartbeats do not wake this controller: it looks again when the
+	// cluster would turn Offline without one.
+	var result ctrl.Result
+	if seen := cluster.Status.Agent.LastSeen; !seen.IsZero() && cluster.Status.Display.State != fleet.ClusterStateOffline {
+		result.RequeueAfter = seen.Add(r.offlineAfter()).Sub(now) + time.Second
+	}
+	if equality.Semantic.DeepEqual(before.Status, cluster.Status) {
+		return result, nil
+	}
+	return result, client.IgnoreNotFound(r.applyStatus(ctx, cluster))
 }
 
 // FieldOwner is the field manager of the status fields this controller owns.
@@ -157,8 +184,10 @@ func (r *Reconciler) applyStatus(ctx context.Context, cluster *fleet.Cluster) er
 	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
 }
 
-// ComputeStatus sets a cluster's status from its BundleDeployments.
-func ComputeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeployment) {
+// ComputeStatus sets a cluster's status from its BundleDeployments, and marks
+// it Offline when its agent last checked in more than offlineAfter before now:
+// the statuses it reported may then be out of date.
+func ComputeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeployment, now time.Time, offlineAfter time.Duration) {
 	bds := make([]*fleet.BundleDeployment, len(items))
 	for i := range items {
 		bds[i] = &items[i]
@@ -175,6 +204,12 @@ func ComputeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeploy
 		st.Display.State = fleet.ClusterStateWaitCheckIn
 		cond = metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ClusterStateWaitCheckIn,
 			Message: "waiting for the agent to check in", ObservedGeneration: cluster.Generation}
+	case now.Sub(st.Agent.LastSeen.Time) > offlineAfter:
+		st.Display.State = fleet.ClusterStateOffline
+		cond = metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ClusterStateOffline,
+			Message: fmt.Sprintf("the agent has not checked in since %s (more than %s): the status of its deployments may be out of date",
+				st.Agent.LastSeen.UTC().Format(time.RFC3339), offlineAfter),
+			ObservedGeneration: cluster.Generation}
 	default:
 		st.Display.State = string(summary.WorstState(st.Summary))
 	}

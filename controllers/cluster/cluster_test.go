@@ -5,6 +5,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -31,15 +32,33 @@ func TestPredicates(t *testing.T) {
 	first := old.DeepCopy()
 	first.Status.Agent.LastSeen = metav1.Time{}
 	g.Expect(CheckInPredicate().Update(upd(first, beat))).To(BeTrue(), "the first check-in")
+	offline := old.DeepCopy()
+	offline.Status.Display.State = fleet.ClusterStateOffline
+	back := offline.DeepCopy()
+	back.Status.Agent.LastSeen = metav1.NewTime(time.Unix(300, 0))
+	g.Expect(CheckInPredicate().Update(upd(offline, back))).To(BeTrue(), "an Offline cluster checking in again")
 }
 
 func TestComputeStatus(t *testing.T) {
 	g := NewWithT(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	c := &fleet.Cluster{}
-	ComputeStatus(c, "ns", nil)
+	ComputeStatus(c, "ns", nil, now, time.Minute)
 	g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateWaitCheckIn))
-	c.Status.Agent.LastSeen = metav1.Now()
-	ComputeStatus(c, "ns", []fleet.BundleDeployment{{}})
+	c.Status.Agent.LastSeen = metav1.NewTime(now.Add(-time.Minute))
+	ComputeStatus(c, "ns", []fleet.BundleDeployment{{}}, now, time.Minute)
 	g.Expect(c.Status.Display.ReadyBundles).To(Equal("0/1"))
 	g.Expect(c.Status.Namespace).To(Equal("ns"))
+	g.Expect(c.Status.Display.State).NotTo(Equal(fleet.ClusterStateOffline), "silent for exactly the limit")
+
+	ComputeStatus(c, "ns", []fleet.BundleDeployment{{}}, now.Add(time.Second), time.Minute)
+	g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateOffline))
+	ready := meta.FindStatusCondition(c.Status.Conditions, fleet.ConditionReady)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(ready.Reason).To(Equal(fleet.ClusterStateOffline))
+	g.Expect(ready.Message).To(ContainSubstring("not checked in since 2026-01-02T03:03:05Z"))
+
+	c.Status.Agent.LastSeen = metav1.NewTime(now)
+	ComputeStatus(c, "ns", []fleet.BundleDeployment{{}}, now.Add(time.Second), time.Minute)
+	g.Expect(c.Status.Display.State).NotTo(Equal(fleet.ClusterStateOffline), "back after a check-in")
 }

@@ -38,11 +38,19 @@ type bdEvents struct{ adds, updates, deletes atomic.Int64 }
 
 func (e *bdEvents) total() int64 { return e.adds.Load() + e.updates.Load() + e.deletes.Load() }
 
+// pprofAddr, when set, is where the manager serves Go profiles.
+var pprofAddr string
+
 func startManager(cp *controlplane.ControlPlane) (*framework.Process, error) {
 	logDir, _ := os.MkdirTemp("", "fleet-bench-")
 	fmt.Fprintf(os.Stderr, "Starting fleet-manager (log in %s)\n", logDir)
-	return framework.Start(logDir, "manager", "fleet-manager", "--kubeconfig", cp.Kubeconfig,
-		"--api-server-url", cp.Config.Host, "--kube-api-qps", "5000", "--kube-api-burst", "10000", "--webhook-bind-address", "")
+	args := []string{"--kubeconfig", cp.Kubeconfig,
+		"--api-server-url", cp.Config.Host, "--kube-api-qps", "5000", "--kube-api-burst", "10000", "--webhook-bind-address", ""}
+	if pprofAddr != "" {
+		fmt.Fprintf(os.Stderr, "The manager serves profiles at http://%s/debug/pprof/\n", pprofAddr)
+		args = append(args, "--pprof-bind-address", pprofAddr)
+	}
+	return framework.Start(logDir, "manager", "fleet-manager", args...)
 }
 
 func watchBDs(ctx context.Context, f *fleetRun) error {

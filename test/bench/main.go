@@ -46,6 +46,7 @@ func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
 	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,fanout,register,ready,retarget,heartbeat (all = every one)")
+	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 	if err := run(*clusters, *bundles, *experiments); err != nil {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/test/framework"
 )
 
 const webDeployment = `apiVersion: apps/v1
@@ -62,7 +63,11 @@ var (
 var _ = Describe("The agent", Ordered, func() {
 	BeforeAll(func() {
 		dev = join(downstreams[0], "env=dev")
-		prod = join(downstreams[1], "env=prod")
+		// prod reaches the manager through a link the tests can cut.
+		link, err := framework.NewProxy(upstream.Config.Host)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(link.Close)
+		prod = joinVia(downstreams[1], link, "env=prod")
 	})
 	Context("deploying bundles", deploySpecs)
 	Context("surviving faults", faultSpecs)

@@ -11,13 +11,18 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/internal/summary"
+	"github.com/gitfleet/fleet/test/framework"
 )
 
 const slowStatefulSet = `apiVersion: apps/v1
@@ -55,6 +60,13 @@ func markStatefulSetReady(j *joined, ns, name string) error {
 	s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 1, ReadyReplicas: 1, CurrentReplicas: 1,
 		UpdatedReplicas: 1, AvailableReplicas: 1, CurrentRevision: name + "-1", UpdateRevision: name + "-1"}
 	return j.local.Status().Update(ctx, s)
+}
+
+// clusterState is the display state of a joined cluster's Cluster.
+func clusterState(j *joined) string {
+	c := &fleet.Cluster{}
+	Expect(admin.Get(ctx, client.ObjectKeyFromObject(j.cluster), c)).To(Succeed())
+	return c.Status.Display.State
 }
 
 func faultSpecs() {
@@ -111,6 +123,141 @@ func faultSpecs() {
 		}, 90*time.Second, 500*time.Millisecond).Should(Succeed(), "agent log:\n%s", tail(prod.agent))
 		prod.waitState("slow", fleet.Ready, 60*time.Second)
 		Expect(prod.agent.Output()).To(ContainSubstring("left pending"))
+	})
+
+	It("shows a cluster cut off from the manager Offline, leaves the others alone, and catches up when it is back", func() {
+		Eventually(func() string { return clusterState(prod) }, 30*time.Second, 250*time.Millisecond).ShouldNot(Equal(fleet.ClusterStateOffline))
+		By("cutting prod's link to the manager")
+		prod.link.Cut()
+		cut := time.Now()
+		restored := false
+		defer func() {
+			if !restored {
+				prod.link.Restore()
+			}
+		}()
+		newBundle("during-cut", fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "cut", CreateNamespace: true},
+			Resources: []fleet.BundleResource{res("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: made-during-cut}\ndata: {a: b}\n")},
+			Targets:   []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}},
+		})
+		dev.waitState("during-cut", fleet.Ready, 60*time.Second)
+		Eventually(func(g Gomega) {
+			c := &fleet.Cluster{}
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(prod.cluster), c)).To(Succeed())
+			g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateOffline))
+			ready := meta.FindStatusCondition(c.Status.Conditions, fleet.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Message).To(ContainSubstring("has not checked in since"))
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		GinkgoWriter.Printf("prod was shown Offline %s after the cut\n", time.Since(cut).Round(time.Second))
+		Expect(clusterState(dev)).NotTo(Equal(fleet.ClusterStateOffline), "the other cluster is unaffected")
+		Expect(configMap(prod, "cut", "made-during-cut")).To(BeNil(), "nothing reaches a cluster cut off")
+		Expect(prod.agent.Exited()).To(BeFalse(), "the agent waits out the cut; log:\n%s", tail(prod.agent))
+
+		By("restoring the link")
+		prod.link.Restore()
+		restored = true
+		back := time.Now()
+		prod.waitState("during-cut", fleet.Ready, 2*time.Minute)
+		Expect(configMap(prod, "cut", "made-during-cut")).NotTo(BeNil())
+		Eventually(func() string { return clusterState(prod) }, 60*time.Second, 250*time.Millisecond).ShouldNot(Equal(fleet.ClusterStateOffline))
+		GinkgoWriter.Printf("prod caught up %s after the link was restored\n", time.Since(back).Round(time.Second))
+		Expect(prod.agent.Exited()).To(BeFalse())
+	})
+
+	It("lets a cluster whose credential Secret was deleted re-register with a fresh token and keep its identity", func() {
+		old := dev.cred
+		cluster := dev.cluster.DeepCopy()
+		By("deleting the agent's credential downstream and restarting the agent")
+		Expect(dev.local.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+			Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}})).To(Succeed())
+		dev.agent.Stop()
+		dev.start()
+		Eventually(dev.agent.Output, 30*time.Second, 250*time.Millisecond).Should(
+			ContainSubstring("apply a registration token"), "the agent says what it needs")
+		Expect(dev.agent.Exited()).To(BeFalse(), "it waits for a token rather than crash-looping")
+
+		By("applying a fresh token")
+		dev.applyToken()
+		dev.waitRegistered()
+		Expect(dev.cluster.Name).To(Equal(cluster.Name), "the same Cluster")
+		Expect(dev.cluster.UID).To(Equal(cluster.UID))
+		Expect(dev.cred.ClusterNamespace).To(Equal(old.ClusterNamespace))
+		Expect(dev.cred.Token).NotTo(Equal(old.Token))
+		Eventually(func() error { return registration.Check(ctx, old) }, 30*time.Second, 250*time.Millisecond).Should(
+			MatchError(registration.ErrRejected), "the lost credential is revoked")
+		Expect(registration.Check(ctx, dev.cred)).To(Succeed())
+		boot := &corev1.Secret{}
+		Expect(apierrors.IsNotFound(dev.local.Get(ctx, types.NamespacedName{
+			Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, boot))).To(BeTrue(), "the token is forgotten again")
+
+		By("deploying with the new credential")
+		updateBundle("during-cut", func(b *fleet.Bundle) {
+			b.Spec.Resources[0].Content = strings.Replace(b.Spec.Resources[0].Content, "{a: b}", "{a: c}", 1)
+		})
+		Eventually(func() string {
+			cm := configMap(dev, "cut", "made-during-cut")
+			if cm == nil {
+				return ""
+			}
+			return cm.Data["a"]
+		}, 90*time.Second, 250*time.Millisecond).Should(Equal("c"), "agent log:\n%s", tail(dev.agent))
+		dev.waitState("during-cut", fleet.Ready, 60*time.Second)
+	})
+
+	It("runs one of two agent replicas with leader election; the other takes over when it dies or stops", func() {
+		const lease = 4 * time.Second
+		leading := func(p *framework.Process) bool {
+			return !p.Exited() && strings.Contains(p.Output(), "Leading: this replica runs the agent")
+		}
+		color := func(value string) {
+			GinkgoHelper()
+			updateBundle("during-cut", func(b *fleet.Bundle) {
+				b.Spec.Resources[0].Content = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: made-during-cut}\ndata: {a: " + value + "}\n"
+			})
+			Eventually(func() string {
+				cm := configMap(dev, "cut", "made-during-cut")
+				if cm == nil {
+					return ""
+				}
+				return cm.Data["a"]
+			}, 60*time.Second, 250*time.Millisecond).Should(Equal(value))
+		}
+		elect := []string{"--leader-elect", "--leader-elect-lease-duration", lease.String()}
+		dev.agent.Stop()
+		a, b := dev.startReplica(elect...), dev.startReplica(elect...)
+		Eventually(func() bool { return leading(a) || leading(b) }, 30*time.Second, 100*time.Millisecond).Should(BeTrue())
+		leader, standby := a, b
+		if leading(b) {
+			leader, standby = b, a
+		}
+		Eventually(standby.Output, 10*time.Second, 100*time.Millisecond).Should(ContainSubstring("Another replica runs the agent"))
+		Consistently(func() bool { return leading(standby) }, 2*lease, 200*time.Millisecond).Should(BeFalse(), "one works, the other waits")
+		color("leader-1")
+
+		By("killing the leading replica")
+		leader.Kill()
+		killed := time.Now()
+		Eventually(func() bool { return leading(standby) }, 3*lease, 50*time.Millisecond).Should(BeTrue(),
+			func() string { return "the standby did not take over:\n" + tail(standby) })
+		GinkgoWriter.Printf("The standby agent took over %s after the leader was killed (lease %s)\n", time.Since(killed), lease)
+		Expect(time.Since(killed)).To(BeNumerically("<", 2*lease))
+		color("leader-2")
+
+		By("stopping the leading replica gracefully: it gives the lease back")
+		next := dev.startReplica(elect...)
+		Eventually(next.Output, 10*time.Second, 100*time.Millisecond).Should(ContainSubstring("Another replica runs the agent"))
+		stopped := time.Now()
+		standby.Stop()
+		Expect(standby.Exited()).To(BeTrue())
+		Eventually(func() bool { return leading(next) }, 3*lease, 50*time.Millisecond).Should(BeTrue())
+		GinkgoWriter.Printf("After a graceful stop the next agent led in %s\n", time.Since(stopped))
+		Expect(time.Since(stopped)).To(BeNumerically("<", lease), "no wait for the lease to expire")
+		dev.agent = next
+		color("leader-3")
+		dev.waitState("during-cut", fleet.Ready, 60*time.Second)
 	})
 
 	It("measures the time from a BundleDeployment change to Ready for 50 bundles on one cluster", func() {

@@ -66,6 +66,8 @@ var _ = BeforeSuite(func() {
 		APIServerURL: upstream.Config.Host,
 		APIServerCA:  upstream.Config.CAData,
 		ContentGrace: 5 * time.Second,
+		// agents check in every 5s here: three missed check-ins
+		ClusterOfflineAfter: 15 * time.Second,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	GinkgoWriter.Printf("Logs of agents are in %s\n", logDir)

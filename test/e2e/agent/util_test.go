@@ -2,9 +2,6 @@ package agent_test
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/test/controlplane"
@@ -33,18 +31,23 @@ type joined struct {
 	cluster *fleet.Cluster
 	cred    *registration.Credential
 	starts  int
+	// link, when set, carries the agent's connections to the manager.
+	link *framework.Proxy
 }
 
 // join registers a downstream cluster exactly as a user would: print the
 // manifests with the CLI, apply them downstream, start the agent from them.
 func join(cp *controlplane.ControlPlane, labels ...string) *joined {
-	j := &joined{cp: cp}
+	return joinVia(cp, nil, labels...)
+}
+
+// joinVia joins a cluster whose agent reaches the manager through link.
+func joinVia(cp *controlplane.ControlPlane, link *framework.Proxy, labels ...string) *joined {
+	j := &joined{cp: cp, link: link}
 	var err error
 	j.local, err = cp.Client(registration.Scheme())
 	Expect(err).NotTo(HaveOccurred())
-	tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(framework.ApplyYAML(ctx, j.local, tokenYAML)).To(Succeed())
+	j.applyToken()
 	args := []string{"install", "agent-config"}
 	for _, l := range labels {
 		args = append(args, "-l", l)
@@ -57,14 +60,35 @@ func join(cp *controlplane.ControlPlane, labels ...string) *joined {
 	return j
 }
 
-func (j *joined) start() {
-	var err error
-	j.starts++
-	j.agent, err = framework.Start(logDir, fmt.Sprintf("agent-%s-%d", j.cp.Name, j.starts), "fleet-agent",
-		"--kubeconfig", j.cp.Kubeconfig, "--checkin-interval", "5s",
-		"--min-backoff", "100ms", "--max-backoff", "2s", "--resync", "30s")
+// applyToken applies a fresh registration token downstream, as printed by
+// `fleet install agent-token`.
+func (j *joined) applyToken() {
+	tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig)
 	Expect(err).NotTo(HaveOccurred())
-	agents = append(agents, j.agent)
+	Expect(framework.ApplyYAML(ctx, j.local, tokenYAML)).To(Succeed())
+	if j.link == nil {
+		return
+	}
+	boot := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}
+	Expect(j.local.Get(ctx, key, boot)).To(Succeed())
+	boot.Data[agentinstall.BootstrapAPIServerURLKey] = []byte(j.link.URL)
+	Expect(j.local.Update(ctx, boot)).To(Succeed())
+}
+
+func (j *joined) start() {
+	j.agent = j.startReplica()
+}
+
+// startReplica starts one more agent process for the cluster.
+func (j *joined) startReplica(extra ...string) *framework.Process {
+	j.starts++
+	args := append([]string{"--kubeconfig", j.cp.Kubeconfig, "--checkin-interval", "5s",
+		"--min-backoff", "100ms", "--max-backoff", "2s", "--resync", "30s"}, extra...)
+	p, err := framework.Start(logDir, fmt.Sprintf("agent-%s-%d", j.cp.Name, j.starts), "fleet-agent", args...)
+	Expect(err).NotTo(HaveOccurred())
+	agents = append(agents, p)
+	return p
 }
 
 func (j *joined) waitRegistered() {
@@ -162,50 +186,11 @@ func configMap(j *joined, ns, name string) *corev1.ConfigMap {
 }
 
 // restartUpstream stops the manager's kube-apiserver for down, then starts
-// it again on the same port with the same certificates and service account
-// keys, so that every client's credentials stay valid. envtest removes its
-// generated certificate directory on Stop and would generate new
-// certificates (a new CA) on Start; keeping a copy and pointing CertDir at it
-// is what makes a restart on the same identity possible.
+// it again with the same address and certificates.
 func restartUpstream(down time.Duration) {
-	api := upstream.APIServer()
-	backup, err := os.MkdirTemp("", "fleet-e2e-apiserver-certs-")
-	Expect(err).NotTo(HaveOccurred())
-	entries, err := os.ReadDir(api.CertDir)
-	Expect(err).NotTo(HaveOccurred())
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		Expect(copyFile(filepath.Join(api.CertDir, e.Name()), filepath.Join(backup, e.Name()))).To(Succeed())
-	}
 	start := time.Now()
-	if err := api.Stop(); err != nil {
-		// kube-apiserver drains its watches for longer than envtest waits;
-		// envtest then kills it, which is an outage all the same.
-		Expect(err).To(MatchError(ContainSubstring("timeout waiting for process kube-apiserver to stop")))
-	}
-	api.CertDir = backup
-	time.Sleep(down - time.Since(start))
+	Expect(upstream.RestartAPIServer(down)).To(Succeed())
 	GinkgoWriter.Printf("The manager's API server was down for %s\n", time.Since(start).Round(time.Second))
-	Expect(api.Start()).To(Succeed())
-}
-
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 func contains(s string, subs ...string) bool {
