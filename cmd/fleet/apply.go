@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -187,6 +188,11 @@ func applyBundle(ctx context.Context, c client.Client, want *fleet.Bundle) (stri
 		}
 		if err != nil {
 			return err
+		}
+		if owner := metav1.GetControllerOf(have); owner != nil && owner.Kind == "GitRepo" {
+			// The GitRepo would put its own spec back only at its next commit:
+			// until then the cluster would run what was applied by hand.
+			return fmt.Errorf("the Bundle is written by GitRepo %s: change it in git, or apply under another NAME", owner.Name)
 		}
 		if equality.Semantic.DeepEqual(have.Spec, want.Spec) && equality.Semantic.DeepEqual(have.Labels, want.Labels) {
 			result = "unchanged"

@@ -125,6 +125,7 @@ func IndexClientID(ctx context.Context, mgr ctrl.Manager) error {
 // scope is what the phases of one reconcile share.
 type scope struct {
 	reg        *fleet.ClusterRegistration
+	token      *fleet.ClusterRegistrationToken // the token the registration names
 	cluster    *fleet.Cluster
 	clusterNS  string
 	saName     string
@@ -145,10 +146,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.expireSecret(ctx, s)
 	}
 	if err := Validate(reg); err != nil {
-		// The agent cannot fix a request after the fact; it will see no
-		// credential and log that registration is pending.
-		ctrl.LoggerFrom(ctx).Info("Refusing cluster registration", "registration", klog.KObj(reg), "reason", err.Error())
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		return ctrl.Result{}, refuse(ctx, reg, err)
+	}
+	// The token is checked before anything is made for the request: a
+	// registration naming no token must leave no Cluster, namespace or RBAC.
+	tokenName := reg.Labels[fleet.RegistrationTokenLabel]
+	s.token = &fleet.ClusterRegistrationToken{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: reg.Namespace, Name: tokenName}, s.token); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, refuse(ctx, reg, fmt.Errorf("registration token %s/%s does not exist (expired or deleted)", reg.Namespace, tokenName))
+		}
+		return ctrl.Result{}, err
 	}
 	if controllerutil.AddFinalizer(reg, Finalizer) {
 		if err := r.Client.Update(ctx, reg); err != nil {
@@ -175,6 +183,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctrl.LoggerFrom(ctx).Info("Granted cluster registration", "registration", klog.KObj(reg), "cluster", klog.KObj(s.cluster))
 	return ctrl.Result{RequeueAfter: r.CredentialSecretTTL}, nil
+}
+
+// refuse ends the reconcile of a registration that is not granted. The agent
+// cannot fix a request after the fact; it will see no credential and log
+// that registration is pending.
+func refuse(ctx context.Context, reg *fleet.ClusterRegistration, why error) error {
+	ctrl.LoggerFrom(ctx).Info("Refusing cluster registration", "registration", klog.KObj(reg), "reason", why.Error())
+	return reconcile.TerminalError(why)
 }
 
 // Validate checks what an agent sent.
@@ -308,14 +324,7 @@ func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 // reconcileCredential mints the agent's token, writes the credential secret
 // and lets the registering token (and nothing else) read it.
 func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) error {
-	tokenName := s.reg.Labels[fleet.RegistrationTokenLabel]
-	token := &fleet.ClusterRegistrationToken{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.reg.Namespace, Name: tokenName}, token); err != nil {
-		if apierrors.IsNotFound(err) {
-			return reconcile.TerminalError(fmt.Errorf("registration token %s/%s does not exist (expired or deleted)", s.reg.Namespace, tokenName))
-		}
-		return err
-	}
+	token := s.token
 	bearer, err := satoken.Mint(ctx, r.Client, s.clusterNS, s.saName, r.CredentialLifetime)
 	if err != nil {
 		return err

@@ -10,10 +10,13 @@
 // fleet.cattle.io/repo-name and fleet.cattle.io/commit and owned by the
 // GitRepo, and the repo's Bundles that the commit no longer has are deleted.
 // When anything fails nothing is deleted: the last good Bundles stay
-// deployed, and the conditions say what went wrong. User-fixable errors (bad
-// fleet.yaml, missing branch, failed authentication) end the reconcile with
-// reconcile.TerminalError, and a timer keeps polling, so that a fix pushed to
-// git is found; transient ones are retried with backoff.
+// deployed, and the conditions say what went wrong; a commit in which the
+// paths hold no bundle at all is such a failure. A Bundle that is broken
+// itself (invalid targets) makes the GitRepo's Ready condition False.
+// User-fixable errors (bad fleet.yaml, missing branch, failed authentication)
+// end the reconcile with reconcile.TerminalError, and a timer keeps polling,
+// so that a fix pushed to git is found; transient ones are retried with
+// backoff.
 //
 // spec.paused still syncs, but marks the Bundles paused, so new commits are
 // not rolled out. spec.disablePolling leaves syncing to spec changes and the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -163,6 +164,17 @@ func (r *Reconciler) sync(ctx context.Context, repo *fleet.GitRepo, o gitfetch.O
 	bundles, err := bundlereader.Read(ctx, dir, repo.Spec.Paths, ro)
 	if err != nil {
 		return 0, fmt.Errorf("reading the bundles of commit %s: %w", shortSHA(commit), err)
+	}
+	if len(bundles) == 0 {
+		// As `fleet apply` does: an empty read is a mistake (a wrong path, a
+		// directory without fleet.yaml or manifests), not an order to delete
+		// every Bundle of the GitRepo.
+		paths := repo.Spec.Paths
+		if len(paths) == 0 {
+			paths = []string{"."}
+		}
+		return 0, userErrorf(ReasonInvalidBundle, "no bundle found in %s of commit %s: add a fleet.yaml or manifests",
+			strings.Join(paths, ", "), shortSHA(commit))
 	}
 	if err := r.applyBundles(ctx, repo, bundles); err != nil {
 		return 0, err

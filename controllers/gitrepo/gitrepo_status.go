@@ -27,6 +27,9 @@ const (
 	ReasonSecretMissing = "SecretNotFound"
 	ReasonReady         = "Ready"
 	ReasonNotReady      = "NotReady"
+	// ReasonBundleError: a Bundle of the GitRepo is broken itself, e.g. its
+	// targets are invalid.
+	ReasonBundleError = "BundleError"
 )
 
 // userError is an error in the GitRepo's spec or its Secrets, which only a
@@ -96,12 +99,16 @@ func acceptedCondition(pollErr, syncErr error, commit string) metav1.Condition {
 }
 
 // readyCondition is False with the message of the first False condition,
-// else False while some bundle deployment is not ready, else True.
+// else False with the error of a broken Bundle, else False while some bundle
+// deployment is not ready, else True.
 func readyCondition(conds []metav1.Condition, r rollup) metav1.Condition {
 	for _, t := range []string{fleet.ConditionAccepted, fleet.ConditionGitPolling} {
 		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse {
 			return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message}
 		}
+	}
+	if r.errBundle != "" {
+		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonBundleError, Message: r.message}
 	}
 	if !r.ready() {
 		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNotReady, Message: r.message}
@@ -117,11 +124,29 @@ type rollup struct {
 	// state is the worst state over the bundle deployments, "" with none.
 	state   fleet.BundleState
 	message string
+	// errBundle is the first Bundle, by name, that is broken itself
+	// (bundleError), and errMessage what its Ready condition says.
+	errBundle, errMessage string
 }
 
 func (r rollup) ready() bool {
-	s := r.summary
+	return r.errBundle == "" && summaryReady(r.summary)
+}
+
+func summaryReady(s fleet.BundleSummary) bool {
 	return s.Ready >= s.DesiredReady && s.NotReady+s.WaitApplied+s.ErrApplied+s.OutOfSync+s.Modified+s.Pending == 0
+}
+
+// bundleError returns the message of a Bundle's Ready condition when it is
+// False although none of its deployments is behind: the Bundle itself is
+// broken (invalid targets, Helm values that do not render for a cluster) and
+// may target nothing at all, so its summary alone would look ready.
+func bundleError(b *fleet.Bundle) (string, bool) {
+	c := meta.FindStatusCondition(b.Status.Conditions, fleet.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionFalse || !summaryReady(b.Status.Summary) {
+		return "", false
+	}
+	return c.Message, true
 }
 
 // rollupBundles sums the summaries of a GitRepo's Bundles. As in Fleet,
@@ -157,11 +182,17 @@ func rollupBundles(bundles []fleet.Bundle) rollup {
 		if st := worstState(s); st != "" && (r.state == "" || summary.Worse(st, r.state)) {
 			r.state, worstBundle = st, b.Name
 		}
+		if msg, broken := bundleError(&b); broken && r.errBundle == "" {
+			r.errBundle, r.errMessage = b.Name, msg
+		}
 	}
 	r.readyClusters = max(ready, 0)
-	if r.state != "" && r.state != fleet.Ready {
+	switch {
+	case r.errBundle != "":
+		r.message = fmt.Sprintf("Bundle %s: %s", r.errBundle, r.errMessage)
+	case r.state != "" && r.state != fleet.Ready:
 		r.message = fmt.Sprintf("%s(%d) [Bundle %s%s]", r.state, summary.Count(r.summary, r.state), worstBundle, firstMessage(bundles, worstBundle, r.state))
-	} else if !r.ready() {
+	case !r.ready():
 		r.message = fmt.Sprintf("%d/%d bundle deployments ready", r.summary.Ready, r.summary.DesiredReady)
 	}
 	return r
@@ -197,7 +228,7 @@ func display(conds []metav1.Condition, r rollup) fleet.GitRepoDisplay {
 		ReadyBundleDeployments: fmt.Sprintf("%d/%d", r.summary.Ready, r.summary.DesiredReady),
 		State:                  string(r.state),
 		Message:                r.message,
-		Error:                  r.state == fleet.ErrApplied,
+		Error:                  r.state == fleet.ErrApplied || r.errBundle != "",
 	}
 	for _, t := range []string{fleet.ConditionAccepted, fleet.ConditionGitPolling} {
 		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse {

@@ -115,11 +115,29 @@ func TestRollupBundles(t *testing.T) {
 	g.Expect(r.ready()).To(BeTrue())
 	g.Expect(r.state).To(Equal(fleet.Ready))
 	g.Expect(r.message).To(BeEmpty())
+
+	// A Bundle broken itself targets nothing, or fewer clusters than it
+	// should: its summary looks ready, its Ready condition does not.
+	notReady := bundle("n", fleet.BundleSummary{NotReady: 1, DesiredReady: 1})
+	notReady.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Message: "NotReady(1)"}}
+	r = rollupBundles([]fleet.Bundle{brokenBundle("z", "other"), bundle("a", fleet.BundleSummary{Ready: 2, DesiredReady: 2}),
+		brokenBundle("b", `invalid targets: target "x": clusterSelector: "Near" is not a valid label selector operator`), notReady})
+	g.Expect(r.ready()).To(BeFalse())
+	g.Expect(r.errBundle).To(Equal("b"), "the first broken bundle by name; a not-ready one is no broken one")
+	g.Expect(r.message).To(Equal(`Bundle b: invalid targets: target "x": clusterSelector: "Near" is not a valid label selector operator`))
+	g.Expect(r.state).To(Equal(fleet.NotReady))
+}
+
+func brokenBundle(name, msg string) fleet.Bundle {
+	b := bundle(name, fleet.BundleSummary{})
+	b.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: "Error", Message: msg}}
+	return b
 }
 
 func TestReadyConditionAndDisplay(t *testing.T) {
 	allReady := rollupBundles([]fleet.Bundle{bundle("a", fleet.BundleSummary{Ready: 2, DesiredReady: 2})})
 	notReady := rollupBundles([]fleet.Bundle{bundle("a", fleet.BundleSummary{Ready: 1, NotReady: 1, DesiredReady: 2})})
+	brokenRollup := rollupBundles([]fleet.Bundle{bundle("a", fleet.BundleSummary{Ready: 2, DesiredReady: 2}), brokenBundle("b", "invalid targets")})
 	ok := []metav1.Condition{
 		{Type: fleet.ConditionAccepted, Status: metav1.ConditionTrue},
 		{Type: fleet.ConditionGitPolling, Status: metav1.ConditionTrue},
@@ -140,6 +158,8 @@ func TestReadyConditionAndDisplay(t *testing.T) {
 			fleet.GitRepoDisplay{ReadyBundleDeployments: "1/2", State: "NotReady", Message: "NotReady(1) [Bundle a]"}},
 		"git error wins": {broken, allReady, metav1.ConditionFalse, "branch dev not found in R",
 			fleet.GitRepoDisplay{ReadyBundleDeployments: "2/2", State: "Ready", Message: "branch dev not found in R", Error: true}},
+		"broken bundle": {ok, brokenRollup, metav1.ConditionFalse, "Bundle b: invalid targets",
+			fleet.GitRepoDisplay{ReadyBundleDeployments: "2/2", State: "Ready", Message: "Bundle b: invalid targets", Error: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)

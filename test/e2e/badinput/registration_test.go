@@ -1,0 +1,342 @@
+package badinput_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/names"
+)
+
+// The workspace of the registration cases, apart from the healthy one.
+const regWS = "reg-ws"
+
+var (
+	validBoot   *agentinstall.Bootstrap // a token that works
+	expiredBoot *agentinstall.Bootstrap // a token whose TTL passed
+	revokedBoot *agentinstall.Bootstrap // a token that was deleted
+	victimCred  *registration.Credential
+	victim      *fleet.Cluster
+)
+
+// tokenClient acts with a registration token's rights, as an agent does.
+func tokenClient(b *agentinstall.Bootstrap) client.Client {
+	GinkgoHelper()
+	c, err := client.New(&rest.Config{Host: b.APIServerURL, BearerToken: b.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: []byte(b.APIServerCA)}, Timeout: 10 * time.Second},
+		client.Options{Scheme: registration.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// agentNamespace prepares, on the manager's own API server, what an agent's
+// cluster holds before it registers: the bootstrap Secret and the agent
+// ConfigMap with a fixed identity.
+func agentNamespace(ns string, b *agentinstall.Bootstrap, clientID string, labels map[string]string) {
+	GinkgoHelper()
+	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	Expect(admin.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fleet.AgentBootstrapSecretName},
+		Data: map[string][]byte{
+			agentinstall.BootstrapAPIServerURLKey:                []byte(b.APIServerURL),
+			agentinstall.BootstrapAPIServerCAKey:                 []byte(b.APIServerCA),
+			agentinstall.BootstrapTokenKey:                       []byte(b.Token),
+			agentinstall.BootstrapClusterNamespaceKey:            []byte(b.ClusterNamespace),
+			agentinstall.BootstrapSystemRegistrationNamespaceKey: []byte(b.SystemRegistrationNamespace),
+			agentinstall.BootstrapTokenNameKey:                   []byte(b.TokenName),
+		},
+	})).To(Succeed())
+	var l []string
+	for k, v := range labels {
+		l = append(l, fmt.Sprintf("%s: %s", k, v))
+	}
+	Expect(admin.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fleet.AgentName},
+		Data:       map[string]string{agentinstall.ConfigKey: fmt.Sprintf("clientID: %s\nlabels: {%s}\n", clientID, strings.Join(l, ", "))},
+	})).To(Succeed())
+}
+
+// register runs the agent's registration against the agent namespace ns
+// until it has a credential.
+func register(ns string) *registration.Credential {
+	GinkgoHelper()
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cred, err := registration.Ensure(rctx, registration.Options{Namespace: ns, Local: admin, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+	Expect(err).NotTo(HaveOccurred())
+	return cred
+}
+
+// agentLog runs the agent's registration for ns until its log says want,
+// then stops it, and returns the log.
+func agentLog(ns string, want ...string) string {
+	GinkgoHelper()
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	rctx, cancel := context.WithCancel(logr.NewContext(ctx, logger))
+	done := make(chan error, 1)
+	go func() {
+		_, err := registration.Ensure(rctx, registration.Options{Namespace: ns, Local: admin, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+		done <- err
+	}()
+	logs := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(lines, "\n")
+	}
+	Eventually(logs, timeout, poll).Should(containsAll(want...))
+	cancel()
+	Expect(<-done).To(MatchError(context.Canceled), "the agent got no credential")
+	return logs()
+}
+
+// identities lists the clientIDs of every Cluster and ClusterRegistration.
+func identities() []string {
+	GinkgoHelper()
+	var out []string
+	clusters := &fleet.ClusterList{}
+	Expect(admin.List(ctx, clusters)).To(Succeed())
+	for _, c := range clusters.Items {
+		out = append(out, "cluster "+c.Namespace+"/"+c.Name+" "+c.Spec.ClientID)
+	}
+	regs := &fleet.ClusterRegistrationList{}
+	Expect(admin.List(ctx, regs)).To(Succeed())
+	for _, r := range regs.Items {
+		out = append(out, "registration "+r.Namespace+"/"+r.Name+" "+r.Spec.ClientID)
+	}
+	return out
+}
+
+// withSignature replaces the signature of a JWT; withClaims replaces a
+// claim's value in its payload and keeps the signature.
+func withSignature(jwt string) string {
+	parts := strings.Split(jwt, ".")
+	parts[2] = base64.RawURLEncoding.EncodeToString([]byte("a signature nobody made"))
+	return strings.Join(parts, ".")
+}
+
+func withClaims(jwt, from, to string) string {
+	parts := strings.Split(jwt, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(payload)).To(ContainSubstring(from))
+	parts[1] = base64.RawURLEncoding.EncodeToString([]byte(strings.ReplaceAll(string(payload), from, to)))
+	return strings.Join(parts, ".")
+}
+
+func registrationSurface() {
+	BeforeAll(func() {
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: regWS}})).To(Succeed())
+		var err error
+		_, validBoot, err = agentinstall.CreateToken(ctx, admin, agentinstall.TokenOptions{Namespace: regWS, Name: "valid"})
+		must(err)
+		// A token whose TTL passes: issued with an hour, then cut to a second
+		// (issued with a second, it could expire before it is issued).
+		var expired *fleet.ClusterRegistrationToken
+		expired, expiredBoot, err = agentinstall.CreateToken(ctx, admin, agentinstall.TokenOptions{Namespace: regWS, Name: "expired", TTL: time.Hour})
+		must(err)
+		patch := client.MergeFrom(expired.DeepCopy())
+		expired.Spec.TTL = &metav1.Duration{Duration: time.Second}
+		Expect(admin.Patch(ctx, expired, patch)).To(Succeed())
+		var revoked *fleet.ClusterRegistrationToken
+		revoked, revokedBoot, err = agentinstall.CreateToken(ctx, admin, agentinstall.TokenOptions{Namespace: regWS, Name: "revoked"})
+		must(err)
+		Expect(admin.Delete(ctx, revoked)).To(Succeed())
+
+		agentNamespace("victim-agent", validBoot, "victim-id", map[string]string{"role": "victim"})
+		victimCred = register("victim-agent")
+		victim = &fleet.Cluster{}
+		Expect(admin.Get(ctx, types.NamespacedName{Namespace: regWS, Name: victimCred.ClusterName}, victim)).To(Succeed())
+		Expect(registration.Check(ctx, victimCred)).To(Succeed())
+
+		for _, name := range []string{"expired", "revoked"} {
+			Eventually(func() bool {
+				return notFound(&fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: regWS, Name: name}})
+			}, timeout, poll).Should(BeTrue(), "the manager deletes token %s", name)
+		}
+	})
+
+	DescribeTable("a bearer token the API server refuses (401), and the agent says why", func(bearer func() string) {
+		before := identities()
+		token := bearer()
+		c := tokenClient(&agentinstall.Bootstrap{APIServerURL: validBoot.APIServerURL, APIServerCA: validBoot.APIServerCA, Token: token})
+		err := c.Create(ctx, &fleet.ClusterRegistration{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: "valid"}},
+			Spec:       fleet.ClusterRegistrationSpec{ClientID: "intruder", ClientRandom: "0123456789abcdef0123"},
+		})
+		Expect(apierrors.IsUnauthorized(err)).To(BeTrue(), "want 401 Unauthorized, got %v", err)
+		By("The API server says: " + err.Error())
+
+		ns := fmt.Sprintf("agent-%d", CurrentSpecReport().LeafNodeLocation.LineNumber)
+		boot := *validBoot
+		boot.Token = token
+		agentNamespace(ns, &boot, "intruder", nil)
+		log := agentLog(ns, "the registration token was rejected (Unauthorized): it has expired or was revoked")
+		By("The agent says: " + log[:min(len(log), 400)])
+		Expect(identities()).To(Equal(before), "no Cluster and no registration were made")
+		expectUndisturbed()
+	},
+		Entry("garbage", func() string { return "not-a-token" }),
+		Entry("a forged JWT", func() string {
+			enc := base64.RawURLEncoding.EncodeToString
+			return enc([]byte(`{"alg":"RS256","kid":"forged"}`)) + "." +
+				enc([]byte(`{"iss":"https://kubernetes.default.svc.cluster.local","sub":"system:serviceaccount:reg-ws:valid"}`)) + "." + enc([]byte("sig"))
+		}),
+		Entry("a valid token with another signature", func() string { return withSignature(validBoot.Token) }),
+		Entry("a valid token with altered claims (another ServiceAccount)", func() string {
+			return withClaims(validBoot.Token, `"name":"valid"`, `"name":"victim"`)
+		}),
+		Entry("an expired token", func() string { return expiredBoot.Token }),
+		Entry("a token deleted by an admin", func() string { return revokedBoot.Token }),
+	)
+
+	DescribeTable("a token Secret with altered values registers nothing, and the agent says why", func(alter func(b *agentinstall.Bootstrap), want ...string) {
+		before := identities()
+		ns := fmt.Sprintf("altered-%d", CurrentSpecReport().LeafNodeLocation.LineNumber)
+		boot := *validBoot
+		alter(&boot)
+		agentNamespace(ns, &boot, "altered-"+ns, nil)
+		log := agentLog(ns, want...)
+		By("The agent says: " + log[:min(len(log), 400)])
+		Expect(identities()).To(Equal(before), "no Cluster and no registration were made")
+		expectUndisturbed()
+	},
+		Entry("clusterNamespace of another workspace", func(b *agentinstall.Bootstrap) { b.ClusterNamespace = ws },
+			"the registration token may not do this (Forbidden)"),
+		Entry("an empty token", func(b *agentinstall.Bootstrap) { b.Token = "" }, "the registration token is empty"),
+		Entry("an API server URL nobody answers on", func(b *agentinstall.Bootstrap) { b.APIServerURL = "https://" + freeAddr() },
+			"creating the cluster registration", "connection refused"),
+		Entry("an apiServerCA that is no certificate", func(b *agentinstall.Bootstrap) { b.APIServerCA = "not a certificate" },
+			"unable to load root certificates"),
+		Entry("the CA of another server", func(b *agentinstall.Bootstrap) {
+			other := httptest.NewTLSServer(nil)
+			other.Close()
+			b.APIServerCA = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: other.Certificate().Raw}))
+		}, "certificate signed by unknown authority"),
+	)
+
+	DescribeTable("a ClusterRegistration the manager refuses to grant", func(mutate func(*fleet.ClusterRegistration), why string) {
+		c := tokenClient(validBoot)
+		reg := &fleet.ClusterRegistration{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: validBoot.TokenName}},
+			Spec: fleet.ClusterRegistrationSpec{ClientID: fmt.Sprintf("refused-%d", CurrentSpecReport().LeafNodeLocation.LineNumber),
+				ClientRandom: "0123456789abcdef0123"},
+		}
+		mutate(reg)
+		Expect(c.Create(ctx, reg)).To(Succeed(), "the token may create registrations")
+		// A good registration made after it: once that one is granted, the
+		// manager has had its look at the bad one too.
+		control := &fleet.ClusterRegistration{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "control-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: validBoot.TokenName}},
+			Spec:       fleet.ClusterRegistrationSpec{ClientID: "control-" + reg.Name, ClientRandom: "0123456789abcdef0123"},
+		}
+		Expect(c.Create(ctx, control)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(control), control)).To(Succeed())
+			g.Expect(control.Status.Granted).To(BeTrue())
+		}, timeout, poll).Should(Succeed())
+		By("Refused because " + why)
+		Consistently(func(g Gomega) {
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+			g.Expect(reg.Status.Granted).To(BeFalse())
+			g.Expect(reg.Status.ClusterName).To(BeEmpty())
+		}, time.Second, 200*time.Millisecond).Should(Succeed())
+		clusters := &fleet.ClusterList{}
+		Expect(admin.List(ctx, clusters)).To(Succeed())
+		for _, cl := range clusters.Items {
+			Expect(cl.Spec.ClientID).NotTo(Equal(reg.Spec.ClientID), "no Cluster for the refused identity")
+		}
+		Expect(notFound(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemRegistrationNamespace,
+			Name: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}})).To(BeTrue(), "no credential")
+		Expect(registration.Check(ctx, victimCred)).To(Succeed(), "the victim's credential still works")
+		expectUndisturbed()
+	},
+		Entry("a clientRandom of 3 characters", func(r *fleet.ClusterRegistration) { r.Spec.ClientRandom = "abc" },
+			"spec.clientRandom must be 16 to 256 characters"),
+		Entry("a clientID of 300 characters", func(r *fleet.ClusterRegistration) { r.Spec.ClientID = strings.Repeat("x", 300) },
+			"spec.clientID must be set and at most 256 characters"),
+		Entry("no registration-token label", func(r *fleet.ClusterRegistration) { r.Labels = nil },
+			"the label naming the registration token is missing"),
+		Entry("a registration-token label naming no token", func(r *fleet.ClusterRegistration) {
+			r.Labels[fleet.RegistrationTokenLabel] = "no-such-token"
+		}, "registration token reg-ws/no-such-token does not exist"),
+		Entry("a clientID whose Cluster name another identity holds", func(r *fleet.ClusterRegistration) {
+			squatted := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: regWS, Name: names.ClusterForClientID("squatter")},
+				Spec: fleet.ClusterSpec{ClientID: "owner"}}
+			Expect(admin.Create(ctx, squatted)).To(Succeed())
+			r.Spec.ClientID = "squatter"
+			DeferCleanup(func() {
+				Expect(admin.Get(ctx, client.ObjectKeyFromObject(squatted), squatted)).To(Succeed())
+				Expect(squatted.Spec.ClientID).To(Equal("owner"), "the Cluster keeps its identity")
+			})
+		}, "cluster already belongs to another identity"),
+	)
+
+	It("grants a registration with another cluster's clientID onto that Cluster without handing out its credential", func() {
+		victimReg := &fleet.ClusterRegistration{}
+		regs := &fleet.ClusterRegistrationList{}
+		Expect(admin.List(ctx, regs, client.InNamespace(regWS))).To(Succeed())
+		for i := range regs.Items {
+			if regs.Items[i].Spec.ClientID == "victim-id" {
+				victimReg = &regs.Items[i]
+			}
+		}
+		Expect(victimReg.Name).NotTo(BeEmpty())
+		victimSecret := names.CredentialSecret("victim-id", victimReg.Spec.ClientRandom)
+
+		agentNamespace("intruder-agent", validBoot, "victim-id", map[string]string{"role": "intruder", "env": "prod"})
+		intruder := register("intruder-agent")
+
+		By("landing on the victim's Cluster, not a second one, and leaving its labels alone")
+		Expect(intruder.ClusterName).To(Equal(victim.Name))
+		clusters := &fleet.ClusterList{}
+		Expect(admin.List(ctx, clusters, client.InNamespace(regWS))).To(Succeed())
+		n := 0
+		for _, c := range clusters.Items {
+			if c.Spec.ClientID == "victim-id" {
+				n++
+				Expect(c.Labels).To(Equal(victim.Labels), "the intruder's labels are not applied")
+				Expect(c.UID).To(Equal(victim.UID))
+			}
+		}
+		Expect(n).To(Equal(1))
+
+		By("not letting the token read the victim's credential Secret")
+		err := tokenClient(validBoot).Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemRegistrationNamespace, Name: victimSecret}, &corev1.Secret{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
+		Expect(intruder.Token).NotTo(Equal(victimCred.Token), "a credential of its own, not the victim's")
+
+		// What the manager does to the victim is reported, not asserted: see
+		// the report of this suite.
+		victimCheck := registration.Check(ctx, victimCred)
+		msg := fmt.Sprintf("After a registration with the victim's clientID: the victim's credential check says %v; "+
+			"the intruder's credential reads the victim's cluster namespace: %v", victimCheck, registration.Check(ctx, intruder))
+		AddReportEntry("registration with another cluster's clientID", msg)
+		GinkgoWriter.Println(msg)
+		expectUndisturbed()
+	})
+}
