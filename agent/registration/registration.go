@@ -15,8 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -167,7 +169,10 @@ func attempt(ctx context.Context, o Options) (*Credential, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := store(ctx, o, cred); err != nil {
+	// The grant is made: a failure to keep it (the cluster's API server busy
+	// for a moment) is retried here, not by registering all over again.
+	keep := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 10, Cap: 10 * time.Second}
+	if err := retry.OnError(keep, func(error) bool { return ctx.Err() == nil }, func() error { return store(ctx, o, cred) }); err != nil {
 		return nil, err
 	}
 	// Forget the token: only the per-cluster credential stays in the cluster.
@@ -248,10 +253,16 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 				ClientID:         clientID,
 			}, nil
 		}
-		// Forbidden and NotFound mean "not granted yet"; anything else is
-		// worth reporting.
-		if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+		switch {
+		case apierrors.IsUnauthorized(err):
 			return nil, explain("waiting for the credential", err)
+		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+			// Not granted yet.
+		default:
+			// The API server is busy (429) or unreachable for a moment: keep
+			// waiting for this registration rather than make another one,
+			// which would only add to the manager's work.
+			ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the credential", "reason", err.Error())
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("registration %s/%s was not granted within 5 minutes: is the manager running?", reg.Namespace, reg.Name)

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,6 +48,7 @@ type Reconciler struct {
 
 	compiled sync.Map // types.UID -> *target.CompiledBundle
 	groups   sync.Map // types.UID -> *target.CompiledGroup
+	expected expectations
 }
 
 // BundleKey is the BundleIndex value of a BundleDeployment.
@@ -176,6 +176,7 @@ func (r *Reconciler) listExisting(ctx context.Context, s *scope) error {
 	for i := range list.Items {
 		s.existing[list.Items[i].Namespace] = &list.Items[i]
 	}
+	r.expected.fill(s.bundle.UID, s.existing, time.Now())
 	return nil
 }
 
@@ -348,12 +349,13 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 			// Held back by maxNew; a later pass creates it.
 		case existing == nil:
 			writes = append(writes, func() error {
-				// AlreadyExists: created by an earlier pass and not in the cache
-				// yet; its event brings this bundle back with a fresher view.
-				if err := r.Client.Create(ctx, desired); !apierrors.IsAlreadyExists(err) {
-					return err
+				err := r.Client.Create(ctx, desired)
+				if err == nil {
+					r.expected.created(s.bundle.UID, desired, time.Now())
 				}
-				return nil
+				// AlreadyExists: made by another writer and not in the cache
+				// yet; its event brings this bundle back with a fresher view.
+				return client.IgnoreAlreadyExists(err)
 			})
 		default:
 			if !plan.Deploy[i] {
@@ -450,6 +452,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *fleet.Bundle) error
 		return err
 	}
 	r.compiled.Delete(b.UID)
+	r.expected.forget(b.UID)
 	controllerutil.RemoveFinalizer(b, Finalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, b))
 }

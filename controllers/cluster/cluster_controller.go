@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,7 +59,9 @@ func (r *Reconciler) offlineAfter() time.Duration {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Cluster{}, builder.WithPredicates(CheckInPredicate())).
-		Watches(&fleet.BundleDeployment{}, enqueue.After(time.Second, func(_ context.Context, o client.Object) []reconcile.Request {
+		// A cluster's status sums its deployments: while thousands change,
+		// one write per cluster every few seconds says the same for less.
+		Watches(&fleet.BundleDeployment{}, enqueue.After(3*time.Second, func(_ context.Context, o client.Object) []reconcile.Request {
 			l := o.GetLabels()
 			if l[fleet.ClusterLabel] == "" {
 				return nil
@@ -86,17 +90,20 @@ func CheckInPredicate() predicate.Predicate {
 
 // IgnoreHeartbeats drops Cluster updates whose only change is an agent's
 // check-in (status.agent.lastSeen): a heartbeat must cost the manager nothing.
+// It compares in place, copying nothing but the status struct itself.
 func IgnoreHeartbeats() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*fleet.Cluster), e.ObjectNew.(*fleet.Cluster)
 		if o.Status.Agent.LastSeen.Equal(&n.Status.Agent.LastSeen) {
 			return true
 		}
-		oc, nc := o.DeepCopy(), n.DeepCopy()
-		for _, c := range []*fleet.Cluster{oc, nc} {
-			c.ResourceVersion, c.ManagedFields, c.Status.Agent.LastSeen = "", nil, metav1.Time{}
+		if o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) ||
+			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || !slices.Equal(o.Finalizers, n.Finalizers) {
+			return true
 		}
-		return !equality.Semantic.DeepEqual(oc, nc)
+		os, ns := o.Status, n.Status // shallow: only the check-in time is changed, and only in the copy
+		os.Agent.LastSeen = ns.Agent.LastSeen
+		return !equality.Semantic.DeepEqual(os, ns)
 	}}
 }
 

@@ -31,6 +31,14 @@ type fleetRun struct {
 	n, b    int
 	events  *bdEvents
 	results []Result
+	// writes is the API server's write counters when the running
+	// experiment started.
+	writes map[string]float64
+}
+
+// mark notes the API server's write counters at an experiment's start.
+func (f *fleetRun) mark(ctx context.Context) {
+	f.writes, _ = apiWrites(ctx, f.cp.Config)
 }
 
 // bdEvents counts BundleDeployment writes seen through a metadata informer.
@@ -95,6 +103,9 @@ func watchBDs(ctx context.Context, f *fleetRun) error {
 
 func (f *fleetRun) measure(r Result, cpuBefore float64) Result {
 	r.Clusters, r.Bundles = f.n, f.b
+	if now, err := apiWrites(context.Background(), f.cp.Config); err == nil && f.writes != nil {
+		r.APIWrites = writesSince(f.writes, now)
+	}
 	r.ManagerRSSMB = peakRSSMB(f.mgr)
 	r.ManagerCPUS = cpuSeconds(f.mgr) - cpuBefore
 	return r
@@ -114,6 +125,7 @@ func (f *fleetRun) Register(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "Registering %d simulated agents at once\n", f.n)
+	f.mark(ctx)
 	cpu := cpuSeconds(f.mgr)
 	start := time.Now()
 	agents, took, err := simagent.RegisterAll(ctx, host, f.n, boot, func(i int) map[string]string {
@@ -139,6 +151,7 @@ func (f *fleetRun) Register(ctx context.Context) error {
 // counts all clusters Ready (ready).
 func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) error {
 	want := int64(f.n * f.b)
+	f.mark(ctx)
 	cpu := cpuSeconds(f.mgr)
 	fmt.Fprintf(os.Stderr, "Creating %d bundles of 10 KB for %d clusters\n", f.b, f.n)
 	start := time.Now()
@@ -183,6 +196,7 @@ func (f *fleetRun) Retarget(ctx context.Context) error {
 	if err := f.c.Get(ctx, types.NamespacedName{Namespace: a.Cred.Namespace, Name: a.Cred.ClusterName}, cluster); err != nil {
 		return err
 	}
+	f.mark(ctx)
 	cpu := cpuSeconds(f.mgr)
 	before := f.events.total()
 	start := time.Now()
@@ -211,6 +225,7 @@ func (f *fleetRun) Heartbeat(ctx context.Context) error {
 	idleStart := cpuSeconds(f.mgr)
 	time.Sleep(window)
 	idle := cpuSeconds(f.mgr) - idleStart
+	f.mark(ctx)
 	cpu := cpuSeconds(f.mgr)
 	start := time.Now()
 	beats := 0

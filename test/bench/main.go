@@ -16,7 +16,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -40,6 +42,9 @@ type Result struct {
 	ManagerRSSMB float64 `json:"manager_rss_mb,omitempty"`
 	ManagerCPUS  float64 `json:"manager_cpu_s,omitempty"`
 	Note         string  `json:"note,omitempty"`
+	// APIWrites counts the API server's write requests during the
+	// experiment, by verb and resource.
+	APIWrites string `json:"api_writes,omitempty"`
 }
 
 func main() {
@@ -61,7 +66,9 @@ func run(n, b int, which string) error {
 		want[strings.TrimSpace(e)] = true
 	}
 	all := want["all"]
-	ctx := context.Background()
+	// Interrupted, it still stops the control plane and the manager.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	fmt.Fprintf(os.Stderr, "Starting a control plane for N=%d clusters, B=%d bundles\n", n, b)
 	cp, err := controlplane.Start(controlplane.Options{Name: "bench", APIServerArgs: map[string][]string{
 		"max-requests-inflight": {"800"}, "max-mutating-requests-inflight": {"400"},

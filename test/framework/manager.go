@@ -16,6 +16,7 @@ import (
 func StartManager(ctx context.Context, cfg *rest.Config, o controllers.Options) (func(), error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  controllers.Scheme(),
+		Cache:   controllers.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {

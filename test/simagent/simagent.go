@@ -69,10 +69,14 @@ func Register(ctx context.Context, host client.Client, ns string) (*Agent, error
 	return &Agent{Name: ns, Cred: cred, c: c}, nil
 }
 
-// Run watches the agent's BundleDeployments and reports each new
-// deploymentID applied and Ready, until ctx ends; watches that end are
+// Run checks in, then watches the agent's BundleDeployments and reports each
+// new deploymentID applied and Ready, until ctx ends; watches that end are
 // resumed.
 func (a *Agent) Run(ctx context.Context) {
+	// Like the real agent, it checks in once as it starts.
+	for ctx.Err() == nil && a.Beat(ctx) != nil {
+		sleep(ctx, time.Second)
+	}
 	for ctx.Err() == nil {
 		list := &fleet.BundleDeploymentList{}
 		if err := a.c.List(ctx, list, client.InNamespace(a.Cred.ClusterNamespace)); err != nil {

@@ -138,8 +138,8 @@ func faultSpecs() {
 		}()
 		newBundle("during-cut", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "cut", CreateNamespace: true},
-			Resources: []fleet.BundleResource{res("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: made-during-cut}\ndata: {a: b}\n")},
-			Targets:   []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}},
+			Resources:               []fleet.BundleResource{res("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: made-during-cut}\ndata: {a: b}\n")},
+			Targets:                 []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}},
 		})
 		dev.waitState("during-cut", fleet.Ready, 60*time.Second)
 		Eventually(func(g Gomega) {

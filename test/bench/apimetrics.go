@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// apiWrites reads the API server's request counters: write requests so far,
+// keyed "VERB resource[/subresource]".
+func apiWrites(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	return parseWrites(string(raw)), nil
+}
+
+var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
+
+func parseWrites(metrics string) map[string]float64 {
+	out := map[string]float64{}
+	for _, line := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndexByte(rest, ' ')
+		v, err := strconv.ParseFloat(rest[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, m := range labelRE.FindAllStringSubmatch(rest[:i], -1) {
+			labels[m[1]] = m[2]
+		}
+		switch labels["verb"] {
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
+		default:
+			continue
+		}
+		key := labels["verb"] + " " + labels["resource"]
+		if labels["subresource"] != "" {
+			key += "/" + labels["subresource"]
+		}
+		out[key] += v
+	}
+	return out
+}
+
+// writesSince summarizes the writes between two readings, most first:
+// "total N: PATCH bundledeployments/status 10000, POST ...".
+func writesSince(before, after map[string]float64) string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var rows []kv
+	total := 0.0
+	for k, v := range after {
+		if d := v - before[k]; d >= 1 {
+			rows = append(rows, kv{k, d})
+			total += d
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].v > rows[j].v })
+	parts := make([]string, 0, 6)
+	for i, r := range rows {
+		if i == 6 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", r.k, r.v))
+	}
+	return fmt.Sprintf("API writes %.0f: %s", total, strings.Join(parts, ", "))
+}
