@@ -232,9 +232,12 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 	ctrl.LoggerFrom(ctx).Info("Created cluster registration, waiting for the manager to grant it", "registration", reg.Namespace+"/"+reg.Name, "clientID", clientID)
 
 	secretName := names.CredentialSecret(clientID, reg.Spec.ClientRandom)
-	// Short polls: the grant usually comes within a second or two, and a
-	// long sleep past it is what registration latency is made of.
-	b := &Backoff{Min: 250 * time.Millisecond, Max: 2 * time.Second}
+	// Short polls first: the grant usually comes within a second or two,
+	// and a long sleep past it is what registration latency is made of. When
+	// it takes longer, thousands of clusters are registering at once: every
+	// poll is authorized against every pending grant's RoleBinding, so the
+	// polls thin out rather than slow the grants down further.
+	b := &Backoff{Min: 250 * time.Millisecond, Max: 5 * time.Second}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		secret := &corev1.Secret{}

@@ -62,6 +62,18 @@ func (e *expectations) fill(bundle types.UID, existing map[string]*fleet.BundleD
 	}
 }
 
+// addTo adds to existing every BundleDeployment of bundle created and not yet
+// seen, without forgetting any: for the next batch of the same pass.
+func (e *expectations) addTo(bundle types.UID, existing map[string]*fleet.BundleDeployment) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for ns, exp := range e.byBundle[bundle] {
+		if existing[ns] == nil {
+			existing[ns] = exp.bd
+		}
+	}
+}
+
 // forget drops what is remembered of a bundle.
 func (e *expectations) forget(bundle types.UID) {
 	e.mu.Lock()

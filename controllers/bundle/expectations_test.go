@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
@@ -36,9 +37,17 @@ func TestExpectations(t *testing.T) {
 	e.fill("bundle", existing, now.Add(expectationTTL+time.Second))
 	g.Expect(existing).To(BeEmpty(), "expectations expire")
 
+	e.created("bundle", bd("c3"), now)
+	existing = map[string]*fleet.BundleDeployment{"c3": bd("c3")}
+	e.addTo("bundle", existing)
+	e.addTo("bundle", existing)
+	existing = map[string]*fleet.BundleDeployment{}
+	e.addTo("bundle", existing)
+	g.Expect(existing).To(HaveKey("c3"), "addTo forgets nothing")
+
 	e.forget("other")
 	existing = map[string]*fleet.BundleDeployment{}
 	e.fill("other", existing, now)
 	g.Expect(existing).To(BeEmpty())
-	g.Expect(e.byBundle).To(BeEmpty())
+	g.Expect(e.byBundle).NotTo(HaveKey(types.UID("other")))
 }

@@ -157,6 +157,7 @@ func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Resul
 		return Result{}, err
 	}
 	cpuBefore := cpuSeconds(mgr)
+	writesBefore, _ := apiWrites(ctx, cp.Config)
 	fmt.Fprintf(os.Stderr, "Creating %d bundles of 10 KB\n", b)
 	start := time.Now()
 	if err := createBundles(ctx, c, b); err != nil {
@@ -167,8 +168,12 @@ func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Resul
 		return Result{}, fmt.Errorf("%d of %d BundleDeployments after the wait: %w", counter.Load(), want, err)
 	}
 	s := since(start)
-	return Result{Experiment: "fanout", Clusters: n, Bundles: b, Objects: int(want), Seconds: s, Rate: float64(want) / s,
-		ManagerRSSMB: peakRSSMB(mgr), ManagerCPUS: cpuSeconds(mgr) - cpuBefore}, nil
+	r := Result{Experiment: "fanout", Clusters: n, Bundles: b, Objects: int(want), Seconds: s, Rate: float64(want) / s,
+		ManagerRSSMB: peakRSSMB(mgr), ManagerCPUS: cpuSeconds(mgr) - cpuBefore}
+	if after, err := apiWrites(ctx, cp.Config); err == nil && writesBefore != nil {
+		r.APIWrites = writesSince(writesBefore, after)
+	}
+	return r, nil
 }
 
 // createBundles creates b bundles of one 10 KB ConfigMap each, targeting
