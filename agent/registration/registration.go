@@ -3,11 +3,13 @@ package registration
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -218,15 +220,27 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 	}
 	random := make([]byte, 16)
 	_, _ = rand.Read(random)
+	clientRandom := hex.EncodeToString(random)
 	reg := &fleet.ClusterRegistration{
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: "request-",
-			Namespace:    boot.ClusterNamespace,
-			Labels:       map[string]string{fleet.RegistrationTokenLabel: boot.TokenName},
+			// Named after this request, so that a create retried after a
+			// timeout finds the one the API server made meanwhile instead
+			// of making a second registration.
+			Name:      RequestName(clientID, clientRandom),
+			Namespace: boot.ClusterNamespace,
+			Labels:    map[string]string{fleet.RegistrationTokenLabel: boot.TokenName},
 		},
-		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: hex.EncodeToString(random), ClusterLabels: cfg.Labels},
+		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: clientRandom, ClusterLabels: cfg.Labels},
 	}
-	if err := upstream.Create(ctx, reg); err != nil {
+	create := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 6, Cap: 10 * time.Second}
+	err = retry.OnError(create, transient, func() error {
+		err := upstream.Create(ctx, reg.DeepCopy())
+		if apierrors.IsAlreadyExists(err) {
+			return nil // ours: an earlier try was made after all
+		}
+		return err
+	})
+	if err != nil {
 		return nil, explain("creating the cluster registration", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Created cluster registration, waiting for the manager to grant it", "registration", reg.Namespace+"/"+reg.Name, "clientID", clientID)
@@ -276,6 +290,27 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 		case <-time.After(b.Next()):
 		}
 	}
+}
+
+// RequestName is the name of the ClusterRegistration of one request.
+func RequestName(clientID, clientRandom string) string {
+	sum := sha256.Sum256([]byte(clientID + "\x00" + clientRandom))
+	return "request-" + hex.EncodeToString(sum[:])[:16]
+}
+
+// transient tells an error worth retrying as is: the API server busy,
+// timing out or out of reach for a moment.
+func transient(err error) bool {
+	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || errors.Is(err, context.DeadlineExceeded) ||
+		isNetError(err)
+}
+
+// isNetError tells a network timeout; a refused connection is not retried
+// here (the manager is not there: the caller's slower backoff applies).
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // explain turns API errors into what a person should do.

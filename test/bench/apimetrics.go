@@ -13,7 +13,7 @@ import (
 )
 
 // apiWrites reads the API server's request counters: write requests so far,
-// keyed "VERB resource[/subresource]".
+// keyed "VERB resource[/subresource]", with " (code)" for those refused.
 func apiWrites(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -53,6 +53,9 @@ func parseWrites(metrics string) map[string]float64 {
 		if labels["subresource"] != "" {
 			key += "/" + labels["subresource"]
 		}
+		if c := labels["code"]; c != "" && c[0] != '2' {
+			key += " (" + c + ")" // refused: conflicts, AlreadyExists, throttling
+		}
 		out[key] += v
 	}
 	return out
@@ -74,9 +77,9 @@ func writesSince(before, after map[string]float64) string {
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].v > rows[j].v })
-	parts := make([]string, 0, 6)
+	parts := make([]string, 0, 10)
 	for i, r := range rows {
-		if i == 6 {
+		if i == 10 {
 			break
 		}
 		parts = append(parts, fmt.Sprintf("%s %.0f", r.k, r.v))
