@@ -87,6 +87,19 @@ func (p *Process) Output() string {
 	return string(bytes.ToValidUTF8(b, []byte("?")))
 }
 
+// Tail returns the last n bytes the process logged, for failure messages
+// (all of it when shorter; nothing for a nil process).
+func (p *Process) Tail(n int) string {
+	if p == nil {
+		return ""
+	}
+	out := p.Output()
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
+}
+
 // PID is the process ID.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 

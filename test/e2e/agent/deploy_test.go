@@ -222,7 +222,7 @@ func deploySpecs() {
 		}
 		Eventually(func() bool {
 			return configMap(dev, "chart", "greeter") == nil && configMap(prod, "chart", "greeter") == nil
-		}, 60*time.Second, 250*time.Millisecond).Should(BeTrue(), "agent log:\n%s", tail(dev.agent))
+		}, 60*time.Second, 250*time.Millisecond).Should(BeTrue(), "agent log:\n%s", dev.agent.Tail(6000))
 		Consistently(func() *corev1.ConfigMap { return configMap(dev, "kept", "app-config") }, 3*time.Second, 500*time.Millisecond).
 			ShouldNot(BeNil())
 		// The release records are gone too: nothing is left to remove later.

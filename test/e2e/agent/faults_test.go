@@ -74,8 +74,8 @@ func faultSpecs() {
 		before := dev.bd("plain")
 		By("stopping the manager's API server for 40 seconds")
 		restartUpstream(40 * time.Second)
-		Expect(dev.agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", tail(dev.agent))
-		Expect(prod.agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", tail(prod.agent))
+		Expect(dev.agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", dev.agent.Tail(6000))
+		Expect(prod.agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", prod.agent.Tail(6000))
 
 		By("changing the bundle once the API server is back")
 		updateBundle("plain", func(b *fleet.Bundle) {
@@ -87,7 +87,7 @@ func faultSpecs() {
 				return ""
 			}
 			return cm.Data["color"]
-		}, 90*time.Second, 250*time.Millisecond).Should(Equal("purple"), "agent log:\n%s", tail(dev.agent))
+		}, 90*time.Second, 250*time.Millisecond).Should(Equal("purple"), "agent log:\n%s", dev.agent.Tail(6000))
 		bd := dev.waitState("plain", fleet.Ready, 60*time.Second)
 		Expect(bd.Spec.DeploymentID).NotTo(Equal(before.Spec.DeploymentID))
 		Expect(bd.Status.Release).To(Equal("plain/plain:2"))
@@ -120,7 +120,7 @@ func faultSpecs() {
 			g.Expect(s.UID).NotTo(Equal(first.UID), "the pending install is undone and done again")
 			g.Expect(markStatefulSetReady(prod, "slow", "db")).To(Succeed())
 			g.Expect(releaseStatuses(prod, "slow", "slow")).To(Equal([]string{"1:deployed"}))
-		}, 90*time.Second, 500*time.Millisecond).Should(Succeed(), "agent log:\n%s", tail(prod.agent))
+		}, 90*time.Second, 500*time.Millisecond).Should(Succeed(), "agent log:\n%s", prod.agent.Tail(6000))
 		prod.waitState("slow", fleet.Ready, 60*time.Second)
 		Expect(prod.agent.Output()).To(ContainSubstring("left pending"))
 	})
@@ -154,7 +154,7 @@ func faultSpecs() {
 		GinkgoWriter.Printf("prod was shown Offline %s after the cut\n", time.Since(cut).Round(time.Second))
 		Expect(clusterState(dev)).NotTo(Equal(fleet.ClusterStateOffline), "the other cluster is unaffected")
 		Expect(configMap(prod, "cut", "made-during-cut")).To(BeNil(), "nothing reaches a cluster cut off")
-		Expect(prod.agent.Exited()).To(BeFalse(), "the agent waits out the cut; log:\n%s", tail(prod.agent))
+		Expect(prod.agent.Exited()).To(BeFalse(), "the agent waits out the cut; log:\n%s", prod.agent.Tail(6000))
 
 		By("restoring the link")
 		prod.link.Restore()
@@ -203,7 +203,7 @@ func faultSpecs() {
 				return ""
 			}
 			return cm.Data["a"]
-		}, 90*time.Second, 250*time.Millisecond).Should(Equal("c"), "agent log:\n%s", tail(dev.agent))
+		}, 90*time.Second, 250*time.Millisecond).Should(Equal("c"), "agent log:\n%s", dev.agent.Tail(6000))
 		dev.waitState("during-cut", fleet.Ready, 60*time.Second)
 	})
 
@@ -241,7 +241,7 @@ func faultSpecs() {
 		leader.Kill()
 		killed := time.Now()
 		Eventually(func() bool { return leading(standby) }, 3*lease, 50*time.Millisecond).Should(BeTrue(),
-			func() string { return "the standby did not take over:\n" + tail(standby) })
+			func() string { return "the standby did not take over:\n" + standby.Tail(6000) })
 		GinkgoWriter.Printf("The standby agent took over %s after the leader was killed (lease %s)\n", time.Since(killed), lease)
 		Expect(time.Since(killed)).To(BeNumerically("<", 2*lease))
 		color("leader-2")
@@ -278,7 +278,7 @@ func faultSpecs() {
 				g.Expect(summary.State(bd)).To(Equal(fleet.Ready), bundle(i))
 			}
 		}
-		Eventually(ready, 3*time.Minute, time.Second).Should(Succeed(), "agent log:\n%s", tail(dev.agent))
+		Eventually(ready, 3*time.Minute, time.Second).Should(Succeed(), "agent log:\n%s", dev.agent.Tail(6000))
 
 		// Watch the BundleDeployments: note when each one's deploymentID
 		// changes and when it is Ready with that deploymentID applied.
@@ -323,7 +323,7 @@ func faultSpecs() {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(readyAt)
-		}, 3*time.Minute, 250*time.Millisecond).Should(Equal(n), "agent log:\n%s", tail(dev.agent))
+		}, 3*time.Minute, 250*time.Millisecond).Should(Equal(n), "agent log:\n%s", dev.agent.Tail(6000))
 		mu.Lock()
 		latencies := make([]time.Duration, 0, n)
 		for name, t := range readyAt {

@@ -95,7 +95,7 @@ func (j *joined) waitRegistered() {
 	Eventually(func(g Gomega) {
 		cred, err := registration.LoadStored(ctx, j.local, fleet.DefaultSystemNamespace)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(cred).NotTo(BeNil(), "no credential stored yet; agent log:\n%s", tail(j.agent))
+		g.Expect(cred).NotTo(BeNil(), "no credential stored yet; agent log:\n%s", j.agent.Tail(6000))
 		j.cred = cred
 	}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 	j.cluster = &fleet.Cluster{}
@@ -122,17 +122,9 @@ func (j *joined) waitState(bundle string, state fleet.BundleState, timeout time.
 		bd = j.bd(bundle)
 		g.Expect(bd).NotTo(BeNil(), "no BundleDeployment %s for %s yet", bundle, j.cp.Name)
 		g.Expect(summary.State(bd)).To(Equal(state), "BundleDeployment %s on %s: %s\nstatus: %+v\nagent log:\n%s",
-			bundle, j.cp.Name, summary.Message(bd), bd.Status, tail(j.agent))
+			bundle, j.cp.Name, summary.Message(bd), bd.Status, j.agent.Tail(6000))
 	}, timeout, 250*time.Millisecond).Should(Succeed())
 	return bd
-}
-
-func tail(p *framework.Process) string {
-	out := p.Output()
-	if len(out) > 6000 {
-		out = out[len(out)-6000:]
-	}
-	return out
 }
 
 func newBundle(name string, spec fleet.BundleSpec) *fleet.Bundle {

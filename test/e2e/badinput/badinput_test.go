@@ -39,7 +39,7 @@ var _ = Describe("Bad input", Ordered, ContinueOnFailure, func() {
 			bds := deploymentsOf("healthy-fresh")
 			g.Expect(keys(bds)).To(ConsistOf(append([]string{agentCluster.Name}, healthyClusters...)))
 			bd := bds[agentCluster.Name]
-			g.Expect(summary.State(bd)).To(Equal(fleet.Ready), "%s\nagent log:\n%s", summary.Message(bd), tail(agent))
+			g.Expect(summary.State(bd)).To(Equal(fleet.Ready), "%s\nagent log:\n%s", summary.Message(bd), agent.Tail(4000))
 		}, timeout, poll).Should(Succeed())
 		Expect(local.Get(ctx, types.NamespacedName{Namespace: "fresh", Name: "fresh"}, &corev1.ConfigMap{})).To(Succeed())
 		for _, b := range healthyBundles {

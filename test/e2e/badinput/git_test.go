@@ -322,7 +322,7 @@ func gitSurface() {
 				bd := deploymentsOf(c.bundle)[agentCluster.Name]
 				g.Expect(bd).NotTo(BeNil(), "no BundleDeployment yet")
 				deployed := conditionOf(bd.Status.Conditions, fleet.ConditionDeployed)
-				g.Expect(deployed.Status).To(Equal(metav1.ConditionFalse), "%+v\nagent log:\n%s", bd.Status, tail(agent))
+				g.Expect(deployed.Status).To(Equal(metav1.ConditionFalse), "%+v\nagent log:\n%s", bd.Status, agent.Tail(4000))
 				g.Expect(deployed.Message).To(containsAll(c.msg...))
 				g.Expect(bd.Status.Display.State).To(Equal(string(fleet.ErrApplied)))
 				ready := conditionOf(getGitRepo(ws, c.name).Status.Conditions, fleet.ConditionReady)
@@ -350,7 +350,7 @@ func gitSurface() {
 		Eventually(func(g Gomega) {
 			bd := deploymentsOf("binary-file-app")[agentCluster.Name]
 			g.Expect(bd).NotTo(BeNil())
-			g.Expect(bd.Status.Display.State).To(Equal(string(fleet.Ready)), "%+v\nagent log:\n%s", bd.Status, tail(agent))
+			g.Expect(bd.Status.Display.State).To(Equal(string(fleet.Ready)), "%+v\nagent log:\n%s", bd.Status, agent.Tail(4000))
 		}, timeout, poll).Should(Succeed())
 		b := bundlesOf(ws, "binary-file")["binary-file-app"]
 		var logo fleet.BundleResource

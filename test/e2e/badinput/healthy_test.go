@@ -75,7 +75,7 @@ func waitHealthy() {
 			bds := deploymentsOf(b)
 			g.Expect(bds).To(HaveLen(3), "bundle %s", b)
 			bd := bds[agentCluster.Name]
-			g.Expect(summary.State(bd)).To(Equal(fleet.Ready), "%s on the agent's cluster: %s\nagent log:\n%s", b, summary.Message(bd), tail(agent))
+			g.Expect(summary.State(bd)).To(Equal(fleet.Ready), "%s on the agent's cluster: %s\nagent log:\n%s", b, summary.Message(bd), agent.Tail(4000))
 		}
 	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
 	// The clusters without agent report once, as their agents would.

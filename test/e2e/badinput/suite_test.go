@@ -167,7 +167,7 @@ func joinAgent() {
 	Eventually(func(g Gomega) {
 		cred, err := registration.LoadStored(ctx, local, fleet.DefaultSystemNamespace)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(cred).NotTo(BeNil(), "no credential stored yet; agent log:\n%s", tail(agent))
+		g.Expect(cred).NotTo(BeNil(), "no credential stored yet; agent log:\n%s", agent.Tail(4000))
 		agentCred = cred
 	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
 	agentCluster = &fleet.Cluster{}
@@ -182,17 +182,6 @@ func freeAddr() string {
 	addr := l.Addr().String()
 	Expect(l.Close()).To(Succeed())
 	return addr
-}
-
-func tail(p *framework.Process) string {
-	if p == nil {
-		return ""
-	}
-	out := p.Output()
-	if len(out) > 4000 {
-		out = out[len(out)-4000:]
-	}
-	return out
 }
 
 // Timeouts: generous but bounded; everything here reacts within seconds.

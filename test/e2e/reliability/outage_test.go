@@ -140,7 +140,7 @@ var _ = Describe("Outages of the manager's API server and etcd", Ordered, func()
 		back := time.Now()
 		GinkgoWriter.Printf("The API server was down for %s\n", back.Sub(stopped).Round(time.Second))
 
-		Eventually(converged(hash), 3*time.Minute, time.Second).Should(Succeed(), "manager log:\n%s", tailOf(mgr))
+		Eventually(converged(hash), 3*time.Minute, time.Second).Should(Succeed(), "manager log:\n%s", mgr.Tail(8000))
 		Eventually(checkedInSince(back), time.Minute, time.Second).Should(Succeed())
 		GinkgoWriter.Printf("Every agent applied the commit pushed during the outage %s after the API server was back\n",
 			time.Since(back).Round(time.Second))
@@ -157,7 +157,7 @@ var _ = Describe("Outages of the manager's API server and etcd", Ordered, func()
 		back := time.Now()
 		GinkgoWriter.Printf("etcd was down for %s\n", back.Sub(stopped).Round(time.Second))
 
-		Eventually(converged(hash), 3*time.Minute, time.Second).Should(Succeed(), "manager log:\n%s", tailOf(mgr))
+		Eventually(converged(hash), 3*time.Minute, time.Second).Should(Succeed(), "manager log:\n%s", mgr.Tail(8000))
 		Eventually(checkedInSince(back), time.Minute, time.Second).Should(Succeed())
 		GinkgoWriter.Printf("Every agent applied the commit pushed while etcd was down %s after it was back\n",
 			time.Since(back).Round(time.Second))
@@ -165,11 +165,3 @@ var _ = Describe("Outages of the manager's API server and etcd", Ordered, func()
 		Expect(admin.Get(ctx, client.ObjectKey{Name: fleet.DefaultWorkspace}, &corev1.Namespace{})).To(Succeed())
 	})
 })
-
-func tailOf(p *framework.Process) string {
-	out := p.Output()
-	if len(out) > 8000 {
-		out = out[len(out)-8000:]
-	}
-	return out
-}
