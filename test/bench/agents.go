@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -31,14 +32,13 @@ type fleetRun struct {
 	n, b    int
 	events  *bdEvents
 	results []Result
-	// writes is the API server's write counters when the running
-	// experiment started.
-	writes map[string]float64
+	// started is the usage when the running experiment started.
+	started usage
 }
 
-// mark notes the API server's write counters at an experiment's start.
+// mark notes the API server's counters and CPU at an experiment's start.
 func (f *fleetRun) mark(ctx context.Context) {
-	f.writes, _ = apiWrites(ctx, f.cp.Config)
+	f.started = takeUsage(ctx, f.cp)
 }
 
 // bdEvents counts BundleDeployment writes seen through a metadata informer.
@@ -103,9 +103,7 @@ func watchBDs(ctx context.Context, f *fleetRun) error {
 
 func (f *fleetRun) measure(r Result, cpuBefore float64) Result {
 	r.Clusters, r.Bundles = f.n, f.b
-	if now, err := apiWrites(context.Background(), f.cp.Config); err == nil && f.writes != nil {
-		r.APIWrites = writesSince(f.writes, now)
-	}
+	f.started.since(context.Background(), f.cp, &r)
 	r.ManagerRSSMB = peakRSSMB(f.mgr)
 	r.ManagerCPUS = cpuSeconds(f.mgr) - cpuBefore
 	return r
@@ -124,13 +122,17 @@ func (f *fleetRun) Register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// What an install leaves in each cluster is written first, and not timed.
+	if err := simagent.PrepareAll(ctx, host, f.n, boot, func(i int) map[string]string {
+		return map[string]string{"env": []string{"dev", "test", "prod"}[i%3], "bench": "true"}
+	}); err != nil {
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "Registering %d simulated agents at once\n", f.n)
 	f.mark(ctx)
 	cpu := cpuSeconds(f.mgr)
 	start := time.Now()
-	agents, took, err := simagent.RegisterAll(ctx, host, f.n, boot, func(i int) map[string]string {
-		return map[string]string{"env": []string{"dev", "test", "prod"}[i%3], "bench": "true"}
-	})
+	agents, took, err := simagent.RegisterPrepared(ctx, host, f.n)
 	if err != nil {
 		return err
 	}
@@ -138,12 +140,45 @@ func (f *fleetRun) Register(ctx context.Context) error {
 	f.agents = agents
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	f.results = append(f.results, f.measure(Result{Experiment: "register", Objects: f.n, Seconds: s, Rate: float64(f.n) / s,
-		P50: took[len(took)/2].Seconds(), P99: took[len(took)*99/100].Seconds()}, cpu))
+		P50: took[len(took)/2].Seconds(), P99: took[len(took)*99/100].Seconds(), Note: f.registrationTimeline(ctx, start)}, cpu))
 	printJSON(f.results[len(f.results)-1])
 	for _, a := range agents {
 		go a.Run(ctx)
 	}
 	return nil
+}
+
+// registrationTimeline tells, from the objects' creation times, when the
+// agents' requests reached the API server and when the manager granted them
+// (made their credential secrets), in seconds after start: it separates
+// the agents' side of the wait from the manager's.
+func (f *fleetRun) registrationTimeline(ctx context.Context, start time.Time) string {
+	quantiles := func(ts []time.Time) string {
+		if len(ts) == 0 {
+			return "none"
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		at := func(q float64) float64 { return ts[int(q*float64(len(ts)-1))].Sub(start).Seconds() }
+		return fmt.Sprintf("first %.0fs, p50 %.0fs, last %.0fs", at(0), at(0.5), at(1))
+	}
+	regs := &fleet.ClusterRegistrationList{}
+	secrets := &corev1.SecretList{}
+	if err := f.c.List(ctx, regs, client.InNamespace(fleet.DefaultWorkspace)); err != nil {
+		return err.Error()
+	}
+	if err := f.c.List(ctx, secrets, client.InNamespace(fleet.DefaultSystemRegistrationNamespace)); err != nil {
+		return err.Error()
+	}
+	var requested, granted []time.Time
+	for _, r := range regs.Items {
+		requested = append(requested, r.CreationTimestamp.Time)
+	}
+	for _, s := range secrets.Items {
+		if s.Type == fleet.CredentialSecretType {
+			granted = append(granted, s.CreationTimestamp.Time)
+		}
+	}
+	return fmt.Sprintf("requests created: %s; granted: %s", quantiles(requested), quantiles(granted))
 }
 
 // FanoutReady creates B bundles of 10 KB targeting every agent's cluster and

@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// apiWrites reads the API server's request counters: write requests so far,
-// keyed "VERB resource[/subresource]", with " (code)" for those refused.
-func apiWrites(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
+// apiRequests reads the API server's request counters so far, keyed
+// "VERB resource[/subresource]", with " (code)" for those refused.
+func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -23,12 +23,12 @@ func apiWrites(ctx context.Context, cfg *rest.Config) (map[string]float64, error
 	if err != nil {
 		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	return parseWrites(string(raw)), nil
+	return parseRequests(string(raw)), nil
 }
 
 var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
-func parseWrites(metrics string) map[string]float64 {
+func parseRequests(metrics string) map[string]float64 {
 	out := map[string]float64{}
 	for _, line := range strings.Split(metrics, "\n") {
 		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
@@ -44,16 +44,11 @@ func parseWrites(metrics string) map[string]float64 {
 		for _, m := range labelRE.FindAllStringSubmatch(rest[:i], -1) {
 			labels[m[1]] = m[2]
 		}
-		switch labels["verb"] {
-		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
-		default:
-			continue
-		}
 		key := labels["verb"] + " " + labels["resource"]
 		if labels["subresource"] != "" {
 			key += "/" + labels["subresource"]
 		}
-		if c := labels["code"]; c != "" && c[0] != '2' {
+		if c := labels["code"]; c != "" && c[0] != '2' && c != "0" {
 			key += " (" + c + ")" // refused: conflicts, AlreadyExists, throttling
 		}
 		out[key] += v
@@ -61,9 +56,27 @@ func parseWrites(metrics string) map[string]float64 {
 	return out
 }
 
+func isWrite(key string) bool {
+	switch verb, _, _ := strings.Cut(key, " "); verb {
+	case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
+		return true
+	}
+	return false
+}
+
 // writesSince summarizes the writes between two readings, most first:
-// "total N: PATCH bundledeployments/status 10000, POST ...".
+// "API writes N: PATCH bundledeployments/status 10000, POST ...".
 func writesSince(before, after map[string]float64) string {
+	return requestsSince("API writes", before, after, isWrite)
+}
+
+// readsSince does the same for reads (GET, LIST, WATCH): what waiting
+// agents and informers cost the API server.
+func readsSince(before, after map[string]float64) string {
+	return requestsSince("API reads", before, after, func(k string) bool { return !isWrite(k) })
+}
+
+func requestsSince(title string, before, after map[string]float64, keep func(string) bool) string {
 	type kv struct {
 		k string
 		v float64
@@ -71,6 +84,9 @@ func writesSince(before, after map[string]float64) string {
 	var rows []kv
 	total := 0.0
 	for k, v := range after {
+		if !keep(k) {
+			continue
+		}
 		if d := v - before[k]; d >= 1 {
 			rows = append(rows, kv{k, d})
 			total += d
@@ -84,5 +100,5 @@ func writesSince(before, after map[string]float64) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s %.0f", r.k, r.v))
 	}
-	return fmt.Sprintf("API writes %.0f: %s", total, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s %.0f: %s", title, total, strings.Join(parts, ", "))
 }

@@ -157,7 +157,7 @@ func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Resul
 		return Result{}, err
 	}
 	cpuBefore := cpuSeconds(mgr)
-	writesBefore, _ := apiWrites(ctx, cp.Config)
+	before := takeUsage(ctx, cp)
 	fmt.Fprintf(os.Stderr, "Creating %d bundles of 10 KB\n", b)
 	start := time.Now()
 	if err := createBundles(ctx, c, b); err != nil {
@@ -170,9 +170,7 @@ func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Resul
 	s := since(start)
 	r := Result{Experiment: "fanout", Clusters: n, Bundles: b, Objects: int(want), Seconds: s, Rate: float64(want) / s,
 		ManagerRSSMB: peakRSSMB(mgr), ManagerCPUS: cpuSeconds(mgr) - cpuBefore}
-	if after, err := apiWrites(ctx, cp.Config); err == nil && writesBefore != nil {
-		r.APIWrites = writesSince(writesBefore, after)
-	}
+	before.since(ctx, cp, &r)
 	return r, nil
 }
 
@@ -224,6 +222,39 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond() })
 }
 
+// usage is what the control plane and this process had done when an
+// experiment started: API requests by kind, and CPU seconds.
+type usage struct {
+	requests                      map[string]float64
+	apiserverCPU, etcdCPU, ownCPU float64
+}
+
+func takeUsage(ctx context.Context, cp *controlplane.ControlPlane) usage {
+	u := usage{ownCPU: cpuOf(os.Getpid())}
+	u.requests, _ = apiRequests(ctx, cp.Config)
+	for _, pid := range cp.PIDs() {
+		cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if strings.Contains(string(cmd), "kube-apiserver") {
+			u.apiserverCPU += cpuOf(pid)
+		} else {
+			u.etcdCPU += cpuOf(pid)
+		}
+	}
+	return u
+}
+
+// since fills r with what was done from u until now.
+func (u usage) since(ctx context.Context, cp *controlplane.ControlPlane, r *Result) {
+	now := takeUsage(ctx, cp)
+	if u.requests != nil && now.requests != nil {
+		r.APIWrites = writesSince(u.requests, now.requests)
+		r.APIReads = readsSince(u.requests, now.requests)
+	}
+	r.APIServerCPUS = now.apiserverCPU - u.apiserverCPU
+	r.EtcdCPUS = now.etcdCPU - u.etcdCPU
+	r.BenchCPUS = now.ownCPU - u.ownCPU
+}
+
 // peakRSSMB reads VmHWM of a process.
 func peakRSSMB(p *framework.Process) float64 {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID()), "status"))
@@ -240,8 +271,11 @@ func peakRSSMB(p *framework.Process) float64 {
 }
 
 // cpuSeconds reads user+system CPU time of a process.
-func cpuSeconds(p *framework.Process) float64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID()), "stat"))
+func cpuSeconds(p *framework.Process) float64 { return cpuOf(p.PID()) }
+
+// cpuOf reads user+system CPU time of the process pid.
+func cpuOf(pid int) float64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0
 	}

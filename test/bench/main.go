@@ -45,6 +45,13 @@ type Result struct {
 	// APIWrites counts the API server's write requests during the
 	// experiment, by verb and resource.
 	APIWrites string `json:"api_writes,omitempty"`
+	// APIReads counts its read requests (GET, LIST, WATCH) the same way.
+	APIReads string `json:"api_reads,omitempty"`
+	// CPU seconds of kube-apiserver, etcd, and this process (the simulated
+	// agents and the bench's own clients) during the experiment.
+	APIServerCPUS float64 `json:"apiserver_cpu_s,omitempty"`
+	EtcdCPUS      float64 `json:"etcd_cpu_s,omitempty"`
+	BenchCPUS     float64 `json:"bench_cpu_s,omitempty"`
 }
 
 func main() {
@@ -105,7 +112,8 @@ func run(n, b int, which string) error {
 	switch {
 	case agentMode:
 		// Everything after registration needs the agents and their bundles,
-		// so register, fanout and ready always run here.
+		// so register always runs here, and fanout and ready unless only
+		// register was asked for.
 		f := &fleetRun{cp: cp, n: n, b: b}
 		if f.c, err = newClient(cp.Config); err != nil {
 			return err
@@ -117,7 +125,10 @@ func run(n, b int, which string) error {
 		if err := watchBDs(ctx, f); err != nil {
 			return err
 		}
-		steps := []func(context.Context) error{f.Register, func(ctx context.Context) error { return f.FanoutReady(ctx, ceiling, crCeiling) }}
+		steps := []func(context.Context) error{f.Register}
+		if all || want["fanout"] || want["ready"] || want["retarget"] || want["heartbeat"] {
+			steps = append(steps, func(ctx context.Context) error { return f.FanoutReady(ctx, ceiling, crCeiling) })
+		}
 		if all || want["retarget"] {
 			steps = append(steps, f.Retarget)
 		}
@@ -147,10 +158,10 @@ func run(n, b int, which string) error {
 
 func printTable(results []Result) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tp50 s\tp99 s\tmanager RSS MB\tmanager CPU s\tnote")
+	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tp50 s\tp99 s\tmanager RSS MB\tmanager CPU s\tapiserver+etcd CPU s\tbench CPU s\tnote")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
-			pct(r.CeilingRatio), num(r.P50), num(r.P99), num(r.ManagerRSSMB), num(r.ManagerCPUS), r.Note)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
+			pct(r.CeilingRatio), num(r.P50), num(r.P99), num(r.ManagerRSSMB), num(r.ManagerCPUS), num(r.APIServerCPUS+r.EtcdCPUS), num(r.BenchCPUS), r.Note)
 	}
 	return tw.Flush()
 }

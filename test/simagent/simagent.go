@@ -8,6 +8,7 @@ package simagent
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,8 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/agent"
@@ -62,7 +65,10 @@ func Register(ctx context.Context, host client.Client, ns string) (*Agent, error
 	}
 	cfg := cred.RESTConfig()
 	cfg.QPS, cfg.Burst = -1, 0
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: registration.Scheme()})
+	// Watches are long requests: like a reflector's, they end by the
+	// server's timeout (TimeoutSeconds), not the client's.
+	cfg.Timeout = 0
+	c, err := registration.NewUpstreamClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +92,9 @@ func (a *Agent) Run(ctx context.Context) {
 		for i := range list.Items {
 			a.apply(ctx, &list.Items[i])
 		}
+		timeout := int64(300 + rand.IntN(300)) // 5 to 10 minutes, as reflectors do
 		w, err := a.c.Watch(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(a.Cred.ClusterNamespace),
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion, TimeoutSeconds: &timeout}})
 		if err != nil {
 			sleep(ctx, time.Second)
 			continue
@@ -115,7 +122,13 @@ func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
 	for _, t := range []string{fleet.ConditionInstalled, fleet.ConditionDeployed, fleet.ConditionReady, fleet.ConditionMonitored} {
 		meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "Simulated"})
 	}
-	if err := a.c.Status().Patch(ctx, bd, patch); err == nil {
+	// A real agent's reconcile is requeued with backoff when its status
+	// write fails (the API server busy: 429, timeouts): so is this one.
+	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 12, Cap: 10 * time.Second}
+	err := retry.OnError(backoff, func(err error) bool { return ctx.Err() == nil && !apierrors.IsNotFound(err) }, func() error {
+		return a.c.Status().Patch(ctx, bd, patch)
+	})
+	if err == nil {
 		a.Applied.Add(1)
 	}
 }
@@ -134,13 +147,27 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // RegisterAll prepares and registers n agents at once, returning them and
-// how long each took, from the common start.
+// how long each took to register, from the common start after preparing.
 func RegisterAll(ctx context.Context, host client.Client, n int, boot *agentinstall.Bootstrap, labels func(i int) map[string]string) ([]*Agent, []time.Duration, error) {
+	if err := PrepareAll(ctx, host, n, boot, labels); err != nil {
+		return nil, nil, err
+	}
+	return RegisterPrepared(ctx, host, n)
+}
+
+// PrepareAll prepares agents 0 to n-1 (see Prepare).
+func PrepareAll(ctx context.Context, host client.Client, n int, boot *agentinstall.Bootstrap, labels func(i int) map[string]string) error {
 	for i := range n {
 		if _, err := Prepare(ctx, host, i, boot, labels(i)); err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// RegisterPrepared registers the prepared agents 0 to n-1 at once,
+// returning them and how long each took.
+func RegisterPrepared(ctx context.Context, host client.Client, n int) ([]*Agent, []time.Duration, error) {
 	agents := make([]*Agent, n)
 	took := make([]time.Duration, n)
 	errs := make([]error, n)
