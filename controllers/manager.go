@@ -36,6 +36,12 @@ import (
 // DefaultWorkers is the number of concurrent reconciles per controller.
 const DefaultWorkers = 32
 
+// DefaultRegistrationWorkers is the number of registrations granted at once.
+// A grant is a short chain of API round trips rather than work for the
+// manager, so when many clusters register together, more in flight means
+// less waiting.
+const DefaultRegistrationWorkers = 128
+
 // Options configure the reconcilers.
 type Options struct {
 	// SystemNamespace is where the manager runs (default fleet-system).
@@ -45,6 +51,8 @@ type Options struct {
 	APIServerCA  []byte
 	// Workers is the number of concurrent reconciles per controller.
 	Workers int
+	// RegistrationWorkers is the number of registrations granted at once.
+	RegistrationWorkers int
 	// CredentialLifetime is how long an agent credential is valid.
 	CredentialLifetime time.Duration
 	// CredentialSecretTTL is how long a granted credential waits for its agent.
@@ -112,6 +120,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
+	if o.RegistrationWorkers <= 0 {
+		o.RegistrationWorkers = DefaultRegistrationWorkers
+	}
 	if err := EnsureNamespaces(ctx, mgr.GetAPIReader(), mgr.GetClient(), o); err != nil {
 		return err
 	}
@@ -130,15 +141,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := clusterregistration.EnsureContentReader(ctx, direct); err != nil {
-		return fmt.Errorf("creating the agents' ClusterRole: %w", err)
+	if err := clusterregistration.EnsureSharedRoles(ctx, direct); err != nil {
+		return fmt.Errorf("creating the agents' ClusterRoles: %w", err)
 	}
 	reg := &clusterregistration.Reconciler{
 		Client:                      mgr.GetClient(),
 		SystemRegistrationNamespace: o.SystemRegistrationNamespace(),
 		CredentialLifetime:          o.CredentialLifetime,
 		CredentialSecretTTL:         o.CredentialSecretTTL,
-		Workers:                     o.Workers,
+		Workers:                     o.RegistrationWorkers,
 	}
 	if err := reg.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the registration controller: %w", err)

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	clusterctrl "github.com/gitfleet/fleet/controllers/cluster"
 	"github.com/gitfleet/fleet/internal/ensure"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/satoken"
@@ -45,7 +46,8 @@ const (
 
 // Names of the shared RBAC objects.
 const (
-	// AgentRole is the Role, in every cluster namespace, that agents are bound to.
+	// AgentRole is the ClusterRole that agents are bound to, each in its own
+	// cluster namespace only (by a RoleBinding there).
 	AgentRole = "fleet-agent"
 	// ContentReaderRole is the ClusterRole that lets agents get Contents.
 	ContentReaderRole = "fleet-content-reader"
@@ -85,23 +87,40 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Complete(r)
 }
 
-// ContentReader is the ClusterRole every agent is bound to: get Contents (by
-// name; no list or watch). It is shared, so it is made once at start rather
-// than by each grant.
-func ContentReader() *rbacv1.ClusterRole {
-	return &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: ContentReaderRole, Labels: map[string]string{fleet.ManagedLabel: "true"}},
+// SharedRoles are the ClusterRoles every agent is bound to. They are the
+// same for all agents, so they are made once at start rather than by each
+// grant:
+//   - fleet-agent: what an agent may do in its cluster namespace. Bound by a
+//     RoleBinding in that namespace, it grants nothing anywhere else;
+//   - fleet-content-reader: get Contents (by name; no list or watch).
+func SharedRoles() []*rbacv1.ClusterRole {
+	labels := map[string]string{fleet.ManagedLabel: "true"}
+	return []*rbacv1.ClusterRole{{
+		ObjectMeta: metav1.ObjectMeta{Name: AgentRole, Labels: labels},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"bundledeployments"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"bundledeployments/status"}, Verbs: []string{"update", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}},
+		},
+	}, {
+		ObjectMeta: metav1.ObjectMeta{Name: ContentReaderRole, Labels: labels},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"contents"}, Verbs: []string{"get"}}},
-	}
+	}}
 }
 
-// EnsureContentReader creates or corrects the shared ClusterRole. Replicas
-// starting together race to create it: the loser reads it again and corrects it.
-func EnsureContentReader(ctx context.Context, c client.Client) error {
+// EnsureSharedRoles creates or corrects the shared ClusterRoles. Replicas
+// starting together race to create them: the loser reads them again and
+// corrects them.
+func EnsureSharedRoles(ctx context.Context, c client.Client) error {
 	raced := func(err error) bool { return apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) }
-	return retry.OnError(retry.DefaultRetry, raced, func() error {
-		return ensureObject(ctx, c, map[string]string{fleet.ManagedLabel: "true"}, ContentReader())
-	})
+	for _, role := range SharedRoles() {
+		if err := retry.OnError(retry.DefaultRetry, raced, func() error {
+			return ensureObject(ctx, c, map[string]string{fleet.ManagedLabel: "true"}, role)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // IndexClientID adds the spec.clientID index on Clusters and registrations.
@@ -165,7 +184,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	phases := []func(context.Context, *scope) error{
 		r.reconcileCluster,
-		r.reconcileNamespace,
 		r.reconcileAgentAccess,
 		r.reconcileCredential,
 		r.replaceOlder,
@@ -251,9 +269,12 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 			return err
 		}
 	case apierrors.IsNotFound(err):
+		// Made with the cluster controller's finalizer, which it would
+		// otherwise add straight away: one write fewer per cluster.
 		cluster = &fleet.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.reg.Namespace, Labels: AllowedLabels(s.reg.Spec.ClusterLabels)},
-			Spec:       fleet.ClusterSpec{ClientID: s.reg.Spec.ClientID},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.reg.Namespace, Labels: AllowedLabels(s.reg.Spec.ClusterLabels),
+				Finalizers: []string{clusterctrl.Finalizer}},
+			Spec: fleet.ClusterSpec{ClientID: s.reg.Spec.ClientID},
 		}
 		if err := r.Client.Create(ctx, cluster); err != nil {
 			return err
@@ -265,13 +286,6 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 	return nil
 }
 
-func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) error {
-	s.clusterNS = names.ClusterNamespace(s.cluster.Namespace, s.cluster.Name)
-	return ensure.Namespace(ctx, r.Client, s.clusterNS, map[string]string{
-		fleet.ManagedLabel: "true", fleet.ClusterLabel: s.cluster.Name, fleet.ClusterNamespaceLabel: s.cluster.Namespace,
-	})
-}
-
 func managedLabels(reg *fleet.ClusterRegistration) map[string]string {
 	return map[string]string{fleet.ManagedLabel: "true", "fleet.cattle.io/registration": reg.Name, "fleet.cattle.io/registration-namespace": reg.Namespace}
 }
@@ -281,25 +295,16 @@ func StatusRoleName(cluster string) string {
 	return names.Limit("fleet-agent-"+cluster+"-status", names.MaxNameLength)
 }
 
-// reconcileAgentAccess creates the agent's ServiceAccount and exactly its RBAC.
+// reconcileAgentAccess creates the cluster namespace, the agent's
+// ServiceAccount and exactly its RBAC, and lets the registering token read
+// (only) the credential secret to come. A grant is a chain of round trips,
+// and thousands may be waiting: what does not need the namespace is written
+// while it is made, and each step writes its objects at once.
 func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
+	s.clusterNS = names.ClusterNamespace(s.cluster.Namespace, s.cluster.Name)
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.saName, Namespace: s.clusterNS}}
 	labels := managedLabels(s.reg)
-	objs := []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS}},
-		&rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: AgentRole, Namespace: s.clusterNS},
-			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"bundledeployments"}, Verbs: []string{"get", "list", "watch"}},
-				{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"bundledeployments/status"}, Verbs: []string{"update", "patch"}},
-				{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}},
-			},
-		},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AgentRole},
-			Subjects:   subject,
-		},
+	elsewhere := []client.Object{
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: names.Limit(s.clusterNS+"-"+s.saName, names.MaxNameLength)},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ContentReaderRole},
@@ -317,34 +322,6 @@ func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: StatusRoleName(s.cluster.Name)},
 			Subjects:   subject,
 		},
-	}
-	return ensureAll(ctx, r.Client, labels, objs)
-}
-
-// reconcileCredential mints the agent's token, writes the credential secret
-// and lets the registering token (and nothing else) read it.
-func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) error {
-	token := s.token
-	bearer, err := satoken.Mint(ctx, r.Client, s.clusterNS, s.saName, r.CredentialLifetime)
-	if err != nil {
-		return err
-	}
-	labels := managedLabels(s.reg)
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
-		secret.Labels = labels
-		secret.Type = fleet.CredentialSecretType
-		secret.Data = map[string][]byte{
-			CredentialTokenKey:            []byte(bearer),
-			CredentialClusterNameKey:      []byte(s.cluster.Name),
-			CredentialClusterNamespaceKey: []byte(s.clusterNS),
-			CredentialNamespaceKey:        []byte(s.cluster.Namespace),
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	return ensureAll(ctx, r.Client, labels, []client.Object{
 		&rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace},
 			Rules: []rbacv1.PolicyRule{{
@@ -354,9 +331,49 @@ func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) error {
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: s.secretName},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: token.Name, Namespace: token.Namespace}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.token.Name, Namespace: s.token.Namespace}},
+		},
+	}
+	if err := concurrently(
+		func() error {
+			return ensure.Namespace(ctx, r.Client, s.clusterNS, map[string]string{
+				fleet.ManagedLabel: "true", fleet.ClusterLabel: s.cluster.Name, fleet.ClusterNamespaceLabel: s.cluster.Namespace,
+			})
+		},
+		func() error { return ensureAll(ctx, r.Client, labels, elsewhere) },
+	); err != nil {
+		return err
+	}
+	return ensureAll(ctx, r.Client, labels, []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS}},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentRole},
+			Subjects:   subject,
 		},
 	})
+}
+
+// reconcileCredential mints the agent's token and writes the credential
+// secret, which only the registering token may read.
+func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) error {
+	bearer, err := satoken.Mint(ctx, r.Client, s.clusterNS, s.saName, r.CredentialLifetime)
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}}
+	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
+		secret.Labels = managedLabels(s.reg)
+		secret.Type = fleet.CredentialSecretType
+		secret.Data = map[string][]byte{
+			CredentialTokenKey:            []byte(bearer),
+			CredentialClusterNameKey:      []byte(s.cluster.Name),
+			CredentialClusterNamespaceKey: []byte(s.clusterNS),
+			CredentialNamespaceKey:        []byte(s.cluster.Namespace),
+		}
+		return nil
+	})
+	return err
 }
 
 // replaceOlder deletes earlier registrations of the same identity; their
@@ -426,6 +443,41 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	return client.IgnoreNotFound(r.Client.Update(ctx, s.reg))
 }
 
+// replaceBindingOfOtherRole deletes a binding that exists with another
+// roleRef than wanted (one made by an earlier version, bound to a Role
+// since replaced by a shared ClusterRole): roleRef cannot be changed, so the
+// binding is made again.
+func replaceBindingOfOtherRole(ctx context.Context, c client.Client, want client.Object) error {
+	var ref rbacv1.RoleRef
+	var have client.Object
+	switch w := want.(type) {
+	case *rbacv1.RoleBinding:
+		ref, have = w.RoleRef, &rbacv1.RoleBinding{}
+	case *rbacv1.ClusterRoleBinding:
+		ref, have = w.RoleRef, &rbacv1.ClusterRoleBinding{}
+	default:
+		return nil
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	var got rbacv1.RoleRef
+	switch h := have.(type) {
+	case *rbacv1.RoleBinding:
+		got = h.RoleRef
+	case *rbacv1.ClusterRoleBinding:
+		got = h.RoleRef
+	}
+	if got == ref {
+		return nil
+	}
+	uid := have.GetUID()
+	if err := c.Delete(ctx, have, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("replacing %T %s/%s bound to %s %s: %w", want, want.GetNamespace(), want.GetName(), got.Kind, got.Name, err)
+	}
+	return nil
+}
+
 func deleteAll(ctx context.Context, c client.Client, objs ...client.Object) error {
 	for _, obj := range objs {
 		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
@@ -435,24 +487,36 @@ func deleteAll(ctx context.Context, c client.Client, objs ...client.Object) erro
 	return nil
 }
 
-// ensureAll creates each object or brings its rules, role ref and subjects in
-// line with the given ones. The objects are independent, so they are written
-// concurrently.
-func ensureAll(ctx context.Context, c client.Client, labels map[string]string, objs []client.Object) error {
-	errs := make([]error, len(objs))
+// concurrently runs independent steps at once and joins their errors.
+func concurrently(steps ...func() error) error {
+	errs := make([]error, len(steps))
 	var wg sync.WaitGroup
-	for i, want := range objs {
+	for i, step := range steps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = ensureObject(ctx, c, labels, want)
+			errs[i] = step()
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
+// ensureAll creates each object or brings its rules, role ref and subjects in
+// line with the given ones. The objects are independent, so they are written
+// concurrently.
+func ensureAll(ctx context.Context, c client.Client, labels map[string]string, objs []client.Object) error {
+	steps := make([]func() error, len(objs))
+	for i, want := range objs {
+		steps[i] = func() error { return ensureObject(ctx, c, labels, want) }
+	}
+	return concurrently(steps...)
+}
+
 func ensureObject(ctx context.Context, c client.Client, labels map[string]string, want client.Object) error {
+	if err := replaceBindingOfOtherRole(ctx, c, want); err != nil {
+		return err
+	}
 	obj := want.DeepCopyObject().(client.Object)
 	_, err := controllerutil.CreateOrPatch(ctx, c, obj, func() error {
 		l := obj.GetLabels()
