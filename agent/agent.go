@@ -96,7 +96,7 @@ func run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	upstream, err := client.New(cred.RESTConfig(), client.Options{Scheme: registration.Scheme()})
+	upstream, err := registration.NewUpstreamClient(cred.RESTConfig())
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -57,6 +59,9 @@ func startDeployer(ctx context.Context, o Options, cred *registration.Credential
 	upstream.QPS, upstream.Burst = 20, 40
 	mgr, err := ctrl.NewManager(upstream, ctrl.Options{
 		Scheme: registration.Scheme(),
+		// The kinds are known: no discovery requests when thousands of
+		// agents start at once.
+		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return registration.UpstreamMapper(), nil },
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{cred.ClusterNamespace: {}},
 		},

@@ -14,8 +14,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -85,6 +87,33 @@ func Scheme() *runtime.Scheme {
 	_ = clientgoscheme.AddToScheme(s)
 	_ = fleet.AddToScheme(s)
 	return s
+}
+
+// UpstreamMapper maps the kinds an agent uses on the manager's API server
+// to their resources without asking it: discovery would be two more
+// requests per agent, and thousands of agents start at once after an outage
+// or an install.
+func UpstreamMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	add := func(gv schema.GroupVersion, kind string, scope meta.RESTScope) {
+		plural, singular := meta.UnsafeGuessKindToResource(gv.WithKind(kind))
+		m.AddSpecific(gv.WithKind(kind), plural, singular, scope)
+		// Caches ask about lists by their own kind.
+		m.AddSpecific(gv.WithKind(kind+"List"), plural, singular, scope)
+	}
+	for _, kind := range []string{"ClusterRegistration", "Cluster", "BundleDeployment"} {
+		add(fleet.GroupVersion, kind, meta.RESTScopeNamespace)
+	}
+	add(fleet.GroupVersion, "Content", meta.RESTScopeRoot)
+	for _, kind := range []string{"Secret", "ConfigMap"} {
+		add(corev1.SchemeGroupVersion, kind, meta.RESTScopeNamespace)
+	}
+	return m
+}
+
+// NewUpstreamClient is a client of the manager's API server.
+func NewUpstreamClient(cfg *rest.Config) (client.WithWatch, error) {
+	return client.NewWithWatch(cfg, client.Options{Scheme: Scheme(), Mapper: UpstreamMapper()})
 }
 
 // Backoff yields capped, jittered exponential waits.
@@ -214,7 +243,7 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 	if err != nil {
 		return nil, err
 	}
-	upstream, err := client.New(restConfig(boot.APIServerURL, []byte(boot.APIServerCA), boot.Token), client.Options{Scheme: Scheme()})
+	upstream, err := NewUpstreamClient(restConfig(boot.APIServerURL, []byte(boot.APIServerCA), boot.Token))
 	if err != nil {
 		return nil, fmt.Errorf("manager API server %s: %w", boot.APIServerURL, err)
 	}
@@ -229,6 +258,10 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 			Name:      RequestName(clientID, clientRandom),
 			Namespace: boot.ClusterNamespace,
 			Labels:    map[string]string{fleet.RegistrationTokenLabel: boot.TokenName},
+			// The manager's finalizer (deleting the registration revokes its
+			// credential) comes with the request: the manager adds it if
+			// missing, but that is one more write per registration.
+			Finalizers: []string{clusterregistration.Finalizer},
 		},
 		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: clientRandom, ClusterLabels: cfg.Labels},
 	}
@@ -327,7 +360,7 @@ func explain(what string, err error) error {
 // Check tells whether the manager accepts a credential: it lists the agent's
 // BundleDeployments, which both authenticates and authorizes.
 func Check(ctx context.Context, cred *Credential) error {
-	c, err := client.New(cred.RESTConfig(), client.Options{Scheme: Scheme()})
+	c, err := NewUpstreamClient(cred.RESTConfig())
 	if err != nil {
 		return err
 	}
