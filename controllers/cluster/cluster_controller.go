@@ -157,38 +157,52 @@ const FieldOwner = "fleet-cluster"
 // apply: other writers (the agent's check-in, the import controller's
 // Imported condition) own theirs, and a stale cache cannot erase them.
 func (r *Reconciler) applyStatus(ctx context.Context, cluster *fleet.Cluster) error {
-	var conds []interface{}
+	u, err := StatusApply(cluster)
+	if err != nil {
+		return err
+	}
+	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
+
+// StatusApply is the apply configuration of the status fields this
+// controller owns.
+func StatusApply(cluster *fleet.Cluster) (*unstructured.Unstructured, error) {
+	toMap := func(v interface{}) (map[string]interface{}, error) {
+		return runtime.DefaultUnstructuredConverter.ToUnstructured(v)
+	}
+	conds := []interface{}{}
 	for _, t := range []string{fleet.ConditionReady, fleet.ConditionProcessed} {
 		c := meta.FindStatusCondition(cluster.Status.Conditions, t)
 		if c == nil {
 			continue
 		}
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+		m, err := toMap(c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		conds = append(conds, m)
 	}
 	st := cluster.Status
-	toMap := func(v interface{}) (map[string]interface{}, error) {
-		return runtime.DefaultUnstructuredConverter.ToUnstructured(v)
-	}
 	sum, err := toMap(&st.Summary)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	// The counts are sent even when zero. An applied object left with no
+	// fields is stored as null by server-side apply (kubernetes#104694),
+	// which the schema refuses: a cluster whose last deployment went away
+	// would keep its old summary.
+	sum["desiredReady"], sum["ready"] = int64(st.Summary.DesiredReady), int64(st.Summary.Ready)
 	display, err := toMap(&st.Display)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	u := &unstructured.Unstructured{Object: map[string]interface{}{
+	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": fleet.GroupVersion.String(), "kind": "Cluster",
 		"metadata": map[string]interface{}{"name": cluster.Name, "namespace": cluster.Namespace},
 		"status": map[string]interface{}{
 			"namespace": st.Namespace, "summary": sum, "display": display, "conditions": conds,
 		},
-	}}
-	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	}}, nil
 }
 
 // ComputeStatus sets a cluster's status from its BundleDeployments, and marks

@@ -1,12 +1,14 @@
 package cluster
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -61,4 +63,24 @@ func TestComputeStatus(t *testing.T) {
 	c.Status.Agent.LastSeen = metav1.NewTime(now)
 	ComputeStatus(c, "ns", []fleet.BundleDeployment{{}}, now.Add(time.Second), time.Minute)
 	g.Expect(c.Status.Display.State).NotTo(Equal(fleet.ClusterStateOffline), "back after a check-in")
+}
+
+func TestStatusApplySendsZeroCounts(t *testing.T) {
+	g := NewWithT(t)
+	// A cluster whose deployments are all gone: its summary is all zero,
+	// and must still be sent with fields (an empty object would be stored
+	// as null by server-side apply, and refused).
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "fleet-default"}}
+	c.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 3}
+	ComputeStatus(c, "cluster-ns", nil, time.Now(), time.Hour)
+	u, err := StatusApply(c)
+	g.Expect(err).NotTo(HaveOccurred())
+	summary, found, err := unstructured.NestedMap(u.Object, "status", "summary")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(BeTrue())
+	g.Expect(summary).To(HaveKeyWithValue("desiredReady", int64(0)))
+	g.Expect(summary).To(HaveKeyWithValue("ready", int64(0)))
+	raw, err := json.Marshal(u.Object)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(raw)).NotTo(ContainSubstring("null"))
 }

@@ -161,6 +161,14 @@ var _ = Describe("Targeting", Ordered, func() {
 		dev.Labels["env"] = "staging"
 		Expect(admin.Patch(ctx, dev, patch)).To(Succeed())
 		Eventually(clustersOf(app), 20*time.Second, 100*time.Millisecond).Should(ConsistOf("test-1", "prod-1"))
+
+		By("showing the cluster left with no deployments as such")
+		Eventually(func(g Gomega) {
+			c := &fleet.Cluster{}
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(dev), c)).To(Succeed())
+			g.Expect(c.Status.Display.ReadyBundles).To(Equal("0/0"))
+			g.Expect(c.Status.Summary).To(Equal(fleet.BundleSummary{}))
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
 	It("shares Content between bundles with the same resources and collects it when unused", func() {
