@@ -196,7 +196,7 @@ func attempt(ctx context.Context, o Options) (*Credential, error) {
 	if err != nil {
 		return nil, err
 	}
-	cred, err := register(ctx, o, boot)
+	cred, forget, err := register(ctx, o, boot)
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +205,12 @@ func attempt(ctx context.Context, o Options) (*Credential, error) {
 	keep := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 10, Cap: 10 * time.Second}
 	if err := retry.OnError(keep, func(error) bool { return ctx.Err() == nil }, func() error { return store(ctx, o, cred) }); err != nil {
 		return nil, err
+	}
+	// Kept here, the credential is not needed upstream any more: deleting it
+	// there ends the token's right to read it. Should that fail, the manager
+	// expires it a few minutes later.
+	if err := forget(ctx); err != nil {
+		ctrl.LoggerFrom(ctx).Info("Could not delete the credential secret upstream; the manager will expire it", "reason", err.Error())
 	}
 	// Forget the token: only the per-cluster credential stays in the cluster.
 	if err := o.Local.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
@@ -227,25 +233,27 @@ func Identity(ctx context.Context, local client.Client, cfg *agentinstall.AgentC
 	return string(ns.UID), nil
 }
 
-func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Credential, error) {
+// register asks the manager for a credential and waits for it. forget
+// deletes the manager's copy once the caller has kept it.
+func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (cred *Credential, forget func(context.Context) error, err error) {
 	cm := &corev1.ConfigMap{}
 	if err := o.Local.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: fleet.AgentName}, cm); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return nil, err
+			return nil, nil, err
 		}
 		cm = nil
 	}
 	cfg, err := agentinstall.ReadConfig(cm)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	clientID, err := Identity(ctx, o.Local, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	upstream, err := NewUpstreamClient(restConfig(boot.APIServerURL, []byte(boot.APIServerCA), boot.Token))
 	if err != nil {
-		return nil, fmt.Errorf("manager API server %s: %w", boot.APIServerURL, err)
+		return nil, nil, fmt.Errorf("manager API server %s: %w", boot.APIServerURL, err)
 	}
 	random := make([]byte, 16)
 	_, _ = rand.Read(random)
@@ -274,7 +282,7 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 		return err
 	})
 	if err != nil {
-		return nil, explain("creating the cluster registration", err)
+		return nil, nil, explain("creating the cluster registration", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Created cluster registration, waiting for the manager to grant it", "registration", reg.Namespace+"/"+reg.Name, "clientID", clientID)
 
@@ -293,6 +301,9 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 		err := upstream.Get(ctx, types.NamespacedName{Namespace: boot.SystemRegistrationNamespace, Name: secretName}, secret,
 			&client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
 		if err == nil {
+			forget := func(ctx context.Context) error {
+				return client.IgnoreNotFound(upstream.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}))
+			}
 			return &Credential{
 				APIServerURL:     boot.APIServerURL,
 				APIServerCA:      []byte(boot.APIServerCA),
@@ -301,11 +312,11 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 				ClusterNamespace: string(secret.Data[clusterregistration.CredentialClusterNamespaceKey]),
 				Namespace:        string(secret.Data[clusterregistration.CredentialNamespaceKey]),
 				ClientID:         clientID,
-			}, nil
+			}, forget, nil
 		}
 		switch {
 		case apierrors.IsUnauthorized(err):
-			return nil, explain("waiting for the credential", err)
+			return nil, nil, explain("waiting for the credential", err)
 		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
 			// Not granted yet.
 		default:
@@ -315,11 +326,11 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (*Cr
 			ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the credential", "reason", err.Error())
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("registration %s/%s was not granted within 5 minutes: is the manager running?", reg.Namespace, reg.Name)
+			return nil, nil, fmt.Errorf("registration %s/%s was not granted within 5 minutes: is the manager running?", reg.Namespace, reg.Name)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(b.Next()):
 		}
 	}

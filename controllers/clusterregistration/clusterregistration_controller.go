@@ -18,9 +18,13 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -56,6 +60,9 @@ const (
 // Reconciler grants ClusterRegistrations.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads around the cache: a credential secret missing from
+	// the cache may only be too new to be there yet.
+	APIReader client.Reader
 	// SystemRegistrationNamespace holds credential secrets.
 	SystemRegistrationNamespace string
 	// CredentialLifetime is how long an agent credential is valid.
@@ -80,8 +87,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err := IndexClientID(ctx, mgr); err != nil {
 		return err
 	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.ClusterRegistration{}).
+		// An agent deletes its credential secret once it has stored the
+		// credential: the token's right to read it goes at once, rather
+		// than when the secret would have expired.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(registrationOfSecret),
+			builder.WithPredicates(credentialSecretDeleted(r.SystemRegistrationNamespace))).
 		Named("clusterregistration").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -287,7 +302,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 }
 
 func managedLabels(reg *fleet.ClusterRegistration) map[string]string {
-	return map[string]string{fleet.ManagedLabel: "true", "fleet.cattle.io/registration": reg.Name, "fleet.cattle.io/registration-namespace": reg.Namespace}
+	return map[string]string{fleet.ManagedLabel: "true", RegistrationLabel: reg.Name, RegistrationNamespaceLabel: reg.Namespace}
 }
 
 // StatusRoleName is the Role letting an agent patch its own Cluster's status.
@@ -297,7 +312,10 @@ func StatusRoleName(cluster string) string {
 
 // reconcileAgentAccess creates the cluster namespace, the agent's
 // ServiceAccount and exactly its RBAC, and lets the registering token read
-// (only) the credential secret to come. A grant is a chain of round trips,
+// the credential secret to come, and delete it once read (that one secret,
+// nothing else: every pending grant's binding names the token, so the API
+// server weighs them all on each of the token's requests, and a picked-up
+// credential should not linger). A grant is a chain of round trips,
 // and thousands may be waiting: what does not need the namespace is written
 // while it is made, and each step writes its objects at once.
 func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
@@ -325,7 +343,7 @@ func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 		&rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace},
 			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{s.secretName},
+				APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "delete"}, ResourceNames: []string{s.secretName},
 			}},
 		},
 		&rbacv1.RoleBinding{
@@ -397,13 +415,48 @@ func (r *Reconciler) replaceOlder(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// expireSecret removes the credential secret (and the right to read it) once
-// the agent has had time to fetch it.
+// Labels naming the registration a credential secret (and its RBAC) is for.
+const (
+	RegistrationLabel          = "fleet.cattle.io/registration"
+	RegistrationNamespaceLabel = "fleet.cattle.io/registration-namespace"
+)
+
+// registrationOfSecret maps a credential secret to its registration.
+func registrationOfSecret(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if l[RegistrationLabel] == "" || l[RegistrationNamespaceLabel] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[RegistrationNamespaceLabel], Name: l[RegistrationLabel]}}}
+}
+
+// credentialSecretDeleted passes only the deletion of credential secrets.
+func credentialSecretDeleted(namespace string) predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			secret, ok := e.Object.(*corev1.Secret)
+			return ok && secret.Namespace == namespace && secret.Type == fleet.CredentialSecretType
+		},
+	}
+}
+
+// expireSecret removes the credential secret and the token's right to read
+// it: at once when the agent has deleted the secret (it has the
+// credential), otherwise once the agent has had time to fetch it.
 func (r *Reconciler) expireSecret(ctx context.Context, s *scope) (ctrl.Result, error) {
+	key := types.NamespacedName{Namespace: r.SystemRegistrationNamespace, Name: s.secretName}
 	secret := &corev1.Secret{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.SystemRegistrationNamespace, Name: s.secretName}, secret)
+	err := r.Client.Get(ctx, key, secret)
 	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, nil
+		// Fetched and deleted by the agent, or too new for the cache.
+		err = r.APIReader.Get(ctx, key, secret)
+	}
+	if apierrors.IsNotFound(err) {
+		meta := metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}
+		return ctrl.Result{}, deleteAll(ctx, r.Client, &rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta})
 	}
 	if err != nil {
 		return ctrl.Result{}, err

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -178,12 +179,35 @@ var _ = Describe("Token registration", Ordered, func() {
 		forbidden("creating ClusterRegistrations", c.Create(ctx, &fleet.ClusterRegistration{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "evil-", Namespace: fleet.DefaultWorkspace},
 			Spec:       fleet.ClusterRegistrationSpec{ClientID: "x", ClientRandom: "0123456789abcdef0123"}}))
+		// Agents delete their credential secrets once kept: one is made here
+		// so that there is one to be refused.
+		pending := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rights-test", Namespace: fleet.DefaultSystemRegistrationNamespace},
+			Type: fleet.CredentialSecretType, StringData: map[string]string{"token": "x"}}
+		Expect(admin.Create(ctx, pending)).To(Succeed())
 		creds := &corev1.SecretList{}
 		Expect(admin.List(ctx, creds, client.InNamespace(fleet.DefaultSystemRegistrationNamespace))).To(Succeed())
-		Expect(creds.Items).NotTo(BeEmpty())
 		for _, s := range creds.Items {
 			forbidden("reading credential secret "+s.Name, c.Get(ctx, client.ObjectKeyFromObject(&s), &corev1.Secret{}))
 		}
+	})
+
+	It("removes a credential secret, and the token's right to read it, once the agent has the credential", func() {
+		regs := &fleet.ClusterRegistrationList{}
+		Expect(admin.List(ctx, regs, client.InNamespace(fleet.DefaultWorkspace))).To(Succeed())
+		var reg *fleet.ClusterRegistration
+		for i := range regs.Items {
+			if regs.Items[i].Spec.ClientID == prod.cred.ClientID && regs.Items[i].Status.Granted {
+				reg = &regs.Items[i]
+			}
+		}
+		Expect(reg).NotTo(BeNil(), "prod's granted registration")
+		key := types.NamespacedName{Namespace: fleet.DefaultSystemRegistrationNamespace, Name: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}
+		// Long before the secret would expire (10 minutes).
+		Eventually(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(admin.Get(ctx, key, &corev1.Secret{}))).To(BeTrue(), "credential secret")
+			g.Expect(apierrors.IsNotFound(admin.Get(ctx, key, &rbacv1.Role{}))).To(BeTrue(), "Role reading it")
+			g.Expect(apierrors.IsNotFound(admin.Get(ctx, key, &rbacv1.RoleBinding{}))).To(BeTrue(), "RoleBinding to the token")
+		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
 
 	It("refuses an expired token, and the agent says why", func() {
