@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -149,8 +148,8 @@ func (f *fleetRun) Register(ctx context.Context) error {
 }
 
 // registrationTimeline tells, from the objects' creation times, when the
-// agents' requests reached the API server and when the manager granted them
-// (made their credential secrets), in seconds after start: it separates
+// agents' requests reached the API server and when the manager started
+// granting them (made their Clusters), in seconds after start: it separates
 // the agents' side of the wait from the manager's.
 func (f *fleetRun) registrationTimeline(ctx context.Context, start time.Time) string {
 	quantiles := func(ts []time.Time) string {
@@ -162,23 +161,21 @@ func (f *fleetRun) registrationTimeline(ctx context.Context, start time.Time) st
 		return fmt.Sprintf("first %.0fs, p50 %.0fs, last %.0fs", at(0), at(0.5), at(1))
 	}
 	regs := &fleet.ClusterRegistrationList{}
-	secrets := &corev1.SecretList{}
+	clusters := &fleet.ClusterList{}
 	if err := f.c.List(ctx, regs, client.InNamespace(fleet.DefaultWorkspace)); err != nil {
 		return err.Error()
 	}
-	if err := f.c.List(ctx, secrets, client.InNamespace(fleet.DefaultSystemRegistrationNamespace)); err != nil {
+	if err := f.c.List(ctx, clusters, client.InNamespace(fleet.DefaultWorkspace)); err != nil {
 		return err.Error()
 	}
-	var requested, granted []time.Time
+	var requested, granting []time.Time
 	for _, r := range regs.Items {
 		requested = append(requested, r.CreationTimestamp.Time)
 	}
-	for _, s := range secrets.Items {
-		if s.Type == fleet.CredentialSecretType {
-			granted = append(granted, s.CreationTimestamp.Time)
-		}
+	for _, c := range clusters.Items {
+		granting = append(granting, c.CreationTimestamp.Time)
 	}
-	return fmt.Sprintf("requests created: %s; granted: %s", quantiles(requested), quantiles(granted))
+	return fmt.Sprintf("requests created: %s; grants started (Clusters made): %s", quantiles(requested), quantiles(granting))
 }
 
 // FanoutReady creates B bundles of 10 KB targeting every agent's cluster and

@@ -83,27 +83,41 @@ func (a *Agent) Run(ctx context.Context) {
 	for ctx.Err() == nil && a.Beat(ctx) != nil {
 		sleep(ctx, time.Second)
 	}
+	// Like a reflector: list, then watch from there; a watch that ends is
+	// resumed from the last version seen, and only an error (such as 410
+	// Gone) or a failed watch brings a new list.
+	rv := ""
 	for ctx.Err() == nil {
-		list := &fleet.BundleDeploymentList{}
-		if err := a.c.List(ctx, list, client.InNamespace(a.Cred.ClusterNamespace)); err != nil {
-			sleep(ctx, time.Second)
-			continue
-		}
-		for i := range list.Items {
-			a.apply(ctx, &list.Items[i])
+		if rv == "" {
+			list := &fleet.BundleDeploymentList{}
+			if err := a.c.List(ctx, list, client.InNamespace(a.Cred.ClusterNamespace)); err != nil {
+				sleep(ctx, time.Second)
+				continue
+			}
+			for i := range list.Items {
+				a.apply(ctx, &list.Items[i])
+			}
+			rv = list.ResourceVersion
 		}
 		timeout := int64(300 + rand.IntN(300)) // 5 to 10 minutes, as reflectors do
 		w, err := a.c.Watch(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(a.Cred.ClusterNamespace),
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion, TimeoutSeconds: &timeout}})
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, TimeoutSeconds: &timeout}})
 		if err != nil {
+			rv = ""
 			sleep(ctx, time.Second)
 			continue
 		}
 		for ev := range w.ResultChan() {
-			if ev.Type != watch.Added && ev.Type != watch.Modified {
+			if ev.Type == watch.Error {
+				rv = ""
+				break
+			}
+			bd, ok := ev.Object.(*fleet.BundleDeployment)
+			if !ok {
 				continue
 			}
-			if bd, ok := ev.Object.(*fleet.BundleDeployment); ok {
+			rv = bd.ResourceVersion
+			if ev.Type == watch.Added || ev.Type == watch.Modified {
 				a.apply(ctx, bd)
 			}
 		}
