@@ -2,8 +2,10 @@ package content
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -24,6 +26,9 @@ type Reconciler struct {
 	Grace   time.Duration
 	Workers int
 	Now     func() time.Time
+
+	// refs is the cache's index of BundleDeployments by Content.
+	refs toolscache.Indexer
 }
 
 // SetupWithManager registers the controller and its index.
@@ -34,14 +39,29 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.BundleDeployment{}, ContentIndex, func(o client.Object) []string {
-		if c := o.GetLabels()[fleet.ContentNameLabel]; c != "" {
-			return []string{c}
-		}
-		return nil
-	}); err != nil {
+	// References are counted from the cache's index itself, by key: a
+	// Content deployed to thousands of clusters is counted again and again
+	// while their deployments change, and listing them would copy every one
+	// each time.
+	inf, err := mgr.GetCache().GetInformer(ctx, &fleet.BundleDeployment{})
+	if err != nil {
 		return err
 	}
+	if err := inf.AddIndexers(toolscache.Indexers{ContentIndex: func(obj any) ([]string, error) {
+		if o, ok := obj.(client.Object); ok {
+			if c := o.GetLabels()[fleet.ContentNameLabel]; c != "" {
+				return []string{c}, nil
+			}
+		}
+		return nil, nil
+	}}); err != nil {
+		return fmt.Errorf("indexing BundleDeployments by content: %w", err)
+	}
+	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return fmt.Errorf("the BundleDeployment informer (%T) does not expose its index", inf)
+	}
+	r.refs = indexed.GetIndexer()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Content{}).
 		Watches(&fleet.BundleDeployment{}, enqueue.After(2*time.Second, func(_ context.Context, o client.Object) []reconcile.Request {
@@ -61,11 +81,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, content); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	bds := &fleet.BundleDeploymentList{}
-	if err := r.Client.List(ctx, bds, client.MatchingFields{ContentIndex: content.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	keys, err := r.refs.IndexKeys(ContentIndex, content.Name)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	refs := len(bds.Items)
+	refs := len(keys)
 	if refs != content.Status.ReferenceCount {
 		before := content.DeepCopy()
 		content.Status.ReferenceCount = refs
