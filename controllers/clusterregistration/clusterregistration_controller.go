@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	clusterctrl "github.com/gitfleet/fleet/controllers/cluster"
@@ -90,13 +90,21 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	// An agent deletes its credential secret once it has stored the
+	// credential: the token's right to read it goes at once, rather than when
+	// the secret would have expired. This has a queue of its own, so as not to
+	// wait behind thousands of grants: until it is done, the binding weighs
+	// on every request of the token.
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("credentialpickup").
+		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{},
+			credentialSecretDeleted(r.SystemRegistrationNamespace))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 32}).
+		Complete(reconcile.Func(r.withdrawPickedUp)); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.ClusterRegistration{}).
-		// An agent deletes its credential secret once it has stored the
-		// credential: the token's right to read it goes at once, rather
-		// than when the secret would have expired.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(registrationOfSecret),
-			builder.WithPredicates(credentialSecretDeleted(r.SystemRegistrationNamespace))).
 		Named("clusterregistration").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -421,26 +429,30 @@ const (
 	RegistrationNamespaceLabel = "fleet.cattle.io/registration-namespace"
 )
 
-// registrationOfSecret maps a credential secret to its registration.
-func registrationOfSecret(_ context.Context, o client.Object) []reconcile.Request {
-	l := o.GetLabels()
-	if l[RegistrationLabel] == "" || l[RegistrationNamespaceLabel] == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[RegistrationNamespaceLabel], Name: l[RegistrationLabel]}}}
-}
-
 // credentialSecretDeleted passes only the deletion of credential secrets.
-func credentialSecretDeleted(namespace string) predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		DeleteFunc: func(e event.DeleteEvent) bool {
-			secret, ok := e.Object.(*corev1.Secret)
-			return ok && secret.Namespace == namespace && secret.Type == fleet.CredentialSecretType
+func credentialSecretDeleted(namespace string) predicate.TypedPredicate[*corev1.Secret] {
+	return predicate.TypedFuncs[*corev1.Secret]{
+		CreateFunc:  func(event.TypedCreateEvent[*corev1.Secret]) bool { return false },
+		UpdateFunc:  func(event.TypedUpdateEvent[*corev1.Secret]) bool { return false },
+		GenericFunc: func(event.TypedGenericEvent[*corev1.Secret]) bool { return false },
+		DeleteFunc: func(e event.TypedDeleteEvent[*corev1.Secret]) bool {
+			return e.Object.Namespace == namespace && e.Object.Type == fleet.CredentialSecretType
 		},
 	}
+}
+
+// withdrawPickedUp removes the Role and RoleBinding that let a token read a
+// credential secret, once the secret is gone. They share its name. The
+// cache saw the deletion, so it is asked whether the secret came back.
+func (r *Reconciler) withdrawPickedUp(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.Client.Get(ctx, req.NamespacedName, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err // still there (nil): the expiry takes care of it
+	}
+	meta := metav1.ObjectMeta{Name: req.Name, Namespace: req.Namespace}
+	return reconcile.Result{}, concurrently(
+		func() error { return deleteAll(ctx, r.Client, &rbacv1.RoleBinding{ObjectMeta: meta}) },
+		func() error { return deleteAll(ctx, r.Client, &rbacv1.Role{ObjectMeta: meta}) },
+	)
 }
 
 // expireSecret removes the credential secret and the token's right to read
