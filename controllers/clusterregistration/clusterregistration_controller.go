@@ -310,7 +310,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 }
 
 func managedLabels(reg *fleet.ClusterRegistration) map[string]string {
-	return map[string]string{fleet.ManagedLabel: "true", RegistrationLabel: reg.Name, RegistrationNamespaceLabel: reg.Namespace}
+	return map[string]string{fleet.ManagedLabel: "true", registrationLabel: reg.Name, registrationNamespaceLabel: reg.Namespace}
 }
 
 // StatusRoleName is the Role letting an agent patch its own Cluster's status.
@@ -425,8 +425,8 @@ func (r *Reconciler) replaceOlder(ctx context.Context, s *scope) error {
 
 // Labels naming the registration a credential secret (and its RBAC) is for.
 const (
-	RegistrationLabel          = "fleet.cattle.io/registration"
-	RegistrationNamespaceLabel = "fleet.cattle.io/registration-namespace"
+	registrationLabel          = "fleet.cattle.io/registration"
+	registrationNamespaceLabel = "fleet.cattle.io/registration-namespace"
 )
 
 // credentialSecretDeleted passes only the deletion of credential secrets.
@@ -441,18 +441,21 @@ func credentialSecretDeleted(namespace string) predicate.TypedPredicate[*corev1.
 	}
 }
 
-// withdrawPickedUp removes the Role and RoleBinding that let a token read a
-// credential secret, once the secret is gone. They share its name. The
-// cache saw the deletion, so it is asked whether the secret came back.
+// withdrawPickedUp takes back a token's right to read a credential secret
+// once the secret is gone. The cache saw the deletion, so it is asked whether
+// the secret came back.
 func (r *Reconciler) withdrawPickedUp(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if err := r.Client.Get(ctx, req.NamespacedName, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err // still there (nil): the expiry takes care of it
 	}
-	meta := metav1.ObjectMeta{Name: req.Name, Namespace: req.Namespace}
-	return reconcile.Result{}, concurrently(
-		func() error { return deleteAll(ctx, r.Client, &rbacv1.RoleBinding{ObjectMeta: meta}) },
-		func() error { return deleteAll(ctx, r.Client, &rbacv1.Role{ObjectMeta: meta}) },
-	)
+	return reconcile.Result{}, r.withdrawRead(ctx, req.Name)
+}
+
+// withdrawRead deletes the RoleBinding and Role, named after a credential
+// secret, that let the registering token read it.
+func (r *Reconciler) withdrawRead(ctx context.Context, secretName string) error {
+	meta := metav1.ObjectMeta{Name: secretName, Namespace: r.SystemRegistrationNamespace}
+	return deleteAll(ctx, r.Client, &rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta})
 }
 
 // expireSecret removes the credential secret and the token's right to read
@@ -467,8 +470,9 @@ func (r *Reconciler) expireSecret(ctx context.Context, s *scope) (ctrl.Result, e
 		err = r.APIReader.Get(ctx, key, secret)
 	}
 	if apierrors.IsNotFound(err) {
-		meta := metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}
-		return ctrl.Result{}, deleteAll(ctx, r.Client, &rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta})
+		// Normally already done by withdrawPickedUp; not if the deletion
+		// came while the manager was down.
+		return ctrl.Result{}, r.withdrawRead(ctx, s.secretName)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -480,8 +484,10 @@ func (r *Reconciler) expireSecret(ctx context.Context, s *scope) (ctrl.Result, e
 }
 
 func (r *Reconciler) deleteCredentialSecret(ctx context.Context, s *scope) error {
-	meta := metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}
-	return deleteAll(ctx, r.Client, &corev1.Secret{ObjectMeta: meta}, &rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta})
+	if err := deleteAll(ctx, r.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}}); err != nil {
+		return err
+	}
+	return r.withdrawRead(ctx, s.secretName)
 }
 
 // reconcileDelete revokes the credential: the ServiceAccount (so its token)
