@@ -26,6 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/framework"
 )
 
 // Result is one experiment's figures.
@@ -84,6 +85,7 @@ func run(n, b int, which string) error {
 		return err
 	}
 	defer func() { _ = cp.Stop() }()
+	defer framework.RemoveBinaries()
 
 	var results []Result
 	ceiling := 0.0

@@ -83,4 +83,5 @@ var _ = AfterSuite(func() {
 	for _, cp := range append([]*controlplane.ControlPlane{upstream}, downstreams...) {
 		_ = cp.Stop()
 	}
+	framework.RemoveBinaries()
 })

@@ -112,4 +112,5 @@ var _ = AfterSuite(func() {
 	for _, cp := range append([]*controlplane.ControlPlane{upstream}, workloads...) {
 		_ = cp.Stop()
 	}
+	framework.RemoveBinaries()
 })

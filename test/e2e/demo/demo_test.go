@@ -25,6 +25,7 @@ func TestDemo(t *testing.T) {
 	defer cancel()
 	bin, err := framework.Binaries()
 	g.Expect(err).NotTo(HaveOccurred())
+	defer framework.RemoveBinaries()
 	// Kept when the test fails, for its logs.
 	dir, err := os.MkdirTemp("", "fleet-demo-test-")
 	g.Expect(err).NotTo(HaveOccurred())

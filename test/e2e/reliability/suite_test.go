@@ -51,4 +51,5 @@ var _ = AfterSuite(func() {
 		m.Stop()
 	}
 	_ = cp.Stop()
+	framework.RemoveBinaries()
 })
