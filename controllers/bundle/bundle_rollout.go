@@ -76,7 +76,7 @@ func PlanRollout(cands []Candidate, rs *fleet.RolloutStrategy, paused bool) (Pla
 		unavailable := 0
 		for _, i := range part.members {
 			summary.Add(&ps.Summary, cands[i].State)
-			if cands[i].Exists && cands[i].State != fleet.Ready {
+			if cands[i].Exists && !Available(cands[i].State) {
 				unavailable++
 			}
 		}
@@ -93,7 +93,7 @@ func PlanRollout(cands []Candidate, rs *fleet.RolloutStrategy, paused bool) (Pla
 				p.Create[i], p.Deploy[i] = true, true
 				p.Status.NewlyCreated++
 			case c.UpToDate || frozen:
-			case c.State != fleet.Ready:
+			case !Available(c.State):
 				// Already unavailable: updating it costs no budget.
 				p.Deploy[i] = true
 			case unavailable < budget:
@@ -113,6 +113,14 @@ func PlanRollout(cands []Candidate, rs *fleet.RolloutStrategy, paused bool) (Pla
 		p.Status.Partitions = nil
 	}
 	return p, nil
+}
+
+// Available tells whether a deployment in this state runs a Ready release.
+// A staged change (OutOfSync) or a modified resource does not make it
+// unavailable: counting those would let a rollout that staged a change move
+// every staged cluster on its next pass.
+func Available(s fleet.BundleState) bool {
+	return s == fleet.Ready || s == fleet.OutOfSync || s == fleet.Modified
 }
 
 type partitionOf struct {

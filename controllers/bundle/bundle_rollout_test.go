@@ -55,6 +55,15 @@ func TestPlanRollout(t *testing.T) {
 		{name: "default: everything at once", cands: cands(10, readyOld), deploy: 10},
 		{name: "maxUnavailable 2 of ready clusters", cands: cands(10, readyOld),
 			rs: &fleet.RolloutStrategy{MaxUnavailable: num(2)}, deploy: 2},
+		{name: "a staged change keeps a cluster available", cands: cands(10, func(i int) (bool, bool, fleet.BundleState) {
+			if i == 0 {
+				return true, true, fleet.WaitApplied // moved in the last pass
+			}
+			return true, false, fleet.OutOfSync
+		}), rs: &fleet.RolloutStrategy{MaxUnavailable: num(2)}, deploy: 1},
+		{name: "modified clusters count as available", cands: cands(10, func(int) (bool, bool, fleet.BundleState) {
+			return true, false, fleet.Modified
+		}), rs: &fleet.RolloutStrategy{MaxUnavailable: num(2)}, deploy: 2},
 		{name: "maxUnavailable 30% counts clusters already not ready", cands: cands(10, func(i int) (bool, bool, fleet.BundleState) {
 			if i == 0 {
 				return true, true, fleet.NotReady

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -51,6 +52,13 @@ func clustersOf(b *fleet.Bundle) func() []string {
 		}
 		return out
 	}
+}
+
+// markReady reports a deployment applied and Ready, as its agent would.
+func markReady(bd *fleet.BundleDeployment) {
+	patch := client.MergeFrom(bd.DeepCopy())
+	bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
+	ExpectWithOffset(1, admin.Status().Patch(ctx, bd, patch)).To(Succeed())
 }
 
 func selector(k, v string) *metav1.LabelSelector {
@@ -103,9 +111,7 @@ var _ = Describe("Targeting", Ordered, func() {
 
 	It("rolls BundleDeployment status up into Bundle and Cluster status", func() {
 		for _, bd := range deploymentsOf(app) {
-			patch := client.MergeFrom(bd.DeepCopy())
-			bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
-			Expect(admin.Status().Patch(ctx, bd, patch)).To(Succeed())
+			markReady(bd)
 		}
 		Eventually(func(g Gomega) {
 			b := &fleet.Bundle{}
@@ -169,6 +175,51 @@ var _ = Describe("Targeting", Ordered, func() {
 			g.Expect(c.Status.Display.ReadyBundles).To(Equal("0/0"))
 			g.Expect(c.Status.Summary).To(Equal(fleet.BundleSummary{}))
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	})
+
+	It("rolls a change out one cluster at a time as deployments become Ready", func() {
+		one := intstr.FromInt32(1)
+		b := newBundle("rollout", fleet.BundleSpec{Resources: resources,
+			RolloutStrategy: &fleet.RolloutStrategy{MaxUnavailable: &one},
+			Targets:         []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}}})
+		Eventually(clustersOf(b), 20*time.Second, 100*time.Millisecond).Should(HaveLen(3))
+		for _, bd := range deploymentsOf(b) {
+			markReady(bd)
+		}
+		Eventually(func(g Gomega) string {
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+			return b.Status.Display.ReadyClusters
+		}, 20*time.Second, 100*time.Millisecond).Should(Equal("3/3"))
+		old := deploymentsOf(b)["prod-1"].Spec.DeploymentID
+
+		By("changing the bundle: one cluster moves, the others only stage the change")
+		b.Spec.Resources = []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-v2}\n"}}
+		Expect(admin.Update(ctx, b)).To(Succeed())
+		moved := func(g Gomega) []*fleet.BundleDeployment {
+			var out []*fleet.BundleDeployment
+			for _, bd := range deploymentsOf(b) {
+				g.Expect(bd.Spec.StagedDeploymentID).NotTo(Equal(old), "%s has the change staged", bd.Namespace)
+				if bd.Spec.DeploymentID != old {
+					out = append(out, bd)
+				}
+			}
+			return out
+		}
+		for n := 1; n <= 3; n++ {
+			var now []*fleet.BundleDeployment
+			Eventually(func(g Gomega) {
+				now = moved(g)
+				g.Expect(now).To(HaveLen(n))
+			}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+			Consistently(func(g Gomega) { g.Expect(moved(g)).To(HaveLen(n)) }, time.Second, 100*time.Millisecond).
+				Should(Succeed(), "at most one cluster unavailable")
+			By(fmt.Sprintf("reporting the moved clusters Ready (%d of 3): only their status changes", n))
+			for _, bd := range now {
+				markReady(bd)
+			}
+		}
+		Expect(admin.Delete(ctx, b)).To(Succeed())
+		Eventually(clustersOf(b), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
 	})
 
 	It("shares Content between bundles with the same resources and collects it when unused", func() {
