@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/internal/target"
@@ -50,6 +49,8 @@ type Reconciler struct {
 	compiled sync.Map // types.UID -> *target.CompiledBundle
 	groups   sync.Map // types.UID -> *target.CompiledGroup
 	expected expectations
+	passes   sync.Map // types.UID -> *pass, the last full pass of a bundle
+	retarget sync.Map // types.NamespacedName -> struct{}: a full pass is due
 }
 
 // BundleKey is the BundleIndex value of a BundleDeployment.
@@ -79,16 +80,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Bundle{}).
 		// Status changes of many deployments coalesce into one pass.
-		Watches(&fleet.BundleDeployment{}, enqueue.After(250*time.Millisecond, func(_ context.Context, o client.Object) []reconcile.Request {
-			l := o.GetLabels()
-			if l[fleet.BundleNameLabel] == "" {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[fleet.BundleNamespaceLabel], Name: l[fleet.BundleNameLabel]}}}
-		})).
-		Watches(&fleet.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bundlesForCluster), builder.WithPredicates(clusterChanged)).
-		Watches(&fleet.ClusterGroup{}, handler.EnqueueRequestsFromMapFunc(r.bundlesInNamespace), builder.WithPredicates(clusterChanged)).
-		Watches(&fleet.BundleNamespaceMapping{}, handler.EnqueueRequestsFromMapFunc(r.bundlesInNamespace)).
+		Watches(&fleet.BundleDeployment{}, r.deploymentEvents()).
+		Watches(&fleet.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.retargeting(r.bundlesForCluster)), builder.WithPredicates(clusterChanged)).
+		Watches(&fleet.ClusterGroup{}, handler.EnqueueRequestsFromMapFunc(r.retargeting(r.bundlesInNamespace)), builder.WithPredicates(clusterChanged)).
+		Watches(&fleet.BundleNamespaceMapping{}, handler.EnqueueRequestsFromMapFunc(r.retargeting(r.bundlesInNamespace))).
 		Named("bundle").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -120,6 +115,9 @@ type clusterTarget struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	bundle := &fleet.Bundle{}
 	if err := r.Client.Get(ctx, req.NamespacedName, bundle); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.retarget.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !bundle.DeletionTimestamp.IsZero() {
@@ -142,13 +140,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
+	if _, due := r.retarget.LoadAndDelete(req.NamespacedName); !due {
+		if done, err := r.statusPass(ctx, s, time.Now()); done || err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	for _, phase := range []func(context.Context, *scope) error{
 		r.compile, r.reconcileContent, r.listExisting, r.computeTargets, r.writeDeployments,
 	} {
 		if err := phase(ctx, s); err != nil {
+			r.passes.Delete(bundle.UID)
 			return ctrl.Result{}, err
 		}
 	}
+	r.remember(s, time.Now())
 	// maxNew held creations back. The next passes create more on the same
 	// targets: matching thousands of clusters again for every 50 creations
 	// was most of the manager's CPU at 5000 clusters. A reconcile stops after
@@ -341,19 +346,10 @@ func (r *Reconciler) compiledGroups(ctx context.Context, ns string) ([]*target.C
 // writeDeployments creates, updates and deletes BundleDeployments so that
 // exactly the targeted clusters have one, as the rollout plan allows.
 func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
-	cands := make([]Candidate, len(s.targets))
-	for i, t := range s.targets {
-		c := Candidate{Info: t.info, State: fleet.Pending}
-		if bd := s.existing[t.namespace]; bd != nil {
-			c.Exists, c.UpToDate, c.State = true, bd.Spec.DeploymentID == t.id, summary.State(bd)
-		}
-		cands[i] = c
+	if err := r.planRollout(s); err != nil {
+		return err
 	}
-	plan, err := PlanRollout(cands, s.bundle.Spec.RolloutStrategy, s.bundle.Spec.Paused)
-	if err != nil {
-		return reconcile.TerminalError(err)
-	}
-	s.plan = &plan
+	plan := s.plan
 
 	var writes []func() error
 	wanted := make(map[string]bool, len(s.targets))
@@ -399,6 +395,24 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 		}
 	}
 	return r.runParallel(writes)
+}
+
+// planRollout plans which targets are created and moved in this pass.
+func (r *Reconciler) planRollout(s *scope) error {
+	cands := make([]Candidate, len(s.targets))
+	for i, t := range s.targets {
+		c := Candidate{Info: t.info, State: fleet.Pending}
+		if bd := s.existing[t.namespace]; bd != nil {
+			c.Exists, c.UpToDate, c.State = true, bd.Spec.DeploymentID == t.id, summary.State(bd)
+		}
+		cands[i] = c
+	}
+	plan, err := PlanRollout(cands, s.bundle.Spec.RolloutStrategy, s.bundle.Spec.Paused)
+	if err != nil {
+		return reconcile.TerminalError(err)
+	}
+	s.plan = &plan
+	return nil
 }
 
 func (r *Reconciler) desired(s *scope, t clusterTarget) *fleet.BundleDeployment {
@@ -471,6 +485,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *fleet.Bundle) error
 		return err
 	}
 	r.compiled.Delete(b.UID)
+	r.passes.Delete(b.UID)
 	r.expected.forget(b.UID)
 	controllerutil.RemoveFinalizer(b, Finalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, b))
