@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/internal/target"
@@ -49,8 +52,11 @@ type Reconciler struct {
 	compiled sync.Map // types.UID -> *target.CompiledBundle
 	groups   sync.Map // types.UID -> *target.CompiledGroup
 	expected expectations
-	passes   sync.Map // types.UID -> *pass, the last full pass of a bundle
-	retarget sync.Map // types.NamespacedName -> struct{}: a full pass is due
+	// The cache's own objects, read in place (see cacheindex).
+	deployments toolscache.Indexer // BundleDeployments, with BundleIndex
+	clusters    toolscache.Indexer // Clusters
+	passes      sync.Map           // types.UID -> *pass, the last full pass of a bundle
+	retarget    sync.Map           // types.NamespacedName -> struct{}: a full pass is due
 }
 
 // BundleKey is the BundleIndex value of a BundleDeployment.
@@ -67,12 +73,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.WriteParallelism == 0 {
 		r.WriteParallelism = 16
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.BundleDeployment{}, BundleIndex, func(o client.Object) []string {
-		if k := BundleKey(o); k != "" {
-			return []string{k}
+	var err error
+	if r.deployments, err = cacheindex.For(ctx, mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{BundleIndex: func(obj any) ([]string, error) {
+		if o, ok := obj.(client.Object); ok {
+			if k := BundleKey(o); k != "" {
+				return []string{k}, nil
+			}
 		}
-		return nil
-	}); err != nil {
+		return nil, nil
+	}}); err != nil {
+		return err
+	}
+	if r.clusters, err = cacheindex.For(ctx, mgr.GetCache(), &fleet.Cluster{}, nil); err != nil {
 		return err
 	}
 	// Heartbeats and other status-only changes of a Cluster never re-target.
@@ -108,7 +120,7 @@ type clusterTarget struct {
 	info      *target.ClusterInfo
 	namespace string
 	id        string
-	options   fleet.BundleDeploymentOptions
+	options   *fleet.BundleDeploymentOptions
 }
 
 // Reconcile targets one Bundle.
@@ -188,15 +200,15 @@ func (r *Reconciler) compile(_ context.Context, s *scope) error {
 	return nil
 }
 
-func (r *Reconciler) listExisting(ctx context.Context, s *scope) error {
-	list := &fleet.BundleDeploymentList{}
-	// Read-only views of the cache: a pass copies only what it writes.
-	if err := r.Client.List(ctx, list, client.MatchingFields{BundleIndex: s.bundle.Namespace + "/" + s.bundle.Name}, client.UnsafeDisableDeepCopy); err != nil {
+func (r *Reconciler) listExisting(_ context.Context, s *scope) error {
+	// The cache's own objects: a pass copies only what it writes.
+	bds, err := cacheindex.Objects[fleet.BundleDeployment](r.deployments, BundleIndex, s.bundle.Namespace+"/"+s.bundle.Name)
+	if err != nil {
 		return err
 	}
-	s.existing = make(map[string]*fleet.BundleDeployment, len(list.Items))
-	for i := range list.Items {
-		s.existing[list.Items[i].Namespace] = &list.Items[i]
+	s.existing = make(map[string]*fleet.BundleDeployment, len(bds))
+	for _, bd := range bds {
+		s.existing[bd.Namespace] = bd
 	}
 	r.expected.fill(s.bundle.UID, s.existing, time.Now())
 	return nil
@@ -213,16 +225,15 @@ func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
 	// values are templated per cluster, they share options and deploymentID.
 	shared := map[*target.Result]sharedOptions{}
 	for _, ns := range namespaces {
-		clusters := &fleet.ClusterList{}
-		if err := r.Client.List(ctx, clusters, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		clusters, err := cacheindex.Objects[fleet.Cluster](r.clusters, toolscache.NamespaceIndex, ns)
+		if err != nil {
 			return err
 		}
 		groups, err := r.compiledGroups(ctx, ns)
 		if err != nil {
 			return err
 		}
-		for i := range clusters.Items {
-			cluster := &clusters.Items[i]
+		for _, cluster := range clusters {
 			if !cluster.DeletionTimestamp.IsZero() {
 				continue
 			}
@@ -246,24 +257,24 @@ func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
 }
 
 type sharedOptions struct {
-	options fleet.BundleDeploymentOptions
+	options *fleet.BundleDeploymentOptions
 	id      string
 }
 
 // optionsFor returns a cluster's options and deploymentID, computed once per
 // match result when nothing in them depends on the cluster.
-func (r *Reconciler) optionsFor(s *scope, res *target.Result, cluster *fleet.Cluster, shared map[*target.Result]sharedOptions) (fleet.BundleDeploymentOptions, string, error) {
+func (r *Reconciler) optionsFor(s *scope, res *target.Result, cluster *fleet.Cluster, shared map[*target.Result]sharedOptions) (*fleet.BundleDeploymentOptions, string, error) {
 	if so, ok := shared[res]; ok {
 		return so.options, so.id, nil
 	}
-	opts := *res.Options.DeepCopy()
-	templated := isTemplated(&opts)
+	opts := res.Options.DeepCopy()
+	templated := isTemplated(opts)
 	if templated {
-		if err := templateValues(&opts, cluster); err != nil {
+		if err := templateValues(opts, cluster); err != nil {
 			return opts, "", err
 		}
 	}
-	id, err := target.DeploymentID(s.contentName, opts)
+	id, err := target.DeploymentID(s.contentName, *opts)
 	if err != nil {
 		return opts, "", err
 	}
@@ -356,11 +367,11 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 	for i, t := range s.targets {
 		wanted[t.namespace] = true
 		existing := s.existing[t.namespace]
-		desired := r.desired(s, t)
 		switch {
 		case existing == nil && !plan.Create[i]:
 			// Held back by maxNew; a later pass creates it.
 		case existing == nil:
+			desired := r.desired(s, t)
 			writes = append(writes, func() error {
 				err := r.Client.Create(ctx, desired)
 				// AlreadyExists: made by another writer and not in the cache
@@ -371,14 +382,12 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 				}
 				return err
 			})
-		case s.createOnly:
+		case s.createOnly, unchanged(s, t, existing, plan.Deploy[i]):
 		default:
+			desired := r.desired(s, t)
 			if !plan.Deploy[i] {
 				// Stage only: the cluster keeps what it runs.
 				desired.Spec.DeploymentID, desired.Spec.Options = existing.Spec.DeploymentID, *existing.Spec.Options.DeepCopy()
-			}
-			if equality.Semantic.DeepEqual(existing.Spec, desired.Spec) && equality.Semantic.DeepEqual(existing.Labels, desired.Labels) {
-				continue
 			}
 			// A merge patch of spec and labels: the agent patches status all the
 			// time, and an update would conflict with it.
@@ -415,26 +424,65 @@ func (r *Reconciler) planRollout(s *scope) error {
 	return nil
 }
 
+// ownLabels are the labels every BundleDeployment of a pass carries; the
+// bundle's own labels are added where they do not collide.
+func ownLabels(s *scope, t clusterTarget) [6][2]string {
+	return [...][2]string{
+		{fleet.ManagedLabel, "true"},
+		{fleet.BundleNameLabel, s.bundle.Name},
+		{fleet.BundleNamespaceLabel, s.bundle.Namespace},
+		{fleet.ClusterLabel, t.cluster.Name},
+		{fleet.ClusterNamespaceLabel, t.cluster.Namespace},
+		{fleet.ContentNameLabel, s.contentName},
+	}
+}
+
+// unchanged tells whether existing already is what the pass would write for
+// t, looked at in place: building every desired BundleDeployment on every
+// pass was most of a pass's allocations at thousands of clusters.
+func unchanged(s *scope, t clusterTarget, existing *fleet.BundleDeployment, deploy bool) bool {
+	spec, b := &existing.Spec, s.bundle
+	if spec.StagedDeploymentID != t.id || (deploy && spec.DeploymentID != t.id) ||
+		spec.Paused != (b.Spec.Paused || t.cluster.Spec.Paused) ||
+		!equality.Semantic.DeepEqual(&spec.StagedOptions, t.options) ||
+		(deploy && !equality.Semantic.DeepEqual(&spec.Options, t.options)) ||
+		!equality.Semantic.DeepEqual(spec.DependsOn, b.Spec.DependsOn) ||
+		!equality.Semantic.DeepEqual(spec.CorrectDrift, t.options.CorrectDrift) {
+		return false
+	}
+	own := ownLabels(s, t)
+	want := len(own)
+	for _, kv := range own {
+		if v, ok := existing.Labels[kv[0]]; !ok || v != kv[1] {
+			return false
+		}
+	}
+	for k, v := range b.Labels {
+		if slices.ContainsFunc(own[:], func(kv [2]string) bool { return kv[0] == k }) {
+			continue
+		}
+		if have, ok := existing.Labels[k]; !ok || have != v {
+			return false
+		}
+		want++
+	}
+	return len(existing.Labels) == want
+}
+
 func (r *Reconciler) desired(s *scope, t clusterTarget) *fleet.BundleDeployment {
 	b := s.bundle
+	own := ownLabels(s, t)
+	labels := make(map[string]string, len(own)+len(b.Labels))
+	for _, kv := range own {
+		labels[kv[0]] = kv[1]
+	}
 	bd := &fleet.BundleDeployment{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      b.Name,
-			Namespace: t.namespace,
-			Labels: map[string]string{
-				fleet.ManagedLabel:          "true",
-				fleet.BundleNameLabel:       b.Name,
-				fleet.BundleNamespaceLabel:  b.Namespace,
-				fleet.ClusterLabel:          t.cluster.Name,
-				fleet.ClusterNamespaceLabel: t.cluster.Namespace,
-				fleet.ContentNameLabel:      s.contentName,
-			},
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: t.namespace, Labels: labels},
 		Spec: fleet.BundleDeploymentSpec{
 			StagedDeploymentID: t.id,
-			StagedOptions:      t.options,
+			StagedOptions:      *t.options,
 			DeploymentID:       t.id,
-			Options:            t.options,
+			Options:            *t.options,
 			Paused:             b.Spec.Paused || t.cluster.Spec.Paused,
 			DependsOn:          b.Spec.DependsOn,
 			CorrectDrift:       t.options.CorrectDrift,
@@ -472,14 +520,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *fleet.Bundle) error
 	if !controllerutil.ContainsFinalizer(b, Finalizer) {
 		return nil
 	}
-	list := &fleet.BundleDeploymentList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{BundleIndex: b.Namespace + "/" + b.Name}); err != nil {
+	bds, err := cacheindex.Objects[fleet.BundleDeployment](r.deployments, BundleIndex, b.Namespace+"/"+b.Name)
+	if err != nil {
 		return err
 	}
-	fns := make([]func() error, 0, len(list.Items))
-	for i := range list.Items {
-		bd := &list.Items[i]
-		fns = append(fns, func() error { return client.IgnoreNotFound(r.Client.Delete(ctx, bd)) })
+	fns := make([]func() error, 0, len(bds))
+	for _, bd := range bds {
+		gone := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: bd.Name, Namespace: bd.Namespace}}
+		fns = append(fns, func() error { return client.IgnoreNotFound(r.Client.Delete(ctx, gone)) })
 	}
 	if err := r.runParallel(fns); err != nil {
 		return err

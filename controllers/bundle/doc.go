@@ -8,5 +8,8 @@
 //
 // Targeting is event-driven: a Cluster change enqueues only the Bundles that
 // target it now or did before; heartbeats (status-only changes) enqueue
-// nothing. Target selectors are compiled once per Bundle generation.
+// nothing. Target selectors are compiled once per Bundle generation. A
+// deployment's status change recounts and replans against the targets of the
+// last full pass, which runs again only when something that targeting reads
+// changed or the plan wants a write.
 package bundle

@@ -2,7 +2,6 @@ package content
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/enqueue"
 )
 
@@ -43,25 +43,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	// Content deployed to thousands of clusters is counted again and again
 	// while their deployments change, and listing them would copy every one
 	// each time.
-	inf, err := mgr.GetCache().GetInformer(ctx, &fleet.BundleDeployment{})
-	if err != nil {
-		return err
-	}
-	if err := inf.AddIndexers(toolscache.Indexers{ContentIndex: func(obj any) ([]string, error) {
+	refs, err := cacheindex.For(ctx, mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{ContentIndex: func(obj any) ([]string, error) {
 		if o, ok := obj.(client.Object); ok {
 			if c := o.GetLabels()[fleet.ContentNameLabel]; c != "" {
 				return []string{c}, nil
 			}
 		}
 		return nil, nil
-	}}); err != nil {
-		return fmt.Errorf("indexing BundleDeployments by content: %w", err)
+	}})
+	if err != nil {
+		return err
 	}
-	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
-	if !ok {
-		return fmt.Errorf("the BundleDeployment informer (%T) does not expose its index", inf)
-	}
-	r.refs = indexed.GetIndexer()
+	r.refs = refs
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Content{}).
 		Watches(&fleet.BundleDeployment{}, enqueue.After(2*time.Second, func(_ context.Context, o client.Object) []reconcile.Request {
