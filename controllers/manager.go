@@ -42,6 +42,10 @@ const DefaultWorkers = 32
 // less waiting.
 const DefaultRegistrationWorkers = 128
 
+// DefaultRegistrationMaxPending is how many granted credentials may wait for
+// their agents at once (see clusterregistration.Reconciler.MaxPending).
+const DefaultRegistrationMaxPending = clusterregistration.DefaultMaxPending
+
 // Options configure the reconcilers.
 type Options struct {
 	// SystemNamespace is where the manager runs (default fleet-system).
@@ -53,6 +57,8 @@ type Options struct {
 	Workers int
 	// RegistrationWorkers is the number of registrations granted at once.
 	RegistrationWorkers int
+	// RegistrationMaxPending bounds the granted credentials not picked up yet.
+	RegistrationMaxPending int
 	// CredentialLifetime is how long an agent credential is valid.
 	CredentialLifetime time.Duration
 	// CredentialSecretTTL is how long a granted credential waits for its agent.
@@ -150,6 +156,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		CredentialLifetime:          o.CredentialLifetime,
 		CredentialSecretTTL:         o.CredentialSecretTTL,
 		Workers:                     o.RegistrationWorkers,
+		MaxPending:                  o.RegistrationMaxPending,
 	}
 	if err := reg.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the registration controller: %w", err)

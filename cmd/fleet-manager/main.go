@@ -48,6 +48,8 @@ func main() {
 	f.StringVar(&agentImage, "agent-image", agentinstall.DefaultImage, "agent image installed into imported clusters")
 	f.IntVar(&o.Workers, "workers", controllers.DefaultWorkers, "concurrent reconciles per controller")
 	f.IntVar(&o.RegistrationWorkers, "registration-workers", controllers.DefaultRegistrationWorkers, "cluster registrations granted at once")
+	f.IntVar(&o.RegistrationMaxPending, "registration-max-pending", controllers.DefaultRegistrationMaxPending,
+		"granted credentials that may wait for their agents at once; further registrations wait")
 	f.Float32Var(&qps, "kube-api-qps", 500, "API requests per second to the manager's API server")
 	f.IntVar(&burst, "kube-api-burst", 1000, "API request burst to the manager's API server")
 	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for git caches (default: below the temp directory)")

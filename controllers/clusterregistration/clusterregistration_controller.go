@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,6 +30,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	clusterctrl "github.com/gitfleet/fleet/controllers/cluster"
+	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/ensure"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/satoken"
@@ -70,7 +72,60 @@ type Reconciler struct {
 	// CredentialSecretTTL is how long a credential secret stays after the grant.
 	CredentialSecretTTL time.Duration
 	Workers             int
-	Now                 func() time.Time
+	// MaxPending bounds the grants whose agent has not picked up its
+	// credential yet (DefaultMaxPending when 0). Each such grant's
+	// RoleBinding names the registering token, and the API server weighs
+	// every one of them on each of the token's requests, which thousands of
+	// waiting agents make: unbounded, registering N agents at once cost the
+	// API server N² role checks. Past the bound, registrations wait.
+	MaxPending int
+	Now        func() time.Time
+
+	pending     pendingCount
+	roleBinding toolscache.Indexer
+}
+
+// DefaultMaxPending is the default of Reconciler.MaxPending.
+const DefaultMaxPending = 500
+
+// pendingRetry is how soon a registration held back by MaxPending is looked
+// at again.
+const pendingRetry = 2 * time.Second
+
+// pendingCount counts the token read bindings in the system registration
+// namespace: one per grant not picked up yet. It recounts from the cache at
+// most every pendingRecount, and counts the grants it lets through meanwhile,
+// so that concurrent workers do not all pass on one stale count.
+type pendingCount struct {
+	mu sync.Mutex
+	at time.Time
+	n  int
+}
+
+const pendingRecount = 250 * time.Millisecond
+
+// admit tells whether one more grant may start now.
+func (r *Reconciler) admit(now time.Time) (bool, error) {
+	p := &r.pending
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now.Sub(p.at) > pendingRecount {
+		bindings, err := cacheindex.Objects[rbacv1.RoleBinding](r.roleBinding, toolscache.NamespaceIndex, r.SystemRegistrationNamespace)
+		if err != nil {
+			return false, err
+		}
+		p.n, p.at = 0, now
+		for _, b := range bindings {
+			if b.Labels[registrationLabel] != "" {
+				p.n++
+			}
+		}
+	}
+	if p.n >= r.MaxPending {
+		return false, nil
+	}
+	p.n++
+	return true, nil
 }
 
 // SetupWithManager registers the controller and its indexes.
@@ -84,7 +139,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.CredentialSecretTTL == 0 {
 		r.CredentialSecretTTL = 10 * time.Minute
 	}
+	if r.MaxPending <= 0 {
+		r.MaxPending = DefaultMaxPending
+	}
 	if err := IndexClientID(ctx, mgr); err != nil {
+		return err
+	}
+	var err error
+	if r.roleBinding, err = cacheindex.For(ctx, mgr.GetCache(), &rbacv1.RoleBinding{}, nil); err != nil {
 		return err
 	}
 	if r.APIReader == nil {
@@ -204,6 +266,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Client.Update(ctx, reg); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if ok, err := r.admit(r.Now()); !ok || err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Registration waits: too many credentials are not picked up yet", "max", r.MaxPending)
+		return ctrl.Result{RequeueAfter: pendingRetry}, err
 	}
 	phases := []func(context.Context, *scope) error{
 		r.reconcileCluster,

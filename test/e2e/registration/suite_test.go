@@ -53,10 +53,15 @@ var _ = BeforeSuite(func() {
 	stopManager, err = framework.StartManager(ctx, upstream.Config, controllers.Options{
 		APIServerURL: upstream.Config.Host,
 		APIServerCA:  upstream.Config.CAData,
+		// Below the fifty registered at once, so that some wait.
+		RegistrationMaxPending: maxPending,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	GinkgoWriter.Printf("Logs of agents are in %s\n", logDir)
 })
+
+// maxPending is the manager's bound on credentials waiting for pickup.
+const maxPending = 10
 
 var _ = AfterSuite(func() {
 	if stopManager != nil {
