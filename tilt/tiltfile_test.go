@@ -142,6 +142,12 @@ func check(t *testing.T, c *calls, root string) []string {
 	return problems
 }
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	framework.RemoveBinaries()
+	os.Exit(code)
+}
+
 func TestTiltfile(t *testing.T) {
 	root := framework.RepoRoot()
 	file := filepath.Join(root, "tilt", "Tiltfile")

@@ -141,6 +141,7 @@ var _ = AfterSuite(func() {
 			_ = cp.Stop()
 		}
 	}
+	framework.RemoveBinaries()
 })
 
 // The logs, repositories and caches stay for a look when the suite failed.
