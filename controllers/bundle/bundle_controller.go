@@ -61,11 +61,16 @@ type Reconciler struct {
 
 // BundleKey is the BundleIndex value of a BundleDeployment.
 func BundleKey(bd client.Object) string {
-	l := bd.GetLabels()
-	if l[fleet.BundleNameLabel] == "" {
-		return ""
+	if b, ok := bundleOf(bd); ok {
+		return b.String()
 	}
-	return l[fleet.BundleNamespaceLabel] + "/" + l[fleet.BundleNameLabel]
+	return ""
+}
+
+// bundleOf is the Bundle a BundleDeployment belongs to, from its labels.
+func bundleOf(bd client.Object) (types.NamespacedName, bool) {
+	l := bd.GetLabels()
+	return types.NamespacedName{Namespace: l[fleet.BundleNamespaceLabel], Name: l[fleet.BundleNameLabel]}, l[fleet.BundleNameLabel] != ""
 }
 
 // SetupWithManager registers the controller, its index and its watches.

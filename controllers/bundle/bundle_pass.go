@@ -5,7 +5,6 @@ import (
 	"maps"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -115,11 +114,10 @@ func (r *Reconciler) retargeting(fn handler.MapFunc) handler.MapFunc {
 func (r *Reconciler) deploymentEvents() handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	add := func(o client.Object, q queue, full bool) {
-		l := o.GetLabels()
-		if l[fleet.BundleNameLabel] == "" {
+		key, ok := bundleOf(o)
+		if !ok {
 			return
 		}
-		key := types.NamespacedName{Namespace: l[fleet.BundleNamespaceLabel], Name: l[fleet.BundleNameLabel]}
 		if full {
 			r.retarget.Store(key, struct{}{})
 		}

@@ -34,5 +34,5 @@ func TestAdmitBoundsPendingGrants(t *testing.T) {
 	g.Expect(admit(now.Add(time.Millisecond))).To(BeFalse(), "the grant just let through counts before the cache shows it")
 
 	g.Expect(idx.Delete(binding("system", "pending-0", nil))).To(Succeed())
-	g.Expect(admit(now.Add(2 * pendingRecount))).To(BeTrue(), "a pickup frees a place once recounted")
+	g.Expect(admit(now.Add(2*pendingRecount))).To(BeTrue(), "a pickup frees a place once recounted")
 }
