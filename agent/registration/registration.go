@@ -28,7 +28,6 @@ import (
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers/clusterregistration"
 	"github.com/gitfleet/fleet/internal/names"
 )
 
@@ -269,7 +268,7 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (cre
 			// The manager's finalizer (deleting the registration revokes its
 			// credential) comes with the request: the manager adds it if
 			// missing, but that is one more write per registration.
-			Finalizers: []string{clusterregistration.Finalizer},
+			Finalizers: []string{fleet.RegistrationFinalizer},
 		},
 		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: clientRandom, ClusterLabels: cfg.Labels},
 	}
@@ -307,10 +306,10 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (cre
 			return &Credential{
 				APIServerURL:     boot.APIServerURL,
 				APIServerCA:      []byte(boot.APIServerCA),
-				Token:            string(secret.Data[clusterregistration.CredentialTokenKey]),
-				ClusterName:      string(secret.Data[clusterregistration.CredentialClusterNameKey]),
-				ClusterNamespace: string(secret.Data[clusterregistration.CredentialClusterNamespaceKey]),
-				Namespace:        string(secret.Data[clusterregistration.CredentialNamespaceKey]),
+				Token:            string(secret.Data[fleet.CredentialTokenKey]),
+				ClusterName:      string(secret.Data[fleet.CredentialClusterNameKey]),
+				ClusterNamespace: string(secret.Data[fleet.CredentialClusterNamespaceKey]),
+				Namespace:        string(secret.Data[fleet.CredentialNamespaceKey]),
 				ClientID:         clientID,
 			}, forget, nil
 		}

@@ -59,4 +59,9 @@ type ClusterRegistrationStatus struct {
 	ClusterName string `json:"clusterName,omitempty"`
 	// Granted is true once the credential secret was written.
 	Granted bool `json:"granted,omitempty"`
+	// Conditions: Accepted (False, with the reason, when the manager
+	// refuses the registration).
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

@@ -33,13 +33,6 @@ import (
 	"github.com/gitfleet/fleet/internal/target"
 )
 
-// Finalizer makes deleting a Bundle delete its BundleDeployments (in other
-// namespaces, so owner references cannot).
-const Finalizer = "fleet.cattle.io/bundle"
-
-// BundleIndex indexes BundleDeployments by "<bundle namespace>/<bundle name>".
-const BundleIndex = "bundle"
-
 // Reconciler targets Bundles at Clusters.
 type Reconciler struct {
 	Client client.Client
@@ -53,13 +46,13 @@ type Reconciler struct {
 	groups   sync.Map // types.UID -> *target.CompiledGroup
 	expected expectations
 	// The cache's own objects, read in place (see cacheindex).
-	deployments toolscache.Indexer // BundleDeployments, with BundleIndex
+	deployments toolscache.Indexer // BundleDeployments, with fleet.BundleIndex
 	clusters    toolscache.Indexer // Clusters
 	passes      sync.Map           // types.UID -> *pass, the last full pass of a bundle
 	retarget    sync.Map           // types.NamespacedName -> struct{}: a full pass is due
 }
 
-// BundleKey is the BundleIndex value of a BundleDeployment.
+// BundleKey is the fleet.BundleIndex value of a BundleDeployment.
 func BundleKey(bd client.Object) string {
 	if b, ok := bundleOf(bd); ok {
 		return b.String()
@@ -79,7 +72,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.WriteParallelism = 16
 	}
 	var err error
-	if r.deployments, err = cacheindex.For(ctx, mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{BundleIndex: func(obj any) ([]string, error) {
+	if r.deployments, err = cacheindex.For(ctx, mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.BundleIndex: func(obj any) ([]string, error) {
 		if o, ok := obj.(client.Object); ok {
 			if k := BundleKey(o); k != "" {
 				return []string{k}, nil
@@ -140,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !bundle.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, bundle)
 	}
-	if controllerutil.AddFinalizer(bundle, Finalizer) {
+	if controllerutil.AddFinalizer(bundle, fleet.BundleFinalizer) {
 		if err := r.Client.Update(ctx, bundle); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -207,7 +200,7 @@ func (r *Reconciler) compile(_ context.Context, s *scope) error {
 
 func (r *Reconciler) listExisting(_ context.Context, s *scope) error {
 	// The cache's own objects: a pass copies only what it writes.
-	bds, err := cacheindex.Objects[fleet.BundleDeployment](r.deployments, BundleIndex, s.bundle.Namespace+"/"+s.bundle.Name)
+	bds, err := cacheindex.Objects[fleet.BundleDeployment](r.deployments, fleet.BundleIndex, s.bundle.Namespace+"/"+s.bundle.Name)
 	if err != nil {
 		return err
 	}
@@ -522,10 +515,10 @@ func (r *Reconciler) runParallel(fns []func() error) error {
 
 // reconcileDelete deletes the bundle's BundleDeployments, then lets it go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, b *fleet.Bundle) error {
-	if !controllerutil.ContainsFinalizer(b, Finalizer) {
+	if !controllerutil.ContainsFinalizer(b, fleet.BundleFinalizer) {
 		return nil
 	}
-	bds, err := cacheindex.Objects[fleet.BundleDeployment](r.deployments, BundleIndex, b.Namespace+"/"+b.Name)
+	bds, err := cacheindex.Objects[fleet.BundleDeployment](r.deployments, fleet.BundleIndex, b.Namespace+"/"+b.Name)
 	if err != nil {
 		return err
 	}
@@ -540,7 +533,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *fleet.Bundle) error
 	r.compiled.Delete(b.UID)
 	r.passes.Delete(b.UID)
 	r.expected.forget(b.UID)
-	controllerutil.RemoveFinalizer(b, Finalizer)
+	controllerutil.RemoveFinalizer(b, fleet.BundleFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, b))
 }
 

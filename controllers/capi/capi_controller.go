@@ -43,9 +43,6 @@ const (
 	// spec.clientID at creation (default: the workload cluster's kube-system
 	// UID, found by the import controller).
 	ClientIDAnnotation = "fleet.cattle.io/client-id"
-	// Finalizer on the Cluster API Cluster makes its deletion delete the fleet
-	// Cluster, also where no garbage collector runs.
-	Finalizer = "fleet.cattle.io/capi-enrollment"
 )
 
 // FieldOwner is the server-side apply field manager of the FleetAgentReady

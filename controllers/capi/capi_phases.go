@@ -92,7 +92,7 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, key types.NamespacedName)
 // the cluster controller then deletes the cluster namespace and its
 // deployments.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
-	if !controllerutil.ContainsFinalizer(s.capi, Finalizer) {
+	if !controllerutil.ContainsFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer) {
 		return nil
 	}
 	if fc := s.fleet; fc != nil && metav1.IsControlledBy(fc, s.capi) && fc.DeletionTimestamp.IsZero() {
@@ -105,11 +105,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, c *clusterv1.Cluster) error {
-	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+	if !controllerutil.ContainsFinalizer(c, fleet.CAPIEnrollmentFinalizer) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(c, Finalizer)
+	controllerutil.RemoveFinalizer(c, fleet.CAPIEnrollmentFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, c, patch))
 }
 
@@ -129,7 +129,7 @@ func (r *Reconciler) optedOut(ctx context.Context, c *clusterv1.Cluster) (bool, 
 // running cluster on a label change), but its labels are no longer synced,
 // the finalizer goes and FleetAgentReady is removed.
 func (r *Reconciler) release(ctx context.Context, s *scope) error {
-	if controllerutil.ContainsFinalizer(s.capi, Finalizer) {
+	if controllerutil.ContainsFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer) {
 		ctrl.LoggerFrom(ctx).Info("Cluster opted out of fleet enrollment; releasing it")
 	}
 	if err := r.removeFinalizer(ctx, s.capi); err != nil {
@@ -155,9 +155,9 @@ func (r *Reconciler) reconcileEnrollment(ctx context.Context, s *scope) error {
 	if s.fleet != nil && !metav1.IsControlledBy(s.fleet, s.capi) {
 		return r.claimName(ctx, s)
 	}
-	if !controllerutil.ContainsFinalizer(s.capi, Finalizer) {
+	if !controllerutil.ContainsFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer) {
 		patch := client.MergeFromWithOptions(s.capi.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(s.capi, Finalizer)
+		controllerutil.AddFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer)
 		if err := r.Client.Patch(ctx, s.capi, patch); err != nil {
 			return err
 		}

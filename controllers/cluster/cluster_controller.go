@@ -30,9 +30,6 @@ import (
 	"github.com/gitfleet/fleet/internal/summary"
 )
 
-// Finalizer makes deleting a Cluster delete its namespace and deployments.
-const Finalizer = "fleet.cattle.io/cluster"
-
 // DefaultOfflineAfter is how long a cluster's agent may stay silent before the
 // Cluster is shown Offline: three check-ins at the agent's default interval.
 const DefaultOfflineAfter = 45 * time.Minute
@@ -117,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !cluster.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, cluster, ns)
 	}
-	if controllerutil.AddFinalizer(cluster, Finalizer) {
+	if controllerutil.AddFinalizer(cluster, fleet.ClusterFinalizer) {
 		if err := r.Client.Update(ctx, cluster); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -240,7 +237,7 @@ func ComputeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeploy
 }
 
 func (r *Reconciler) reconcileDelete(ctx context.Context, cluster *fleet.Cluster, ns string) error {
-	if !controllerutil.ContainsFinalizer(cluster, Finalizer) {
+	if !controllerutil.ContainsFinalizer(cluster, fleet.ClusterFinalizer) {
 		return nil
 	}
 	// Without a namespace controller (as in tests) deleting the namespace
@@ -251,6 +248,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cluster *fleet.Cluster
 	if err := r.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	controllerutil.RemoveFinalizer(cluster, Finalizer)
+	controllerutil.RemoveFinalizer(cluster, fleet.ClusterFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, cluster))
 }

@@ -42,10 +42,6 @@ const (
 // agentDeployedGeneration, apiServerURL and apiServerCAHash.
 const FieldOwner = "fleet-clusterimport"
 
-// SecretIndex indexes Clusters by the "<namespace>/<name>" of their
-// kubeconfig Secret, so a Secret event finds the Clusters that use it.
-const SecretIndex = "clusterimport.spec.kubeConfigSecret"
-
 // Annotations on the agent Deployment downstream: the record of what was
 // installed, read back on every check.
 const (
@@ -121,7 +117,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.StaleAfter < 2*r.AgentCheckinInterval {
 		return fmt.Errorf("the stale-agent time (%s) must be at least twice the agent check-in interval (%s)", r.StaleAfter, r.AgentCheckinInterval)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.Cluster{}, SecretIndex, func(o client.Object) []string {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.Cluster{}, fleet.KubeConfigSecretIndex, func(o client.Object) []string {
 		c := o.(*fleet.Cluster)
 		if c.Spec.KubeConfigSecret == "" {
 			return nil
@@ -180,7 +176,7 @@ func secretKey(c *fleet.Cluster) types.NamespacedName {
 func (r *Reconciler) clustersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &fleet.ClusterList{}
 	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()
-	if err := r.Client.List(ctx, list, client.MatchingFields{SecretIndex: key}); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{fleet.KubeConfigSecretIndex: key}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the Clusters of a kubeconfig Secret", "secret", klog.KObj(o))
 		return nil
 	}

@@ -124,7 +124,7 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) error {
 		s.clientID = string(ns.UID)
 	}
 	list := &fleet.ClusterList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingFields{clusterregistration.ClientIDIndex: s.clientID}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingFields{fleet.ClientIDIndex: s.clientID}); err != nil {
 		return err
 	}
 	var adopt []*fleet.Cluster
@@ -191,7 +191,7 @@ func olderThan(a, b *fleet.Cluster) bool {
 // registration controller's finalizer revokes their credentials.
 func (r *Reconciler) revokeRegistrations(ctx context.Context, namespace, clientID string) error {
 	regs := &fleet.ClusterRegistrationList{}
-	if err := r.Client.List(ctx, regs, client.InNamespace(namespace), client.MatchingFields{clusterregistration.ClientIDIndex: clientID}); err != nil {
+	if err := r.Client.List(ctx, regs, client.InNamespace(namespace), client.MatchingFields{fleet.ClientIDIndex: clientID}); err != nil {
 		return err
 	}
 	for i := range regs.Items {

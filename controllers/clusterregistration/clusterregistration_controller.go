@@ -29,25 +29,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	clusterctrl "github.com/gitfleet/fleet/controllers/cluster"
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/ensure"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/satoken"
-)
-
-// Finalizer makes deleting a registration revoke its credential.
-const Finalizer = "fleet.cattle.io/cluster-registration"
-
-// ClientIDIndex indexes Clusters and ClusterRegistrations by spec.clientID.
-const ClientIDIndex = "spec.clientID"
-
-// Keys of the credential secret.
-const (
-	CredentialTokenKey            = "token"
-	CredentialClusterNameKey      = "clusterName"
-	CredentialClusterNamespaceKey = "clusterNamespace"
-	CredentialNamespaceKey        = "namespace"
 )
 
 // Names of the shared RBAC objects.
@@ -210,7 +195,7 @@ func EnsureSharedRoles(ctx context.Context, c client.Client) error {
 
 // IndexClientID adds the spec.clientID index on Clusters and registrations.
 func IndexClientID(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.Cluster{}, ClientIDIndex, func(o client.Object) []string {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.Cluster{}, fleet.ClientIDIndex, func(o client.Object) []string {
 		if id := o.(*fleet.Cluster).Spec.ClientID; id != "" {
 			return []string{id}
 		}
@@ -218,7 +203,7 @@ func IndexClientID(ctx context.Context, mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	return mgr.GetFieldIndexer().IndexField(ctx, &fleet.ClusterRegistration{}, ClientIDIndex, func(o client.Object) []string {
+	return mgr.GetFieldIndexer().IndexField(ctx, &fleet.ClusterRegistration{}, fleet.ClientIDIndex, func(o client.Object) []string {
 		if id := o.(*fleet.ClusterRegistration).Spec.ClientID; id != "" {
 			return []string{id}
 		}
@@ -262,7 +247,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	if controllerutil.AddFinalizer(reg, Finalizer) {
+	if controllerutil.AddFinalizer(reg, fleet.RegistrationFinalizer) {
 		if err := r.Client.Update(ctx, reg); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -334,7 +319,7 @@ func AllowedLabels(requested map[string]string) map[string]string {
 // reconcileCluster finds the Cluster of this identity, or creates it.
 func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 	list := &fleet.ClusterList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.reg.Namespace), client.MatchingFields{ClientIDIndex: s.reg.Spec.ClientID}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(s.reg.Namespace), client.MatchingFields{fleet.ClientIDIndex: s.reg.Spec.ClientID}); err != nil {
 		return err
 	}
 	if len(list.Items) > 0 {
@@ -362,7 +347,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 		// otherwise add straight away: one write fewer per cluster.
 		cluster = &fleet.Cluster{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.reg.Namespace, Labels: AllowedLabels(s.reg.Spec.ClusterLabels),
-				Finalizers: []string{clusterctrl.Finalizer}},
+				Finalizers: []string{fleet.ClusterFinalizer}},
 			Spec: fleet.ClusterSpec{ClientID: s.reg.Spec.ClientID},
 		}
 		if err := r.Client.Create(ctx, cluster); err != nil {
@@ -458,10 +443,10 @@ func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) error {
 		secret.Labels = managedLabels(s.reg)
 		secret.Type = fleet.CredentialSecretType
 		secret.Data = map[string][]byte{
-			CredentialTokenKey:            []byte(bearer),
-			CredentialClusterNameKey:      []byte(s.cluster.Name),
-			CredentialClusterNamespaceKey: []byte(s.clusterNS),
-			CredentialNamespaceKey:        []byte(s.cluster.Namespace),
+			fleet.CredentialTokenKey:            []byte(bearer),
+			fleet.CredentialClusterNameKey:      []byte(s.cluster.Name),
+			fleet.CredentialClusterNamespaceKey: []byte(s.clusterNS),
+			fleet.CredentialNamespaceKey:        []byte(s.cluster.Namespace),
 		}
 		return nil
 	})
@@ -472,7 +457,7 @@ func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) error {
 // finalizers revoke their credentials.
 func (r *Reconciler) replaceOlder(ctx context.Context, s *scope) error {
 	list := &fleet.ClusterRegistrationList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.reg.Namespace), client.MatchingFields{ClientIDIndex: s.reg.Spec.ClientID}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(s.reg.Namespace), client.MatchingFields{fleet.ClientIDIndex: s.reg.Spec.ClientID}); err != nil {
 		return err
 	}
 	for i := range list.Items {
@@ -559,7 +544,7 @@ func (r *Reconciler) deleteCredentialSecret(ctx context.Context, s *scope) error
 // reconcileDelete revokes the credential: the ServiceAccount (so its token)
 // and the bindings that named it.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
-	if !controllerutil.ContainsFinalizer(s.reg, Finalizer) {
+	if !controllerutil.ContainsFinalizer(s.reg, fleet.RegistrationFinalizer) {
 		return nil
 	}
 	if err := r.deleteCredentialSecret(ctx, s); err != nil {
@@ -576,7 +561,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	controllerutil.RemoveFinalizer(s.reg, Finalizer)
+	controllerutil.RemoveFinalizer(s.reg, fleet.RegistrationFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, s.reg))
 }
 

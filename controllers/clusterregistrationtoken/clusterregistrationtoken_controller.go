@@ -22,10 +22,6 @@ import (
 	"github.com/gitfleet/fleet/internal/satoken"
 )
 
-// Finalizer makes deleting a token revoke it: the ServiceAccount behind the
-// bearer token is deleted with it, also where no garbage collector runs.
-const Finalizer = "fleet.cattle.io/registration-token"
-
 // neverExpires is the bearer token lifetime of tokens without a TTL.
 const neverExpires = 10 * 365 * 24 * time.Hour
 
@@ -75,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("Deleting expired registration token", "token", klog.KObj(token), "expired", expires.Time)
 		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, token))
 	}
-	if controllerutil.AddFinalizer(token, Finalizer) {
+	if controllerutil.AddFinalizer(token, fleet.RegistrationTokenFinalizer) {
 		if err := r.Client.Update(ctx, token); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -219,7 +215,7 @@ const saUIDAnnotation = "fleet.cattle.io/service-account-uid"
 
 // reconcileDelete revokes the token by deleting what it owns.
 func (r *Reconciler) reconcileDelete(ctx context.Context, token *fleet.ClusterRegistrationToken) error {
-	if !controllerutil.ContainsFinalizer(token, Finalizer) {
+	if !controllerutil.ContainsFinalizer(token, fleet.RegistrationTokenFinalizer) {
 		return nil
 	}
 	meta := func(name string) metav1.ObjectMeta {
@@ -235,6 +231,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, token *fleet.ClusterRe
 			return fmt.Errorf("revoking token %s: deleting %T %s: %w", token.Name, obj, obj.GetName(), err)
 		}
 	}
-	controllerutil.RemoveFinalizer(token, Finalizer)
+	controllerutil.RemoveFinalizer(token, fleet.RegistrationTokenFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, token))
 }

@@ -15,9 +15,6 @@ import (
 	"github.com/gitfleet/fleet/internal/enqueue"
 )
 
-// ContentIndex indexes BundleDeployments by the Content they deploy.
-const ContentIndex = "content"
-
 // Reconciler garbage-collects Contents by reference count.
 type Reconciler struct {
 	Client client.Client
@@ -43,7 +40,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	// Content deployed to thousands of clusters is counted again and again
 	// while their deployments change, and listing them would copy every one
 	// each time.
-	refs, err := cacheindex.For(ctx, mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{ContentIndex: func(obj any) ([]string, error) {
+	refs, err := cacheindex.For(ctx, mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.ContentIndex: func(obj any) ([]string, error) {
 		if o, ok := obj.(client.Object); ok {
 			if c := o.GetLabels()[fleet.ContentNameLabel]; c != "" {
 				return []string{c}, nil
@@ -74,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, content); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	keys, err := r.refs.IndexKeys(ContentIndex, content.Name)
+	keys, err := r.refs.IndexKeys(fleet.ContentIndex, content.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

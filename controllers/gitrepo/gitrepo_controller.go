@@ -28,10 +28,6 @@ import (
 	"github.com/gitfleet/fleet/internal/gitfetch"
 )
 
-// Finalizer lets the controller delete a GitRepo's Bundles, and its git
-// cache, before the GitRepo goes; also where no garbage collector runs.
-const Finalizer = "fleet.cattle.io/gitrepo"
-
 // DefaultSyncTimeout bounds one sync: fetch, read and write of the bundles.
 const DefaultSyncTimeout = 10 * time.Minute
 
@@ -130,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !repo.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, repo)
 	}
-	if controllerutil.AddFinalizer(repo, Finalizer) {
+	if controllerutil.AddFinalizer(repo, fleet.GitRepoFinalizer) {
 		if err := r.Client.Update(ctx, repo); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -188,7 +184,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 func (r *Reconciler) reconcileDelete(ctx context.Context, repo *fleet.GitRepo) error {
 	key := client.ObjectKeyFromObject(repo)
 	r.forget(key)
-	if !controllerutil.ContainsFinalizer(repo, Finalizer) {
+	if !controllerutil.ContainsFinalizer(repo, fleet.GitRepoFinalizer) {
 		return nil
 	}
 	bundles := &fleet.BundleList{}
@@ -207,7 +203,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, repo *fleet.GitRepo) e
 	if err := r.Fetcher.Remove(cacheKey(repo)); err != nil {
 		return fmt.Errorf("removing the git cache of deleted GitRepo %s: %w", repo.Name, err)
 	}
-	controllerutil.RemoveFinalizer(repo, Finalizer)
+	controllerutil.RemoveFinalizer(repo, fleet.GitRepoFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, repo))
 }
 

@@ -79,7 +79,7 @@ var _ = Describe("GitRepo", func() {
 		Expect(b.OwnerReferences).To(ContainElement(HaveField("Name", "demo")))
 		Eventually(getGitRepo(ns, "demo"), eventually, poll).Should(And(
 			HaveField("Status.Commit", first),
-			HaveField("Finalizers", ContainElement(gitrepo.Finalizer)),
+			HaveField("Finalizers", ContainElement(fleet.GitRepoFinalizer)),
 			condition(fleet.ConditionAccepted, metav1.ConditionTrue, first[:12]),
 			condition(fleet.ConditionGitPolling, metav1.ConditionTrue, first),
 			condition(fleet.ConditionReady, metav1.ConditionTrue, ""),

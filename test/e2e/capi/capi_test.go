@@ -68,7 +68,7 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionFalse, capi.ReasonWaitingForControlPlane))
 		Consistently(func() bool { _, err := getFleetCluster(ns, "alpha"); return apierrors.IsNotFound(err) }, 2*time.Second, 200*time.Millisecond).Should(BeTrue())
 		Expect(admin.Get(ctx, client.ObjectKeyFromObject(alpha), alpha)).To(Succeed())
-		Expect(alpha.Finalizers).NotTo(ContainElement(capi.Finalizer), "nothing to clean up yet")
+		Expect(alpha.Finalizers).NotTo(ContainElement(fleet.CAPIEnrollmentFinalizer), "nothing to clean up yet")
 	})
 
 	It("enrolls it within seconds once initialized and installs the agent downstream", func() {
@@ -331,14 +331,14 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 
 		By("opting out an enrolled cluster releases it and keeps its fleet Cluster")
 		Expect(admin.Get(ctx, client.ObjectKeyFromObject(zeta), zeta)).To(Succeed())
-		Expect(zeta.Finalizers).To(ContainElement(capi.Finalizer))
+		Expect(zeta.Finalizers).To(ContainElement(fleet.CAPIEnrollmentFinalizer))
 		patch := client.MergeFrom(zeta.DeepCopy())
 		zeta.Labels = map[string]string{capi.EnrollLabel: "false"}
 		Expect(admin.Patch(ctx, zeta, patch)).To(Succeed())
 		Eventually(func() []string {
 			Expect(admin.Get(ctx, client.ObjectKeyFromObject(zeta), zeta)).To(Succeed())
 			return zeta.Finalizers
-		}, 10*time.Second, 100*time.Millisecond).ShouldNot(ContainElement(capi.Finalizer))
+		}, 10*time.Second, 100*time.Millisecond).ShouldNot(ContainElement(fleet.CAPIEnrollmentFinalizer))
 		Eventually(agentReady(optOutNS, "zeta"), 10*time.Second, 100*time.Millisecond).Should(BeNil())
 		_, err := getFleetCluster(optOutNS, "zeta")
 		Expect(err).NotTo(HaveOccurred())

@@ -1,0 +1,99 @@
+package v1alpha1
+
+// Condition reasons, one wire value per meaning, shared by every kind that
+// reports it. Controllers and the agent set them; users, dashboards and
+// tests match on them.
+
+// Shared by several kinds.
+const (
+	// ReasonReady: everything the condition covers is ready.
+	ReasonReady = "Ready"
+	// ReasonNotReady: something the condition covers is not ready yet; the
+	// message says what.
+	ReasonNotReady = "NotReady"
+	// ReasonError: a failure without a more precise reason.
+	ReasonError = "Error"
+	// ReasonSecretNotFound: a Secret the spec names does not exist.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonInvalidSelector: a label selector in the spec does not parse.
+	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonIdentityConflict: the object would take over another cluster's
+	// identity.
+	ReasonIdentityConflict = "IdentityConflict"
+)
+
+// GitRepo: Accepted, GitPolling and Ready.
+const (
+	ReasonPolled        = "Polled"
+	ReasonFetchFailed   = "FetchFailed"
+	ReasonBundlesRead   = "BundlesRead"
+	ReasonInvalidBundle = "InvalidBundle"
+	ReasonSyncFailed    = "SyncFailed"
+	// ReasonBundleError: a Bundle of the GitRepo is broken itself, e.g. its
+	// targets are invalid.
+	ReasonBundleError = "BundleError"
+)
+
+// Git errors (GitRepo GitPolling and Accepted): what the remote refused.
+const (
+	ReasonAuthFailed       = "AuthenticationFailed"
+	ReasonHostKey          = "HostKeyVerificationFailed"
+	ReasonTLS              = "TLSVerificationFailed"
+	ReasonRepoNotFound     = "RepositoryNotFound"
+	ReasonBranchNotFound   = "BranchNotFound"
+	ReasonRevisionNotFound = "RevisionNotFound"
+	ReasonInvalidOptions   = "InvalidOptions"
+)
+
+// Cluster: Processed and Ready (besides the display states WaitCheckIn and
+// Offline, which are Ready reasons too).
+const (
+	ReasonProcessed = "Processed"
+)
+
+// Cluster Imported: the manager-initiated registration.
+const (
+	ReasonKubeconfigInvalid  = "KubeconfigInvalid"
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	ReasonAdopting           = "Adopting"
+	ReasonWaitingForToken    = "WaitingForToken"
+	ReasonInstallFailed      = "InstallFailed"
+	ReasonApplied            = "Applied"
+	ReasonAgentRegistered    = "AgentRegistered"
+)
+
+// Cluster API Cluster FleetAgentReady.
+const (
+	ReasonWaitingForControlPlane = "WaitingForControlPlane"
+	ReasonInstalling             = "Installing"
+	ReasonRegistered             = "Registered"
+	ReasonFailed                 = "Failed"
+)
+
+// ClusterRegistration Accepted.
+const (
+	// ReasonGranted: the credential was written for the agent to fetch.
+	ReasonGranted = "Granted"
+	// ReasonInvalidRegistration: the agent's request is malformed.
+	ReasonInvalidRegistration = "InvalidRegistration"
+	// ReasonTokenNotFound: the registration names a token that does not
+	// exist (expired or deleted).
+	ReasonTokenNotFound = "TokenNotFound"
+	// ReasonPendingBound: too many credentials wait for their agents; the
+	// registration waits its turn.
+	ReasonPendingBound = "PendingBound"
+)
+
+// BundleDeployment: Installed, Deployed, Monitored and Ready (the agent).
+const (
+	ReasonDeployed         = "Deployed"
+	ReasonDeploying        = "Deploying"
+	ReasonPaused           = "Paused"
+	ReasonWaitingForDeps   = "WaitingForDependencies"
+	ReasonInstalled        = "Installed"
+	ReasonNotInstalled     = "NotInstalled"
+	ReasonMonitored        = "Monitored"
+	ReasonNothingToMonitor = "NothingDeployed"
+	ReasonModified         = "Modified"
+	ReasonWaitApplied      = "WaitApplied"
+)

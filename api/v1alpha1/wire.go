@@ -1,0 +1,51 @@
+package v1alpha1
+
+// The wire contract between the manager's controllers and the agent: names
+// both sides must agree on, kept here so that neither imports the other's
+// packages.
+
+// Finalizers, one per controller that must clean up before an object goes.
+const (
+	// ClusterFinalizer makes deleting a Cluster delete its namespace and
+	// deployments.
+	ClusterFinalizer = "fleet.cattle.io/cluster"
+	// BundleFinalizer makes deleting a Bundle delete its BundleDeployments
+	// (in other namespaces, where owner references cannot reach).
+	BundleFinalizer = "fleet.cattle.io/bundle"
+	// GitRepoFinalizer lets the manager delete a GitRepo's Bundles, and its
+	// git cache, before the GitRepo goes.
+	GitRepoFinalizer = "fleet.cattle.io/gitrepo"
+	// RegistrationFinalizer makes deleting a ClusterRegistration revoke its
+	// credential. The agent creates registrations with it already set.
+	RegistrationFinalizer = "fleet.cattle.io/cluster-registration"
+	// RegistrationTokenFinalizer makes deleting a token revoke it: the
+	// ServiceAccount behind it and its RBAC.
+	RegistrationTokenFinalizer = "fleet.cattle.io/registration-token"
+	// CAPIEnrollmentFinalizer, on a Cluster API Cluster, makes its deletion
+	// delete the fleet Cluster enrolled for it.
+	CAPIEnrollmentFinalizer = "fleet.cattle.io/capi-enrollment"
+)
+
+// Keys of a credential Secret (type CredentialSecretType) the manager writes
+// for a granted registration, and the agent reads once.
+const (
+	CredentialTokenKey            = "token"
+	CredentialClusterNameKey      = "clusterName"
+	CredentialClusterNamespaceKey = "clusterNamespace"
+	CredentialNamespaceKey        = "namespace"
+)
+
+// Cache index names of the manager.
+const (
+	// ClientIDIndex indexes Clusters and ClusterRegistrations by
+	// spec.clientID.
+	ClientIDIndex = "spec.clientID"
+	// BundleIndex indexes BundleDeployments by "<namespace>/<name>" of their
+	// Bundle.
+	BundleIndex = "bundle"
+	// ContentIndex indexes BundleDeployments by the Content they deploy.
+	ContentIndex = "content"
+	// KubeConfigSecretIndex indexes Clusters by "<namespace>/<name>" of
+	// their kubeconfig Secret.
+	KubeConfigSecretIndex = "clusterimport.spec.kubeConfigSecret"
+)
