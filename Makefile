@@ -31,9 +31,10 @@ $(GINKGO): go.mod
 	$(GO) build -o $@ github.com/onsi/ginkgo/v2/ginkgo
 
 .PHONY: generate
-generate: $(CONTROLGEN) ## Generate deepcopy code and CRDs from api/, copy Cluster API's CRD
+generate: $(CONTROLGEN) ## Generate deepcopy code and CRDs from api/, the manager's ClusterRole from +kubebuilder:rbac markers, copy Cluster API's CRD
 	$(CONTROLGEN) object paths=./api/...
 	$(CONTROLGEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLGEN) rbac:roleName=fleet-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	install -m 0644 $(CAPI_DIR)/core/config/crd/bases/cluster.x-k8s.io_clusters.yaml test/controlplane/capi/
 
 .PHONY: controlplane

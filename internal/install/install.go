@@ -18,6 +18,7 @@ import (
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/config/crd"
+	"github.com/gitfleet/fleet/config/rbac"
 )
 
 // DefaultControllerImage is the manager image used when none is given.
@@ -49,7 +50,11 @@ func ControllerYAML(o ControllerOptions) ([]byte, error) {
 	if o.CRDsOnly {
 		return buf.Bytes(), nil
 	}
-	objs, err := agentinstall.YAML(ControllerObjects(o))
+	controller, err := ControllerObjects(o)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := agentinstall.YAML(controller)
 	if err != nil {
 		return nil, err
 	}
@@ -57,27 +62,12 @@ func ControllerYAML(o ControllerOptions) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ManagerRules are the manager's rights: fleet's own kinds; the namespaces,
-// ServiceAccounts (and their tokens), Secrets and RBAC it creates for
-// registered clusters; Cluster API Clusters it enrolls; leases and events.
-func ManagerRules() []rbacv1.PolicyRule {
-	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"*"}, Verbs: all},
-		{APIGroups: []string{""}, Resources: []string{"namespaces", "serviceaccounts", "secrets", "configmaps"}, Verbs: all},
-		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings", "clusterroles", "clusterrolebindings"}, Verbs: all},
-		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
-		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters/finalizers"}, Verbs: []string{"update"}},
-		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters/status"}, Verbs: []string{"get", "patch", "update"}},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: all},
-	}
-}
-
 // ControllerObjects are the manager's namespaced and cluster objects.
-func ControllerObjects(o ControllerOptions) []client.Object {
+func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
+	rules, err := rbac.ManagerRules()
+	if err != nil {
+		return nil, err
+	}
 	ns := o.SystemNamespace
 	if ns == "" {
 		ns = fleet.DefaultSystemNamespace
@@ -97,7 +87,7 @@ func ControllerObjects(o ControllerOptions) []client.Object {
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Labels: labels},
-			Rules:      ManagerRules(),
+			Rules:      rules,
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
@@ -150,7 +140,7 @@ func ControllerObjects(o ControllerOptions) []client.Object {
 				},
 			},
 		},
-	}
+	}, nil
 }
 
 func firstNonEmpty(s ...string) string {

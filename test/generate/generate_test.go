@@ -1,5 +1,5 @@
-// Package generate fails when the generated files (deepcopy code, CRDs, the copy
-// of Cluster API's CRD) differ from what `make generate` would write now.
+// Package generate fails when the generated files (deepcopy code, CRDs, the
+// manager's ClusterRole, the copy of Cluster API's CRD) differ from what `make generate` would write now.
 package generate
 
 import (
@@ -54,6 +54,10 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	crdDir := filepath.Join(tmp, "crd")
 	run(t, gen, "crd", "paths=./api/...", "output:crd:dir="+crdDir)
 	compareDirs(t, filepath.Join(root, "config", "crd", "bases"), crdDir, "*.yaml")
+
+	rbacDir := filepath.Join(tmp, "rbac")
+	run(t, gen, "rbac:roleName=fleet-manager", "paths=./controllers/...", "output:rbac:dir="+rbacDir)
+	compareDirs(t, filepath.Join(root, "config", "rbac"), rbacDir, "role.yaml")
 
 	capi := moduleDir(t, "sigs.k8s.io/cluster-api@"+capiVersion(t))
 	compareDirs(t, filepath.Join(root, "test", "controlplane", "capi"),

@@ -1,0 +1,10 @@
+package cluster
+
+// The manager's rights this reconciler needs, collected by `make generate`
+// into config/rbac/role.yaml (the ClusterRole fleet-manager).
+//
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundledeployments,verbs=get;list;watch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusters/finalizers,verbs=update

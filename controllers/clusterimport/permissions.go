@@ -1,0 +1,11 @@
+package clusterimport
+
+// The manager's rights this reconciler needs, collected by `make generate`
+// into config/rbac/role.yaml (the ClusterRole fleet-manager).
+//
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusterregistrationtokens,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusterregistrations,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
