@@ -33,8 +33,11 @@ import (
 
 // Defaults of the Reconciler's settings.
 const (
-	DefaultWorkers    = 4
-	DefaultResync     = 5 * time.Minute
+	// DefaultWorkers is the default of Reconciler.Workers.
+	DefaultWorkers = 4
+	// DefaultResync is the default of Reconciler.Resync.
+	DefaultResync = 5 * time.Minute
+	// DefaultMaxBackoff is the default of Reconciler.MaxBackoff.
 	DefaultMaxBackoff = time.Minute
 	// apiTimeout bounds each single call to the manager's API server.
 	apiTimeout = 30 * time.Second
@@ -52,8 +55,12 @@ type Reconciler struct {
 	Cache cache.Cache
 	// ClusterNamespace is the agent's cluster namespace upstream.
 	ClusterNamespace string
-	Deployer         *deployer.Deployer
-	Watcher          *monitor.Watcher
+	// Deployer installs, upgrades and uninstalls releases in the agent's
+	// own cluster.
+	Deployer *deployer.Deployer
+	// Watcher watches the deployed objects; a change of one brings its
+	// BundleDeployment back at once (drift).
+	Watcher *monitor.Watcher
 	// Workers is the number of BundleDeployments reconciled at once.
 	Workers int
 	// Resync is how often every BundleDeployment is checked again without an
@@ -190,7 +197,9 @@ type scope struct {
 // Reconcile deploys one BundleDeployment and reports its status: get it;
 // when it is gone, remove its release (the agent holds no finalizer); else
 // run the phases and, deferred, compute the status fields the agent owns and
-// patch them once.
+// patch them once. A Stalling error (the bundle's author must change
+// something) stops until the BundleDeployment changes or the resync looks
+// again; other errors back off.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	bd := &fleet.BundleDeployment{}
 	if err := r.Upstream.Get(ctx, req.NamespacedName, bd); err != nil {
