@@ -93,7 +93,7 @@ func startDeployer(ctx context.Context, o Options, cred *registration.Credential
 		Deployer:         dep,
 		Watcher: &monitor.Watcher{
 			Dynamic: dep.Dynamic(), Mapper: dep.Mapper(),
-			NameLabel: deployer.ReleaseNameLabel, NamespaceLabel: deployer.ReleaseNamespaceLabel,
+			NameLabel: fleet.ReleaseNameLabel, NamespaceLabel: fleet.ReleaseNamespaceLabel,
 		},
 		Workers:    o.Workers,
 		Resync:     o.Resync,

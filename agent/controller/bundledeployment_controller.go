@@ -28,12 +28,16 @@ import (
 	"github.com/gitfleet/fleet/agent/deployer"
 	"github.com/gitfleet/fleet/agent/monitor"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // Defaults of the Reconciler's settings.
 const (
-	DefaultWorkers    = 4
-	DefaultResync     = 5 * time.Minute
+	// DefaultWorkers is the default of Reconciler.Workers.
+	DefaultWorkers = 4
+	// DefaultResync is the default of Reconciler.Resync.
+	DefaultResync = 5 * time.Minute
+	// DefaultMaxBackoff is the default of Reconciler.MaxBackoff.
 	DefaultMaxBackoff = time.Minute
 	// apiTimeout bounds each single call to the manager's API server.
 	apiTimeout = 30 * time.Second
@@ -51,8 +55,12 @@ type Reconciler struct {
 	Cache cache.Cache
 	// ClusterNamespace is the agent's cluster namespace upstream.
 	ClusterNamespace string
-	Deployer         *deployer.Deployer
-	Watcher          *monitor.Watcher
+	// Deployer installs, upgrades and uninstalls releases in the agent's
+	// own cluster.
+	Deployer *deployer.Deployer
+	// Watcher watches the deployed objects; a change of one brings its
+	// BundleDeployment back at once (drift).
+	Watcher *monitor.Watcher
 	// Workers is the number of BundleDeployments reconciled at once.
 	Workers int
 	// Resync is how often every BundleDeployment is checked again without an
@@ -158,10 +166,12 @@ func (r *Reconciler) resyncLoop(ctx context.Context) error {
 		case <-t.C:
 		}
 		list := &fleet.BundleDeploymentList{}
-		if err := r.Upstream.List(ctx, list, client.InNamespace(r.ClusterNamespace)); err == nil {
-			for _, bd := range list.Items {
-				r.enqueue(bd.Name)
-			}
+		if err := r.Upstream.List(ctx, list, client.InNamespace(r.ClusterNamespace)); err != nil {
+			log.Info("Could not list BundleDeployments, retrying at the next resync", "reason", err.Error())
+			continue
+		}
+		for _, bd := range list.Items {
+			r.enqueue(bd.Name)
 		}
 	}
 }
@@ -184,7 +194,12 @@ type scope struct {
 	monitorErr error
 }
 
-// Reconcile deploys one BundleDeployment and reports its status.
+// Reconcile deploys one BundleDeployment and reports its status: get it;
+// when it is gone, remove its release (the agent holds no finalizer); else
+// run the phases and, deferred, compute the status fields the agent owns and
+// patch them once. A Stalling error (the bundle's author must change
+// something) stops until the BundleDeployment changes or the resync looks
+// again; other errors back off.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	bd := &fleet.BundleDeployment{}
 	if err := r.Upstream.Get(ctx, req.NamespacedName, bd); err != nil {
@@ -197,77 +212,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, r.collectGarbage(ctx)
 	}
 	s := &scope{bd: bd, before: bd.DeepCopy(), key: deployer.ReleaseFor(bd.Name, bd.Spec.Options)}
+	var err error
 	defer func() {
-		computeStatus(s, reterr)
-		if equality.Semantic.DeepEqual(s.before.Status, bd.Status) {
-			return
-		}
-		pctx, cancel := context.WithTimeout(ctx, apiTimeout)
-		defer cancel()
-		if err := r.Upstream.Status().Patch(pctx, bd, client.MergeFrom(s.before)); err != nil && reterr == nil {
-			reterr = client.IgnoreNotFound(err)
+		computeStatus(s, err)
+		if perr := r.patchStatus(ctx, s); perr != nil && reterr == nil {
+			reterr = perr
 		}
 	}()
+	err = r.reconcilePhases(ctx, s)
+	return outcome.Result(err, 0)
+}
+
+// reconcilePhases runs the phases in order; the first error ends the
+// reconcile.
+func (r *Reconciler) reconcilePhases(ctx context.Context, s *scope) error {
 	for _, phase := range []func(context.Context, *scope) error{
 		r.loadState, r.checkDependencies, r.deploy, r.monitor, r.correctDrift,
 	} {
 		if err := phase(ctx, s); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
-// contentCache keeps recently used Contents' files: they never change
-// (their name is their hash) and many BundleDeployments share one.
-type contentCache struct {
-	mu    sync.Mutex
-	files map[string]deployer.Files
-	order []string
-}
-
-const contentCacheSize = 64
-
-func (c *contentCache) get(name string) deployer.Files {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.files[name]
-}
-
-func (c *contentCache) put(name string, f deployer.Files) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.files == nil {
-		c.files = map[string]deployer.Files{}
+// patchStatus writes the status when this reconcile changed it. The agent
+// is the only writer of a BundleDeployment's status.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.before.Status, s.bd.Status) {
+		return nil
 	}
-	if _, ok := c.files[name]; ok {
-		return
-	}
-	c.files[name] = f
-	c.order = append(c.order, name)
-	if len(c.order) > contentCacheSize {
-		delete(c.files, c.order[0])
-		c.order = c.order[1:]
-	}
-}
-
-// content returns the files of a BundleDeployment's Content, read with a
-// direct get.
-func (r *Reconciler) content(ctx context.Context, deploymentID string) (deployer.Files, error) {
-	name := deployer.ContentName(deploymentID)
-	if f := r.contents.get(name); f != nil {
-		return f, nil
-	}
-	c := &fleet.Content{}
-	gctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	if err := r.APIReader.Get(gctx, client.ObjectKey{Name: name}, c); err != nil {
-		return nil, fmt.Errorf("reading content %s: %w", name, err)
+	if err := r.Upstream.Status().Patch(ctx, s.bd, client.MergeFrom(s.before)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("writing the status of BundleDeployment %s: %w", s.bd.Name, err))
 	}
-	f, err := deployer.DecodeContent(c)
-	if err != nil {
-		return nil, &deployer.UserError{Err: err}
-	}
-	r.contents.put(name, f)
-	return f, nil
+	return nil
 }

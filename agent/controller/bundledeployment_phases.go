@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"helm.sh/helm/v3/pkg/release"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -19,6 +21,7 @@ import (
 	"github.com/gitfleet/fleet/agent/deployer"
 	"github.com/gitfleet/fleet/agent/monitor"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/summary"
 )
 
@@ -152,6 +155,9 @@ func (r *Reconciler) dependents(ctx context.Context, o client.Object) []reconcil
 	}
 	list := &fleet.BundleDeploymentList{}
 	if err := r.Upstream.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		// A MapFunc cannot return an error; the resync brings the
+		// dependents back later.
+		ctrl.LoggerFrom(ctx).Error(err, "Could not list the BundleDeployments that may depend on this one", "bundleDeployment", klog.KObj(o))
 		return nil
 	}
 	var reqs []reconcile.Request
@@ -193,10 +199,9 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 		s.state = st
 	}
 	if err != nil {
+		// A Stalling error waits for a change of the BundleDeployment (or
+		// the resync); any other backs off.
 		s.deployErr = err
-		if deployer.IsUserError(err) {
-			return reconcile.TerminalError(err)
-		}
 		return err
 	}
 	if rerr != nil {
@@ -288,7 +293,7 @@ func (r *Reconciler) collectGarbage(ctx context.Context) error {
 	}
 	var errs []error
 	for _, rel := range owned {
-		name := deployer.Annotations(rel)[deployer.BundleDeploymentAnnotation]
+		name := deployer.Annotations(rel)[fleet.BundleDeploymentAnnotation]
 		key := deployer.ReleaseKey{Namespace: rel.Namespace, Name: rel.Name}
 		if bd := live[name]; bd != nil {
 			current := deployer.ReleaseFor(bd.Name, bd.Spec.Options)
@@ -309,4 +314,58 @@ func (r *Reconciler) collectGarbage(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// contentCache keeps recently used Contents' files: they never change
+// (their name is their hash) and many BundleDeployments share one.
+type contentCache struct {
+	mu    sync.Mutex
+	files map[string]deployer.Files
+	order []string
+}
+
+const contentCacheSize = 64
+
+func (c *contentCache) get(name string) deployer.Files {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.files[name]
+}
+
+func (c *contentCache) put(name string, f deployer.Files) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.files == nil {
+		c.files = map[string]deployer.Files{}
+	}
+	if _, ok := c.files[name]; ok {
+		return
+	}
+	c.files[name] = f
+	c.order = append(c.order, name)
+	if len(c.order) > contentCacheSize {
+		delete(c.files, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+// content returns the files of a BundleDeployment's Content, read with a
+// direct get.
+func (r *Reconciler) content(ctx context.Context, deploymentID string) (deployer.Files, error) {
+	name := deployer.ContentName(deploymentID)
+	if f := r.contents.get(name); f != nil {
+		return f, nil
+	}
+	c := &fleet.Content{}
+	gctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	if err := r.APIReader.Get(gctx, client.ObjectKey{Name: name}, c); err != nil {
+		return nil, fmt.Errorf("reading content %s: %w", name, err)
+	}
+	f, err := deployer.DecodeContent(c)
+	if err != nil {
+		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
+	}
+	r.contents.put(name, f)
+	return f, nil
 }

@@ -3,74 +3,62 @@ package controller
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/release"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitfleet/fleet/agent/deployer"
 	"github.com/gitfleet/fleet/agent/monitor"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/conditions"
+	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/summary"
-)
-
-// Condition reasons set by the agent.
-const (
-	ReasonDeployed         = "Deployed"
-	ReasonDeploying        = "Deploying"
-	ReasonError            = "Error"
-	ReasonPaused           = "Paused"
-	ReasonWaitingForDeps   = "WaitingForDependencies"
-	ReasonInstalled        = "Installed"
-	ReasonFailed           = "Failed"
-	ReasonNotInstalled     = "NotInstalled"
-	ReasonMonitored        = "Monitored"
-	ReasonNothingToMonitor = "NothingDeployed"
-	ReasonReady            = "Ready"
-	ReasonNotReady         = "NotReady"
-	ReasonModified         = "Modified"
-	ReasonWaitApplied      = "WaitApplied"
 )
 
 // computeStatus sets the status fields the agent owns from what one
 // reconcile saw: the release, the deploy error, the monitored objects.
+// reconcileErr is the error the phases ended with; it matters only when the
+// release could not even be looked up.
 func computeStatus(s *scope, reconcileErr error) {
 	bd := s.bd
-	st := &bd.Status
-	gen := bd.Generation
 	if s.state == nil {
-		// The release could not even be looked up (the agent's cluster is
+		// The release could not be looked up (the agent's cluster is
 		// unreachable): keep what is known, say why it is not current.
 		if reconcileErr != nil {
-			setCondition(st, gen, fleet.ConditionMonitored, metav1.ConditionFalse, ReasonError, reconcileErr.Error())
+			conditions.MarkFalse(bd, fleet.ConditionMonitored, outcome.ReasonOf(reconcileErr, fleet.ReasonError), reconcileErr.Error())
 			setDisplay(bd)
 		}
 		return
 	}
 	deployed, last := s.state.deployed, s.state.last
-	st.Release, st.AppliedDeploymentID = "", ""
-	if deployed != nil {
-		st.Release = deployer.Display(deployed)
-		ann := deployer.Annotations(deployed)
-		st.AppliedDeploymentID = ann[deployer.DeploymentIDAnnotation]
-		if g, err := strconv.ParseInt(ann[deployer.SyncGenerationAnnotation], 10, 64); err == nil {
-			st.SyncGeneration = &g
+	setRelease(&bd.Status, deployed)
+	prevDeployed := conditions.Get(bd, fleet.ConditionDeployed)
+	conditions.Set(bd, installedCondition(deployed, last))
+	conditions.Set(bd, deployedCondition(bd.Spec, bd.Status.AppliedDeploymentID, prevDeployed, s.waiting, s.deployErr))
+	if c, res := monitoredCondition(deployed != nil, s.monitored, s.monitorErr); c != nil {
+		conditions.Set(bd, *c)
+		if res != nil {
+			applyMonitored(&bd.Status, res)
 		}
 	}
-	meta.SetStatusCondition(&st.Conditions, installedCondition(deployed, last, gen))
-	meta.SetStatusCondition(&st.Conditions, deployedCondition(s, gen))
-	switch {
-	case s.monitored != nil:
-		setCondition(st, gen, fleet.ConditionMonitored, metav1.ConditionTrue, ReasonMonitored, "")
-		applyMonitored(st, s.monitored)
-	case s.monitorErr != nil:
-		setCondition(st, gen, fleet.ConditionMonitored, metav1.ConditionFalse, ReasonError, s.monitorErr.Error())
-	case deployed == nil:
-		setCondition(st, gen, fleet.ConditionMonitored, metav1.ConditionUnknown, ReasonNothingToMonitor, "nothing is deployed yet")
-		applyMonitored(st, &monitor.Result{})
-	}
-	meta.SetStatusCondition(&st.Conditions, readyCondition(s, gen))
+	conditions.Set(bd, readyCondition(bd.Spec, &bd.Status, s.waiting, s.deployErr))
 	setDisplay(bd)
+}
+
+// setRelease records the deployed release: its name, the deploymentID it
+// deploys and the forceSyncGeneration it was deployed for.
+func setRelease(st *fleet.BundleDeploymentStatus, deployed *release.Release) {
+	st.Release, st.AppliedDeploymentID = "", ""
+	if deployed == nil {
+		return
+	}
+	st.Release = deployer.Display(deployed)
+	ann := deployer.Annotations(deployed)
+	st.AppliedDeploymentID = ann[fleet.DeploymentIDAnnotation]
+	if g, err := strconv.ParseInt(ann[fleet.SyncGenerationAnnotation], 10, 64); err == nil {
+		st.SyncGeneration = &g
+	}
 }
 
 func applyMonitored(st *fleet.BundleDeploymentStatus, r *monitor.Result) {
@@ -79,80 +67,94 @@ func applyMonitored(st *fleet.BundleDeploymentStatus, r *monitor.Result) {
 	st.Resources, st.ResourceCounts = r.Resources, r.Counts
 }
 
-func setCondition(st *fleet.BundleDeploymentStatus, gen int64, t string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
-}
-
-func installedCondition(deployed, last *release.Release, gen int64) metav1.Condition {
-	c := metav1.Condition{Type: fleet.ConditionInstalled, ObservedGeneration: gen}
+// installedCondition says whether a revision of the release is deployed, or
+// why the latest one is not.
+func installedCondition(deployed, last *release.Release) metav1.Condition {
+	c := metav1.Condition{Type: fleet.ConditionInstalled}
 	switch {
 	case deployed != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonInstalled, "release "+deployer.Display(deployed)
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, fleet.ReasonInstalled, "release "+deployer.Display(deployed)
 	case last != nil && last.Info != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonFailed,
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, fleet.ReasonFailed,
 			fmt.Sprintf("release %s is %s: %s", deployer.Display(last), last.Info.Status, last.Info.Description)
 	default:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonNotInstalled
+		c.Status, c.Reason = metav1.ConditionFalse, fleet.ReasonNotInstalled
 	}
 	return c
 }
 
-func deployedCondition(s *scope, gen int64) metav1.Condition {
-	bd := s.bd
-	c := metav1.Condition{Type: fleet.ConditionDeployed, ObservedGeneration: gen}
-	applied := bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
+// deployedCondition says whether the spec's deploymentID is applied. A
+// failed deploy is False with the error's reason (fleet.ReasonError for a
+// transient one); prev, the condition before this reconcile, is kept when
+// this reconcile did not try again.
+func deployedCondition(spec fleet.BundleDeploymentSpec, applied string, prev *metav1.Condition, waiting []string, deployErr error) metav1.Condition {
+	c := metav1.Condition{Type: fleet.ConditionDeployed}
 	switch {
-	case s.deployErr != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonError, s.deployErr.Error()
-	case applied:
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonDeployed
-	case bd.Spec.Paused:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonPaused, "paused: changes are not deployed"
-	case len(s.waiting) > 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonWaitingForDeps, waitingMessage(s.waiting)
+	case deployErr != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, outcome.ReasonOf(deployErr, fleet.ReasonError), deployErr.Error()
+	case applied == spec.DeploymentID:
+		c.Status, c.Reason = metav1.ConditionTrue, fleet.ReasonDeployed
+	case spec.Paused:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, fleet.ReasonPaused, "paused: changes are not deployed"
+	case len(waiting) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, fleet.ReasonWaitingForDeps, waitingMessage(waiting)
+	case prev != nil && prev.Status == metav1.ConditionFalse:
+		// The last attempt failed and nothing changed since.
+		c.Status, c.Reason, c.Message = prev.Status, prev.Reason, prev.Message
 	default:
-		if prev := meta.FindStatusCondition(bd.Status.Conditions, fleet.ConditionDeployed); prev != nil && prev.Status == metav1.ConditionFalse {
-			// The last attempt failed and nothing changed since.
-			return *prev
-		}
-		c.Status, c.Reason = metav1.ConditionUnknown, ReasonDeploying
+		c.Status, c.Reason = metav1.ConditionUnknown, fleet.ReasonDeploying
 	}
 	return c
+}
+
+// monitoredCondition says whether the deployed objects could be checked.
+// It returns no condition when the monitor did not run although a release
+// is deployed (a deploy failed first): what was known stays. The result,
+// when not nil, is what to report of the objects.
+func monitoredCondition(deployed bool, monitored *monitor.Result, monitorErr error) (*metav1.Condition, *monitor.Result) {
+	switch {
+	case monitored != nil:
+		return &metav1.Condition{Type: fleet.ConditionMonitored, Status: metav1.ConditionTrue, Reason: fleet.ReasonMonitored}, monitored
+	case monitorErr != nil:
+		return &metav1.Condition{Type: fleet.ConditionMonitored, Status: metav1.ConditionFalse,
+			Reason: outcome.ReasonOf(monitorErr, fleet.ReasonError), Message: monitorErr.Error()}, nil
+	case !deployed:
+		return &metav1.Condition{Type: fleet.ConditionMonitored, Status: metav1.ConditionUnknown,
+			Reason: fleet.ReasonNothingToMonitor, Message: "nothing is deployed yet"}, &monitor.Result{}
+	}
+	return nil, nil
 }
 
 func waitingMessage(waiting []string) string {
-	msg := "waiting for " + waiting[0]
-	for _, w := range waiting[1:] {
-		msg += ", " + w
-	}
-	return msg
+	return "waiting for " + strings.Join(waiting, ", ")
 }
 
-func readyCondition(s *scope, gen int64) metav1.Condition {
-	bd := s.bd
-	st := &bd.Status
-	c := metav1.Condition{Type: fleet.ConditionReady, ObservedGeneration: gen, Status: metav1.ConditionFalse}
+// readyCondition sums the deployment up, from the status fields already
+// computed: True only when the spec's deploymentID is applied and every
+// object is ready and unmodified.
+func readyCondition(spec fleet.BundleDeploymentSpec, st *fleet.BundleDeploymentStatus, waiting []string, deployErr error) metav1.Condition {
+	c := metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse}
 	switch {
-	case s.deployErr != nil:
-		c.Reason, c.Message = string(fleet.ErrApplied), s.deployErr.Error()
-	case len(s.waiting) > 0:
-		c.Reason, c.Message = ReasonWaitingForDeps, waitingMessage(s.waiting)
+	case deployErr != nil:
+		c.Reason, c.Message = outcome.ReasonOf(deployErr, fleet.ReasonError), deployErr.Error()
+	case len(waiting) > 0:
+		c.Reason, c.Message = fleet.ReasonWaitingForDeps, waitingMessage(waiting)
 	case st.Release == "":
-		c.Reason = ReasonNotInstalled
-		if bd.Spec.Paused {
-			c.Reason = ReasonPaused
+		c.Reason = fleet.ReasonNotInstalled
+		if spec.Paused {
+			c.Reason = fleet.ReasonPaused
 		}
 	case !st.Ready:
-		c.Reason, c.Message = ReasonNotReady, nonReadyMessage(st.NonReadyStatus)
+		c.Reason, c.Message = fleet.ReasonNotReady, nonReadyMessage(st.NonReadyStatus)
 	case !st.NonModified:
-		c.Reason, c.Message = ReasonModified, modifiedMessage(st.ModifiedStatus)
-	case st.AppliedDeploymentID != bd.Spec.DeploymentID:
-		c.Reason, c.Message = ReasonWaitApplied, "deploymentID "+bd.Spec.DeploymentID+" is not applied yet"
-		if bd.Spec.Paused {
-			c.Reason = ReasonPaused
+		c.Reason, c.Message = fleet.ReasonModified, modifiedMessage(st.ModifiedStatus)
+	case st.AppliedDeploymentID != spec.DeploymentID:
+		c.Reason, c.Message = fleet.ReasonWaitApplied, "deploymentID "+spec.DeploymentID+" is not applied yet"
+		if spec.Paused {
+			c.Reason = fleet.ReasonPaused
 		}
 	default:
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonReady
+		c.Status, c.Reason = metav1.ConditionTrue, fleet.ReasonReady
 	}
 	return c
 }
@@ -198,7 +200,7 @@ func objName(ns, name string) string {
 // setDisplay fills status.display from the conditions and the state.
 func setDisplay(bd *fleet.BundleDeployment) {
 	show := func(t string) string {
-		c := meta.FindStatusCondition(bd.Status.Conditions, t)
+		c := conditions.Get(bd, t)
 		switch {
 		case c == nil:
 			return ""

@@ -13,12 +13,13 @@ import (
 	"github.com/gitfleet/fleet/agent/deployer"
 	"github.com/gitfleet/fleet/agent/monitor"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/summary"
 )
 
 func rel(id string, version int, status release.Status) *release.Release {
 	return &release.Release{Name: "app", Namespace: "ns", Version: version, Info: &release.Info{Status: status, Description: "boom"},
-		Chart: &chart.Chart{Metadata: &chart.Metadata{Annotations: map[string]string{deployer.DeploymentIDAnnotation: id, deployer.SyncGenerationAnnotation: "2"}}}}
+		Chart: &chart.Chart{Metadata: &chart.Metadata{Annotations: map[string]string{fleet.DeploymentIDAnnotation: id, fleet.SyncGenerationAnnotation: "2"}}}}
 }
 
 func TestComputeStatus(t *testing.T) {
@@ -36,6 +37,8 @@ func TestComputeStatus(t *testing.T) {
 		monitored *monitor.Result
 		want      fleet.BundleState
 		message   string
+		// reason is the Ready condition's reason, when the case checks it.
+		reason string
 	}{
 		{name: "ready", id: "s-1:a", state: &releaseState{deployed: rel("s-1:a", 1, release.StatusDeployed)},
 			monitored: &monitor.Result{Ready: true, NonModified: true}, want: fleet.Ready},
@@ -45,8 +48,10 @@ func TestComputeStatus(t *testing.T) {
 			monitored: modified, want: fleet.Modified, message: `ConfigMap ns/cm is modified: {"data":{"a":"b"}}`},
 		{name: "failed upgrade keeps the old release", id: "s-2:b",
 			state:     &releaseState{deployed: rel("s-1:a", 1, release.StatusDeployed), last: rel("s-2:b", 2, release.StatusFailed)},
-			deployErr: errors.New(`ConfigMap "Bad_Name" is invalid`), monitored: &monitor.Result{Ready: true, NonModified: true},
-			want: fleet.ErrApplied, message: `ConfigMap "Bad_Name" is invalid`},
+			deployErr: outcome.Stallf(fleet.ReasonInstallFailed, `ConfigMap "Bad_Name" is invalid`), monitored: &monitor.Result{Ready: true, NonModified: true},
+			want: fleet.ErrApplied, message: `ConfigMap "Bad_Name" is invalid`, reason: fleet.ReasonInstallFailed},
+		{name: "transient failure of a first install", id: "s-1:a", state: &releaseState{},
+			deployErr: errors.New("connection refused"), want: fleet.ErrApplied, message: "connection refused", reason: fleet.ReasonError},
 		{name: "waiting for a dependency", id: "s-2:b", state: &releaseState{}, waiting: []string{"db (NotReady)"},
 			want: fleet.WaitApplied, message: "waiting for db (NotReady)"},
 		{name: "paused", id: "s-2:b", paused: true, state: &releaseState{deployed: rel("s-1:a", 1, release.StatusDeployed)},
@@ -65,10 +70,153 @@ func TestComputeStatus(t *testing.T) {
 			}
 			ready := meta.FindStatusCondition(bd.Status.Conditions, fleet.ConditionReady)
 			g.Expect(ready.Status == metav1.ConditionTrue).To(Equal(tc.want == fleet.Ready))
+			if tc.reason != "" {
+				g.Expect(ready.Reason).To(Equal(tc.reason))
+			}
 			if tc.state.deployed != nil {
 				g.Expect(bd.Status.Release).To(Equal(deployer.Display(tc.state.deployed)))
 				g.Expect(*bd.Status.SyncGeneration).To(Equal(int64(2)))
 			}
+		})
+	}
+}
+
+func TestInstalledCondition(t *testing.T) {
+	cases := []struct {
+		name             string
+		deployed, last   *release.Release
+		status           metav1.ConditionStatus
+		reason, contains string
+	}{
+		{name: "nothing", status: metav1.ConditionFalse, reason: fleet.ReasonNotInstalled},
+		{name: "deployed", deployed: rel("s-1:a", 1, release.StatusDeployed), last: rel("s-2:b", 2, release.StatusFailed),
+			status: metav1.ConditionTrue, reason: fleet.ReasonInstalled, contains: "ns/app:1"},
+		{name: "only a failed revision", last: rel("s-1:a", 1, release.StatusFailed),
+			status: metav1.ConditionFalse, reason: fleet.ReasonFailed, contains: "is failed: boom"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := installedCondition(tc.deployed, tc.last)
+			g.Expect(c.Type).To(Equal(fleet.ConditionInstalled))
+			g.Expect(c.Status).To(Equal(tc.status))
+			g.Expect(c.Reason).To(Equal(tc.reason))
+			g.Expect(c.Message).To(ContainSubstring(tc.contains))
+		})
+	}
+}
+
+func TestDeployedCondition(t *testing.T) {
+	failed := &metav1.Condition{Type: fleet.ConditionDeployed, Status: metav1.ConditionFalse, Reason: fleet.ReasonInstallFailed, Message: "bad"}
+	cases := []struct {
+		name      string
+		spec      fleet.BundleDeploymentSpec
+		applied   string
+		prev      *metav1.Condition
+		waiting   []string
+		deployErr error
+		status    metav1.ConditionStatus
+		reason    string
+		message   string
+	}{
+		{name: "applied", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-1:a"}, applied: "s-1:a",
+			status: metav1.ConditionTrue, reason: fleet.ReasonDeployed},
+		{name: "a stall carries its reason", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b"}, applied: "s-1:a",
+			deployErr: outcome.Stallf(fleet.ReasonInvalidBundle, "no chart"), status: metav1.ConditionFalse, reason: fleet.ReasonInvalidBundle, message: "no chart"},
+		{name: "a transient failure is an Error", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b"},
+			deployErr: errors.New("connection refused"), status: metav1.ConditionFalse, reason: fleet.ReasonError, message: "connection refused"},
+		{name: "paused", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b", Paused: true}, applied: "s-1:a",
+			status: metav1.ConditionUnknown, reason: fleet.ReasonPaused, message: "paused: changes are not deployed"},
+		{name: "waiting", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b"}, waiting: []string{"db (NotReady)", "queue (not deployed to this cluster)"},
+			status: metav1.ConditionUnknown, reason: fleet.ReasonWaitingForDeps, message: "waiting for db (NotReady), queue (not deployed to this cluster)"},
+		{name: "the last failure stays until something changes", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b"}, prev: failed,
+			status: metav1.ConditionFalse, reason: fleet.ReasonInstallFailed, message: "bad"},
+		{name: "not tried yet", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b"},
+			status: metav1.ConditionUnknown, reason: fleet.ReasonDeploying},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := deployedCondition(tc.spec, tc.applied, tc.prev, tc.waiting, tc.deployErr)
+			g.Expect(c).To(Equal(metav1.Condition{Type: fleet.ConditionDeployed, Status: tc.status, Reason: tc.reason, Message: tc.message}))
+		})
+	}
+}
+
+func TestMonitoredCondition(t *testing.T) {
+	cases := []struct {
+		name       string
+		deployed   bool
+		monitored  *monitor.Result
+		monitorErr error
+		keep       bool
+		status     metav1.ConditionStatus
+		reason     string
+		report     bool
+	}{
+		{name: "monitored", deployed: true, monitored: &monitor.Result{Ready: true}, status: metav1.ConditionTrue, reason: fleet.ReasonMonitored, report: true},
+		{name: "could not look", deployed: true, monitorErr: errors.New("timeout"), status: metav1.ConditionFalse, reason: fleet.ReasonError},
+		{name: "nothing deployed", status: metav1.ConditionUnknown, reason: fleet.ReasonNothingToMonitor, report: true},
+		{name: "a deploy failed before the monitor ran", deployed: true, keep: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c, res := monitoredCondition(tc.deployed, tc.monitored, tc.monitorErr)
+			if tc.keep {
+				g.Expect(c).To(BeNil())
+				g.Expect(res).To(BeNil())
+				return
+			}
+			g.Expect(c.Status).To(Equal(tc.status))
+			g.Expect(c.Reason).To(Equal(tc.reason))
+			g.Expect(res != nil).To(Equal(tc.report))
+		})
+	}
+}
+
+func TestReadyCondition(t *testing.T) {
+	spec := fleet.BundleDeploymentSpec{DeploymentID: "s-2:b"}
+	applied := fleet.BundleDeploymentStatus{Release: "ns/app:2", AppliedDeploymentID: "s-2:b", Ready: true, NonModified: true}
+	with := func(change func(*fleet.BundleDeploymentStatus)) *fleet.BundleDeploymentStatus {
+		st := applied
+		change(&st)
+		return &st
+	}
+	cases := []struct {
+		name      string
+		spec      fleet.BundleDeploymentSpec
+		st        *fleet.BundleDeploymentStatus
+		waiting   []string
+		deployErr error
+		status    metav1.ConditionStatus
+		reason    string
+		message   string
+	}{
+		{name: "ready", spec: spec, st: &applied, status: metav1.ConditionTrue, reason: fleet.ReasonReady},
+		{name: "stalled deploy", spec: spec, st: &applied, deployErr: outcome.Stallf(fleet.ReasonInstallFailed, "template: boom"),
+			status: metav1.ConditionFalse, reason: fleet.ReasonInstallFailed, message: "template: boom"},
+		{name: "waiting", spec: spec, st: &fleet.BundleDeploymentStatus{}, waiting: []string{"db (NotReady)"},
+			status: metav1.ConditionFalse, reason: fleet.ReasonWaitingForDeps, message: "waiting for db (NotReady)"},
+		{name: "not installed", spec: spec, st: &fleet.BundleDeploymentStatus{}, status: metav1.ConditionFalse, reason: fleet.ReasonNotInstalled},
+		{name: "not installed, paused", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b", Paused: true}, st: &fleet.BundleDeploymentStatus{},
+			status: metav1.ConditionFalse, reason: fleet.ReasonPaused},
+		{name: "not ready", spec: spec, st: with(func(st *fleet.BundleDeploymentStatus) {
+			st.Ready = false
+			st.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Name: "web", Namespace: "ns", Summary: "0/1"}, {Kind: "Job", Name: "j"}}
+		}), status: metav1.ConditionFalse, reason: fleet.ReasonNotReady, message: "Deployment ns/web: 0/1 (and 1 more)"},
+		{name: "modified", spec: spec, st: with(func(st *fleet.BundleDeploymentStatus) {
+			st.NonModified = false
+			st.ModifiedStatus = []fleet.ModifiedStatus{{Kind: "ConfigMap", Name: "cm", Namespace: "ns", Create: true}}
+		}), status: metav1.ConditionFalse, reason: fleet.ReasonModified, message: "ConfigMap ns/cm is missing"},
+		{name: "older deploymentID applied", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-3:c"}, st: &applied,
+			status: metav1.ConditionFalse, reason: fleet.ReasonWaitApplied, message: "deploymentID s-3:c is not applied yet"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := readyCondition(tc.spec, tc.st, tc.waiting, tc.deployErr)
+			g.Expect(c).To(Equal(metav1.Condition{Type: fleet.ConditionReady, Status: tc.status, Reason: tc.reason, Message: tc.message}))
 		})
 	}
 }

@@ -13,26 +13,6 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
-// Chart annotations recording, in the release, what was deployed and how it
-// is to be removed. The release is the agent's only record downstream.
-const (
-	// DeploymentIDAnnotation is the deploymentID of the release.
-	DeploymentIDAnnotation = "fleet.cattle.io/deployment-id"
-	// BundleDeploymentAnnotation names the release's BundleDeployment.
-	BundleDeploymentAnnotation = "fleet.cattle.io/bundle-deployment"
-	// ClusterNamespaceAnnotation is the cluster namespace upstream of the
-	// release's BundleDeployment.
-	ClusterNamespaceAnnotation = "fleet.cattle.io/cluster-namespace"
-	// KeepResourcesAnnotation, "true", keeps the objects when the
-	// BundleDeployment goes.
-	KeepResourcesAnnotation = "fleet.cattle.io/keep-resources"
-	// DeleteNamespaceAnnotation, "true", deletes the release namespace when
-	// the BundleDeployment goes.
-	DeleteNamespaceAnnotation = "fleet.cattle.io/delete-namespace"
-	// SyncGenerationAnnotation is the forceSyncGeneration of the release.
-	SyncGenerationAnnotation = "fleet.cattle.io/sync-generation"
-)
-
 // BuildChart makes the chart to install from a bundle's files: its own chart
 // (StyleHelm), or one generated from the rendered kustomization
 // (StyleKustomize) or from the plain manifests with their overlays.
@@ -141,10 +121,10 @@ func Annotate(c *chart.Chart, bdName, clusterNamespace, deploymentID string, opt
 		c.Metadata.Annotations = map[string]string{}
 	}
 	a := c.Metadata.Annotations
-	a[DeploymentIDAnnotation] = deploymentID
-	a[BundleDeploymentAnnotation] = bdName
-	a[ClusterNamespaceAnnotation] = clusterNamespace
-	a[SyncGenerationAnnotation] = fmt.Sprint(opts.ForceSyncGeneration)
-	a[KeepResourcesAnnotation] = fmt.Sprint(opts.KeepResources)
-	a[DeleteNamespaceAnnotation] = fmt.Sprint(opts.DeleteNamespace)
+	a[fleet.DeploymentIDAnnotation] = deploymentID
+	a[fleet.BundleDeploymentAnnotation] = bdName
+	a[fleet.ClusterNamespaceAnnotation] = clusterNamespace
+	a[fleet.SyncGenerationAnnotation] = fmt.Sprint(opts.ForceSyncGeneration)
+	a[fleet.KeepResourcesAnnotation] = fmt.Sprint(opts.KeepResources)
+	a[fleet.DeleteNamespaceAnnotation] = fmt.Sprint(opts.DeleteNamespace)
 }

@@ -6,16 +6,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // render renders a chart as Helm would, without a cluster.
@@ -227,7 +233,7 @@ func TestTransformNamespaces(t *testing.T) {
 			}
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(tc.obj.GetNamespace()).To(Equal(tc.wantNS))
-			g.Expect(tc.obj.GetLabels()).To(Equal(map[string]string{ReleaseNameLabel: "rel", ReleaseNamespaceLabel: "rel-ns"}))
+			g.Expect(tc.obj.GetLabels()).To(Equal(map[string]string{fleet.ReleaseNameLabel: "rel", fleet.ReleaseNamespaceLabel: "rel-ns"}))
 		})
 	}
 }
@@ -272,9 +278,72 @@ func TestIsTransient(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(IsTransient(errString("Kubernetes cluster unreachable: dial tcp: connection refused"))).To(BeTrue())
 	g.Expect(IsTransient(errString(`ConfigMap "Bad_Name" is invalid`))).To(BeFalse())
-	g.Expect(IsTransient(&UserError{Err: errString("connection refused")})).To(BeFalse())
+	g.Expect(IsTransient(outcome.Stall(fleet.ReasonInstallFailed, errString("connection refused")))).To(BeFalse())
+}
+
+func TestStallUnlessTransient(t *testing.T) {
+	cases := []struct {
+		name   string
+		err    error
+		stalls bool
+		reason string
+	}{
+		{name: "nil stays nil"},
+		{name: "unreachable backs off", err: errString("Kubernetes cluster unreachable: dial tcp: connection refused")},
+		{name: "conflict backs off", err: apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "cm", errString("changed"))},
+		{name: "rejected object stalls", err: errString(`ConfigMap "Bad_Name" is invalid`), stalls: true, reason: fleet.ReasonInstallFailed},
+		{name: "a stall keeps its reason", err: fmt.Errorf("helm.valuesFrom[0]: %w",
+			outcome.Stallf(fleet.ReasonSecretNotFound, "secret x not found")), stalls: true, reason: fleet.ReasonSecretNotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := stallUnlessTransient(fleet.ReasonInstallFailed, tc.err)
+			g.Expect(outcome.IsStalling(err)).To(Equal(tc.stalls))
+			if tc.err == nil {
+				g.Expect(err).To(BeNil())
+				return
+			}
+			g.Expect(err).To(MatchError(tc.err.Error()))
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(tc.reason))
+		})
+	}
 }
 
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestValuesFromStallsOnWhatTheAuthorMustFix(t *testing.T) {
+	local := fake.NewClientBuilder().WithObjects(
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "vals"}, Data: map[string]string{"values.yaml": "a: 1\n", "bad": "[x"}},
+	).Build()
+	from := func(v fleet.ValuesFrom) fleet.BundleDeploymentOptions {
+		return fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{ValuesFrom: []fleet.ValuesFrom{v}}}
+	}
+	cases := []struct {
+		name   string
+		from   fleet.ValuesFrom
+		reason string
+	}{
+		{name: "read", from: fleet.ValuesFrom{ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "vals"}}},
+		{name: "missing secret", from: fleet.ValuesFrom{SecretKeyRef: &fleet.SecretKeySelector{Name: "creds"}}, reason: fleet.ReasonSecretNotFound},
+		{name: "missing configmap", from: fleet.ValuesFrom{ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "none"}}, reason: fleet.ReasonInvalidValues},
+		{name: "missing key", from: fleet.ValuesFrom{ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "vals", Key: "other"}}, reason: fleet.ReasonInvalidValues},
+		{name: "not YAML", from: fleet.ValuesFrom{ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "vals", Key: "bad"}}, reason: fleet.ReasonInvalidValues},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			v, err := Values(t.Context(), local, from(tc.from), "app")
+			if tc.reason == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(v).To(HaveKeyWithValue("a", BeNumerically("==", 1)))
+				return
+			}
+			g.Expect(outcome.IsStalling(err)).To(BeTrue(), "%v", err)
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(tc.reason))
+			g.Expect(err.Error()).To(HavePrefix("helm.valuesFrom[0]: "))
+		})
+	}
+}

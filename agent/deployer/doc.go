@@ -12,11 +12,18 @@
 // objects, and extra ones, again.
 //
 // What was deployed is recorded downstream only, in the Helm release itself:
-// the release's storage Secret carries the labels ManagedLabel and
-// ClusterNamespaceLabel, and the chart's annotations carry the
-// BundleDeployment's name, deploymentID and removal options. The agent may not
+// the release's storage Secret carries the labels fleet.ManagedLabel and
+// fleet.ClusterNamespaceLabel, and the chart's annotations (named in
+// api/v1alpha1/wire.go) carry the BundleDeployment's name, deploymentID and
+// removal options. The agent may not
 // write BundleDeployments (so it cannot use finalizers); it finds releases
 // whose BundleDeployment is gone from these records and uninstalls them.
+//
+// Deploy fails with an outcome.Stalling error when the bundle's author must
+// change something (files that make no chart, values that cannot be read, a
+// chart that does not render, objects the API server rejects), and with a
+// plain error when retrying may help (IsTransient): the reconciler reports
+// the first and stops, and backs off on the second.
 //
 // Everything that needs no cluster (building charts, forcing namespaces,
 // merging values) is a pure function, tested without an API server.

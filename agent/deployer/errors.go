@@ -6,21 +6,9 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/gitfleet/fleet/internal/outcome"
 )
-
-// UserError is a failure the bundle's author must fix (a chart that does not
-// render, an object the API server rejects): retrying the same deployment
-// would fail the same way.
-type UserError struct{ Err error }
-
-func (e *UserError) Error() string { return e.Err.Error() }
-func (e *UserError) Unwrap() error { return e.Err }
-
-// IsUserError tells whether err is a UserError.
-func IsUserError(err error) bool {
-	var ue *UserError
-	return errors.As(err, &ue)
-}
 
 // transientMessages are signs of an unreachable or overloaded API server in
 // errors that Helm turned into plain strings.
@@ -32,9 +20,9 @@ var transientMessages = []string{
 }
 
 // IsTransient tells whether err may go away by itself, so that the
-// deployment is worth retrying with backoff.
+// deployment is worth retrying with backoff. A Stalling error never is.
 func IsTransient(err error) bool {
-	if err == nil || IsUserError(err) {
+	if err == nil || outcome.IsStalling(err) {
 		return false
 	}
 	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
@@ -55,10 +43,12 @@ func IsTransient(err error) bool {
 	return false
 }
 
-// classify marks errors that are not transient as user errors.
-func classify(err error) error {
-	if err == nil || IsTransient(err) || IsUserError(err) {
+// stallUnlessTransient makes err, when retrying it cannot help, a Stalling
+// error with reason: the bundle's author must change the bundle. Transient
+// and already Stalling errors stay as they are.
+func stallUnlessTransient(reason string, err error) error {
+	if err == nil || IsTransient(err) || outcome.IsStalling(err) {
 		return err
 	}
-	return &UserError{Err: err}
+	return outcome.Stall(reason, err)
 }

@@ -28,15 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-)
-
-// Labels of the release records (the Helm storage Secrets) the agent owns.
-const (
-	// ManagedLabel, "true", marks releases deployed by a fleet agent.
-	ManagedLabel = fleet.ManagedLabel
-	// ClusterNamespaceLabel is the cluster namespace upstream whose
-	// BundleDeployment the release deploys: each agent removes only its own.
-	ClusterNamespaceLabel = fleet.ClusterNamespaceLabel
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // DefaultMaxHistory is the number of revisions kept per release unless
@@ -146,7 +138,7 @@ func Annotations(r *release.Release) map[string]string {
 // UpToDate tells whether a release is deployed and deploys deploymentID.
 func UpToDate(r *release.Release, deploymentID string) bool {
 	return r != nil && r.Info != nil && r.Info.Status == release.StatusDeployed &&
-		Annotations(r)[DeploymentIDAnnotation] == deploymentID
+		Annotations(r)[fleet.DeploymentIDAnnotation] == deploymentID
 }
 
 // Display is a release as "namespace/name:version".
@@ -207,24 +199,24 @@ type Input struct {
 
 // Deploy installs or upgrades the release of a BundleDeployment. A release
 // left pending by an interrupted agent is recovered first. Errors the
-// bundle's author must fix are UserErrors.
+// bundle's author must fix are Stalling: fleet.ReasonInvalidBundle for files
+// that make no chart, fleet.ReasonInvalidValues or fleet.ReasonSecretNotFound
+// for values, fleet.ReasonInstallFailed for an install or upgrade Helm or the
+// API server refused.
 func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, error) {
 	key := ReleaseFor(in.Name, in.Options)
 	layout, err := Detect(in.Files, in.Options)
 	if err != nil {
-		return nil, &UserError{Err: err}
+		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
 	}
 	ch, err := BuildChart(in.Files, layout, in.Options, key.Name)
 	if err != nil {
-		return nil, &UserError{Err: err}
+		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
 	}
 	Annotate(ch, in.Name, d.clusterNamespace, in.DeploymentID, in.Options)
 	values, err := Values(ctx, d.client, in.Options, key.Namespace)
 	if err != nil {
-		if apierrors.IsNotFound(err) || !IsTransient(err) {
-			return nil, &UserError{Err: err}
-		}
-		return nil, err
+		return nil, stallUnlessTransient(fleet.ReasonInvalidValues, err)
 	}
 	// The release namespace is created when missing, as Fleet's agent does
 	// (repositories rely on defaultNamespace alone); namespaceLabels and
@@ -259,7 +251,7 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, erro
 	if wait && timeout == 0 {
 		timeout = defaultWaitTimeout
 	}
-	labels := map[string]string{ManagedLabel: "true", ClusterNamespaceLabel: d.clusterNamespace}
+	labels := map[string]string{fleet.ManagedLabel: "true", fleet.ClusterNamespaceLabel: d.clusterNamespace}
 	var rel *release.Release
 	if last == nil {
 		i := action.NewInstall(ac)
@@ -281,7 +273,7 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, erro
 		rel, err = u.RunWithContext(ctx, key.Name, ch, values)
 	}
 	if err != nil {
-		return rel, classify(err)
+		return rel, stallUnlessTransient(fleet.ReasonInstallFailed, err)
 	}
 	return rel, nil
 }

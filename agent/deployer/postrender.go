@@ -7,15 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
-)
 
-// Labels set on every object the agent deploys, so that the monitor can
-// watch them and find objects of a release that are no longer desired.
-const (
-	// ReleaseNameLabel is the name of the object's Helm release.
-	ReleaseNameLabel = "fleet.cattle.io/release-name"
-	// ReleaseNamespaceLabel is the namespace of the object's Helm release.
-	ReleaseNamespaceLabel = "fleet.cattle.io/release-namespace"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
 // Scope tells whether objects of a kind are namespaced; known is false when
@@ -40,8 +33,8 @@ func Transform(objs []*unstructured.Unstructured, t Target, scope Scope) error {
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[ReleaseNameLabel] = t.ReleaseName
-		labels[ReleaseNamespaceLabel] = t.ReleaseNamespace
+		labels[fleet.ReleaseNameLabel] = t.ReleaseName
+		labels[fleet.ReleaseNamespaceLabel] = t.ReleaseNamespace
 		o.SetLabels(labels)
 
 		namespaced, known := scope(o.GroupVersionKind())

@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
 // protectedNamespaces are never deleted by deleteNamespace.
@@ -23,7 +25,7 @@ var protectedNamespaces = map[string]bool{
 // (those recorded with its cluster namespace), in any namespace.
 func (d *Deployer) Owned(ctx context.Context) ([]*release.Release, error) {
 	drv := driver.NewSecrets(d.kube.CoreV1().Secrets(metav1.NamespaceAll))
-	all, err := drv.Query(map[string]string{"owner": "helm", ManagedLabel: "true", ClusterNamespaceLabel: d.clusterNamespace})
+	all, err := drv.Query(map[string]string{"owner": "helm", fleet.ManagedLabel: "true", fleet.ClusterNamespaceLabel: d.clusterNamespace})
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil
 	}
@@ -56,7 +58,7 @@ func (d *Deployer) Uninstall(ctx context.Context, r *release.Release) error {
 		return err
 	}
 	key := ReleaseKey{Namespace: r.Namespace, Name: r.Name}
-	if ann[KeepResourcesAnnotation] == "true" {
+	if ann[fleet.KeepResourcesAnnotation] == "true" {
 		log.Info("Forgetting release, keeping its resources", "release", key.String())
 		history, err := ac.Releases.History(r.Name)
 		if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
@@ -75,7 +77,7 @@ func (d *Deployer) Uninstall(ctx context.Context, r *release.Release) error {
 			return fmt.Errorf("uninstalling release %s: %w", key, err)
 		}
 	}
-	if ann[DeleteNamespaceAnnotation] == "true" && !protectedNamespaces[r.Namespace] {
+	if ann[fleet.DeleteNamespaceAnnotation] == "true" && !protectedNamespaces[r.Namespace] {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}}
 		if err := d.client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting namespace %s: %w", r.Namespace, err)

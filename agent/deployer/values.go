@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // DefaultValuesKey is the key read from a valuesFrom ConfigMap or Secret
@@ -32,7 +34,7 @@ func Values(ctx context.Context, local client.Reader, opts fleet.BundleDeploymen
 		}
 		var v map[string]interface{}
 		if err := yaml.Unmarshal(data, &v); err != nil {
-			return nil, fmt.Errorf("helm.valuesFrom[%d]: not YAML values: %w", i, err)
+			return nil, outcome.Stallf(fleet.ReasonInvalidValues, "helm.valuesFrom[%d]: not YAML values: %w", i, err)
 		}
 		merged = MergeValues(merged, v)
 	}
@@ -60,6 +62,10 @@ func readValuesFrom(ctx context.Context, local client.Reader, from fleet.ValuesF
 		r := from.ConfigMapKeyRef
 		cm := &corev1.ConfigMap{}
 		if err := local.Get(ctx, client.ObjectKey{Namespace: ns(r.Namespace), Name: r.Name}, cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, outcome.Stallf(fleet.ReasonInvalidValues,
+					"configmap %s/%s not found in the cluster: create it there or change helm.valuesFrom", ns(r.Namespace), r.Name)
+			}
 			return nil, err
 		}
 		if v, ok := cm.Data[key(r.Key)]; ok {
@@ -68,19 +74,25 @@ func readValuesFrom(ctx context.Context, local client.Reader, from fleet.ValuesF
 		if v, ok := cm.BinaryData[key(r.Key)]; ok {
 			return v, nil
 		}
-		return nil, fmt.Errorf("configmap %s/%s has no key %q", ns(r.Namespace), r.Name, key(r.Key))
+		return nil, outcome.Stallf(fleet.ReasonInvalidValues, "configmap %s/%s has no key %q: add it or change helm.valuesFrom",
+			ns(r.Namespace), r.Name, key(r.Key))
 	case from.SecretKeyRef != nil:
 		r := from.SecretKeyRef
 		s := &corev1.Secret{}
 		if err := local.Get(ctx, client.ObjectKey{Namespace: ns(r.Namespace), Name: r.Name}, s); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, outcome.Stallf(fleet.ReasonSecretNotFound,
+					"secret %s/%s not found in the cluster: create it there or change helm.valuesFrom", ns(r.Namespace), r.Name)
+			}
 			return nil, err
 		}
 		if v, ok := s.Data[key(r.Key)]; ok {
 			return v, nil
 		}
-		return nil, fmt.Errorf("secret %s/%s has no key %q", ns(r.Namespace), r.Name, key(r.Key))
+		return nil, outcome.Stallf(fleet.ReasonInvalidValues, "secret %s/%s has no key %q: add it or change helm.valuesFrom",
+			ns(r.Namespace), r.Name, key(r.Key))
 	}
-	return nil, fmt.Errorf("set configMapKeyRef or secretKeyRef")
+	return nil, outcome.Stallf(fleet.ReasonInvalidValues, "set configMapKeyRef or secretKeyRef")
 }
 
 // MergeValues merges src into dst as Helm does: maps key by key, anything

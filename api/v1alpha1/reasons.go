@@ -96,4 +96,7 @@ const (
 	ReasonNothingToMonitor = "NothingDeployed"
 	ReasonModified         = "Modified"
 	ReasonWaitApplied      = "WaitApplied"
+	// ReasonInvalidValues: helm.valuesFrom names a ConfigMap or key that is
+	// missing downstream, or values that are not YAML.
+	ReasonInvalidValues = "InvalidValues"
 )

@@ -49,3 +49,33 @@ const (
 	// their kubeconfig Secret.
 	KubeConfigSecretIndex = "clusterimport.spec.kubeConfigSecret"
 )
+
+// The agent's records in its own cluster. Labels and annotations an agent
+// reads back after a restart or an upgrade, so that one agent version
+// understands what another wrote.
+const (
+	// ReleaseNameLabel, on every object the agent deploys, is the name of
+	// the object's Helm release: the agent watches objects by it.
+	ReleaseNameLabel = "fleet.cattle.io/release-name"
+	// ReleaseNamespaceLabel, on every object the agent deploys, is the
+	// namespace of the object's Helm release.
+	ReleaseNamespaceLabel = "fleet.cattle.io/release-namespace"
+	// DeploymentIDAnnotation, on a release's chart, is the deploymentID the
+	// release deploys.
+	DeploymentIDAnnotation = "fleet.cattle.io/deployment-id"
+	// BundleDeploymentAnnotation, on a release's chart, names the release's
+	// BundleDeployment.
+	BundleDeploymentAnnotation = "fleet.cattle.io/bundle-deployment"
+	// ClusterNamespaceAnnotation, on a release's chart, is the cluster
+	// namespace upstream of the release's BundleDeployment.
+	ClusterNamespaceAnnotation = "fleet.cattle.io/cluster-namespace"
+	// KeepResourcesAnnotation, "true" on a release's chart, keeps the
+	// objects when the BundleDeployment goes.
+	KeepResourcesAnnotation = "fleet.cattle.io/keep-resources"
+	// DeleteNamespaceAnnotation, "true" on a release's chart, deletes the
+	// release namespace when the BundleDeployment goes.
+	DeleteNamespaceAnnotation = "fleet.cattle.io/delete-namespace"
+	// SyncGenerationAnnotation, on a release's chart, is the
+	// forceSyncGeneration the release was deployed for.
+	SyncGenerationAnnotation = "fleet.cattle.io/sync-generation"
+)
