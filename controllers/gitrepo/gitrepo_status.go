@@ -11,8 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/internal/bundlereader"
-	"github.com/gitfleet/fleet/internal/gitfetch"
+	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/summary"
 )
 
@@ -48,8 +47,7 @@ func userErrorf(reason, format string, args ...any) error {
 // with reconcile.TerminalError) from transient ones (retried with backoff).
 func isPermanent(err error) bool {
 	var ue *userError
-	return errors.As(err, &ue) || errors.Is(err, gitfetch.ErrPermanent) ||
-		errors.Is(err, bundlereader.ErrInvalid) || apierrors.IsInvalid(err)
+	return errors.As(err, &ue) || outcome.IsStalling(err) || apierrors.IsInvalid(err)
 }
 
 // reasonOf is the condition reason for err.
@@ -58,9 +56,9 @@ func reasonOf(err error, fallback string) string {
 	switch {
 	case errors.As(err, &ue):
 		return ue.reason
-	case gitfetch.Reason(err) != "":
-		return gitfetch.Reason(err)
-	case errors.Is(err, bundlereader.ErrInvalid), apierrors.IsInvalid(err):
+	case outcome.IsStalling(err):
+		return outcome.ReasonOf(err, fallback)
+	case apierrors.IsInvalid(err):
 		return ReasonInvalidBundle
 	}
 	return fallback

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/internal/bundlereader"
 	"github.com/gitfleet/fleet/internal/gitfetch"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // branchNotFound is a permanent gitfetch error, as LatestCommit returns it.
@@ -30,9 +30,9 @@ func TestGitPollingCondition(t *testing.T) {
 	}{
 		"ok":                                  {status: metav1.ConditionTrue, reason: ReasonPolled, message: "latest commit abc"},
 		"transient poll error":                {pollErr: transient, status: metav1.ConditionFalse, reason: ReasonFetchFailed, message: transient.Error()},
-		"missing branch":                      {pollErr: branchNotFound(), status: metav1.ConditionFalse, reason: gitfetch.ReasonBranchNotFound, message: "branch dev not found in https://example.com/r"},
+		"missing branch":                      {pollErr: branchNotFound(), status: metav1.ConditionFalse, reason: fleet.ReasonBranchNotFound, message: "branch dev not found in https://example.com/r"},
 		"failed fetch":                        {syncErr: &fetchError{err: transient}, status: metav1.ConditionFalse, reason: ReasonFetchFailed, message: transient.Error()},
-		"bad bundle is not a polling problem": {syncErr: fmt.Errorf("x: %w", bundlereader.ErrInvalid), status: metav1.ConditionTrue, reason: ReasonPolled},
+		"bad bundle is not a polling problem": {syncErr: fmt.Errorf("x: %w", outcome.Stallf(fleet.ReasonInvalidBundle, "bad")), status: metav1.ConditionTrue, reason: ReasonPolled},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -48,7 +48,7 @@ func TestGitPollingCondition(t *testing.T) {
 }
 
 func TestAcceptedCondition(t *testing.T) {
-	badYAML := fmt.Errorf("reading the bundles of commit abc: %w", &wrapInvalid{"app/fleet.yaml: line 3: unknown field \"nope\""})
+	badYAML := fmt.Errorf("reading the bundles of commit abc: %w", outcome.Stallf(fleet.ReasonInvalidBundle, "app/fleet.yaml: line 3: unknown field \"nope\""))
 	for name, tc := range map[string]struct {
 		pollErr, syncErr error
 		status           metav1.ConditionStatus
@@ -56,11 +56,11 @@ func TestAcceptedCondition(t *testing.T) {
 	}{
 		"ok":                          {status: metav1.ConditionTrue, reason: ReasonBundlesRead, message: "bundles of commit 0123456789ab are applied"},
 		"transient poll keeps true":   {pollErr: errors.New("timeout"), status: metav1.ConditionTrue, reason: ReasonBundlesRead},
-		"missing branch":              {pollErr: branchNotFound(), status: metav1.ConditionFalse, reason: gitfetch.ReasonBranchNotFound, message: "branch dev not found in https://example.com/r"},
+		"missing branch":              {pollErr: branchNotFound(), status: metav1.ConditionFalse, reason: fleet.ReasonBranchNotFound, message: "branch dev not found in https://example.com/r"},
 		"malformed fleet.yaml":        {syncErr: badYAML, status: metav1.ConditionFalse, reason: ReasonInvalidBundle, message: badYAML.Error()},
 		"missing secret":              {pollErr: userErrorf(ReasonSecretMissing, "clientSecretName: Secret x not found"), status: metav1.ConditionFalse, reason: ReasonSecretMissing},
 		"transient fetch keeps true":  {syncErr: &fetchError{err: errors.New("reset")}, status: metav1.ConditionTrue, reason: ReasonBundlesRead},
-		"permanent fetch is false":    {syncErr: &fetchError{err: branchNotFound()}, status: metav1.ConditionFalse, reason: gitfetch.ReasonBranchNotFound},
+		"permanent fetch is false":    {syncErr: &fetchError{err: branchNotFound()}, status: metav1.ConditionFalse, reason: fleet.ReasonBranchNotFound},
 		"transient write is reported": {syncErr: errors.New("writing bundle a: conflict"), status: metav1.ConditionFalse, reason: ReasonSyncFailed},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -75,12 +75,6 @@ func TestAcceptedCondition(t *testing.T) {
 		})
 	}
 }
-
-// wrapInvalid stands in for a bundlereader error matching ErrInvalid.
-type wrapInvalid struct{ msg string }
-
-func (e *wrapInvalid) Error() string        { return e.msg }
-func (e *wrapInvalid) Is(target error) bool { return target == bundlereader.ErrInvalid }
 
 func bundle(name string, s fleet.BundleSummary) fleet.Bundle {
 	return fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: fleet.BundleStatus{Summary: s}}
@@ -143,8 +137,8 @@ func TestReadyConditionAndDisplay(t *testing.T) {
 		{Type: fleet.ConditionGitPolling, Status: metav1.ConditionTrue},
 	}
 	broken := []metav1.Condition{
-		{Type: fleet.ConditionAccepted, Status: metav1.ConditionFalse, Reason: gitfetch.ReasonBranchNotFound, Message: "branch dev not found in R"},
-		{Type: fleet.ConditionGitPolling, Status: metav1.ConditionFalse, Reason: gitfetch.ReasonBranchNotFound, Message: "other"},
+		{Type: fleet.ConditionAccepted, Status: metav1.ConditionFalse, Reason: fleet.ReasonBranchNotFound, Message: "branch dev not found in R"},
+		{Type: fleet.ConditionGitPolling, Status: metav1.ConditionFalse, Reason: fleet.ReasonBranchNotFound, Message: "other"},
 	}
 	for name, tc := range map[string]struct {
 		conds   []metav1.Condition
