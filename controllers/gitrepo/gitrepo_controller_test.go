@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,6 +61,22 @@ func updateSpec(ns, name string, mutate func(*fleet.GitRepoSpec)) {
 		mutate(&gr.Spec)
 		return k8s.Update(ctx, gr)
 	}, eventually, poll).Should(Succeed())
+}
+
+// warnings returns the notes of the Warning events about a GitRepo with a
+// reason.
+func warnings(ns, name, reason string) func() []string {
+	return func() []string {
+		list := &eventsv1.EventList{}
+		Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "GitRepo" && e.Regarding.Name == name && e.Type == corev1.EventTypeWarning && e.Reason == reason {
+				out = append(out, e.Note)
+			}
+		}
+		return out
+	}
 }
 
 func every(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
@@ -136,6 +153,8 @@ var _ = Describe("GitRepo", func() {
 			HaveField("Status.Display.Error", BeTrue()),
 		))
 		Consistently(bundleCommits(ns, "keep"), 2*time.Second, 250*time.Millisecond).Should(Equal(good))
+		Eventually(warnings(ns, "keep", fleet.ReasonInvalidBundle), eventually, poll).Should(
+			ContainElement(ContainSubstring("apps/one/fleet.yaml: line 2")), "a Warning event for the malformed fleet.yaml")
 
 		By("recovering when the fix is pushed")
 		fixed := commit(repo, map[string]string{"apps/one/fleet.yaml": "defaultNamespace: one\n"})
@@ -150,6 +169,7 @@ var _ = Describe("GitRepo", func() {
 			condition(fleet.ConditionGitPolling, metav1.ConditionFalse, "branch nope not found"),
 			condition(fleet.ConditionReady, metav1.ConditionFalse, "branch nope not found"),
 		))
+		Eventually(warnings(ns, "keep", fleet.ReasonBranchNotFound), eventually, poll).ShouldNot(BeEmpty(), "a Warning event for the missing branch")
 		Consistently(bundleCommits(ns, "keep"), 2*time.Second, 250*time.Millisecond).Should(Equal(good))
 
 		By("reporting an unreachable repository")
