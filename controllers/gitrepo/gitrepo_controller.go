@@ -141,6 +141,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 
 	s := &scope{repo: repo, before: repo.DeepCopy(), state: r.state(req.NamespacedName), now: r.Now()}
 	defer func() {
+		// A stall that polling keeps from controller-runtime is logged here
+		// (once, when it is new); what controller-runtime gets, it logs.
+		s.logWarnings = retErr == nil
 		if err := r.patchStatus(ctx, s); err != nil {
 			// A lost status write must be retried, even after a stall.
 			res, retErr = ctrl.Result{}, err
@@ -158,7 +161,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return fmt.Errorf("listing the bundles of GitRepo %s: %w", s.repo.Name, err)
 	}
 	setStatus(s.repo, s.state, bundles.Items)
-	r.record(ctx, s.repo, conditionEvents(s.before.Status.Conditions, s.repo.Status.Conditions))
+	r.record(ctx, s.repo, conditionEvents(s.before.Status.Conditions, s.repo.Status.Conditions), s.logWarnings)
 	if equality.Semantic.DeepEqual(s.before.Status, s.repo.Status) {
 		return nil
 	}
@@ -168,14 +171,16 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// record records the events about a GitRepo. A Warning is also logged: a
-// stall that polling keeps from controller-runtime would show nowhere else.
-func (r *Reconciler) record(ctx context.Context, repo *fleet.GitRepo, evs []conditionEvent) {
+// record records the events about a GitRepo, and logs the Warnings when
+// logWarnings is set.
+func (r *Reconciler) record(ctx context.Context, repo *fleet.GitRepo, evs []conditionEvent, logWarnings bool) {
 	for _, e := range evs {
 		kind := corev1.EventTypeNormal
 		if e.warning {
 			kind = corev1.EventTypeWarning
-			ctrl.LoggerFrom(ctx).Info("GitRepo failed", "gitRepo", klog.KObj(repo), "action", e.action, "reason", e.reason, "message", e.note)
+		}
+		if e.warning && logWarnings {
+			ctrl.LoggerFrom(ctx).Info("GitRepo stalled until the next poll", "gitRepo", klog.KObj(repo), "action", e.action, "reason", e.reason, "message", e.note)
 		}
 		if r.Recorder != nil {
 			r.Recorder.Eventf(repo, nil, kind, e.reason, e.action, "%s", truncate(e.note, 1024))
