@@ -6,17 +6,21 @@
 // jitter) with one cheap ls-remote (internal/gitfetch). Only when the commit
 // or the spec (its generation, which covers forceSyncGeneration) differs from
 // the last good sync does the controller fetch the commit into its on-disk
-// cache, read its bundles (internal/bundlereader) and write them: Bundles are created or updated only where they differ, labelled
+// cache, read its bundles (internal/bundlereader) and write them: Bundles are
+// created or updated only where they differ, labelled
 // fleet.cattle.io/repo-name and fleet.cattle.io/commit and owned by the
 // GitRepo, and the repo's Bundles that the commit no longer has are deleted.
 // When anything fails nothing is deleted: the last good Bundles stay
 // deployed, and the conditions say what went wrong; a commit in which the
 // paths hold no bundle at all is such a failure. A Bundle that is broken
 // itself (invalid targets) makes the GitRepo's Ready condition False.
-// User-fixable errors (bad fleet.yaml, missing branch, failed authentication)
-// end the reconcile with reconcile.TerminalError, and a timer keeps polling,
+// User-fixable errors (bad fleet.yaml, missing branch, failed authentication,
+// a missing Secret) are outcome.Stalling errors with a Reason of
+// api/v1alpha1: they set Accepted (and, for git errors, GitPolling) False,
+// record one Warning event, and the GitRepo keeps polling at its interval,
 // so that a fix pushed to git is found; transient ones are retried with
-// backoff.
+// backoff. What the last poll and sync found is kept in memory per GitRepo,
+// because most reconciles (a Bundle's status changed) are not polls.
 //
 // spec.paused still syncs, but marks the Bundles paused, so new commits are
 // not rolled out. spec.disablePolling leaves syncing to spec changes and the

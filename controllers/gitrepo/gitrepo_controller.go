@@ -8,10 +8,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -22,10 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/gitfetch"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // DefaultSyncTimeout bounds one sync: fetch, read and write of the bundles.
@@ -58,11 +59,13 @@ type Reconciler struct {
 	Now func() time.Time
 	// SyncTimeout bounds one sync; default DefaultSyncTimeout.
 	SyncTimeout time.Duration
+	// Recorder, when set, gets an event each time Accepted or GitPolling
+	// fails with a new reason or recovers; default
+	// mgr.GetEventRecorder("fleet-gitrepo").
+	Recorder events.EventRecorder
 
-	mu     sync.Mutex
-	repos  map[types.NamespacedName]*repoState
-	timers map[types.NamespacedName]*time.Timer
-	polls  chan event.GenericEvent
+	mu    sync.Mutex
+	repos map[types.NamespacedName]*repoState
 }
 
 // SetupWithManager registers the controller: it watches GitRepos, and the
@@ -80,12 +83,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Fetcher == nil {
 		r.Fetcher = &gitfetch.Fetcher{CacheDir: r.CacheDir}
 	}
-	r.polls = make(chan event.GenericEvent, 1024)
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("fleet-gitrepo")
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.GitRepo{}, builder.WithPredicates(gitRepoChanged)).
 		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(bundleToGitRepo),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[fleet.RepoLabel] != "" }))).
-		WatchesRawSource(source.Channel(r.polls, &handler.EnqueueRequestForObject{})).
 		Named("gitrepo").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -114,8 +118,11 @@ func bundleToGitRepo(_ context.Context, o client.Object) []reconcile.Request {
 }
 
 // Reconcile polls one GitRepo's repository, syncs its Bundles when the commit
-// or the spec changed, and writes its status once.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+// or the spec changed, and writes its status once. A GitRepo is polled: it
+// comes back at its polling interval after a success and after a stalling
+// error alike (a push to git may fix it), and with backoff after a transient
+// one.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	repo := &fleet.GitRepo{}
 	if err := r.Client.Get(ctx, req.NamespacedName, repo); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -134,42 +141,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	s := &scope{repo: repo, before: repo.DeepCopy(), state: r.state(req.NamespacedName), now: r.Now()}
 	defer func() {
+		// A stall that polling keeps from controller-runtime is logged here
+		// (once, when it is new); what controller-runtime gets, it logs.
+		s.logWarnings = retErr == nil
 		if err := r.patchStatus(ctx, s); err != nil {
-			// A lost status write must be retried, even after a terminal error.
-			retErr = err
+			// A lost status write must be retried, even after a stall.
+			res, retErr = ctrl.Result{}, err
 		}
 	}()
 	err := r.reconcileGit(ctx, s)
-	return r.result(s, err)
+	return outcome.Result(err, untilNextPoll(r.Now(), s.state, repo))
 }
 
-// result turns the outcome into the next poll: RequeueAfter normally, backoff
-// for transient errors, and a timer for terminal errors (controller-runtime
-// does not requeue those, yet a push to git can fix them).
-func (r *Reconciler) result(s *scope, err error) (ctrl.Result, error) {
-	if err != nil && !isPermanent(err) {
-		return ctrl.Result{}, err
-	}
-	var after time.Duration
-	if !s.repo.Spec.DisablePolling {
-		after = max(s.state.nextPoll.Sub(r.Now()), time.Millisecond)
-	}
-	if err != nil {
-		if after > 0 {
-			r.pollAfter(s.repo, after)
-		}
-		return ctrl.Result{}, reconcile.TerminalError(err)
-	}
-	return ctrl.Result{RequeueAfter: after}, nil
-}
-
-// patchStatus computes the status and writes it when it changed.
+// patchStatus computes the status, records the events its change deserves,
+// and writes it when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	bundles := &fleet.BundleList{}
 	if err := r.Client.List(ctx, bundles, client.InNamespace(s.repo.Namespace), client.MatchingLabels{fleet.RepoLabel: s.repo.Name}); err != nil {
 		return fmt.Errorf("listing the bundles of GitRepo %s: %w", s.repo.Name, err)
 	}
 	setStatus(s.repo, s.state, bundles.Items)
+	r.record(ctx, s.repo, conditionEvents(s.before.Status.Conditions, s.repo.Status.Conditions), s.logWarnings)
 	if equality.Semantic.DeepEqual(s.before.Status, s.repo.Status) {
 		return nil
 	}
@@ -177,6 +169,23 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return client.IgnoreNotFound(err)
 	}
 	return nil
+}
+
+// record records the events about a GitRepo, and logs the Warnings when
+// logWarnings is set.
+func (r *Reconciler) record(ctx context.Context, repo *fleet.GitRepo, evs []conditionEvent, logWarnings bool) {
+	for _, e := range evs {
+		kind := corev1.EventTypeNormal
+		if e.warning {
+			kind = corev1.EventTypeWarning
+		}
+		if e.warning && logWarnings {
+			ctrl.LoggerFrom(ctx).Info("GitRepo stalled until the next poll", "gitRepo", klog.KObj(repo), "action", e.action, "reason", e.reason, "message", e.note)
+		}
+		if r.Recorder != nil {
+			r.Recorder.Eventf(repo, nil, kind, e.reason, e.action, "%s", truncate(e.note, 1024))
+		}
+	}
 }
 
 // reconcileDelete deletes every Bundle of the GitRepo and its git cache,
@@ -222,38 +231,20 @@ func (r *Reconciler) state(key types.NamespacedName) *repoState {
 	return st
 }
 
-// forget drops the state and poll timer of a GitRepo that is gone.
+// forget drops the state of a GitRepo that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.repos, key)
-	if t := r.timers[key]; t != nil {
-		t.Stop()
-		delete(r.timers, key)
-	}
-}
-
-// pollAfter enqueues the GitRepo after d through the controller's channel
-// source.
-func (r *Reconciler) pollAfter(repo *fleet.GitRepo, d time.Duration) {
-	key := client.ObjectKeyFromObject(repo)
-	obj := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: repo.Namespace, Name: repo.Name}}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.timers == nil {
-		r.timers = map[types.NamespacedName]*time.Timer{}
-	}
-	if t := r.timers[key]; t != nil {
-		t.Stop()
-	}
-	r.timers[key] = time.AfterFunc(d, func() {
-		select {
-		case r.polls <- event.GenericEvent{Object: obj}:
-		case <-time.After(time.Minute):
-		}
-	})
 }
 
 func cacheKey(repo *fleet.GitRepo) string {
 	return repo.Namespace + "/" + repo.Name
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

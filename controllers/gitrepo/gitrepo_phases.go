@@ -20,6 +20,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/bundlereader"
 	"github.com/gitfleet/fleet/internal/gitfetch"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // pollJitter varies poll intervals by up to ±10%, so repos created together
@@ -32,11 +33,24 @@ type scope struct {
 	before *fleet.GitRepo
 	state  *repoState
 	now    time.Time
+	// Filled by the phases, in order.
+	opts    gitfetch.Options
+	dir     string
+	bundles []*fleet.Bundle
+	// logWarnings says that the reconcile's error, if any, is not returned
+	// to controller-runtime (a stall while polling), so a new failure must
+	// be logged here.
+	logWarnings bool
 }
 
 // repoState is what the controller remembers of a GitRepo between
 // reconciles, in memory: a restart polls and syncs every GitRepo once.
-// Reconciles of one GitRepo never run at once, so it needs no lock.
+// It is needed because most reconciles are not polls: a Bundle's status
+// changing, or the status patch of the last reconcile, brings the GitRepo
+// back long before its polling interval is over, and must neither ask the
+// remote again nor forget what the last poll and sync found (the conditions
+// are computed from it on every reconcile). Reconciles of one GitRepo never
+// run at once, so it needs no lock.
 type repoState struct {
 	// polled is set once the remote was asked for its latest commit.
 	polled bool
@@ -50,24 +64,41 @@ type repoState struct {
 	webhookCommit string
 	// latest is the commit the remote pointed to at the last poll.
 	latest string
-	// pollErr is the error of the last poll, nil when it succeeded.
-	pollErr error
+	// gitErr is the error of the git phases (asking the remote for its
+	// latest commit, fetching it) of the last poll, nil when they succeeded:
+	// it is what GitPolling reports.
+	gitErr error
 
-	// synced is set once a sync succeeded or failed for good; syncedCommit and
+	// synced is set once a sync succeeded or stalled; syncedCommit and
 	// syncedGeneration are its commit and GitRepo generation.
 	synced           bool
 	syncedCommit     string
 	syncedGeneration int64
-	// syncErr is the error of the last sync, nil when it succeeded.
+	// syncErr is the error of the last read and write of the bundles, nil
+	// when they succeeded: with a stalling gitErr, it is what Accepted
+	// reports.
 	syncErr error
 }
 
-// fetchError marks a sync error from fetching, as opposed to reading or
-// writing bundles.
-type fetchError struct{ err error }
+// failGit records the error of a git phase: a transient one asks for the
+// next reconcile (after backoff) to poll again.
+func (st *repoState) failGit(err error) error {
+	st.gitErr, st.retry = err, !outcome.IsStalling(err)
+	return err
+}
 
-func (e *fetchError) Error() string { return e.err.Error() }
-func (e *fetchError) Unwrap() error { return e.err }
+// failSync records the error of reading or writing the bundles. A stalled
+// commit is not read again until the commit or the spec changes; a
+// transient error is retried with the next reconcile.
+func (st *repoState) failSync(s *scope, err error) error {
+	st.syncErr = err
+	if outcome.IsStalling(err) {
+		st.synced, st.syncedCommit, st.syncedGeneration = true, st.latest, s.repo.Generation
+	} else {
+		st.retry = true
+	}
+	return err
+}
 
 // pollDue says whether the remote must be asked for its latest commit now.
 func pollDue(now time.Time, st *repoState, repo *fleet.GitRepo) bool {
@@ -100,31 +131,36 @@ func pollInterval(repo *fleet.GitRepo) time.Duration {
 	return fleet.DefaultPollingInterval
 }
 
+// untilNextPoll is how long the GitRepo waits for its next poll, 0 when
+// polling is disabled (only a spec change or the webhook brings it back).
+func untilNextPoll(now time.Time, st *repoState, repo *fleet.GitRepo) time.Duration {
+	if repo.Spec.DisablePolling {
+		return 0
+	}
+	return max(st.nextPoll.Sub(now), time.Millisecond)
+}
+
 // jitter varies d by up to ±pollJitter; f is a random number in [0, 1).
 func jitter(d time.Duration, f float64) time.Duration {
 	return time.Duration(float64(d) * (1 - pollJitter + 2*pollJitter*f))
 }
 
-// reconcileGit polls when due and syncs when the commit or the spec changed.
-// Nothing already deployed is deleted unless a sync read every bundle.
+// reconcileGit polls when due and syncs when the commit or the spec changed:
+// the phases run in order and each records its error where the status looks
+// for it (git errors in gitErr, bundle errors in syncErr). Nothing already
+// deployed is deleted unless a sync read every bundle.
 func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	st, repo := s.state, s.repo
 	if !pollDue(s.now, st, repo) {
 		return nil
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("gitRepo", klog.KObj(repo))
 	st.polled, st.polledGeneration, st.retry = true, repo.Generation, false
 	st.webhookCommit = repo.Status.WebhookCommit
 	st.nextPoll = s.now.Add(jitter(pollInterval(repo), rand.Float64()))
+	st.gitErr = nil
 
-	o, err := r.fetchOptions(ctx, repo)
-	if err == nil {
-		st.latest, err = r.Fetcher.LatestCommit(ctx, o)
-	}
-	st.pollErr = err
-	if err != nil {
-		st.retry = !isPermanent(err)
-		return err
+	if err := r.poll(ctx, s); err != nil {
+		return st.failGit(err)
 	}
 	if !syncNeeded(st, repo, st.latest) {
 		return nil
@@ -132,38 +168,56 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 
 	ctx, cancel := context.WithTimeout(ctx, orDefault(r.SyncTimeout, DefaultSyncTimeout))
 	defer cancel()
-	n, err := r.sync(ctx, repo, o, st.latest)
-	st.syncErr = err
-	if err != nil && !isPermanent(err) {
-		st.retry = true
-		return err
+	if err := r.checkout(ctx, s); err != nil {
+		// Not marked synced, even when stalled: the commit is fetched again
+		// at the next poll, so that GitPolling keeps reporting the failure.
+		return st.failGit(err)
 	}
+	if err := r.readBundles(ctx, s); err != nil {
+		return st.failSync(s, err)
+	}
+	if err := r.applyBundles(ctx, repo, s.bundles); err != nil {
+		return st.failSync(s, err)
+	}
+	st.syncErr = nil
 	st.synced, st.syncedCommit, st.syncedGeneration = true, st.latest, repo.Generation
-	if err != nil {
-		return err
-	}
 	if repo.Status.Commit != st.latest {
-		log.Info("Synced bundles", "commit", st.latest, "bundles", n)
+		ctrl.LoggerFrom(ctx).Info("Synced bundles", "gitRepo", klog.KObj(repo), "commit", st.latest, "bundles", len(s.bundles))
 	}
 	repo.Status.Commit = st.latest
 	repo.Status.ObservedGeneration = repo.Generation
 	return nil
 }
 
-// sync checks out commit, reads its bundles and writes them; it returns how
-// many there are.
-func (r *Reconciler) sync(ctx context.Context, repo *fleet.GitRepo, o gitfetch.Options, commit string) (int, error) {
-	dir, err := r.Fetcher.Checkout(ctx, o, commit)
+// poll asks the remote for the commit to deploy, with the GitRepo's
+// credentials.
+func (r *Reconciler) poll(ctx context.Context, s *scope) error {
+	o, err := r.fetchOptions(ctx, s.repo)
 	if err != nil {
-		return 0, &fetchError{err: err}
+		return err
 	}
+	s.opts = o
+	s.state.latest, err = r.Fetcher.LatestCommit(ctx, o)
+	return err
+}
+
+// checkout fetches the latest commit into the git cache.
+func (r *Reconciler) checkout(ctx context.Context, s *scope) error {
+	dir, err := r.Fetcher.Checkout(ctx, s.opts, s.state.latest)
+	s.dir = dir
+	return err
+}
+
+// readBundles reads the bundles of the checked-out commit.
+func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
+	repo, commit := s.repo, s.state.latest
 	ro, err := r.readOptions(ctx, repo, commit)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	bundles, err := bundlereader.Read(ctx, dir, repo.Spec.Paths, ro)
+	bundles, err := bundlereader.Read(ctx, s.dir, repo.Spec.Paths, ro)
 	if err != nil {
-		return 0, fmt.Errorf("reading the bundles of commit %s: %w", shortSHA(commit), err)
+		return fmt.Errorf("reading the bundles of commit %s: %w", shortSHA(commit), err)
 	}
 	if len(bundles) == 0 {
 		// As `fleet apply` does: an empty read is a mistake (a wrong path, a
@@ -173,13 +227,11 @@ func (r *Reconciler) sync(ctx context.Context, repo *fleet.GitRepo, o gitfetch.O
 		if len(paths) == 0 {
 			paths = []string{"."}
 		}
-		return 0, userErrorf(ReasonInvalidBundle, "no bundle found in %s of commit %s: add a fleet.yaml or manifests",
+		return outcome.Stallf(fleet.ReasonInvalidBundle, "no bundle found in %s of commit %s: add a fleet.yaml or manifests",
 			strings.Join(paths, ", "), shortSHA(commit))
 	}
-	if err := r.applyBundles(ctx, repo, bundles); err != nil {
-		return 0, err
-	}
-	return len(bundles), nil
+	s.bundles = bundles
+	return nil
 }
 
 // fetchOptions are the git options of a GitRepo, with its credentials.
@@ -235,7 +287,7 @@ func (r *Reconciler) secret(ctx context.Context, repo *fleet.GitRepo, name, fiel
 	secret := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: name}, secret)
 	if apierrors.IsNotFound(err) {
-		return nil, userErrorf(ReasonSecretMissing, "%s: Secret %s not found in namespace %s: create it or fix the name", field, name, repo.Namespace)
+		return nil, outcome.Stallf(fleet.ReasonSecretNotFound, "%s: Secret %s not found in namespace %s: create it or fix the name", field, name, repo.Namespace)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s Secret %s: %w", field, name, err)
@@ -293,7 +345,7 @@ func (r *Reconciler) writeBundle(ctx context.Context, repo *fleet.GitRepo, want,
 			return wrapWrite(err, want.Name)
 		}
 		if cur.Labels[fleet.RepoLabel] != repo.Name {
-			return userErrorf(ReasonInvalidBundle, "bundle %s already exists in namespace %s and is not from this GitRepo: give the bundle another name (name: in its fleet.yaml)", want.Name, repo.Namespace)
+			return outcome.Stallf(fleet.ReasonInvalidBundle, "bundle %s already exists in namespace %s and is not from this GitRepo: give the bundle another name (name: in its fleet.yaml)", want.Name, repo.Namespace)
 		}
 	}
 	if equality.Semantic.DeepEqual(cur.Spec, want.Spec) && equality.Semantic.DeepEqual(cur.Labels, want.Labels) &&
@@ -337,11 +389,11 @@ func wrapWrite(err error, name string) error {
 	case err == nil:
 		return nil
 	case apierrors.IsInvalid(err):
-		return fmt.Errorf("bundle %s was rejected by the API server: %w", name, err)
+		return outcome.Stallf(fleet.ReasonInvalidBundle, "bundle %s was rejected by the API server: %w", name, err)
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Code == 413 {
-		return userErrorf(ReasonInvalidBundle, "bundle %s is too large for the API server: split it, or leave files out with .fleetignore", name)
+		return outcome.Stallf(fleet.ReasonInvalidBundle, "bundle %s is too large for the API server: split it, or leave files out with .fleetignore", name)
 	}
 	return fmt.Errorf("writing bundle %s: %w", name, err)
 }

@@ -1,101 +1,35 @@
 package gitrepo
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/internal/bundlereader"
-	"github.com/gitfleet/fleet/internal/gitfetch"
+	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/summary"
 )
 
-// Condition reasons set by this controller, beside gitfetch's Reason values
-// for git errors.
-const (
-	ReasonPolled        = "Polled"
-	ReasonFetchFailed   = "FetchFailed"
-	ReasonBundlesRead   = "BundlesRead"
-	ReasonInvalidBundle = "InvalidBundle"
-	ReasonSyncFailed    = "SyncFailed"
-	ReasonSecretMissing = "SecretNotFound"
-	ReasonReady         = "Ready"
-	ReasonNotReady      = "NotReady"
-	// ReasonBundleError: a Bundle of the GitRepo is broken itself, e.g. its
-	// targets are invalid.
-	ReasonBundleError = "BundleError"
-)
-
-// userError is an error in the GitRepo's spec or its Secrets, which only a
-// person can fix.
-type userError struct {
-	reason, msg string
-}
-
-func (e *userError) Error() string { return e.msg }
-
-func userErrorf(reason, format string, args ...any) error {
-	return &userError{reason: reason, msg: fmt.Sprintf(format, args...)}
-}
-
-// isPermanent tells errors that retrying cannot fix (they end the reconcile
-// with reconcile.TerminalError) from transient ones (retried with backoff).
-func isPermanent(err error) bool {
-	var ue *userError
-	return errors.As(err, &ue) || errors.Is(err, gitfetch.ErrPermanent) ||
-		errors.Is(err, bundlereader.ErrInvalid) || apierrors.IsInvalid(err)
-}
-
-// reasonOf is the condition reason for err.
-func reasonOf(err error, fallback string) string {
-	var ue *userError
-	switch {
-	case errors.As(err, &ue):
-		return ue.reason
-	case gitfetch.Reason(err) != "":
-		return gitfetch.Reason(err)
-	case errors.Is(err, bundlereader.ErrInvalid), apierrors.IsInvalid(err):
-		return ReasonInvalidBundle
-	}
-	return fallback
-}
-
-// gitPollingCondition reports the last poll of the remote (pollErr) and the
-// last fetch of a new commit (a fetchError in syncErr).
-func gitPollingCondition(pollErr, syncErr error, latest string) metav1.Condition {
-	var fe *fetchError
-	if pollErr == nil && errors.As(syncErr, &fe) {
-		pollErr = syncErr
-	}
-	if pollErr != nil {
-		return metav1.Condition{Type: fleet.ConditionGitPolling, Status: metav1.ConditionFalse,
-			Reason: reasonOf(pollErr, ReasonFetchFailed), Message: pollErr.Error()}
-	}
-	return metav1.Condition{Type: fleet.ConditionGitPolling, Status: metav1.ConditionTrue,
-		Reason: ReasonPolled, Message: "latest commit " + latest}
+// gitPollingCondition reports the git phases of the last poll: asking the
+// remote for its latest commit and, when it was new, fetching it.
+func gitPollingCondition(gitErr error, latest string) metav1.Condition {
+	return outcome.Condition(fleet.ConditionGitPolling, gitErr, fleet.ReasonPolled, "latest commit "+latest, fleet.ReasonFetchFailed)
 }
 
 // acceptedCondition says whether the spec could be acted on: the repository
 // reached with its credentials and branch, and its bundles read and written.
-// Transient fetch errors only show in GitPolling.
-func acceptedCondition(pollErr, syncErr error, commit string) metav1.Condition {
-	var fe *fetchError
-	switch {
-	case pollErr != nil && isPermanent(pollErr):
-		return metav1.Condition{Type: fleet.ConditionAccepted, Status: metav1.ConditionFalse,
-			Reason: reasonOf(pollErr, ReasonFetchFailed), Message: pollErr.Error()}
-	case syncErr != nil && (isPermanent(syncErr) || !errors.As(syncErr, &fe)):
-		return metav1.Condition{Type: fleet.ConditionAccepted, Status: metav1.ConditionFalse,
-			Reason: reasonOf(syncErr, ReasonSyncFailed), Message: syncErr.Error()}
+// A transient git error only shows in GitPolling: Accepted keeps reporting
+// the last sync.
+func acceptedCondition(gitErr, syncErr error, commit string) metav1.Condition {
+	err := syncErr
+	if outcome.IsStalling(gitErr) {
+		err = gitErr
 	}
-	return metav1.Condition{Type: fleet.ConditionAccepted, Status: metav1.ConditionTrue,
-		Reason: ReasonBundlesRead, Message: "bundles of commit " + shortSHA(commit) + " are applied"}
+	return outcome.Condition(fleet.ConditionAccepted, err, fleet.ReasonBundlesRead,
+		"bundles of commit "+shortSHA(commit)+" are applied", fleet.ReasonSyncFailed)
 }
 
 // readyCondition is False with the message of the first False condition,
@@ -108,12 +42,12 @@ func readyCondition(conds []metav1.Condition, r rollup) metav1.Condition {
 		}
 	}
 	if r.errBundle != "" {
-		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonBundleError, Message: r.message}
+		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonBundleError, Message: r.message}
 	}
 	if !r.ready() {
-		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNotReady, Message: r.message}
+		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonNotReady, Message: r.message}
 	}
-	return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady}
+	return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionTrue, Reason: fleet.ReasonReady}
 }
 
 // rollup is what a GitRepo's status shows of its Bundles.
@@ -247,8 +181,8 @@ func setStatus(repo *fleet.GitRepo, st *repoState, bundles []fleet.Bundle) {
 	s := &repo.Status
 	if st.polled {
 		for _, c := range []metav1.Condition{
-			gitPollingCondition(st.pollErr, st.syncErr, st.latest),
-			acceptedCondition(st.pollErr, st.syncErr, s.Commit),
+			gitPollingCondition(st.gitErr, st.latest),
+			acceptedCondition(st.gitErr, st.syncErr, s.Commit),
 		} {
 			c.ObservedGeneration = repo.Generation
 			meta.SetStatusCondition(&s.Conditions, c)
@@ -271,4 +205,31 @@ func shortSHA(sha string) string {
 		return "(none)"
 	}
 	return strings.ToLower(sha)
+}
+
+// conditionEvent is an event to record about a GitRepo.
+type conditionEvent struct {
+	warning              bool
+	reason, action, note string
+}
+
+// conditionEvents are the events that the change of the Accepted and
+// GitPolling conditions from before to after deserves: a Warning when one
+// turns False or keeps False with a new reason, a Normal event when one
+// recovers. A new message alone (a new commit, the same failure worded
+// again) is no news, so a stalled GitRepo polled every 15s records one
+// Warning, not one per poll.
+func conditionEvents(before, after []metav1.Condition) []conditionEvent {
+	var out []conditionEvent
+	for _, t := range []struct{ cond, action string }{{fleet.ConditionGitPolling, "Poll"}, {fleet.ConditionAccepted, "Sync"}} {
+		was, now := meta.FindStatusCondition(before, t.cond), meta.FindStatusCondition(after, t.cond)
+		switch {
+		case now == nil:
+		case now.Status == metav1.ConditionFalse && (was == nil || was.Status != metav1.ConditionFalse || was.Reason != now.Reason):
+			out = append(out, conditionEvent{warning: true, reason: now.Reason, action: t.action, note: now.Message})
+		case now.Status == metav1.ConditionTrue && was != nil && was.Status == metav1.ConditionFalse:
+			out = append(out, conditionEvent{reason: now.Reason, action: t.action, note: now.Message})
+		}
+	}
+	return out
 }

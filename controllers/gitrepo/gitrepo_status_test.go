@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/internal/bundlereader"
 	"github.com/gitfleet/fleet/internal/gitfetch"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // branchNotFound is a permanent gitfetch error, as LatestCommit returns it.
@@ -24,48 +24,48 @@ func branchNotFound() error {
 func TestGitPollingCondition(t *testing.T) {
 	transient := errors.New("fetching https://example.com/r: connection refused")
 	for name, tc := range map[string]struct {
-		pollErr, syncErr error
-		status           metav1.ConditionStatus
-		reason, message  string
+		gitErr          error
+		status          metav1.ConditionStatus
+		reason, message string
 	}{
-		"ok":                                  {status: metav1.ConditionTrue, reason: ReasonPolled, message: "latest commit abc"},
-		"transient poll error":                {pollErr: transient, status: metav1.ConditionFalse, reason: ReasonFetchFailed, message: transient.Error()},
-		"missing branch":                      {pollErr: branchNotFound(), status: metav1.ConditionFalse, reason: gitfetch.ReasonBranchNotFound, message: "branch dev not found in https://example.com/r"},
-		"failed fetch":                        {syncErr: &fetchError{err: transient}, status: metav1.ConditionFalse, reason: ReasonFetchFailed, message: transient.Error()},
-		"bad bundle is not a polling problem": {syncErr: fmt.Errorf("x: %w", bundlereader.ErrInvalid), status: metav1.ConditionTrue, reason: ReasonPolled},
+		"ok":                   {status: metav1.ConditionTrue, reason: fleet.ReasonPolled, message: "latest commit abc"},
+		"transient poll error": {gitErr: transient, status: metav1.ConditionFalse, reason: fleet.ReasonFetchFailed, message: transient.Error()},
+		"missing branch":       {gitErr: branchNotFound(), status: metav1.ConditionFalse, reason: fleet.ReasonBranchNotFound, message: "branch dev not found in https://example.com/r"},
+		"missing secret": {gitErr: outcome.Stallf(fleet.ReasonSecretNotFound, "clientSecretName: Secret x not found"),
+			status: metav1.ConditionFalse, reason: fleet.ReasonSecretNotFound, message: "clientSecretName: Secret x not found"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			c := gitPollingCondition(tc.pollErr, tc.syncErr, "abc")
+			c := gitPollingCondition(tc.gitErr, "abc")
 			g.Expect(c.Type).To(Equal(fleet.ConditionGitPolling))
 			g.Expect(c.Status).To(Equal(tc.status))
 			g.Expect(c.Reason).To(Equal(tc.reason))
-			if tc.message != "" {
-				g.Expect(c.Message).To(Equal(tc.message))
-			}
+			g.Expect(c.Message).To(Equal(tc.message))
 		})
 	}
 }
 
 func TestAcceptedCondition(t *testing.T) {
-	badYAML := fmt.Errorf("reading the bundles of commit abc: %w", &wrapInvalid{"app/fleet.yaml: line 3: unknown field \"nope\""})
+	badYAML := fmt.Errorf("reading the bundles of commit abc: %w", outcome.Stallf(fleet.ReasonInvalidBundle, "app/fleet.yaml: line 3: unknown field \"nope\""))
 	for name, tc := range map[string]struct {
-		pollErr, syncErr error
-		status           metav1.ConditionStatus
-		reason, message  string
+		gitErr, syncErr error
+		status          metav1.ConditionStatus
+		reason, message string
 	}{
-		"ok":                          {status: metav1.ConditionTrue, reason: ReasonBundlesRead, message: "bundles of commit 0123456789ab are applied"},
-		"transient poll keeps true":   {pollErr: errors.New("timeout"), status: metav1.ConditionTrue, reason: ReasonBundlesRead},
-		"missing branch":              {pollErr: branchNotFound(), status: metav1.ConditionFalse, reason: gitfetch.ReasonBranchNotFound, message: "branch dev not found in https://example.com/r"},
-		"malformed fleet.yaml":        {syncErr: badYAML, status: metav1.ConditionFalse, reason: ReasonInvalidBundle, message: badYAML.Error()},
-		"missing secret":              {pollErr: userErrorf(ReasonSecretMissing, "clientSecretName: Secret x not found"), status: metav1.ConditionFalse, reason: ReasonSecretMissing},
-		"transient fetch keeps true":  {syncErr: &fetchError{err: errors.New("reset")}, status: metav1.ConditionTrue, reason: ReasonBundlesRead},
-		"permanent fetch is false":    {syncErr: &fetchError{err: branchNotFound()}, status: metav1.ConditionFalse, reason: gitfetch.ReasonBranchNotFound},
-		"transient write is reported": {syncErr: errors.New("writing bundle a: conflict"), status: metav1.ConditionFalse, reason: ReasonSyncFailed},
+		"ok":                        {status: metav1.ConditionTrue, reason: fleet.ReasonBundlesRead, message: "bundles of commit 0123456789ab are applied"},
+		"transient git keeps true":  {gitErr: errors.New("timeout"), status: metav1.ConditionTrue, reason: fleet.ReasonBundlesRead},
+		"transient git keeps false": {gitErr: errors.New("timeout"), syncErr: badYAML, status: metav1.ConditionFalse, reason: fleet.ReasonInvalidBundle},
+		"missing branch":            {gitErr: branchNotFound(), status: metav1.ConditionFalse, reason: fleet.ReasonBranchNotFound, message: "branch dev not found in https://example.com/r"},
+		"git stall wins":            {gitErr: branchNotFound(), syncErr: badYAML, status: metav1.ConditionFalse, reason: fleet.ReasonBranchNotFound},
+		"malformed fleet.yaml":      {syncErr: badYAML, status: metav1.ConditionFalse, reason: fleet.ReasonInvalidBundle, message: badYAML.Error()},
+		"missing secret":            {gitErr: outcome.Stallf(fleet.ReasonSecretNotFound, "clientSecretName: Secret x not found"), status: metav1.ConditionFalse, reason: fleet.ReasonSecretNotFound},
+		"missing helm secret":       {syncErr: outcome.Stallf(fleet.ReasonSecretNotFound, "helmSecretName: Secret x not found"), status: metav1.ConditionFalse, reason: fleet.ReasonSecretNotFound},
+		"transient write is reported": {syncErr: errors.New("writing bundle a: conflict"), status: metav1.ConditionFalse, reason: fleet.ReasonSyncFailed,
+			message: "writing bundle a: conflict"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			c := acceptedCondition(tc.pollErr, tc.syncErr, "0123456789abcdef0123456789abcdef01234567")
+			c := acceptedCondition(tc.gitErr, tc.syncErr, "0123456789abcdef0123456789abcdef01234567")
 			g.Expect(c.Type).To(Equal(fleet.ConditionAccepted))
 			g.Expect(c.Status).To(Equal(tc.status))
 			g.Expect(c.Reason).To(Equal(tc.reason))
@@ -76,11 +76,41 @@ func TestAcceptedCondition(t *testing.T) {
 	}
 }
 
-// wrapInvalid stands in for a bundlereader error matching ErrInvalid.
-type wrapInvalid struct{ msg string }
-
-func (e *wrapInvalid) Error() string        { return e.msg }
-func (e *wrapInvalid) Is(target error) bool { return target == bundlereader.ErrInvalid }
+func TestConditionEvents(t *testing.T) {
+	cond := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}
+	}
+	polledOK := cond(fleet.ConditionGitPolling, metav1.ConditionTrue, fleet.ReasonPolled, "latest commit a")
+	polledOK2 := cond(fleet.ConditionGitPolling, metav1.ConditionTrue, fleet.ReasonPolled, "latest commit b")
+	noBranch := cond(fleet.ConditionGitPolling, metav1.ConditionFalse, fleet.ReasonBranchNotFound, "branch x not found")
+	noBranchAgain := cond(fleet.ConditionGitPolling, metav1.ConditionFalse, fleet.ReasonBranchNotFound, "branch y not found")
+	unreachable := cond(fleet.ConditionGitPolling, metav1.ConditionFalse, fleet.ReasonFetchFailed, "connection refused")
+	accepted := cond(fleet.ConditionAccepted, metav1.ConditionTrue, fleet.ReasonBundlesRead, "bundles of commit a are applied")
+	badYAML := cond(fleet.ConditionAccepted, metav1.ConditionFalse, fleet.ReasonInvalidBundle, "app/fleet.yaml: line 2")
+	for name, tc := range map[string]struct {
+		before, after []metav1.Condition
+		want          []conditionEvent
+	}{
+		"first success is no news": {after: []metav1.Condition{polledOK, accepted}},
+		"a new commit is no news":  {before: []metav1.Condition{polledOK, accepted}, after: []metav1.Condition{polledOK2, accepted}},
+		"first poll fails": {after: []metav1.Condition{noBranch},
+			want: []conditionEvent{{warning: true, reason: fleet.ReasonBranchNotFound, action: "Poll", note: "branch x not found"}}},
+		"bundles turn bad": {before: []metav1.Condition{polledOK, accepted}, after: []metav1.Condition{polledOK, badYAML},
+			want: []conditionEvent{{warning: true, reason: fleet.ReasonInvalidBundle, action: "Sync", note: "app/fleet.yaml: line 2"}}},
+		"the same failure again is no news": {before: []metav1.Condition{noBranch, badYAML}, after: []metav1.Condition{noBranchAgain, badYAML}},
+		"a failure with a new reason": {before: []metav1.Condition{noBranch}, after: []metav1.Condition{unreachable},
+			want: []conditionEvent{{warning: true, reason: fleet.ReasonFetchFailed, action: "Poll", note: "connection refused"}}},
+		"recovery": {before: []metav1.Condition{noBranch, badYAML}, after: []metav1.Condition{polledOK, accepted},
+			want: []conditionEvent{
+				{reason: fleet.ReasonPolled, action: "Poll", note: "latest commit a"},
+				{reason: fleet.ReasonBundlesRead, action: "Sync", note: "bundles of commit a are applied"},
+			}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(conditionEvents(tc.before, tc.after)).To(Equal(tc.want))
+		})
+	}
+}
 
 func bundle(name string, s fleet.BundleSummary) fleet.Bundle {
 	return fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: fleet.BundleStatus{Summary: s}}
@@ -143,8 +173,8 @@ func TestReadyConditionAndDisplay(t *testing.T) {
 		{Type: fleet.ConditionGitPolling, Status: metav1.ConditionTrue},
 	}
 	broken := []metav1.Condition{
-		{Type: fleet.ConditionAccepted, Status: metav1.ConditionFalse, Reason: gitfetch.ReasonBranchNotFound, Message: "branch dev not found in R"},
-		{Type: fleet.ConditionGitPolling, Status: metav1.ConditionFalse, Reason: gitfetch.ReasonBranchNotFound, Message: "other"},
+		{Type: fleet.ConditionAccepted, Status: metav1.ConditionFalse, Reason: fleet.ReasonBranchNotFound, Message: "branch dev not found in R"},
+		{Type: fleet.ConditionGitPolling, Status: metav1.ConditionFalse, Reason: fleet.ReasonBranchNotFound, Message: "other"},
 	}
 	for name, tc := range map[string]struct {
 		conds   []metav1.Condition
@@ -178,7 +208,7 @@ func TestSetStatusKeepsConditionsUntilPolled(t *testing.T) {
 	g.Expect(meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionAccepted)).To(BeNil())
 	g.Expect(meta.IsStatusConditionTrue(repo.Status.Conditions, fleet.ConditionReady)).To(BeTrue())
 
-	setStatus(repo, &repoState{polled: true, pollErr: branchNotFound()}, nil)
+	setStatus(repo, &repoState{polled: true, gitErr: branchNotFound()}, nil)
 	g.Expect(meta.IsStatusConditionFalse(repo.Status.Conditions, fleet.ConditionAccepted)).To(BeTrue())
 	g.Expect(meta.IsStatusConditionFalse(repo.Status.Conditions, fleet.ConditionGitPolling)).To(BeTrue())
 	ready := meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionReady)
@@ -252,4 +282,37 @@ func TestJitterAndInterval(t *testing.T) {
 	g.Expect(jitter(10*time.Second, 0.999999)).To(BeNumerically("~", 11*time.Second, time.Millisecond))
 	g.Expect(pollInterval(&fleet.GitRepo{})).To(Equal(fleet.DefaultPollingInterval))
 	g.Expect(pollInterval(&fleet.GitRepo{Spec: fleet.GitRepoSpec{PollingInterval: &metav1.Duration{Duration: time.Minute}}})).To(Equal(time.Minute))
+}
+
+func TestUntilNextPoll(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	g := NewWithT(t)
+	st := &repoState{nextPoll: now.Add(10 * time.Second)}
+	g.Expect(untilNextPoll(now, st, &fleet.GitRepo{})).To(Equal(10 * time.Second))
+	g.Expect(untilNextPoll(now.Add(time.Minute), st, &fleet.GitRepo{})).To(Equal(time.Millisecond), "overdue: at once")
+	g.Expect(untilNextPoll(now, st, &fleet.GitRepo{Spec: fleet.GitRepoSpec{DisablePolling: true}})).To(BeZero(),
+		"without polling only a spec change or the webhook brings it back")
+}
+
+func TestFailedPhasesAreRemembered(t *testing.T) {
+	g := NewWithT(t)
+	s := &scope{repo: &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Generation: 4}}}
+
+	st := &repoState{latest: "c2"}
+	g.Expect(st.failGit(errors.New("connection refused"))).To(HaveOccurred())
+	g.Expect(st.retry).To(BeTrue(), "a transient git error polls again with backoff")
+	g.Expect(st.failGit(branchNotFound())).To(HaveOccurred())
+	g.Expect(st.retry).To(BeFalse(), "a stalled poll waits for the polling interval")
+
+	st = &repoState{latest: "c2"}
+	_ = st.failSync(s, errors.New("writing bundle a: conflict"))
+	g.Expect(st.retry).To(BeTrue())
+	g.Expect(st.synced).To(BeFalse(), "a transient sync error reads the commit again")
+
+	st = &repoState{latest: "c2"}
+	_ = st.failSync(s, outcome.Stallf(fleet.ReasonInvalidBundle, "bad fleet.yaml"))
+	g.Expect(st.retry).To(BeFalse())
+	g.Expect(st.synced).To(BeTrue(), "a stalled commit is not read again until it or the spec changes")
+	g.Expect(syncNeeded(st, s.repo, "c2")).To(BeFalse())
+	g.Expect(syncNeeded(st, s.repo, "c3")).To(BeTrue())
 }

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // WebhookSecretKey is the key, in the Secret named by a GitRepo's
@@ -173,13 +174,13 @@ func (h *webhook) secret(ctx context.Context, repo *fleet.GitRepo) ([]byte, erro
 	s := &corev1.Secret{}
 	err := h.o.SecretReader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: repo.Spec.WebhookSecret}, s)
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("webhookSecret %s not found in namespace %s", repo.Spec.WebhookSecret, repo.Namespace)
+		return nil, outcome.Stallf(fleet.ReasonSecretNotFound, "webhookSecret %s not found in namespace %s: create it or fix the name", repo.Spec.WebhookSecret, repo.Namespace)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading webhookSecret %s: %w", repo.Spec.WebhookSecret, err)
 	}
 	if len(s.Data[WebhookSecretKey]) == 0 {
-		return nil, fmt.Errorf("webhookSecret %s has no %q key", repo.Spec.WebhookSecret, WebhookSecretKey)
+		return nil, outcome.Stallf(fleet.ReasonInvalidOptions, "webhookSecret %s has no %q key: put the shared secret under it", repo.Spec.WebhookSecret, WebhookSecretKey)
 	}
 	return s.Data[WebhookSecretKey], nil
 }

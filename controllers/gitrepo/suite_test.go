@@ -9,131 +9,103 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
-	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/envtest"
 )
-
-func TestGitRepoController(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "GitRepo controller")
-}
 
 var (
-	ctx         = context.Background()
-	cp          *controlplane.ControlPlane
-	k8s         client.Client
-	stopManager context.CancelFunc
-	managerDone chan error
-	gitRoot     string
-	gitServer   *gittest.Server
-	webhookURL  string
-	webhookSrv  *httptest.Server
+	ctx        = context.Background()
+	env        *envtest.Environment
+	gitRoot    string
+	gitServer  *gittest.Server
+	webhookURL string
 )
 
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(s)).To(Succeed())
-	Expect(fleet.AddToScheme(s)).To(Succeed())
-	return s
+// TestMain runs this package's tests against one control plane, with only
+// the GitRepo reconciler running, as the manager runs it, and its webhook
+// handler served on loopback.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
 }
 
-var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
+func run(m *testing.M) int {
 	var err error
-	cp, err = controlplane.Start(controlplane.Options{Name: "gitrepo"})
-	Expect(err).NotTo(HaveOccurred())
-	k8s, err = cp.Client(scheme())
-	Expect(err).NotTo(HaveOccurred())
-
 	gitRoot, err = os.MkdirTemp("", "gitrepo-test-")
-	Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(gitRoot)
 	gitServer = gittest.NewServer(gitRoot)
+	defer gitServer.Close()
 
-	// Only this package's reconciler runs, as the manager would run it.
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	Expect(err).NotTo(HaveOccurred())
-	r := &gitrepo.Reconciler{Client: mgr.GetClient(), CacheDir: filepath.Join(gitRoot, ".cache"), Workers: 4}
-	Expect(r.SetupWithManager(mgr)).To(Succeed())
-	webhookSrv = httptest.NewServer(gitrepo.NewWebhookHandler(mgr.GetClient(), gitrepo.WebhookOptions{SecretReader: mgr.GetAPIReader()}))
-	webhookURL = webhookSrv.URL
-
-	var mctx context.Context
-	mctx, stopManager = context.WithCancel(ctx)
-	managerDone = make(chan error, 1)
-	go func() { managerDone <- mgr.Start(mctx) }()
-	Expect(mgr.GetCache().WaitForCacheSync(mctx)).To(BeTrue())
-})
-
-var _ = AfterSuite(func() {
-	if webhookSrv != nil {
-		webhookSrv.Close()
-	}
-	if stopManager != nil {
-		stopManager()
-		<-managerDone
-	}
-	if gitServer != nil {
-		gitServer.Close()
-	}
-	if cp != nil {
-		_ = cp.Stop()
-	}
-	_ = os.RemoveAll(gitRoot)
-})
-
-var nsCount int
-
-// newNamespace creates a namespace for one spec.
-func newNamespace() string {
-	nsCount++
-	name := fmt.Sprintf("gitrepo-%d-%d", GinkgoParallelProcess(), nsCount)
-	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	DeferCleanup(deleteGitRepos, name)
-	return name
+	var webhookSrv *httptest.Server
+	defer func() {
+		if webhookSrv != nil {
+			webhookSrv.Close()
+		}
+	}()
+	return envtest.Run(ctx, envtest.RunInput{
+		M:    m,
+		Name: "gitrepo",
+		SetupReconcilers: func(_ context.Context, mgr ctrl.Manager) error {
+			r := &gitrepo.Reconciler{Client: mgr.GetClient(), CacheDir: filepath.Join(gitRoot, ".cache"), Workers: 4}
+			webhookSrv = httptest.NewServer(gitrepo.NewWebhookHandler(mgr.GetClient(), gitrepo.WebhookOptions{SecretReader: mgr.GetAPIReader()}))
+			webhookURL = webhookSrv.URL
+			return r.SetupWithManager(mgr)
+		},
+		SetupEnv: func(e *envtest.Environment) { env = e },
+	})
 }
 
-// deleteGitRepos deletes the GitRepos of a namespace (no namespace
-// controller runs) and waits until their finalizers let them go.
-func deleteGitRepos(ns string) {
-	Expect(k8s.DeleteAllOf(ctx, &fleet.GitRepo{}, client.InNamespace(ns))).To(Succeed())
-	Eventually(func() []fleet.GitRepo {
+// newNamespace creates a namespace for one test, whose GitRepos are deleted
+// when it ends (no namespace controller runs).
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	g := NewWithT(t)
+	ns, err := env.CreateNamespace(ctx, "gitrepo")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { deleteGitRepos(t, ns.Name) })
+	return ns.Name
+}
+
+// deleteGitRepos deletes the GitRepos of a namespace and waits until their
+// finalizers let them go.
+func deleteGitRepos(t *testing.T, ns string) {
+	g := NewWithT(t)
+	g.Expect(env.DeleteAllOf(ctx, &fleet.GitRepo{}, client.InNamespace(ns))).To(Succeed())
+	g.Eventually(func() []fleet.GitRepo {
 		list := &fleet.GitRepoList{}
-		Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(env.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		return list.Items
-	}, eventually, poll).Should(BeEmpty())
+	}).WithTimeout(eventually).WithPolling(poll).Should(BeEmpty(), "the GitRepos of %s gone", ns)
 }
 
 // newGitRepo creates a repository (served over HTTP as gitServer.RepoURL(name)
 // and on disk at its Dir) with a first commit of files.
-func newGitRepo(name string, files map[string]string) (*gittest.Repo, string) {
+func newGitRepo(g *WithT, name string, files map[string]string) (*gittest.Repo, string) {
 	repo, err := gittest.NewRepo(filepath.Join(gitRoot, name), "main")
-	Expect(err).NotTo(HaveOccurred())
-	return repo, commit(repo, files)
+	g.Expect(err).NotTo(HaveOccurred())
+	return repo, commit(g, repo, files)
 }
 
-func commit(repo *gittest.Repo, files map[string]string, remove ...string) string {
+func commit(g *WithT, repo *gittest.Repo, files map[string]string, remove ...string) string {
 	sha, err := repo.Commit("test", files, remove...)
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	return sha
 }
 
 // bundles returns the Bundles of a GitRepo by name.
-func bundles(ns, repo string) map[string]fleet.Bundle {
+func bundles(g Gomega, ns, repo string) map[string]fleet.Bundle {
 	list := &fleet.BundleList{}
-	Expect(k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{fleet.RepoLabel: repo})).To(Succeed())
+	g.Expect(env.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{fleet.RepoLabel: repo})).To(Succeed())
 	out := map[string]fleet.Bundle{}
 	for _, b := range list.Items {
 		out[b.Name] = b
@@ -141,20 +113,20 @@ func bundles(ns, repo string) map[string]fleet.Bundle {
 	return out
 }
 
-func bundleCommits(ns, repo string) func() map[string]string {
+func bundleCommits(g Gomega, ns, repo string) func() map[string]string {
 	return func() map[string]string {
 		out := map[string]string{}
-		for name, b := range bundles(ns, repo) {
+		for name, b := range bundles(g, ns, repo) {
 			out[name] = b.Labels[fleet.CommitLabel]
 		}
 		return out
 	}
 }
 
-func getGitRepo(ns, name string) func() *fleet.GitRepo {
+func getGitRepo(g Gomega, ns, name string) func() *fleet.GitRepo {
 	return func() *fleet.GitRepo {
 		gr := &fleet.GitRepo{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gr)).To(Succeed())
+		g.Expect(env.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gr)).To(Succeed())
 		return gr
 	}
 }

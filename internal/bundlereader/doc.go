@@ -10,6 +10,12 @@
 // resources, so the agent needs no network path to the chart repository, and
 // helm.valuesFiles are merged into helm.values.
 //
+// An error that a change to the files or fleet.yaml must fix (a malformed
+// fleet.yaml, a path outside the repository, a chart version that does not
+// exist) is an outcome.Stalling error with fleet.ReasonInvalidBundle whose
+// message names the file and, where it can, the line; any other error (an
+// unreachable chart repository) is transient.
+//
 // Both the GitRepo controller (on each new commit) and the `fleet apply`
 // command use this package; neither needs a cluster to read bundles.
 package bundlereader

@@ -2,7 +2,6 @@ package bundlereader
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/test/chartrepo"
 )
 
@@ -145,7 +145,7 @@ func TestRemoteChart(t *testing.T) {
 				for _, w := range tt.wantErr {
 					g.Expect(err.Error()).To(ContainSubstring(strings.ReplaceAll(w, "REPO", plain.URL)))
 				}
-				g.Expect(errors.Is(err, ErrInvalid)).To(BeTrue(), "the user must fix it: %v", err)
+				g.Expect(outcome.ReasonOf(err, "") == fleet.ReasonInvalidBundle).To(BeTrue(), "the user must fix it: %v", err)
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
@@ -237,7 +237,7 @@ func TestRemoteChartTimeout(t *testing.T) {
 	start := time.Now()
 	_, err := Read(ctx, root, nil, Options{Name: "slow"})
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(errors.Is(err, ErrInvalid)).To(BeFalse(), "a transient error")
+	g.Expect(outcome.ReasonOf(err, "") == fleet.ReasonInvalidBundle).To(BeFalse(), "a transient error")
 	g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 
 	// Cancelling, rather than a deadline, ends the download too.

@@ -15,6 +15,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // DefaultMaxResourceBytes is the largest total size of a bundle's resources,
@@ -73,23 +74,12 @@ type HelmAuth struct {
 	InsecureSkipVerify bool
 }
 
-// ErrInvalid is matched (errors.Is) by the errors that a change to the
-// directory tree, fleet.yaml or the options must fix, as opposed to transient
-// ones such as an unreachable chart repository.
-var ErrInvalid = errors.New("invalid bundle")
-
-type invalidError struct {
-	msg string
-	err error
-}
-
-func (e *invalidError) Error() string        { return e.msg }
-func (e *invalidError) Unwrap() error        { return e.err }
-func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
-
+// invalidf is the error of a bundle that a change to the directory tree,
+// fleet.yaml or the options must fix, as opposed to a transient one such as
+// an unreachable chart repository: an outcome.Stalling error with
+// fleet.ReasonInvalidBundle (%w wraps as in fmt.Errorf).
 func invalidf(format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	return &invalidError{msg: err.Error(), err: errors.Unwrap(err)}
+	return outcome.Stallf(fleet.ReasonInvalidBundle, format, args...)
 }
 
 var fleetYAMLNames = []string{"fleet.yaml", "fleet.yml"}
@@ -380,7 +370,7 @@ func (r *reader) readFleetYAML(rel string) (*FleetYAML, error) {
 	}
 	fy, err := ParseFleetYAML(data, file)
 	if err != nil {
-		return nil, &invalidError{msg: err.Error(), err: err}
+		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
 	}
 	return fy, nil
 }

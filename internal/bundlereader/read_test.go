@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
@@ -211,7 +211,7 @@ func TestSymlinks(t *testing.T) {
 	g.Expect(os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "app", "leak.txt"))).To(Succeed())
 	_, err = Read(context.Background(), root, []string{"app"}, Options{Name: "s"})
 	g.Expect(err).To(MatchError(ContainSubstring("symlink app/leak.txt points outside the repository root")))
-	g.Expect(errors.Is(err, ErrInvalid)).To(BeTrue())
+	g.Expect(outcome.ReasonOf(err, "") == fleet.ReasonInvalidBundle).To(BeTrue())
 
 	write(t, root, map[string]string{"app/.fleetignore": "leak.txt\n"})
 	_, err = Read(context.Background(), root, []string{"app"}, Options{Name: "s"})
@@ -320,7 +320,7 @@ func TestErrors(t *testing.T) {
 			for _, want := range tt.wantErr {
 				g.Expect(err.Error()).To(ContainSubstring(want))
 			}
-			g.Expect(errors.Is(err, ErrInvalid)).To(BeTrue(), "a user-fixable error: %v", err)
+			g.Expect(outcome.ReasonOf(err, "") == fleet.ReasonInvalidBundle).To(BeTrue(), "a user-fixable error: %v", err)
 		})
 	}
 }

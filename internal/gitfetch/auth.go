@@ -10,6 +10,9 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	corev1 "k8s.io/api/core/v1"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // KnownHostsKey is the key of an SSH Secret that holds the server's host keys
@@ -30,31 +33,31 @@ func authMethod(ep *transport.Endpoint, repo string, secret *corev1.Secret) (tra
 			return nil, nil
 		}
 		if _, ok := secret.Data[corev1.SSHAuthPrivateKey]; ok || secret.Type == corev1.SecretTypeSSHAuth {
-			return nil, permanent(ReasonInvalidOptions, nil,
+			return nil, outcome.Stallf(fleet.ReasonInvalidOptions,
 				"Secret %s holds an SSH key but %s is %s: use an ssh:// (or git@host:path) URL, or a kubernetes.io/basic-auth Secret with username and password",
 				secret.Name, repo, ep.Protocol)
 		}
 		user, password := secret.Data[corev1.BasicAuthUsernameKey], secret.Data[corev1.BasicAuthPasswordKey]
 		if len(password) == 0 {
-			return nil, permanent(ReasonInvalidOptions, nil,
+			return nil, outcome.Stallf(fleet.ReasonInvalidOptions,
 				"Secret %s has no %q key: a clientSecretName for an %s repository must be a kubernetes.io/basic-auth Secret with username and password (a token as password)",
 				secret.Name, corev1.BasicAuthPasswordKey, ep.Protocol)
 		}
 		return &githttp.BasicAuth{Username: string(user), Password: string(password)}, nil
 	default:
-		return nil, permanent(ReasonInvalidOptions, nil, "unsupported repository URL %s: use https://, http://, ssh://, git@host:path or a file path", repo)
+		return nil, outcome.Stallf(fleet.ReasonInvalidOptions, "unsupported repository URL %s: use https://, http://, ssh://, git@host:path or a file path", repo)
 	}
 }
 
 func sshAuth(ep *transport.Endpoint, repo string, secret *corev1.Secret) (transport.AuthMethod, error) {
 	if secret == nil {
-		return nil, permanent(ReasonInvalidOptions, nil,
+		return nil, outcome.Stallf(fleet.ReasonInvalidOptions,
 			"%s is an SSH repository but the GitRepo has no clientSecretName: create a kubernetes.io/ssh-auth Secret with %s and %s keys and name it in clientSecretName",
 			repo, corev1.SSHAuthPrivateKey, KnownHostsKey)
 	}
 	knownHosts := secret.Data[KnownHostsKey]
 	if len(knownHosts) == 0 {
-		return nil, permanent(ReasonHostKey, nil,
+		return nil, outcome.Stallf(fleet.ReasonHostKey,
 			"Secret %s has no %s key: add the SSH host keys of %s (e.g. the output of `ssh-keyscan %s`) under %s; host keys are never trusted blindly",
 			secret.Name, KnownHostsKey, ep.Host, ep.Host, KnownHostsKey)
 	}
@@ -72,7 +75,7 @@ func sshAuth(ep *transport.Endpoint, repo string, secret *corev1.Secret) (transp
 	if key, ok := secret.Data[corev1.SSHAuthPrivateKey]; ok {
 		auth, err := gitssh.NewPublicKeys(user, key, "")
 		if err != nil {
-			return nil, permanent(ReasonInvalidOptions, err, "Secret %s: %s is not a usable unencrypted private key: %v", secret.Name, corev1.SSHAuthPrivateKey, err)
+			return nil, outcome.Stallf(fleet.ReasonInvalidOptions, "Secret %s: %s is not a usable unencrypted private key: %w", secret.Name, corev1.SSHAuthPrivateKey, err)
 		}
 		auth.HostKeyCallbackHelper = helper
 		return auth, nil
@@ -80,7 +83,7 @@ func sshAuth(ep *transport.Endpoint, repo string, secret *corev1.Secret) (transp
 	if password, ok := secret.Data[corev1.BasicAuthPasswordKey]; ok {
 		return &gitssh.Password{User: user, Password: string(password), HostKeyCallbackHelper: helper}, nil
 	}
-	return nil, permanent(ReasonInvalidOptions, nil,
+	return nil, outcome.Stallf(fleet.ReasonInvalidOptions,
 		"Secret %s has neither %s nor %s: an SSH repository needs a kubernetes.io/ssh-auth Secret with a private key",
 		secret.Name, corev1.SSHAuthPrivateKey, corev1.BasicAuthPasswordKey)
 }
@@ -103,7 +106,7 @@ func hostKeyHelper(ep *transport.Endpoint, secretName string, knownHosts []byte)
 	}
 	db, err := gitssh.NewKnownHostsDb(f.Name())
 	if err != nil {
-		return gitssh.HostKeyCallbackHelper{}, permanent(ReasonHostKey, err, "Secret %s: %s is not valid known_hosts data: %v", secretName, KnownHostsKey, err)
+		return gitssh.HostKeyCallbackHelper{}, outcome.Stallf(fleet.ReasonHostKey, "Secret %s: %s is not valid known_hosts data: %w", secretName, KnownHostsKey, err)
 	}
 	port := ep.Port
 	if port == 0 {

@@ -14,9 +14,10 @@
 //
 // Errors come in two kinds. Those only a person can fix (authentication,
 // host key or TLS verification, a missing repository, branch or revision, a
-// malformed credentials Secret) match ErrPermanent and carry a message that
-// says what to change; anything else (the network, a timeout) is transient
-// and worth retrying.
+// malformed credentials Secret) are outcome.Stalling errors with one of the
+// git Reasons of api/v1alpha1 and a message that says what to change;
+// anything else (the network, a timeout) is a plain error, transient and
+// worth retrying.
 //
 // Local repositories (a file path or file:// URL) are served by go-git's
 // in-process server, installed for the "file" scheme when this package is

@@ -21,6 +21,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
 	"github.com/go-git/go-git/v5/storage/memory"
 	corev1 "k8s.io/api/core/v1"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 func init() {
@@ -168,18 +171,18 @@ func Resolve(refs []*plumbing.Reference, repo, branch, revision string) (plumbin
 				return name, h, nil
 			}
 		}
-		return "", plumbing.ZeroHash, permanent(ReasonRevisionNotFound, nil,
+		return "", plumbing.ZeroHash, outcome.Stallf(fleet.ReasonRevisionNotFound,
 			"revision %s not found in %s: use an existing tag or a full 40-character commit sha", revision, repo)
 	case branch != "":
 		name := plumbing.NewBranchReferenceName(branch)
 		if h, ok := hashOf(name); ok {
 			return name, h, nil
 		}
-		return "", plumbing.ZeroHash, permanent(ReasonBranchNotFound, nil, "branch %s not found in %s", branch, repo)
+		return "", plumbing.ZeroHash, outcome.Stallf(fleet.ReasonBranchNotFound, "branch %s not found in %s", branch, repo)
 	default:
 		head, ok := byName[plumbing.HEAD]
 		if !ok {
-			return "", plumbing.ZeroHash, permanent(ReasonBranchNotFound, nil, "%s has no HEAD: set spec.branch", repo)
+			return "", plumbing.ZeroHash, outcome.Stallf(fleet.ReasonBranchNotFound, "%s has no HEAD: set spec.branch", repo)
 		}
 		if head.Type() == plumbing.HashReference {
 			return plumbing.HEAD, head.Hash(), nil
@@ -187,7 +190,7 @@ func Resolve(refs []*plumbing.Reference, repo, branch, revision string) (plumbin
 		if h, ok := hashOf(head.Target()); ok {
 			return plumbing.HEAD, h, nil
 		}
-		return "", plumbing.ZeroHash, permanent(ReasonBranchNotFound, nil,
+		return "", plumbing.ZeroHash, outcome.Stallf(fleet.ReasonBranchNotFound,
 			"the default branch %s of %s does not exist: set spec.branch", head.Target().Short(), repo)
 	}
 }
@@ -247,7 +250,7 @@ func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (strin
 	}
 	if errors.Is(err, errIncomplete) {
 		if isFullSHA(o.Revision) {
-			return "", permanent(ReasonRevisionNotFound, nil, "revision %s not found in %s: use a commit that is on a branch or tag of the repository", o.Revision, o.URL)
+			return "", outcome.Stallf(fleet.ReasonRevisionNotFound, "revision %s not found in %s: use a commit that is on a branch or tag of the repository", o.Revision, o.URL)
 		}
 		return "", fmt.Errorf("commit %s is no longer in %s (force-pushed?): the next poll picks up the new tip", commit, o.URL)
 	}
@@ -340,11 +343,11 @@ func (c fetchCall) fetch(ctx context.Context, shallow bool) (*git.Repository, er
 		if c.o.Revision != "" {
 			what = "revision " + c.o.Revision
 		}
-		return nil, permanent(ReasonBranchNotFound, err, "%s not found in %s", what, c.o.URL)
+		return nil, outcome.Stallf(fleet.ReasonBranchNotFound, "%s not found in %s", what, c.o.URL)
 	}
 	if err != nil {
 		err = classify(c.o.URL, "fetching", err)
-		if depth > 0 && !errors.Is(err, ErrPermanent) && ctx.Err() == nil {
+		if depth > 0 && !outcome.IsStalling(err) && ctx.Err() == nil {
 			return nil, errIncomplete
 		}
 		return nil, err
@@ -391,11 +394,11 @@ func isShallow(repo *git.Repository) bool {
 // prepare parses the URL and builds the credentials.
 func prepare(o Options) (*transport.Endpoint, transport.AuthMethod, error) {
 	if o.URL == "" {
-		return nil, nil, permanent(ReasonInvalidOptions, nil, "no repository URL: set spec.repo")
+		return nil, nil, outcome.Stallf(fleet.ReasonInvalidOptions, "no repository URL: set spec.repo")
 	}
 	ep, err := transport.NewEndpoint(o.URL)
 	if err != nil {
-		return nil, nil, permanent(ReasonInvalidOptions, err, "invalid repository URL %s: %v", o.URL, err)
+		return nil, nil, outcome.Stallf(fleet.ReasonInvalidOptions, "invalid repository URL %s: %w", o.URL, err)
 	}
 	auth, err := authMethod(ep, o.URL, o.Secret)
 	if err != nil {

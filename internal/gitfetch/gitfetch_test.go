@@ -3,7 +3,6 @@ package gitfetch_test
 import (
 	"context"
 	"encoding/pem"
-	"errors"
 	"net"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -17,8 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 func newRepo(t *testing.T, g *WithT, root, name string) *gittest.Repo {
@@ -59,20 +60,20 @@ func TestResolve(t *testing.T) {
 	}{
 		{name: "default branch follows HEAD", want: main},
 		{name: "branch", branch: "dev", want: dev},
-		{name: "missing branch", branch: "nope", wantReason: gitfetch.ReasonBranchNotFound},
+		{name: "missing branch", branch: "nope", wantReason: fleet.ReasonBranchNotFound},
 		{name: "lightweight tag", revision: "v1", want: dev},
 		{name: "annotated tag is peeled", revision: "v2", want: main},
 		{name: "revision wins over branch", branch: "dev", revision: "v2", want: main},
 		{name: "branch as revision", revision: "dev", want: dev},
 		{name: "full ref", revision: "refs/heads/dev", want: dev},
-		{name: "missing revision", revision: "v9", wantReason: gitfetch.ReasonRevisionNotFound},
+		{name: "missing revision", revision: "v9", wantReason: fleet.ReasonRevisionNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			_, h, err := gitfetch.Resolve(refs, "https://example.com/r", tc.branch, tc.revision)
 			if tc.wantReason != "" {
-				g.Expect(err).To(MatchError(gitfetch.ErrPermanent))
-				g.Expect(gitfetch.Reason(err)).To(Equal(tc.wantReason))
+				g.Expect(outcome.IsStalling(err)).To(BeTrue(), "a person must act: %v", err)
+				g.Expect(outcome.ReasonOf(err, "")).To(Equal(tc.wantReason))
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
@@ -141,9 +142,9 @@ func TestLocalRepository(t *testing.T) {
 	_, err = f.LatestCommit(ctx, gitfetch.Options{Key: "ns/repo", URL: repo.Dir, Branch: "nope"})
 	g.Expect(err).To(MatchError("branch nope not found in " + repo.Dir))
 	_, err = f.Checkout(ctx, gitfetch.Options{Key: "ns/x", URL: repo.Dir, Revision: "0123456789012345678901234567890123456789"}, "0123456789012345678901234567890123456789")
-	g.Expect(gitfetch.Reason(err)).To(Equal(gitfetch.ReasonRevisionNotFound), "%v", err)
+	g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonRevisionNotFound), "%v", err)
 	_, err = f.LatestCommit(ctx, gitfetch.Options{Key: "ns/repo", URL: filepath.Join(root, "missing")})
-	g.Expect(gitfetch.Reason(err)).To(Equal(gitfetch.ReasonRepoNotFound), "%v", err)
+	g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonRepoNotFound), "%v", err)
 
 	g.Expect(f.Remove("ns/repo")).To(Succeed())
 	g.Expect(filepath.Join(root, "cache", "ns", "repo")).NotTo(BeADirectory())
@@ -191,12 +192,12 @@ func TestHTTPRepository(t *testing.T) {
 	for _, s := range []*corev1.Secret{nil, secret("user", "wrong")} {
 		_, err = f.LatestCommit(ctx, gitfetch.Options{Key: "ns/repo", URL: srv.RepoURL("src"), Secret: s})
 		g.Expect(err).To(MatchError(ContainSubstring("authentication failed for " + srv.RepoURL("src") + ": check clientSecretName")))
-		g.Expect(gitfetch.Reason(err)).To(Equal(gitfetch.ReasonAuthFailed))
+		g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonAuthFailed))
 	}
 	_, err = f.LatestCommit(ctx, gitfetch.Options{Key: "ns/repo", URL: srv.RepoURL("src"), Branch: "dev", Secret: secret("user", "s3cret")})
 	g.Expect(err).To(MatchError("branch dev not found in " + srv.RepoURL("src")))
 	_, err = f.LatestCommit(ctx, gitfetch.Options{Key: "ns/repo", URL: srv.RepoURL("nothing"), Secret: secret("user", "s3cret")})
-	g.Expect(gitfetch.Reason(err)).To(Equal(gitfetch.ReasonRepoNotFound), "%v", err)
+	g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonRepoNotFound), "%v", err)
 }
 
 func TestTLS(t *testing.T) {
@@ -214,7 +215,7 @@ func TestTLS(t *testing.T) {
 	url := tlsSrv.URL + "/src"
 
 	_, err := f.LatestCommit(ctx, gitfetch.Options{Key: "ns/r", URL: url})
-	g.Expect(gitfetch.Reason(err)).To(Equal(gitfetch.ReasonTLS), "%v", err)
+	g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonTLS), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("set caBundle"))
 
 	for _, o := range []gitfetch.Options{{CABundle: ca}, {InsecureSkipTLSVerify: true}} {
@@ -238,7 +239,7 @@ func TestTransientAndConfigErrors(t *testing.T) {
 	l.Close()
 	_, err = f.LatestCommit(ctx, gitfetch.Options{Key: "ns/r", URL: "http://" + addr + "/repo"})
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(errors.Is(err, gitfetch.ErrPermanent)).To(BeFalse(), "an unreachable server is transient: %v", err)
+	g.Expect(outcome.IsStalling(err)).To(BeFalse(), "an unreachable server is transient: %v", err)
 	g.Expect(err.Error()).To(ContainSubstring(addr))
 
 	_, err = f.LatestCommit(ctx, gitfetch.Options{Key: "ns/r", URL: "git@example.com:org/repo.git"})
@@ -250,7 +251,7 @@ func TestTransientAndConfigErrors(t *testing.T) {
 	}
 	_, err = f.LatestCommit(ctx, gitfetch.Options{Key: "ns/r", URL: "ssh://git@example.com/org/repo.git", Secret: sshSecret})
 	g.Expect(err).To(MatchError(ContainSubstring("Secret ssh has no known_hosts key")))
-	g.Expect(gitfetch.Reason(err)).To(Equal(gitfetch.ReasonHostKey))
+	g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonHostKey))
 	sshSecret.Data[gitfetch.KnownHostsKey] = []byte("example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n")
 	_, err = f.LatestCommit(ctx, gitfetch.Options{Key: "ns/r", URL: "ssh://git@example.com/org/repo.git", Secret: sshSecret})
 	g.Expect(err).To(MatchError(ContainSubstring("not a usable unencrypted private key")))
