@@ -223,7 +223,7 @@ func TestRejectedTokenIsAnInvalidKubeconfig(t *testing.T) {
 	cluster := importCluster(ns.Name, "forged", "forged")
 	g.Expect(env.CreateAndWait(ctx, cluster)).To(Succeed())
 
-	g.Eventually(imported(ctx, cluster)).WithTimeout(20*time.Second).Should(And(
+	g.Eventually(imported(ctx, cluster)).WithTimeout(20 * time.Second).Should(And(
 		haveReason(metav1.ConditionFalse, fleet.ReasonKubeconfigInvalid),
 		HaveField("Message", ContainSubstring("the cluster rejected the kubeconfig's credentials (Unauthorized)"))))
 	got := &fleet.Cluster{}
