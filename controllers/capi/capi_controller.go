@@ -3,14 +3,15 @@ package capi
 import (
 	"context"
 	"errors"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/conditions"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // Labels and annotations this controller reads and writes.
@@ -70,15 +73,16 @@ type Reconciler struct {
 	Client client.Client
 	// Workers is the number of Clusters reconciled at once.
 	Workers int
-	// Now is the clock (tests may replace it).
-	Now func() time.Time
+	// Recorder records an event each time FleetAgentReady changes (default:
+	// the manager's recorder).
+	Recorder events.EventRecorder
 }
 
 // SetupWithManager registers the controller. The manager's scheme must hold
 // the Cluster API types (AddToScheme).
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
-	if r.Now == nil {
-		r.Now = time.Now
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("fleet-capi")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}).
@@ -115,8 +119,7 @@ func fleetClusterChanged() predicate.Predicate {
 			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
 			!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||
 			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
-			!sameCondition(meta.FindStatusCondition(o.Status.Conditions, fleet.ConditionImported),
-				meta.FindStatusCondition(n.Status.Conditions, fleet.ConditionImported))
+			!conditions.Same(conditions.Get(o, fleet.ConditionImported), conditions.Get(n, fleet.ConditionImported))
 	}}
 }
 
@@ -144,8 +147,10 @@ func (r *Reconciler) clustersInNamespace(ctx context.Context, o client.Object) [
 }
 
 // Reconcile enrolls, syncs or removes the fleet Cluster of one Cluster API
-// Cluster.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Cluster: the phases run in order over one scope, and one deferred step
+// computes FleetAgentReady from what they found and applies it once, when it
+// changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	capi := &clusterv1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, capi); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -160,29 +165,66 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("capiCluster", klog.KObj(capi)))
 	s := &scope{capi: capi}
+	if c := conditions.Get(capi, ConditionFleetAgentReady); c != nil {
+		before := *c
+		s.before = &before
+	}
 	if err := r.loadFleetCluster(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	if !capi.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, s)
 	}
-	optedOut, err := r.optedOut(ctx, capi)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if optedOut {
-		return ctrl.Result{}, r.release(ctx, s)
-	}
 
-	enrollErr := r.reconcileEnrollment(ctx, s)
-	cond := FleetAgentReadyCondition(Observed{
-		ControlPlaneInitialized: s.initialized, SecretExists: s.secretExists, SecretName: s.secretName(),
-		Fleet: s.fleet, Err: userError(enrollErr),
-	}, capi.Generation)
-	condErr := r.setCondition(ctx, capi, &cond)
-	var ue *enrollError
-	if errors.As(enrollErr, &ue) {
-		enrollErr = reconcile.TerminalError(enrollErr)
+	defer func() {
+		res, retErr = r.patchStatus(ctx, s, retErr)
+	}()
+	for _, phase := range []func(context.Context, *scope) error{
+		r.reconcileOptOut,
+		r.reconcileObserve,
+		r.reconcileEnrollment,
+	} {
+		if err := phase(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		if s.optedOut {
+			break
+		}
 	}
-	return ctrl.Result{}, errors.Join(enrollErr, condErr)
+	return ctrl.Result{}, nil
+}
+
+// patchStatus computes FleetAgentReady after a reconcile that ended with err
+// (none for an opted-out cluster), applies it when it changed, with an
+// event, and returns what Reconcile returns. A transient error says nothing
+// new about the cluster: the condition stays as it is and the reconcile is
+// retried.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
+	if err != nil && !outcome.IsStalling(err) {
+		return outcome.Result(err, 0)
+	}
+	var after *metav1.Condition
+	if !s.optedOut {
+		c := FleetAgentReadyCondition(Observed{
+			ControlPlaneInitialized: s.initialized, SecretExists: s.secretExists, SecretName: s.secretName(),
+			Fleet: s.fleet, Err: err,
+		}, s.capi.Generation)
+		conditions.Set(s.capi, c)
+		after = conditions.Get(s.capi, ConditionFleetAgentReady)
+	}
+	if conditionChanged(s.before, after) {
+		gvk := clusterv1.GroupVersion.WithKind("Cluster")
+		if applyErr := conditions.ApplyStatus(ctx, r.Client, gvk, client.ObjectKeyFromObject(s.capi), statusOf(after), FieldOwner); applyErr != nil {
+			// Retried with backoff, which also brings err back.
+			return ctrl.Result{}, errors.Join(applyErr, err)
+		}
+		if kind := conditionEvent(s.before, after); kind != "" && r.Recorder != nil {
+			var related runtime.Object
+			if s.fleet != nil {
+				related = s.fleet
+			}
+			r.Recorder.Eventf(s.capi, related, kind, after.Reason, "Enroll", "%s", after.Message)
+		}
+	}
+	return outcome.Result(err, 0)
 }

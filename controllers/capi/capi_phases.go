@@ -2,16 +2,12 @@ package capi
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -20,12 +16,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // scope is what the phases of one reconcile share.
 type scope struct {
-	capi         *clusterv1.Cluster
-	fleet        *fleet.Cluster
+	capi  *clusterv1.Cluster
+	fleet *fleet.Cluster
+	// before is FleetAgentReady as read, to write only a change.
+	before *metav1.Condition
+
+	optedOut     bool
 	initialized  bool
 	secretExists bool
 }
@@ -34,20 +35,6 @@ func (s *scope) secretName() string { return KubeconfigSecretName(s.capi.Name) }
 
 // KubeconfigSecretName is Cluster API's kubeconfig Secret of a cluster.
 func KubeconfigSecretName(cluster string) string { return cluster + "-kubeconfig" }
-
-// enrollError is a failure only a person can fix; it ends the reconcile
-// with reconcile.TerminalError and shows in FleetAgentReady.
-type enrollError struct{ msg string }
-
-func (e *enrollError) Error() string { return e.msg }
-
-func userError(err error) error {
-	var ue *enrollError
-	if errors.As(err, &ue) {
-		return ue
-	}
-	return nil
-}
 
 func (r *Reconciler) loadFleetCluster(ctx context.Context, s *scope) error {
 	fc := &fleet.Cluster{}
@@ -113,34 +100,30 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, c *clusterv1.Cluster) 
 	return client.IgnoreNotFound(r.Client.Patch(ctx, c, patch))
 }
 
-func (r *Reconciler) optedOut(ctx context.Context, c *clusterv1.Cluster) (bool, error) {
-	if c.Labels[EnrollLabel] == "false" {
-		return true, nil
+// reconcileOptOut releases a cluster that opted out of enrollment. An
+// enrolled cluster keeps its fleet Cluster (deleting it would remove every
+// deployment from a running cluster on a label change), but its labels are
+// no longer synced, the finalizer goes and FleetAgentReady is removed.
+func (r *Reconciler) reconcileOptOut(ctx context.Context, s *scope) error {
+	if s.capi.Labels[EnrollLabel] != "false" {
+		ns := &corev1.Namespace{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: s.capi.Namespace}, ns); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if !OptedOut(s.capi, ns.Labels) {
+			return nil
+		}
 	}
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: c.Namespace}, ns); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	return OptedOut(c, ns.Labels), nil
-}
-
-// release stops managing an opted-out cluster. An enrolled cluster keeps
-// its fleet Cluster (deleting it would remove every deployment from a
-// running cluster on a label change), but its labels are no longer synced,
-// the finalizer goes and FleetAgentReady is removed.
-func (r *Reconciler) release(ctx context.Context, s *scope) error {
+	s.optedOut = true
 	if controllerutil.ContainsFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer) {
 		ctrl.LoggerFrom(ctx).Info("Cluster opted out of fleet enrollment; releasing it")
 	}
-	if err := r.removeFinalizer(ctx, s.capi); err != nil {
-		return err
-	}
-	return r.setCondition(ctx, s.capi, nil)
+	return r.removeFinalizer(ctx, s.capi)
 }
 
-// reconcileEnrollment creates the fleet Cluster once the control plane is
-// initialized and its kubeconfig Secret exists, and keeps it in line after.
-func (r *Reconciler) reconcileEnrollment(ctx context.Context, s *scope) error {
+// reconcileObserve reads what enrollment waits for: an initialized control
+// plane and its kubeconfig Secret.
+func (r *Reconciler) reconcileObserve(ctx context.Context, s *scope) error {
 	s.initialized = ControlPlaneInitialized(s.capi)
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.capi.Namespace, Name: s.secretName()}, &corev1.Secret{})
 	switch {
@@ -149,6 +132,12 @@ func (r *Reconciler) reconcileEnrollment(ctx context.Context, s *scope) error {
 	case !apierrors.IsNotFound(err):
 		return err
 	}
+	return nil
+}
+
+// reconcileEnrollment creates the fleet Cluster once the control plane is
+// initialized and its kubeconfig Secret exists, and keeps it in line after.
+func (r *Reconciler) reconcileEnrollment(ctx context.Context, s *scope) error {
 	if s.fleet == nil && !(s.initialized && s.secretExists) {
 		return nil
 	}
@@ -174,7 +163,7 @@ func (r *Reconciler) reconcileEnrollment(ctx context.Context, s *scope) error {
 func (r *Reconciler) claimName(ctx context.Context, s *scope) error {
 	fc := s.fleet
 	if capiController(fc) == nil {
-		return &enrollError{msg: fmt.Sprintf("fleet Cluster %s/%s already exists and was not created for this Cluster API Cluster: delete it, or opt this cluster out with label %s=false", fc.Namespace, fc.Name, EnrollLabel)}
+		return outcome.Stallf(fleet.ReasonFailed, "fleet Cluster %s/%s already exists and was not created for this Cluster API Cluster: delete it, or opt this cluster out with label %s=false", fc.Namespace, fc.Name, EnrollLabel)
 	}
 	if fc.DeletionTimestamp.IsZero() {
 		ctrl.LoggerFrom(ctx).Info("Deleting the fleet Cluster of an earlier Cluster API Cluster of the same name", "cluster", klog.KObj(fc))
@@ -238,50 +227,4 @@ func (r *Reconciler) syncFleetCluster(ctx context.Context, s *scope) error {
 		return fmt.Errorf("updating fleet Cluster %s/%s: %w", fc.Namespace, fc.Name, err)
 	}
 	return nil
-}
-
-// setCondition writes FleetAgentReady (nil: removes it) with server-side
-// apply of that one entry of status.conditions, a map list keyed by type:
-// the conditions of Cluster API's own controllers are left alone. It writes
-// nothing when the condition is already as computed.
-func (r *Reconciler) setCondition(ctx context.Context, c *clusterv1.Cluster, cond *metav1.Condition) error {
-	existing := meta.FindStatusCondition(c.Status.Conditions, ConditionFleetAgentReady)
-	if cond == nil && existing == nil {
-		return nil
-	}
-	if cond != nil && existing != nil && existing.Status == cond.Status && existing.Reason == cond.Reason &&
-		existing.Message == cond.Message && existing.ObservedGeneration == cond.ObservedGeneration {
-		return nil
-	}
-	obj := map[string]any{
-		"apiVersion": clusterv1.GroupVersion.String(),
-		"kind":       "Cluster",
-		"metadata":   map[string]any{"name": c.Name, "namespace": c.Namespace},
-	}
-	if cond != nil {
-		cond.LastTransitionTime = metav1.NewTime(r.Now())
-		if existing != nil && existing.Status == cond.Status {
-			cond.LastTransitionTime = existing.LastTransitionTime
-		}
-		obj["status"] = map[string]any{"conditions": []metav1.Condition{*cond}}
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(b); err != nil {
-		return err
-	}
-	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	return nil
-}
-
-func sameCondition(a, b *metav1.Condition) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
 }

@@ -5,31 +5,18 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers/clusterimport"
+	"github.com/gitfleet/fleet/internal/conditions"
 )
 
 // ConditionFleetAgentReady is the condition this controller writes on Cluster
 // API Clusters.
 const ConditionFleetAgentReady = "FleetAgentReady"
-
-// Reasons of FleetAgentReady.
-const (
-	// ReasonWaitingForControlPlane: not enrolled yet, the control plane is not
-	// initialized or its kubeconfig Secret does not exist yet.
-	ReasonWaitingForControlPlane = "WaitingForControlPlane"
-	// ReasonInstalling: enrolled, the agent is being installed or has not
-	// registered yet.
-	ReasonInstalling = "Installing"
-	// ReasonRegistered: the agent registered and checks in.
-	ReasonRegistered = "Registered"
-	// ReasonFailed: the import failed; the message says why.
-	ReasonFailed = "Failed"
-)
 
 // Observed is what FleetAgentReady is computed from.
 type Observed struct {
@@ -40,7 +27,8 @@ type Observed struct {
 	SecretName string
 	// Fleet is the fleet Cluster, nil before enrollment.
 	Fleet *fleet.Cluster
-	// Err is this controller's own failure to enroll, if any.
+	// Err is this controller's own failure to enroll that only a person can
+	// fix (a Stalling error), if any.
 	Err error
 }
 
@@ -50,30 +38,70 @@ func FleetAgentReadyCondition(o Observed, generation int64) metav1.Condition {
 	c := metav1.Condition{Type: ConditionFleetAgentReady, Status: metav1.ConditionFalse, ObservedGeneration: generation}
 	switch {
 	case o.Err != nil:
-		c.Reason, c.Message = ReasonFailed, o.Err.Error()
+		c.Reason, c.Message = fleet.ReasonFailed, o.Err.Error()
 	case o.Fleet == nil && !o.ControlPlaneInitialized:
-		c.Reason, c.Message = ReasonWaitingForControlPlane, "waiting for the control plane to be initialized"
+		c.Reason, c.Message = fleet.ReasonWaitingForControlPlane, "waiting for the control plane to be initialized"
 	case o.Fleet == nil && !o.SecretExists:
-		c.Reason, c.Message = ReasonWaitingForControlPlane, "waiting for the kubeconfig Secret "+o.SecretName
+		c.Reason, c.Message = fleet.ReasonWaitingForControlPlane, "waiting for the kubeconfig Secret "+o.SecretName
 	case o.Fleet == nil:
-		c.Reason, c.Message = ReasonInstalling, "creating the fleet Cluster"
+		c.Reason, c.Message = fleet.ReasonInstalling, "creating the fleet Cluster"
 	case !o.Fleet.DeletionTimestamp.IsZero():
-		c.Reason, c.Message = ReasonInstalling, "the fleet Cluster is being deleted; it will be created again"
+		c.Reason, c.Message = fleet.ReasonInstalling, "the fleet Cluster is being deleted; it will be created again"
 	default:
 		imported := meta.FindStatusCondition(o.Fleet.Status.Conditions, fleet.ConditionImported)
 		switch {
 		case imported == nil:
-			c.Reason, c.Message = ReasonInstalling, "waiting for the fleet manager to install the agent"
-		case imported.Reason == clusterimport.ReasonAgentRegistered:
-			c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonRegistered, imported.Message
-		case imported.Reason == clusterimport.ReasonApplied, imported.Reason == clusterimport.ReasonAdopting,
-			imported.Reason == clusterimport.ReasonWaitingForToken:
-			c.Reason, c.Message = ReasonInstalling, imported.Message
+			c.Reason, c.Message = fleet.ReasonInstalling, "waiting for the fleet manager to install the agent"
+		case imported.Reason == fleet.ReasonAgentRegistered:
+			c.Status, c.Reason, c.Message = metav1.ConditionTrue, fleet.ReasonRegistered, imported.Message
+		case imported.Reason == fleet.ReasonApplied, imported.Reason == fleet.ReasonAdopting,
+			imported.Reason == fleet.ReasonWaitingForToken:
+			c.Reason, c.Message = fleet.ReasonInstalling, imported.Message
 		default:
-			c.Reason, c.Message = ReasonFailed, imported.Reason+": "+imported.Message
+			c.Reason, c.Message = fleet.ReasonFailed, imported.Reason+": "+imported.Message
 		}
 	}
 	return c
+}
+
+// capiStatus is the part of a Cluster API Cluster's status this controller
+// applies: its one FleetAgentReady entry of status.conditions (a map list
+// keyed by type, so Cluster API's own conditions stay as they are), or
+// nothing, which removes the entry it applied before.
+type capiStatus struct {
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// statusOf is the status to apply for FleetAgentReady c (nil: none).
+func statusOf(c *metav1.Condition) capiStatus {
+	if c == nil {
+		return capiStatus{}
+	}
+	return capiStatus{Conditions: []metav1.Condition{*c}}
+}
+
+// conditionChanged tells whether FleetAgentReady must be written: it says
+// something new, or the same about a newer generation.
+func conditionChanged(before, after *metav1.Condition) bool {
+	if !conditions.Same(before, after) {
+		return true
+	}
+	return after != nil && before.ObservedGeneration != after.ObservedGeneration
+}
+
+// conditionEvent is the type of the event that tells a change of
+// FleetAgentReady to after ("" for none): a Warning for a failure, Normal
+// for progress. Neither the first wait nor a release is news.
+func conditionEvent(before, after *metav1.Condition) string {
+	switch {
+	case after == nil || conditions.Same(before, after):
+		return ""
+	case after.Reason == fleet.ReasonFailed:
+		return corev1.EventTypeWarning
+	case before == nil && after.Reason == fleet.ReasonWaitingForControlPlane:
+		return ""
+	}
+	return corev1.EventTypeNormal
 }
 
 // ControlPlaneInitialized tells whether the workload cluster's API server

@@ -1,23 +1,24 @@
 package capi
 
 import (
-	"errors"
+	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers/clusterimport"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 func fleetCluster(reason, message string) *fleet.Cluster {
 	c := &fleet.Cluster{}
 	if reason != "" {
 		status := metav1.ConditionFalse
-		if reason == clusterimport.ReasonApplied || reason == clusterimport.ReasonAgentRegistered {
+		if reason == fleet.ReasonApplied || reason == fleet.ReasonAgentRegistered {
 			status = metav1.ConditionTrue
 		}
 		c.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionImported, Status: status, Reason: reason, Message: message}}
@@ -26,7 +27,7 @@ func fleetCluster(reason, message string) *fleet.Cluster {
 }
 
 func TestFleetAgentReadyCondition(t *testing.T) {
-	deleting := fleetCluster(clusterimport.ReasonAgentRegistered, "ok")
+	deleting := fleetCluster(fleet.ReasonAgentRegistered, "ok")
 	deleting.DeletionTimestamp = ptr.To(metav1.Now())
 	for name, tc := range map[string]struct {
 		in      Observed
@@ -34,26 +35,26 @@ func TestFleetAgentReadyCondition(t *testing.T) {
 		reason  string
 		message string
 	}{
-		"not initialized": {in: Observed{SecretExists: true}, status: metav1.ConditionFalse, reason: ReasonWaitingForControlPlane,
+		"not initialized": {in: Observed{SecretExists: true}, status: metav1.ConditionFalse, reason: fleet.ReasonWaitingForControlPlane,
 			message: "waiting for the control plane to be initialized"},
 		"no secret yet": {in: Observed{ControlPlaneInitialized: true, SecretName: "c-kubeconfig"}, status: metav1.ConditionFalse,
-			reason: ReasonWaitingForControlPlane, message: "waiting for the kubeconfig Secret c-kubeconfig"},
-		"about to create": {in: Observed{ControlPlaneInitialized: true, SecretExists: true}, status: metav1.ConditionFalse, reason: ReasonInstalling},
-		"created":         {in: Observed{Fleet: fleetCluster("", "")}, status: metav1.ConditionFalse, reason: ReasonInstalling},
-		"applied": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonApplied, "waiting for the agent")}, status: metav1.ConditionFalse,
-			reason: ReasonInstalling, message: "waiting for the agent"},
-		"adopting": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonAdopting, "taking over")}, status: metav1.ConditionFalse, reason: ReasonInstalling},
-		"registered": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonAgentRegistered, "checks in")}, status: metav1.ConditionTrue,
-			reason: ReasonRegistered, message: "checks in"},
-		"registered, control plane since degraded": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonAgentRegistered, "ok")},
-			status: metav1.ConditionTrue, reason: ReasonRegistered},
-		"bad kubeconfig": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonKubeconfigInvalid, "kubeconfig is not valid YAML")},
-			status: metav1.ConditionFalse, reason: ReasonFailed, message: "KubeconfigInvalid: kubeconfig is not valid YAML"},
-		"unreachable": {in: Observed{Fleet: fleetCluster(clusterimport.ReasonClusterUnreachable, "connection refused")},
-			status: metav1.ConditionFalse, reason: ReasonFailed, message: "ClusterUnreachable: connection refused"},
-		"name taken": {in: Observed{ControlPlaneInitialized: true, SecretExists: true, Err: errors.New("fleet Cluster x exists")},
-			status: metav1.ConditionFalse, reason: ReasonFailed, message: "fleet Cluster x exists"},
-		"fleet cluster deleted by hand": {in: Observed{Fleet: deleting}, status: metav1.ConditionFalse, reason: ReasonInstalling},
+			reason: fleet.ReasonWaitingForControlPlane, message: "waiting for the kubeconfig Secret c-kubeconfig"},
+		"about to create": {in: Observed{ControlPlaneInitialized: true, SecretExists: true}, status: metav1.ConditionFalse, reason: fleet.ReasonInstalling},
+		"created":         {in: Observed{Fleet: fleetCluster("", "")}, status: metav1.ConditionFalse, reason: fleet.ReasonInstalling},
+		"applied": {in: Observed{Fleet: fleetCluster(fleet.ReasonApplied, "waiting for the agent")}, status: metav1.ConditionFalse,
+			reason: fleet.ReasonInstalling, message: "waiting for the agent"},
+		"adopting": {in: Observed{Fleet: fleetCluster(fleet.ReasonAdopting, "taking over")}, status: metav1.ConditionFalse, reason: fleet.ReasonInstalling},
+		"registered": {in: Observed{Fleet: fleetCluster(fleet.ReasonAgentRegistered, "checks in")}, status: metav1.ConditionTrue,
+			reason: fleet.ReasonRegistered, message: "checks in"},
+		"registered, control plane since degraded": {in: Observed{Fleet: fleetCluster(fleet.ReasonAgentRegistered, "ok")},
+			status: metav1.ConditionTrue, reason: fleet.ReasonRegistered},
+		"bad kubeconfig": {in: Observed{Fleet: fleetCluster(fleet.ReasonKubeconfigInvalid, "kubeconfig is not valid YAML")},
+			status: metav1.ConditionFalse, reason: fleet.ReasonFailed, message: "KubeconfigInvalid: kubeconfig is not valid YAML"},
+		"unreachable": {in: Observed{Fleet: fleetCluster(fleet.ReasonClusterUnreachable, "connection refused")},
+			status: metav1.ConditionFalse, reason: fleet.ReasonFailed, message: "ClusterUnreachable: connection refused"},
+		"name taken": {in: Observed{ControlPlaneInitialized: true, SecretExists: true, Err: outcome.Stallf(fleet.ReasonFailed, "fleet Cluster x exists")},
+			status: metav1.ConditionFalse, reason: fleet.ReasonFailed, message: "fleet Cluster x exists"},
+		"fleet cluster deleted by hand": {in: Observed{Fleet: deleting}, status: metav1.ConditionFalse, reason: fleet.ReasonInstalling},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -67,6 +68,48 @@ func TestFleetAgentReadyCondition(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestConditionChangedAndEvent(t *testing.T) {
+	cond := func(reason, message string, generation int64) *metav1.Condition {
+		status := metav1.ConditionFalse
+		if reason == fleet.ReasonRegistered {
+			status = metav1.ConditionTrue
+		}
+		return &metav1.Condition{Type: ConditionFleetAgentReady, Status: status, Reason: reason, Message: message, ObservedGeneration: generation}
+	}
+	waiting := cond(fleet.ReasonWaitingForControlPlane, "waiting", 1)
+	for name, tc := range map[string]struct {
+		before, after *metav1.Condition
+		changed       bool
+		event         string
+	}{
+		"nothing, and none wanted":   {},
+		"first wait is no news":      {after: waiting, changed: true},
+		"same again":                 {before: waiting, after: cond(fleet.ReasonWaitingForControlPlane, "waiting", 1)},
+		"same for a newer spec":      {before: waiting, after: cond(fleet.ReasonWaitingForControlPlane, "waiting", 2), changed: true},
+		"progress":                   {before: waiting, after: cond(fleet.ReasonInstalling, "creating", 1), changed: true, event: corev1.EventTypeNormal},
+		"new message":                {before: cond(fleet.ReasonInstalling, "a", 1), after: cond(fleet.ReasonInstalling, "b", 1), changed: true, event: corev1.EventTypeNormal},
+		"failure":                    {before: waiting, after: cond(fleet.ReasonFailed, "name taken", 1), changed: true, event: corev1.EventTypeWarning},
+		"failure on the first look":  {after: cond(fleet.ReasonFailed, "name taken", 1), changed: true, event: corev1.EventTypeWarning},
+		"registered":                 {before: cond(fleet.ReasonInstalling, "a", 1), after: cond(fleet.ReasonRegistered, "ok", 1), changed: true, event: corev1.EventTypeNormal},
+		"released: removed silently": {before: waiting, changed: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(conditionChanged(tc.before, tc.after)).To(Equal(tc.changed))
+			g.Expect(conditionEvent(tc.before, tc.after)).To(Equal(tc.event))
+		})
+	}
+}
+
+func TestStatusOf(t *testing.T) {
+	g := NewWithT(t)
+	b, err := json.Marshal(statusOf(nil))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(b)).To(Equal("{}"), "no condition: the entry applied before goes")
+	c := FleetAgentReadyCondition(Observed{}, 1)
+	g.Expect(statusOf(&c).Conditions).To(Equal([]metav1.Condition{c}))
 }
 
 func TestControlPlaneInitialized(t *testing.T) {

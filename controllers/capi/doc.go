@@ -40,11 +40,16 @@
 // is never touched: enrollment fails and says so.
 //
 // Status. The FleetAgentReady condition on the Cluster API Cluster is
-// written by server-side apply of that one entry (field manager fleet-capi),
-// so Cluster API's conditions are left alone. Reasons: WaitingForControlPlane,
-// Installing (the agent is being installed or has not registered),
-// Registered (True), Failed (the message is the fleet Cluster's Imported
-// condition, e.g. "KubeconfigInvalid: ...").
+// computed once per reconcile and written, only when it changed, by
+// server-side apply of that one entry (field manager fleet-capi), so
+// Cluster API's conditions are left alone; a change is recorded as an event.
+// Reasons: WaitingForControlPlane, Installing (the agent is being installed
+// or has not registered), Registered (True), Failed (the message is the
+// fleet Cluster's Imported condition, e.g. "KubeconfigInvalid: ...", or why
+// enrollment itself failed, e.g. a fleet Cluster of the same name that
+// another owner holds: that stops until a watched object changes). A
+// transient error leaves the condition as it is and is retried with
+// backoff.
 //
 // Secrets are watched, not polled: events map to the Cluster named by their
 // cluster.x-k8s.io/cluster-name label, so a kubeconfig Secret appearing or

@@ -2,7 +2,6 @@ package clusterimport
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -24,7 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // Defaults of the Reconciler's settings.
@@ -82,6 +83,9 @@ type Reconciler struct {
 	Workers int
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
+	// Recorder records an event each time the Imported condition turns to
+	// a new failure or recovers (default: the manager's recorder).
+	Recorder events.EventRecorder
 
 	installs chan struct{}
 }
@@ -114,6 +118,9 @@ func setDefault(d *time.Duration, v time.Duration) {
 // controllers.Setup registers first.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	r.defaults()
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("fleet-clusterimport")
+	}
 	if r.StaleAfter < 2*r.AgentCheckinInterval {
 		return fmt.Errorf("the stale-agent time (%s) must be at least twice the agent check-in interval (%s)", r.StaleAfter, r.AgentCheckinInterval)
 	}
@@ -152,7 +159,7 @@ func Predicate() predicate.Predicate {
 			return o.Generation != n.Generation ||
 				!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 				o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
-				!o.Status.Agent.LastSeen.Equal(&n.Status.Agent.LastSeen) && importedReason(n) != ReasonAgentRegistered ||
+				!o.Status.Agent.LastSeen.Equal(&n.Status.Agent.LastSeen) && importedReason(n) != fleet.ReasonAgentRegistered ||
 				importedReason(o) != "" && importedReason(n) == ""
 		},
 	}
@@ -187,7 +194,10 @@ func (r *Reconciler) clustersOfSecret(ctx context.Context, o client.Object) []re
 	return reqs
 }
 
-// Reconcile installs or heals the agent of one imported Cluster.
+// Reconcile installs or heals the agent of one imported Cluster: the
+// phases run in order over one scope, and one deferred step turns their
+// outcome into the Imported condition, writes this controller's status
+// fields once, and says when to look again.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	cluster := &fleet.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
@@ -201,12 +211,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", klog.KObj(cluster)))
 
-	s := &scope{cluster: cluster, before: cluster.Status.DeepCopy(), now: r.Now()}
+	s := &scope{cluster: cluster, before: ownedStatus(&cluster.Status), now: r.Now()}
 	defer func() {
-		retErr = r.patchStatus(ctx, s, retErr)
-		if retErr == nil {
-			res.RequeueAfter = NextCheck(cluster.Status.Agent.LastSeen.Time, s.restartedAt, s.now, r.StaleAfter, r.CheckInterval)
-		}
+		res, retErr = r.patchStatus(ctx, s, retErr)
 	}()
 	for _, phase := range []func(context.Context, *scope) error{
 		r.reconcileKubeconfig,
@@ -222,57 +229,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return ctrl.Result{}, nil
 }
 
-// patchStatus writes the Imported condition and the install record with
-// server-side apply, only when they changed. err is the reconcile's outcome;
-// the returned error is what Reconcile returns.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) error {
-	c := s.cluster
-	meta.SetStatusCondition(&c.Status.Conditions, ImportedCondition(err, s.registered, c.Generation))
-	if isTerminal(err) {
-		err = reconcile.TerminalError(err)
+// patchStatus sets the Imported condition from err, the phases' outcome
+// (with an event when it changed), applies this controller's status fields
+// when they changed, and returns what Reconcile returns: after a success,
+// come back at the next check.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
+	in := importedOutcome(s.cluster, err, s.registered)
+	in.Recorder = r.Recorder
+	res, resErr := outcome.Compute(ctx, in)
+	if status := ownedStatus(&s.cluster.Status); !equality.Semantic.DeepEqual(s.before, status) {
+		gvk := fleet.GroupVersion.WithKind("Cluster")
+		if applyErr := conditions.ApplyStatus(ctx, r.Client, gvk, client.ObjectKeyFromObject(s.cluster), status, FieldOwner); applyErr != nil {
+			// Retried with backoff, which also brings err back.
+			return ctrl.Result{}, errors.Join(applyErr, err)
+		}
 	}
-	if equality.Semantic.DeepEqual(*s.before, c.Status) {
-		return err
+	if err == nil {
+		res.RequeueAfter = NextCheck(s.cluster.Status.Agent.LastSeen.Time, s.restartedAt, s.now, r.StaleAfter, r.CheckInterval)
 	}
-	u, convErr := statusApply(c)
-	if convErr == nil {
-		convErr = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
-	}
-	if convErr != nil {
-		return errors.Join(err, fmt.Errorf("writing the status of cluster %s/%s: %w", c.Namespace, c.Name, convErr))
-	}
-	return err
-}
-
-// statusApply is the apply configuration of the status fields this
-// controller owns: the Imported condition entry (conditions are a map list
-// keyed by type, so the others stay as their writers left them) and the
-// install record.
-func statusApply(c *fleet.Cluster) (*unstructured.Unstructured, error) {
-	status := map[string]any{}
-	if cond := meta.FindStatusCondition(c.Status.Conditions, fleet.ConditionImported); cond != nil {
-		status["conditions"] = []metav1.Condition{*cond}
-	}
-	if c.Status.AgentDeployedGeneration != nil {
-		status["agentDeployedGeneration"] = *c.Status.AgentDeployedGeneration
-	}
-	if c.Status.APIServerURL != "" {
-		status["apiServerURL"] = c.Status.APIServerURL
-	}
-	if c.Status.APIServerCAHash != "" {
-		status["apiServerCAHash"] = c.Status.APIServerCAHash
-	}
-	b, err := json.Marshal(map[string]any{
-		"apiVersion": fleet.GroupVersion.String(),
-		"kind":       "Cluster",
-		"metadata":   map[string]any{"name": c.Name, "namespace": c.Namespace},
-		"status":     status,
-	})
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{}
-	return u, u.UnmarshalJSON(b)
+	return res, resErr
 }
 
 // deleteToken removes the import token of a Cluster being deleted (its

@@ -25,12 +25,13 @@ import (
 	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // scope is what the phases of one reconcile share.
 type scope struct {
 	cluster *fleet.Cluster
-	before  *fleet.ClusterStatus
+	before  importStatus
 	now     time.Time
 
 	// From the kubeconfig Secret.
@@ -69,17 +70,17 @@ func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) error {
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return failf(ReasonSecretMissing, true, "kubeconfig Secret %s not found: create it with the kubeconfig under key %q", key, fleet.KubeConfigSecretValueKey)
+			return outcome.Stallf(fleet.ReasonSecretNotFound, "kubeconfig Secret %s not found: create it with the kubeconfig under key %q", key, fleet.KubeConfigSecretValueKey)
 		}
 		return err
 	}
 	data := secret.Data[fleet.KubeConfigSecretValueKey]
 	if len(data) == 0 {
-		return failf(ReasonSecretMissing, true, "kubeconfig Secret %s has no key %q: put the kubeconfig there", key, fleet.KubeConfigSecretValueKey)
+		return outcome.Stallf(fleet.ReasonKubeconfigInvalid, "kubeconfig Secret %s has no key %q: put the kubeconfig there", key, fleet.KubeConfigSecretValueKey)
 	}
 	cfg, err := kubeconfig.ToREST(data)
 	if err != nil {
-		return failf(ReasonKubeconfigInvalid, true, "kubeconfig in Secret %s: %v", key, err)
+		return outcome.Stallf(fleet.ReasonKubeconfigInvalid, "kubeconfig in Secret %s: %w", key, err)
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = r.RemoteTimeout
@@ -87,7 +88,7 @@ func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) error {
 	cfg.UserAgent = "fleet-manager/clusterimport"
 	s.remote, err = client.New(cfg, client.Options{Scheme: remoteScheme, Mapper: agentinstall.RESTMapper()})
 	if err != nil {
-		return failf(ReasonKubeconfigInvalid, true, "kubeconfig in Secret %s: %v", key, err)
+		return outcome.Stallf(fleet.ReasonKubeconfigInvalid, "kubeconfig in Secret %s: %w", key, err)
 	}
 	s.apiServerURL, s.apiServerCA = r.APIServerURL, r.APIServerCA
 	if v := secret.Data[fleet.KubeConfigSecretAPIServerURLKey]; len(v) > 0 {
@@ -135,7 +136,7 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) error {
 		}
 		if other.Spec.KubeConfigSecret != "" {
 			if c.Spec.ClientID == "" || olderThan(other, c) {
-				return failf(ReasonIdentityConflict, false,
+				return outcome.Waitf(fleet.ReasonIdentityConflict, 0,
 					"Cluster %s/%s already imports the same downstream cluster (clientID %s): delete one of them", other.Namespace, other.Name, s.clientID)
 			}
 			continue
@@ -177,7 +178,7 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) error {
 		}
 	}
 	sort.Strings(waiting)
-	return failf(ReasonAdopting, false, "taking over the identity (clientID %s) of Cluster(s) %v registered by token: waiting for them to be deleted", s.clientID, waiting)
+	return outcome.Waitf(fleet.ReasonAdopting, 0, "taking over the identity (clientID %s) of Cluster(s) %v registered by token: waiting for them to be deleted", s.clientID, waiting)
 }
 
 func olderThan(a, b *fleet.Cluster) bool {
@@ -281,7 +282,7 @@ func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
 	}
 	objs, err := agentinstall.Objects(opts)
 	if err != nil {
-		return failf(ReasonInstallFailed, true, "rendering the agent for cluster %s/%s: %v", c.Namespace, c.Name, err)
+		return outcome.Stallf(fleet.ReasonInstallFailed, "rendering the agent for cluster %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	for _, o := range objs {
 		if dep, ok := o.(*appsv1.Deployment); ok {
@@ -316,13 +317,13 @@ func (r *Reconciler) ensureToken(ctx context.Context, s *scope) (*agentinstall.B
 	err := r.Client.Get(ctx, key, token)
 	switch {
 	case err == nil && !token.DeletionTimestamp.IsZero():
-		return nil, failf(ReasonWaitingForToken, false, "waiting for the old import token %s to be removed", key)
+		return nil, outcome.Waitf(fleet.ReasonWaitingForToken, 0, "waiting for the old import token %s to be removed", key)
 	case err == nil:
 		if exp := clusterregistrationtoken.Expiry(token); exp != nil && exp.Sub(s.now) < r.TokenTTL/2 {
 			if err := r.Client.Delete(ctx, token, client.Preconditions{UID: &token.UID}); client.IgnoreNotFound(err) != nil {
 				return nil, err
 			}
-			return nil, failf(ReasonWaitingForToken, false, "replacing the import token %s, which expires at %s", key, exp.UTC().Format(time.RFC3339))
+			return nil, outcome.Waitf(fleet.ReasonWaitingForToken, 0, "replacing the import token %s, which expires at %s", key, exp.UTC().Format(time.RFC3339))
 		}
 	case apierrors.IsNotFound(err):
 		token = &fleet.ClusterRegistrationToken{
@@ -342,7 +343,7 @@ func (r *Reconciler) ensureToken(ctx context.Context, s *scope) (*agentinstall.B
 	}
 	boot, err := agentinstall.WaitForToken(ctx, r.Client, token, r.RemoteTimeout)
 	if err != nil {
-		return nil, fail(ReasonWaitingForToken, false, err)
+		return nil, outcome.Wait(fleet.ReasonWaitingForToken, 0, err)
 	}
 	boot.APIServerURL, boot.APIServerCA = s.apiServerURL, string(s.apiServerCA)
 	return boot, nil

@@ -4,45 +4,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
-// Reasons of the Imported condition.
-const (
-	// ReasonSecretMissing: the kubeconfig Secret, or its "value" key, is missing.
-	ReasonSecretMissing = "SecretMissing"
-	// ReasonKubeconfigInvalid: the kubeconfig cannot be used (unparsable,
-	// runs programs, refers to files, or its credentials are rejected).
-	ReasonKubeconfigInvalid = "KubeconfigInvalid"
-	// ReasonClusterUnreachable: the cluster did not answer in time.
-	ReasonClusterUnreachable = "ClusterUnreachable"
-	// ReasonIdentityConflict: another imported Cluster reaches the same
-	// downstream cluster (same clientID).
-	ReasonIdentityConflict = "IdentityConflict"
-	// ReasonAdopting: a Cluster registered by token with the same identity is
-	// being replaced by this one.
-	ReasonAdopting = "Adopting"
-	// ReasonWaitingForToken: the import token has not been issued yet.
-	ReasonWaitingForToken = "WaitingForToken"
-	// ReasonInstallFailed: the cluster refused the agent's objects, or the
-	// agent settings are invalid.
-	ReasonInstallFailed = "InstallFailed"
-	// ReasonApplied: the agent objects are in place; waiting for the agent to
-	// register and check in.
-	ReasonApplied = "Applied"
-	// ReasonAgentRegistered: the agent has registered and checks in.
-	ReasonAgentRegistered = "AgentRegistered"
-)
-
-// Why the agent is (re)installed, as logged.
+// Why the agent is (re)installed. These are log values, not condition
+// reasons: the Imported condition says Applied after any install.
 const (
 	InstallAgentMissing      = "AgentMissing"
 	InstallRedeployRequested = "RedeployRequested"
@@ -52,65 +27,62 @@ const (
 	InstallSettingsChanged   = "SettingsChanged"
 )
 
-// importError carries the Imported reason of a failure and whether retrying
-// can help.
-type importError struct {
-	reason   string
-	terminal bool
-	err      error
-}
-
-func (e *importError) Error() string { return e.err.Error() }
-func (e *importError) Unwrap() error { return e.err }
-
-// fail wraps err with the condition reason it stands for.
-func fail(reason string, terminal bool, err error) error {
-	return &importError{reason: reason, terminal: terminal, err: err}
-}
-
-func failf(reason string, terminal bool, format string, args ...any) error {
-	return fail(reason, terminal, fmt.Errorf(format, args...))
-}
-
-// isTerminal tells user-fixable errors (reconcile.TerminalError, a watch
-// brings the fix) from transient ones (retried with backoff).
-func isTerminal(err error) bool {
-	var ie *importError
-	return errors.As(err, &ie) && ie.terminal
-}
-
-// remoteFailure classifies an error of a call to the downstream cluster.
+// remoteFailure classifies an error of a call to the downstream cluster:
+// rejected credentials and refused objects only a person can fix (Stalling);
+// an API server that does not answer comes back by itself (Waiting); any
+// other answer of the API server is transient and retried with backoff
+// (reported as InstallFailed).
 func remoteFailure(what string, err error) error {
 	switch {
 	case apierrors.IsUnauthorized(err):
-		return failf(ReasonKubeconfigInvalid, true, "%s: the cluster rejected the kubeconfig's credentials (Unauthorized); update the kubeconfig Secret", what)
+		return outcome.Stallf(fleet.ReasonKubeconfigInvalid, "%s: the cluster rejected the kubeconfig's credentials (Unauthorized); update the kubeconfig Secret", what)
 	case apierrors.IsForbidden(err):
-		return failf(ReasonInstallFailed, true, "%s: the kubeconfig's user lacks the rights to install the agent (it needs cluster-admin): %v", what, err)
+		return outcome.Stallf(fleet.ReasonInstallFailed, "%s: the kubeconfig's user lacks the rights to install the agent (it needs cluster-admin): %w", what, err)
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		return failf(ReasonInstallFailed, true, "%s: %v", what, err)
+		return outcome.Stallf(fleet.ReasonInstallFailed, "%s: %w", what, err)
 	case apierrors.ReasonForError(err) != metav1.StatusReasonUnknown:
-		return failf(ReasonInstallFailed, false, "%s: %v", what, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return failf(ReasonClusterUnreachable, false, "%s: %v", what, err)
+	return outcome.Waitf(fleet.ReasonClusterUnreachable, 0, "%s: %w", what, err)
 }
 
-// ImportedCondition is the Imported condition after a reconcile that ended
-// with err, or, without error, with the agent registered or not.
-func ImportedCondition(err error, registered bool, generation int64) metav1.Condition {
-	c := metav1.Condition{Type: fleet.ConditionImported, ObservedGeneration: generation}
-	switch {
-	case err != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonInstallFailed, err.Error()
-		var ie *importError
-		if errors.As(err, &ie) {
-			c.Reason = ie.reason
-		}
-	case registered:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAgentRegistered, "the agent is registered and checks in"
-	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonApplied, "the agent's objects are applied; waiting for the agent to register and check in"
+// importedOutcome is how outcome.Compute sets the Imported condition after a
+// reconcile that ended with err: False with the error's reason (InstallFailed
+// for a transient error), else True, AgentRegistered once the agent checks
+// in and Applied until then.
+func importedOutcome(c *fleet.Cluster, err error, registered bool) outcome.Input {
+	in := outcome.Input{
+		Object:         c,
+		Condition:      fleet.ConditionImported,
+		SuccessReason:  fleet.ReasonApplied,
+		SuccessMessage: "the agent's objects are applied; waiting for the agent to register and check in",
+		FallbackReason: fleet.ReasonInstallFailed,
+		Err:            err,
+		Action:         "Import",
 	}
-	return c
+	if registered {
+		in.SuccessReason, in.SuccessMessage = fleet.ReasonAgentRegistered, "the agent is registered and checks in"
+	}
+	return in
+}
+
+// importStatus is the part of a Cluster's status this controller owns and
+// applies: the Imported condition (conditions are a map list keyed by type,
+// so the other writers' entries stay as they are) and the install record.
+type importStatus struct {
+	Conditions              []metav1.Condition `json:"conditions,omitempty"`
+	AgentDeployedGeneration *int64             `json:"agentDeployedGeneration,omitempty"`
+	APIServerURL            string             `json:"apiServerURL,omitempty"`
+	APIServerCAHash         string             `json:"apiServerCAHash,omitempty"`
+}
+
+// ownedStatus picks this controller's fields out of a Cluster's status.
+func ownedStatus(s *fleet.ClusterStatus) importStatus {
+	out := importStatus{AgentDeployedGeneration: s.AgentDeployedGeneration, APIServerURL: s.APIServerURL, APIServerCAHash: s.APIServerCAHash}
+	if c := meta.FindStatusCondition(s.Conditions, fleet.ConditionImported); c != nil {
+		out.Conditions = []metav1.Condition{*c}
+	}
+	return out
 }
 
 // AgentRegistered tells whether the agent has checked in since it was last

@@ -2,6 +2,7 @@ package clusterimport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -14,33 +15,44 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/conditions"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
-func TestImportedCondition(t *testing.T) {
+func TestImportedOutcome(t *testing.T) {
 	for name, tc := range map[string]struct {
 		err        error
 		registered bool
 		status     metav1.ConditionStatus
 		reason     string
 		message    string
+		terminal   bool
 	}{
-		"applied":      {status: metav1.ConditionTrue, reason: ReasonApplied},
-		"registered":   {registered: true, status: metav1.ConditionTrue, reason: ReasonAgentRegistered},
-		"missing":      {err: failf(ReasonSecretMissing, true, "kubeconfig Secret x not found"), status: metav1.ConditionFalse, reason: ReasonSecretMissing, message: "kubeconfig Secret x not found"},
-		"unreachable":  {err: remoteFailure("reading", errors.New("dial tcp: connection refused")), status: metav1.ConditionFalse, reason: ReasonClusterUnreachable, message: "reading: dial tcp: connection refused"},
-		"wrapped":      {err: fmt.Errorf("outer: %w", failf(ReasonAdopting, false, "waiting")), status: metav1.ConditionFalse, reason: ReasonAdopting, message: "outer: waiting"},
-		"manager-side": {err: errors.New("etcd timeout"), status: metav1.ConditionFalse, reason: ReasonInstallFailed, message: "etcd timeout"},
-		"error wins":   {err: failf(ReasonKubeconfigInvalid, true, "bad"), registered: true, status: metav1.ConditionFalse, reason: ReasonKubeconfigInvalid},
+		"applied":    {status: metav1.ConditionTrue, reason: fleet.ReasonApplied},
+		"registered": {registered: true, status: metav1.ConditionTrue, reason: fleet.ReasonAgentRegistered},
+		"missing": {err: outcome.Stallf(fleet.ReasonSecretNotFound, "kubeconfig Secret x not found"), status: metav1.ConditionFalse,
+			reason: fleet.ReasonSecretNotFound, message: "kubeconfig Secret x not found", terminal: true},
+		"unreachable": {err: remoteFailure("reading", errors.New("dial tcp: connection refused")), status: metav1.ConditionFalse,
+			reason: fleet.ReasonClusterUnreachable, message: "reading: dial tcp: connection refused"},
+		"wrapped": {err: fmt.Errorf("outer: %w", outcome.Waitf(fleet.ReasonAdopting, 0, "waiting")), status: metav1.ConditionFalse,
+			reason: fleet.ReasonAdopting, message: "outer: waiting"},
+		"manager-side": {err: errors.New("etcd timeout"), status: metav1.ConditionFalse, reason: fleet.ReasonInstallFailed, message: "etcd timeout"},
+		"error wins": {err: outcome.Stallf(fleet.ReasonKubeconfigInvalid, "bad"), registered: true, status: metav1.ConditionFalse,
+			reason: fleet.ReasonKubeconfigInvalid, terminal: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			c := ImportedCondition(tc.err, tc.registered, 7)
-			g.Expect(c.Type).To(Equal(fleet.ConditionImported))
+			cluster := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Generation: 7}}
+			_, err := outcome.Compute(context.Background(), importedOutcome(cluster, tc.err, tc.registered))
+			g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(Equal(tc.terminal), "a stall stops until a watched object changes")
+			c := conditions.Get(cluster, fleet.ConditionImported)
+			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(tc.status))
 			g.Expect(c.Reason).To(Equal(tc.reason))
 			g.Expect(c.ObservedGeneration).To(Equal(int64(7)))
@@ -52,26 +64,53 @@ func TestImportedCondition(t *testing.T) {
 	}
 }
 
+func TestOwnedStatus(t *testing.T) {
+	g := NewWithT(t)
+	status := &fleet.ClusterStatus{
+		AgentDeployedGeneration: ptr.To[int64](2), APIServerURL: "https://m", APIServerCAHash: "ca",
+		Conditions: []metav1.Condition{
+			{Type: fleet.ConditionReady, Status: metav1.ConditionTrue, Reason: fleet.ReasonReady},
+			{Type: fleet.ConditionImported, Status: metav1.ConditionTrue, Reason: fleet.ReasonApplied},
+		},
+		Agent: fleet.AgentStatus{LastSeen: metav1.NewTime(t0)},
+	}
+	owned := ownedStatus(status)
+	g.Expect(owned.Conditions).To(HaveLen(1), "only the Imported condition: the others have their own writers")
+	g.Expect(owned.Conditions[0].Type).To(Equal(fleet.ConditionImported))
+	g.Expect(owned.APIServerURL).To(Equal("https://m"))
+	g.Expect(*owned.AgentDeployedGeneration).To(Equal(int64(2)))
+
+	b, err := json.Marshal(ownedStatus(&fleet.ClusterStatus{}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(b)).To(Equal("{}"), "nothing recorded yet: nothing applied")
+}
+
 func TestRemoteFailure(t *testing.T) {
 	gr := schema.GroupResource{Resource: "deployments"}
 	for name, tc := range map[string]struct {
 		err      error
 		reason   string
-		terminal bool
+		stalling bool
+		waiting  bool
 	}{
-		"unauthorized": {apierrors.NewUnauthorized("no"), ReasonKubeconfigInvalid, true},
-		"forbidden":    {apierrors.NewForbidden(gr, "x", errors.New("no")), ReasonInstallFailed, true},
-		"invalid":      {apierrors.NewInvalid(schema.GroupKind{Kind: "Deployment"}, "x", nil), ReasonInstallFailed, true},
-		"server error": {apierrors.NewInternalError(errors.New("boom")), ReasonInstallFailed, false},
-		"timeout":      {context.DeadlineExceeded, ReasonClusterUnreachable, false},
-		"refused":      {errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), ReasonClusterUnreachable, false},
+		"unauthorized": {err: apierrors.NewUnauthorized("no"), reason: fleet.ReasonKubeconfigInvalid, stalling: true},
+		"forbidden":    {err: apierrors.NewForbidden(gr, "x", errors.New("no")), reason: fleet.ReasonInstallFailed, stalling: true},
+		"invalid":      {err: apierrors.NewInvalid(schema.GroupKind{Kind: "Deployment"}, "x", nil), reason: fleet.ReasonInstallFailed, stalling: true},
+		"bad request":  {err: apierrors.NewBadRequest("no"), reason: fleet.ReasonInstallFailed, stalling: true},
+		"server error": {err: apierrors.NewInternalError(errors.New("boom")), reason: fleet.ReasonInstallFailed},
+		"timeout":      {err: context.DeadlineExceeded, reason: fleet.ReasonClusterUnreachable, waiting: true},
+		"refused":      {err: errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), reason: fleet.ReasonClusterUnreachable, waiting: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			err := remoteFailure("installing the agent", tc.err)
-			g.Expect(ImportedCondition(err, false, 1).Reason).To(Equal(tc.reason))
-			g.Expect(isTerminal(err)).To(Equal(tc.terminal))
+			g.Expect(outcome.ReasonOf(err, fleet.ReasonInstallFailed)).To(Equal(tc.reason))
+			g.Expect(outcome.IsStalling(err)).To(Equal(tc.stalling))
+			g.Expect(outcome.IsWaiting(err)).To(Equal(tc.waiting))
 			g.Expect(err.Error()).To(HavePrefix("installing the agent: "))
+			if tc.reason != fleet.ReasonKubeconfigInvalid {
+				g.Expect(errors.Is(err, tc.err)).To(BeTrue(), "the cause stays inspectable")
+			}
 		})
 	}
 }
@@ -180,15 +219,15 @@ func TestPredicate(t *testing.T) {
 	}
 	g.Expect(p.Create(event.CreateEvent{Object: &fleet.Cluster{}})).To(BeFalse(), "not imported")
 	g.Expect(p.Create(event.CreateEvent{Object: imported("", time.Time{})})).To(BeTrue())
-	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(ReasonAgentRegistered, t0), ObjectNew: imported(ReasonAgentRegistered, t0.Add(time.Minute))})).
+	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(fleet.ReasonAgentRegistered, t0), ObjectNew: imported(fleet.ReasonAgentRegistered, t0.Add(time.Minute))})).
 		To(BeFalse(), "heartbeats of a registered agent are ignored")
-	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(ReasonApplied, time.Time{}), ObjectNew: imported(ReasonApplied, t0)})).
+	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(fleet.ReasonApplied, time.Time{}), ObjectNew: imported(fleet.ReasonApplied, t0)})).
 		To(BeTrue(), "the check-in awaited after an install")
-	dropped := imported(ReasonAgentRegistered, t0)
+	dropped := imported(fleet.ReasonAgentRegistered, t0)
 	dropped.Status.Conditions = nil
-	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(ReasonKubeconfigInvalid, t0), ObjectNew: dropped})).
+	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(fleet.ReasonKubeconfigInvalid, t0), ObjectNew: dropped})).
 		To(BeTrue(), "another writer dropped the Imported condition: write it again")
-	relabelled := imported(ReasonAgentRegistered, t0)
+	relabelled := imported(fleet.ReasonAgentRegistered, t0)
 	relabelled.Labels = map[string]string{"env": "prod"}
-	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(ReasonAgentRegistered, t0), ObjectNew: relabelled})).To(BeTrue())
+	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(fleet.ReasonAgentRegistered, t0), ObjectNew: relabelled})).To(BeTrue())
 }

@@ -47,14 +47,20 @@
 // it describes what is really there); status.apiServerURL and
 // status.apiServerCAHash record the manager address handed to the agent.
 //
-// The Imported condition says where the import stands: SecretMissing,
-// KubeconfigInvalid (user-fixable: reconcile.TerminalError, the Secret watch
-// brings the fix), ClusterUnreachable (retried with backoff),
-// IdentityConflict, Adopting, WaitingForToken, InstallFailed, then Applied
-// (True: objects in place, waiting for the agent) and AgentRegistered (True).
-// Status is written once per reconcile with server-side apply of only this
-// controller's fields, so the cluster controller's conditions stay as they
-// are.
+// The Imported condition says where the import stands. Errors go through
+// internal/outcome: what only a person can fix stalls the Cluster
+// (reconcile.TerminalError; the watches on the Cluster and its kubeconfig
+// Secret bring the fix): SecretNotFound, KubeconfigInvalid (also a Secret
+// without the "value" key, or credentials the cluster rejects) and
+// InstallFailed for objects the cluster refuses (Forbidden, Invalid). What
+// fixes itself is retried with backoff: ClusterUnreachable,
+// IdentityConflict, Adopting, WaitingForToken, and InstallFailed for other
+// errors. Success is Applied (True: objects in place, waiting for the agent)
+// and then AgentRegistered (True). A change of the condition is recorded as
+// an event on the Cluster. Status is computed once per reconcile and
+// written, only when it changed, with server-side apply of only this
+// controller's fields (field manager fleet-clusterimport), so the cluster
+// controller's conditions stay as they are.
 //
 // Every imported Cluster is looked at again every CheckInterval (sooner when
 // its agent is about to turn stale), which finds a deleted agent

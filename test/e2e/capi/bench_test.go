@@ -66,7 +66,7 @@ var _ = Describe("An onboarding storm", func() {
 				mu.Lock()
 				for _, c := range list.Items {
 					cond := meta.FindStatusCondition(c.Status.Conditions, fleet.ConditionImported)
-					if _, seen := applied[c.Name]; !seen && cond != nil && cond.Reason == clusterimport.ReasonApplied {
+					if _, seen := applied[c.Name]; !seen && cond != nil && cond.Reason == fleet.ReasonApplied {
 						applied[c.Name] = now
 						if len(applied) == n {
 							close(done)

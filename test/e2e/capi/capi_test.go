@@ -65,7 +65,7 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 		alpha = createCAPICluster(capiCluster{name: "alpha", workload: workloads[0], class: "quick-start",
 			labels: map[string]string{"env": "dev", "tier": "web"}})
 		writeKubeconfigSecret(ns, "alpha", workloads[0], nil)
-		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionFalse, capi.ReasonWaitingForControlPlane))
+		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionFalse, fleet.ReasonWaitingForControlPlane))
 		Consistently(func() bool { _, err := getFleetCluster(ns, "alpha"); return apierrors.IsNotFound(err) }, 2*time.Second, 200*time.Millisecond).Should(BeTrue())
 		Expect(admin.Get(ctx, client.ObjectKeyFromObject(alpha), alpha)).To(Succeed())
 		Expect(alpha.Finalizers).NotTo(ContainElement(fleet.CAPIEnrollmentFinalizer), "nothing to clean up yet")
@@ -83,7 +83,7 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 		Expect(fc.Labels).To(Equal(map[string]string{"env": "dev", "tier": "web", capi.ClusterClassLabel: "quick-start"}))
 
 		uid := kubeSystemUID(workloads[0])
-		Eventually(imported(ns, "alpha"), 20*time.Second, 50*time.Millisecond).Should(Equal(clusterimport.ReasonApplied))
+		Eventually(imported(ns, "alpha"), 20*time.Second, 50*time.Millisecond).Should(Equal(fleet.ReasonApplied))
 		applied := time.Since(secretsAt)
 		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Secret{}, &corev1.ConfigMap{}} {
 			name := fleet.AgentName
@@ -101,7 +101,7 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 		Expect(cfg.CheckinInterval).To(Equal(checkinInterval.String()))
 
 		Expect(getFleetCluster(ns, "alpha")).To(HaveField("Spec.ClientID", uid))
-		Expect(agentReady(ns, "alpha")()).To(haveReason(metav1.ConditionFalse, capi.ReasonInstalling))
+		Expect(agentReady(ns, "alpha")()).To(haveReason(metav1.ConditionFalse, fleet.ReasonInstalling))
 		msg := fmt.Sprintf("Enrolled in %s, agent objects applied %s after the control plane was initialized",
 			enrolled.Sub(secretsAt).Round(time.Millisecond), applied.Round(time.Millisecond))
 		AddReportEntry("enroll-one", msg)
@@ -110,7 +110,7 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 
 	It("registers the agent that runs from those objects onto the same Cluster", func() {
 		k0 = startKubelet(workloads[0], fleet.DefaultSystemNamespace)
-		Eventually(imported(ns, "alpha"), 60*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonAgentRegistered), func() string { return k0.Output() })
+		Eventually(imported(ns, "alpha"), 60*time.Second, 100*time.Millisecond).Should(Equal(fleet.ReasonAgentRegistered), func() string { return k0.Output() })
 		fc, err := getFleetCluster(ns, "alpha")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(fc.UID).To(Equal(alphaUID), "the same Cluster object")
@@ -120,7 +120,7 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 		Expect(fc.Status.APIServerURL).To(Equal(upstream.Config.Host))
 		Expect(fc.Status.APIServerCAHash).To(Equal(clusterimport.CAHash(upstream.Config.CAData)))
 
-		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, capi.ReasonRegistered))
+		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered))
 		Eventually(notFound(&fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.ImportToken("alpha")}}),
 			10*time.Second, 100*time.Millisecond).Should(BeTrue(), "the import token goes once the agent is registered")
 		err = w0Local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, &corev1.Secret{})
@@ -160,7 +160,7 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 			return cfg.Labels
 		}, 10*time.Second, 100*time.Millisecond).Should(HaveKeyWithValue("env", "prod"))
 		Consistently(k0.Starts, time.Second, 100*time.Millisecond).Should(Equal(starts))
-		Expect(imported(ns, "alpha")()).To(Equal(clusterimport.ReasonAgentRegistered))
+		Expect(imported(ns, "alpha")()).To(Equal(fleet.ReasonAgentRegistered))
 	})
 
 	It("reinstalls the agent when its Deployment is deleted downstream", func() {
@@ -174,8 +174,8 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 		AddReportEntry("heal-deleted", msg)
 		fmt.Println(msg)
 		Eventually(k0.Starts, 10*time.Second, 100*time.Millisecond).Should(BeNumerically(">", starts))
-		Eventually(imported(ns, "alpha"), 30*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonAgentRegistered), func() string { return k0.Output() })
-		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, capi.ReasonRegistered))
+		Eventually(imported(ns, "alpha"), 30*time.Second, 100*time.Millisecond).Should(Equal(fleet.ReasonAgentRegistered), func() string { return k0.Output() })
+		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered))
 		Expect(clustersWithClientID(kubeSystemUID(workloads[0]))()).To(ConsistOf(ns + "/alpha"))
 	})
 
@@ -186,8 +186,8 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 		By("the manager notices the silence and restarts the agent with a fresh token")
 		Eventually(k0.Starts, staleAfter+2*checkInterval+10*time.Second, 200*time.Millisecond).Should(BeNumerically(">", starts))
 		healed := time.Since(hung)
-		Eventually(imported(ns, "alpha"), 30*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonAgentRegistered), func() string { return k0.Output() })
-		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, capi.ReasonRegistered))
+		Eventually(imported(ns, "alpha"), 30*time.Second, 100*time.Millisecond).Should(Equal(fleet.ReasonAgentRegistered), func() string { return k0.Output() })
+		Eventually(agentReady(ns, "alpha"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered))
 		fc, err := getFleetCluster(ns, "alpha")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(fc.UID).To(Equal(alphaUID))
@@ -229,14 +229,14 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 			out := k1.Output()
 			g.Expect(out).NotTo(ContainSubstring("panic:"),
 				"fleet-agent crashed re-registering after its stored credential was revoked (agent/registration attempt() logs err.Error() of the outer, nil err):\n%s", out)
-			g.Expect(imported(ns, "beta")()).To(Equal(clusterimport.ReasonAgentRegistered), out)
+			g.Expect(imported(ns, "beta")()).To(Equal(fleet.ReasonAgentRegistered), out)
 		}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
 		Expect(clustersWithClientID(uid)()).To(ConsistOf(ns+"/beta"), "one Cluster per identity")
 		fc, err := getFleetCluster(ns, "beta")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(fc.Labels).To(HaveKeyWithValue("legacy", "yes"), "labels of the adopted Cluster carry over")
 		Expect(fc.Labels).To(HaveKeyWithValue("env", "staging"))
-		Eventually(agentReady(ns, "beta"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, capi.ReasonRegistered))
+		Eventually(agentReady(ns, "beta"), 10*time.Second, 100*time.Millisecond).Should(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered))
 	})
 
 	It("reports a garbage kubeconfig on both Clusters and leaves the others alone", func() {
@@ -244,11 +244,11 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 		initialize(broken)
 		writeKubeconfigSecret(ns, "broken", workloads[0], []byte("this is: [not a kubeconfig"))
 		Eventually(func() *metav1.Condition { return importedCondition(ns, "broken") }, 20*time.Second, 100*time.Millisecond).
-			Should(haveReason(metav1.ConditionFalse, clusterimport.ReasonKubeconfigInvalid))
+			Should(haveReason(metav1.ConditionFalse, fleet.ReasonKubeconfigInvalid))
 		Eventually(agentReady(ns, "broken"), 10*time.Second, 100*time.Millisecond).Should(And(
-			haveReason(metav1.ConditionFalse, capi.ReasonFailed), HaveField("Message", ContainSubstring(clusterimport.ReasonKubeconfigInvalid))))
+			haveReason(metav1.ConditionFalse, fleet.ReasonFailed), HaveField("Message", ContainSubstring(fleet.ReasonKubeconfigInvalid))))
 		fmt.Println("Garbage kubeconfig:", agentReady(ns, "broken")().Message)
-		Consistently(imported(ns, "alpha"), 3*time.Second, 200*time.Millisecond).Should(Equal(clusterimport.ReasonAgentRegistered))
+		Consistently(imported(ns, "alpha"), 3*time.Second, 200*time.Millisecond).Should(Equal(fleet.ReasonAgentRegistered))
 
 		By("fixing the Secret fixes the import (Cluster API rotates it in place)")
 		secret := &corev1.Secret{}
@@ -257,19 +257,19 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 		Expect(err).NotTo(HaveOccurred())
 		secret.Data[fleet.KubeConfigSecretValueKey] = kc
 		Expect(admin.Update(ctx, secret)).To(Succeed())
-		Eventually(imported(ns, "broken"), 20*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonApplied))
+		Eventually(imported(ns, "broken"), 20*time.Second, 100*time.Millisecond).Should(Equal(fleet.ReasonApplied))
 	})
 
 	It("reports a stopped API server as unreachable and leaves the others alone", func() {
 		// broken now points at workload-2, with its agent objects applied.
 		Expect(workloads[2].APIServer().Stop()).To(Succeed())
 		Eventually(func() *metav1.Condition { return importedCondition(ns, "broken") }, checkInterval+3*remoteTimeout+10*time.Second, 200*time.Millisecond).
-			Should(haveReason(metav1.ConditionFalse, clusterimport.ReasonClusterUnreachable))
+			Should(haveReason(metav1.ConditionFalse, fleet.ReasonClusterUnreachable))
 		Eventually(agentReady(ns, "broken"), 10*time.Second, 100*time.Millisecond).Should(And(
-			haveReason(metav1.ConditionFalse, capi.ReasonFailed), HaveField("Message", ContainSubstring(clusterimport.ReasonClusterUnreachable))))
+			haveReason(metav1.ConditionFalse, fleet.ReasonFailed), HaveField("Message", ContainSubstring(fleet.ReasonClusterUnreachable))))
 		fmt.Println("Stopped API server:", agentReady(ns, "broken")().Message)
-		Consistently(imported(ns, "alpha"), 3*time.Second, 200*time.Millisecond).Should(Equal(clusterimport.ReasonAgentRegistered))
-		Expect(agentReady(ns, "alpha")()).To(haveReason(metav1.ConditionTrue, capi.ReasonRegistered))
+		Consistently(imported(ns, "alpha"), 3*time.Second, 200*time.Millisecond).Should(Equal(fleet.ReasonAgentRegistered))
+		Expect(agentReady(ns, "alpha")()).To(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered))
 	})
 
 	It("leaves a paused cluster alone", func() {
@@ -283,7 +283,7 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 
 		By("unpausing enrolls it")
 		setPaused(delta, false)
-		Eventually(imported(ns, "delta"), 20*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonApplied))
+		Eventually(imported(ns, "delta"), 20*time.Second, 100*time.Millisecond).Should(Equal(fleet.ReasonApplied))
 		fc, err := getFleetCluster(ns, "delta")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(fc.Spec.AgentNamespace).To(Equal("fleet-delta"))
@@ -327,7 +327,7 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 		Expect(admin.Get(ctx, types.NamespacedName{Name: optOutNS}, nsObj)).To(Succeed())
 		delete(nsObj.Labels, capi.EnrollLabel)
 		Expect(admin.Update(ctx, nsObj)).To(Succeed())
-		Eventually(imported(optOutNS, "zeta"), 20*time.Second, 100*time.Millisecond).Should(Equal(clusterimport.ReasonApplied))
+		Eventually(imported(optOutNS, "zeta"), 20*time.Second, 100*time.Millisecond).Should(Equal(fleet.ReasonApplied))
 
 		By("opting out an enrolled cluster releases it and keeps its fleet Cluster")
 		Expect(admin.Get(ctx, client.ObjectKeyFromObject(zeta), zeta)).To(Succeed())

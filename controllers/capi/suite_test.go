@@ -1,0 +1,239 @@
+package capi_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/capi"
+	"github.com/gitfleet/fleet/internal/conditions"
+	"github.com/gitfleet/fleet/test/envtest"
+)
+
+var env *envtest.Environment
+
+func TestMain(m *testing.M) {
+	os.Exit(envtest.Run(context.Background(), envtest.RunInput{
+		M:    m,
+		Name: "capi",
+		CAPI: true,
+		SetupReconcilers: func(ctx context.Context, mgr ctrl.Manager) error {
+			return (&capi.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr)
+		},
+		SetupEnv: func(e *envtest.Environment) { env = e },
+	}))
+}
+
+// capiCluster creates a Cluster API Cluster, its control plane initialized
+// or not, as Cluster API's controllers would leave it.
+func capiCluster(t *testing.T, namespace, name string, initialized bool, mutate func(*clusterv1.Cluster)) *clusterv1.Cluster {
+	t.Helper()
+	g := NewWithT(t)
+	c := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"env": "dev"}},
+		Spec:       clusterv1.ClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 6443}},
+	}
+	if mutate != nil {
+		mutate(c)
+	}
+	g.Expect(env.CreateAndWait(t.Context(), c)).To(Succeed())
+	if initialized {
+		initialize(t, c)
+	}
+	return c
+}
+
+// initialize marks the control plane initialized, as Cluster API does.
+func initialize(t *testing.T, c *clusterv1.Cluster) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"initialization":{"controlPlaneInitialized":true}}}`))
+	NewWithT(t).Expect(env.Status().Patch(t.Context(), c, patch)).To(Succeed())
+}
+
+// kubeconfigSecret writes <name>-kubeconfig as Cluster API does. Its
+// content does not matter here: no import controller reads it.
+func kubeconfigSecret(t *testing.T, namespace, name string) {
+	t.Helper()
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: capi.KubeconfigSecretName(name),
+			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+		Type: clusterv1.ClusterSecretType,
+		Data: map[string][]byte{fleet.KubeConfigSecretValueKey: []byte("kubeconfig")},
+	}
+	NewWithT(t).Expect(env.Create(t.Context(), s)).To(Succeed())
+}
+
+func fleetCluster(ctx context.Context, namespace, name string) func() (*fleet.Cluster, error) {
+	return func() (*fleet.Cluster, error) {
+		c := &fleet.Cluster{}
+		return c, env.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, c)
+	}
+}
+
+func notFound(ctx context.Context, obj client.Object) func() bool {
+	return func() bool {
+		return apierrors.IsNotFound(env.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object)))
+	}
+}
+
+// agentReady returns FleetAgentReady of a Cluster API Cluster, nil when it
+// has none.
+func agentReady(ctx context.Context, c *clusterv1.Cluster) func(g Gomega) *metav1.Condition {
+	return func(g Gomega) *metav1.Condition {
+		got := &clusterv1.Cluster{}
+		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+		return conditions.Get(got, capi.ConditionFleetAgentReady)
+	}
+}
+
+func haveReason(status metav1.ConditionStatus, reason string) OmegaMatcher {
+	return And(Not(BeNil()), HaveField("Status", status), HaveField("Reason", reason))
+}
+
+// setImported writes the fleet Cluster's Imported condition as the import
+// controller does, under its field owner.
+func setImported(t *testing.T, fc *fleet.Cluster, status metav1.ConditionStatus, reason, message string) {
+	t.Helper()
+	cond := metav1.Condition{Type: fleet.ConditionImported, Status: status, Reason: reason, Message: message, LastTransitionTime: metav1.Now()}
+	NewWithT(t).Expect(conditions.ApplyStatus(t.Context(), env.Client, fleet.GroupVersion.WithKind("Cluster"), client.ObjectKeyFromObject(fc),
+		map[string]any{"conditions": []metav1.Condition{cond}}, "fleet-clusterimport")).To(Succeed())
+}
+
+func TestEnrollsAnInitializedClusterWithItsKubeconfigSecret(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := env.CreateNamespace(ctx, "capi")
+	g.Expect(err).NotTo(HaveOccurred())
+	c := capiCluster(t, ns.Name, "alpha", false, func(c *clusterv1.Cluster) {
+		c.Spec.Topology = clusterv1.Topology{ClassRef: clusterv1.ClusterClassRef{Name: "quick-start"}, Version: "v1.36.0"}
+	})
+	kubeconfigSecret(t, ns.Name, "alpha")
+
+	g.Eventually(agentReady(ctx, c)).WithTimeout(20 * time.Second).Should(And(
+		haveReason(metav1.ConditionFalse, fleet.ReasonWaitingForControlPlane),
+		HaveField("Message", "waiting for the control plane to be initialized")))
+	g.Consistently(notFound(ctx, &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "alpha"}})).
+		WithTimeout(time.Second).Should(BeTrue(), "no fleet Cluster before the control plane is initialized")
+
+	initialize(t, c)
+	g.Eventually(fleetCluster(ctx, ns.Name, "alpha")).WithTimeout(20*time.Second).Should(And(
+		HaveField("Spec.KubeConfigSecret", "alpha-kubeconfig"),
+		HaveField("Labels", Equal(map[string]string{"env": "dev", capi.ClusterClassLabel: "quick-start"})),
+	), "the fleet Cluster, once the control plane is initialized")
+	fc, err := fleetCluster(ctx, ns.Name, "alpha")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(metav1.IsControlledBy(fc, c)).To(BeTrue(), "owned by the Cluster API Cluster")
+	got := &clusterv1.Cluster{}
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+	g.Expect(got.Finalizers).To(ContainElement(fleet.CAPIEnrollmentFinalizer))
+	g.Eventually(agentReady(ctx, c)).WithTimeout(20 * time.Second).Should(haveReason(metav1.ConditionFalse, fleet.ReasonInstalling))
+
+	// FleetAgentReady follows the fleet Cluster's Imported condition.
+	setImported(t, fc, metav1.ConditionTrue, fleet.ReasonAgentRegistered, "the agent is registered and checks in")
+	g.Eventually(agentReady(ctx, c)).WithTimeout(20 * time.Second).Should(And(
+		haveReason(metav1.ConditionTrue, fleet.ReasonRegistered), HaveField("Message", "the agent is registered and checks in")))
+	setImported(t, fc, metav1.ConditionFalse, fleet.ReasonKubeconfigInvalid, "kubeconfig is not valid YAML")
+	g.Eventually(agentReady(ctx, c)).WithTimeout(20 * time.Second).Should(And(
+		haveReason(metav1.ConditionFalse, fleet.ReasonFailed), HaveField("Message", "KubeconfigInvalid: kubeconfig is not valid YAML")))
+
+	// Labels follow Cluster API's, removals included.
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Labels = map[string]string{"env": "prod"}
+	g.Expect(env.Patch(ctx, got, patch)).To(Succeed())
+	g.Eventually(fleetCluster(ctx, ns.Name, "alpha")).WithTimeout(20 * time.Second).
+		Should(HaveField("Labels", HaveKeyWithValue("env", "prod")))
+
+	// Deleting the Cluster API Cluster deletes its fleet Cluster.
+	g.Expect(env.Delete(ctx, c)).To(Succeed())
+	g.Eventually(notFound(ctx, fc)).WithTimeout(20*time.Second).Should(BeTrue(), "the fleet Cluster deleted")
+	g.Eventually(notFound(ctx, c)).WithTimeout(20*time.Second).Should(BeTrue(), "the finalizer removed")
+}
+
+func TestLeavesPausedClustersAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := env.CreateNamespace(ctx, "capi-paused")
+	g.Expect(err).NotTo(HaveOccurred())
+	c := capiCluster(t, ns.Name, "paused", true, func(c *clusterv1.Cluster) { c.Spec.Paused = ptr.To(true) })
+	kubeconfigSecret(t, ns.Name, "paused")
+
+	g.Consistently(notFound(ctx, &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "paused"}})).
+		WithTimeout(2*time.Second).Should(BeTrue(), "no fleet Cluster for a paused cluster")
+	g.Expect(agentReady(ctx, c)(g)).To(BeNil())
+
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":false}}`))
+	g.Expect(env.Patch(ctx, c, patch)).To(Succeed())
+	g.Eventually(fleetCluster(ctx, ns.Name, "paused")).WithTimeout(20*time.Second).Should(Not(BeNil()), "unpausing enrolls it")
+}
+
+func TestLeavesOptedOutClustersAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := env.CreateNamespace(ctx, "capi-optout")
+	g.Expect(err).NotTo(HaveOccurred())
+	byLabel := capiCluster(t, ns.Name, "by-label", true, func(c *clusterv1.Cluster) { c.Labels[capi.EnrollLabel] = "false" })
+	kubeconfigSecret(t, ns.Name, "by-label")
+
+	optedOutNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "capi-optout-ns-", Labels: map[string]string{capi.EnrollLabel: "false"}}}
+	g.Expect(env.CreateAndWait(ctx, optedOutNS)).To(Succeed())
+	byNamespace := capiCluster(t, optedOutNS.Name, "by-namespace", true, nil)
+	kubeconfigSecret(t, optedOutNS.Name, "by-namespace")
+
+	g.Consistently(func() bool {
+		return notFound(ctx, &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "by-label"}})() &&
+			notFound(ctx, &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: optedOutNS.Name, Name: "by-namespace"}})()
+	}).WithTimeout(2*time.Second).Should(BeTrue(), "no fleet Cluster for opted-out clusters")
+	g.Expect(agentReady(ctx, byLabel)(g)).To(BeNil())
+	g.Expect(agentReady(ctx, byNamespace)(g)).To(BeNil())
+
+	// Removing the namespace's label enrolls its clusters; opting an
+	// enrolled cluster out releases it and keeps its fleet Cluster.
+	patch := client.MergeFrom(optedOutNS.DeepCopy())
+	delete(optedOutNS.Labels, capi.EnrollLabel)
+	g.Expect(env.Patch(ctx, optedOutNS, patch)).To(Succeed())
+	g.Eventually(fleetCluster(ctx, optedOutNS.Name, "by-namespace")).WithTimeout(20 * time.Second).Should(Not(BeNil()))
+	g.Eventually(agentReady(ctx, byNamespace)).WithTimeout(20 * time.Second).Should(haveReason(metav1.ConditionFalse, fleet.ReasonInstalling))
+
+	got := &clusterv1.Cluster{}
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(byNamespace), got)).To(Succeed())
+	clusterPatch := client.MergeFrom(got.DeepCopy())
+	got.Labels[capi.EnrollLabel] = "false"
+	g.Expect(env.Patch(ctx, got, clusterPatch)).To(Succeed())
+	g.Eventually(func(g Gomega) []string {
+		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(got), got)).To(Succeed())
+		return got.Finalizers
+	}).WithTimeout(20*time.Second).ShouldNot(ContainElement(fleet.CAPIEnrollmentFinalizer), "released")
+	g.Eventually(agentReady(ctx, byNamespace)).WithTimeout(20*time.Second).Should(BeNil(), "FleetAgentReady removed")
+	g.Expect(fleetCluster(ctx, optedOutNS.Name, "by-namespace")()).NotTo(BeNil(), "the fleet Cluster stays")
+}
+
+func TestNameTakenByAnotherFleetClusterFails(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := env.CreateNamespace(ctx, "capi-taken")
+	g.Expect(err).NotTo(HaveOccurred())
+	other := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "taken"}}
+	g.Expect(env.CreateAndWait(ctx, other)).To(Succeed())
+	c := capiCluster(t, ns.Name, "taken", true, nil)
+	kubeconfigSecret(t, ns.Name, "taken")
+
+	g.Eventually(agentReady(ctx, c)).WithTimeout(20 * time.Second).Should(And(
+		haveReason(metav1.ConditionFalse, fleet.ReasonFailed),
+		HaveField("Message", ContainSubstring("already exists and was not created for this Cluster API Cluster"))))
+	got, err := fleetCluster(ctx, ns.Name, "taken")()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.UID).To(Equal(other.UID), "never touched")
+	g.Expect(metav1.GetControllerOf(got)).To(BeNil())
+}
