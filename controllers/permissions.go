@@ -1,7 +1,7 @@
 package controllers
 
 // The rights of the manager process itself, beside its reconcilers': leader
-// election, the namespaces it makes at start, and the ClusterRoles every
+// election, the Events every reconciler records through outcome, the namespaces it makes at start, and the ClusterRoles every
 // agent is bound to (made once at start; to bind agents to them the manager
 // must hold what they grant, which the reconcilers' rules cover).
 //
@@ -10,3 +10,4 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundledeployments/status,verbs=update;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -8,6 +8,4 @@ package gitrepo
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=gitreporestrictions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundles,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=gitrepos/finalizers,verbs=update

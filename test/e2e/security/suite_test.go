@@ -1,0 +1,112 @@
+// Package security_test attacks a running fleet from the footholds an
+// attacker may hold, each with that foothold's own credentials, never the
+// admin's: (a) a registration token, (b) one agent's credential, (c) control
+// of one downstream cluster, (d) HTTP access to the webhook port, (e) a
+// tenant who may write GitRepos, Clusters and Secrets in one namespace only,
+// (f) control of a git repository a GitRepo points at.
+//
+// Every spec performs one attack against a real manager (in process, with
+// exactly the rights `fleet install controller` gives it) and real agents,
+// asserts that it is refused with a clear reason, and that nothing of the
+// victim changed. One file per hole: <area>_test.go.
+package security_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
+	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/framework"
+)
+
+func TestSecurity(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Security")
+}
+
+// Env is what every attack spec runs against.
+type Env struct {
+	Ctx context.Context
+	// Upstream runs the manager; Admin is its admin client, for setting up
+	// victims and checking that they did not change — never for attacking.
+	Upstream *controlplane.ControlPlane
+	Admin    client.Client
+	// Downstreams are two workload clusters: [0] the attacker's, [1] the
+	// victim's.
+	Downstreams []*controlplane.ControlPlane
+	// Options are the manager's options in this suite.
+	Options controllers.Options
+	// WebhookURL is the manager's git push webhook endpoint.
+	WebhookURL string
+	// Git serves the repositories under GitRoot over HTTP on loopback.
+	Git     *gittest.Server
+	GitURL  string
+	GitRoot string
+	// LogDir holds the logs of agents started by specs.
+	LogDir string
+}
+
+// env is built once in BeforeSuite; specs read it, never write it.
+var env *Env
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
+	e := &Env{Ctx: context.Background()}
+	built := make(chan error, 1)
+	go func() { _, err := framework.Binaries(); built <- err }()
+	cps, err := controlplane.StartN(3, "sec", controlplane.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	e.Upstream, e.Downstreams = cps[0], cps[1:]
+	Expect(<-built).To(Succeed())
+	e.Admin, err = e.Upstream.Client(controllers.Scheme())
+	Expect(err).NotTo(HaveOccurred())
+	e.LogDir, err = os.MkdirTemp("", "fleet-e2e-security-")
+	Expect(err).NotTo(HaveOccurred())
+
+	e.GitRoot, err = os.MkdirTemp("", "fleet-e2e-security-git-")
+	Expect(err).NotTo(HaveOccurred())
+	e.Git = gittest.NewServer(e.GitRoot)
+	gitLn, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	gitSrv := &http.Server{Handler: e.Git, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = gitSrv.Serve(gitLn) }()
+	e.GitURL = "http://" + gitLn.Addr().String()
+	DeferCleanup(gitSrv.Close)
+
+	webhookLn, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	webhookAddr := webhookLn.Addr().String()
+	Expect(webhookLn.Close()).To(Succeed())
+	e.WebhookURL = "http://" + webhookAddr + "/"
+
+	e.Options = controllers.Options{
+		APIServerURL: e.Upstream.Config.Host,
+		APIServerCA:  e.Upstream.Config.CAData,
+		WebhookAddr:  webhookAddr,
+		GitCacheDir:  GinkgoT().TempDir(),
+	}
+	stop, err := framework.StartManager(e.Ctx, e.Upstream.Config, e.Options)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		stop()
+		for _, cp := range cps {
+			_ = cp.Stop()
+		}
+		_ = os.RemoveAll(e.GitRoot)
+		framework.RemoveBinaries()
+	})
+	env = e
+	GinkgoWriter.Printf("Logs of agents are in %s\n", e.LogDir)
+})
