@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,25 +80,6 @@ func CheckInPredicate() predicate.Predicate {
 			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
 			o.Status.Agent.LastSeen.IsZero() != n.Status.Agent.LastSeen.IsZero() ||
 			(n.Status.Display.State == fleet.ClusterStateOffline && !o.Status.Agent.LastSeen.Equal(&n.Status.Agent.LastSeen))
-	}}
-}
-
-// IgnoreHeartbeats drops Cluster updates whose only change is an agent's
-// check-in (status.agent.lastSeen): a heartbeat must cost the manager nothing.
-// It compares in place, copying nothing but the status struct itself.
-func IgnoreHeartbeats() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*fleet.Cluster), e.ObjectNew.(*fleet.Cluster)
-		if o.Status.Agent.LastSeen.Equal(&n.Status.Agent.LastSeen) {
-			return true
-		}
-		if o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) ||
-			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || !slices.Equal(o.Finalizers, n.Finalizers) {
-			return true
-		}
-		os, ns := o.Status, n.Status // shallow: only the check-in time is changed, and only in the copy
-		os.Agent.LastSeen = ns.Agent.LastSeen
-		return !equality.Semantic.DeepEqual(os, ns)
 	}}
 }
 

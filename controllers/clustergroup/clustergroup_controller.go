@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers/cluster"
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/internal/target"
@@ -43,7 +42,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: g.Namespace, Name: g.Name}})
 			}
 			return reqs
-		}), builder.WithPredicates(cluster.IgnoreHeartbeats())).
+		}), builder.WithPredicates(enqueue.IgnoreHeartbeats())).
 		Named("clustergroup").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
