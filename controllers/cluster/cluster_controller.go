@@ -42,7 +42,8 @@ type Reconciler struct {
 	// to a new failure or recovers; default
 	// mgr.GetEventRecorder("fleet-cluster").
 	Recorder events.EventRecorder
-	Workers  int
+	// Workers is the number of Clusters reconciled at once.
+	Workers int
 	// OfflineAfter is how long an agent may go without checking in before
 	// its Cluster is Offline (default DefaultOfflineAfter).
 	OfflineAfter time.Duration

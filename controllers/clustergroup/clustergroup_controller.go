@@ -26,7 +26,8 @@ type Reconciler struct {
 	// Recorder records an event when a group's selector turns invalid or is
 	// fixed; default mgr.GetEventRecorder("fleet-clustergroup").
 	Recorder events.EventRecorder
-	Workers  int
+	// Workers is the number of ClusterGroups reconciled at once.
+	Workers int
 }
 
 // SetupWithManager registers the controller.

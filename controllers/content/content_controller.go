@@ -24,9 +24,11 @@ type Reconciler struct {
 	Client client.Client
 	// Grace is how long an unreferenced Content is kept (a bundle may be
 	// about to create deployments for it). Default one minute.
-	Grace   time.Duration
+	Grace time.Duration
+	// Workers is the number of Contents reconciled at once.
 	Workers int
-	Now     func() time.Time
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 
 	// refs is the cache's index of BundleDeployments by Content.
 	refs toolscache.Indexer
