@@ -198,10 +198,8 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.Bundle,
 		res = result
 	}
 	if !equality.Semantic.DeepEqual(before.Status, s.bundle.Status) {
-		if perr := r.Client.Status().Patch(ctx, s.bundle, client.MergeFrom(before)); perr != nil {
-			if perr = client.IgnoreNotFound(perr); perr != nil {
-				return ctrl.Result{}, perr
-			}
+		if perr := client.IgnoreNotFound(r.Client.Status().Patch(ctx, s.bundle, client.MergeFrom(before))); perr != nil {
+			return ctrl.Result{}, perr
 		}
 	}
 	return res, rerr
