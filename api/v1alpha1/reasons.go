@@ -45,6 +45,13 @@ const (
 	ReasonInvalidOptions   = "InvalidOptions"
 )
 
+// Bundle Ready.
+const (
+	// ReasonInvalidTargets: the Bundle's targets, targetRestrictions or
+	// rolloutStrategy.partitions cannot be compiled.
+	ReasonInvalidTargets = "InvalidTargets"
+)
+
 // Cluster: Processed and Ready (besides the display states WaitCheckIn and
 // Offline, which are Ready reasons too).
 const (

@@ -5,12 +5,6 @@ import (
 	"maps"
 	"time"
 
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -40,14 +34,14 @@ type pass struct {
 // after it.
 func (r *Reconciler) remember(s *scope, now time.Time) {
 	if len(s.errs) > 0 || s.plan == nil {
-		r.passes.Delete(s.bundle.UID)
+		r.mem.forgetPass(s.bundle.UID)
 		return
 	}
 	targets := make([]clusterTarget, len(s.targets))
 	for i, t := range s.targets {
 		targets[i] = clusterTarget{info: t.info, namespace: t.namespace, id: t.id}
 	}
-	r.passes.Store(s.bundle.UID, &pass{
+	r.mem.rememberPass(s.bundle.UID, &pass{
 		generation: s.bundle.Generation, labels: maps.Clone(s.bundle.Labels),
 		contentName: s.contentName, targets: targets, at: now,
 	})
@@ -57,11 +51,10 @@ func (r *Reconciler) remember(s *scope, now time.Time) {
 // targets. It returns false, with s as it found it, when a full pass is due:
 // nothing trusted is remembered, or the plan wants a write.
 func (r *Reconciler) statusPass(ctx context.Context, s *scope, now time.Time) (bool, error) {
-	v, ok := r.passes.Load(s.bundle.UID)
+	p, ok := r.mem.lastPass(s.bundle.UID)
 	if !ok {
 		return false, nil
 	}
-	p := v.(*pass)
 	if p.generation != s.bundle.Generation || !maps.Equal(p.labels, s.bundle.Labels) || now.Sub(p.at) > fullPassEvery {
 		return false, nil
 	}
@@ -95,43 +88,4 @@ func needsWrites(targets []clusterTarget, existing map[string]*fleet.BundleDeplo
 	}
 	// A deployment for a cluster that is no longer targeted must go.
 	return found != len(existing)
-}
-
-// retargeting marks the bundles fn maps an event to as needing a full pass.
-func (r *Reconciler) retargeting(fn handler.MapFunc) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		reqs := fn(ctx, o)
-		for _, req := range reqs {
-			r.retarget.Store(req.NamespacedName, struct{}{})
-		}
-		return reqs
-	}
-}
-
-// deploymentEvents enqueues a BundleDeployment's bundle after statusDelay. A
-// change of its spec or labels (by someone else) asks for a full pass; a new
-// or deleted deployment is caught by the status pass itself.
-func (r *Reconciler) deploymentEvents() handler.EventHandler {
-	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	add := func(o client.Object, q queue, full bool) {
-		key, ok := bundleOf(o)
-		if !ok {
-			return
-		}
-		if full {
-			r.retarget.Store(key, struct{}{})
-		}
-		q.AddAfter(reconcile.Request{NamespacedName: key}, statusDelay)
-	}
-	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { add(e.Object, q, false) },
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
-			full := e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-				!maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
-			add(e.ObjectOld, q, full)
-			add(e.ObjectNew, q, full)
-		},
-		DeleteFunc:  func(_ context.Context, e event.DeleteEvent, q queue) { add(e.Object, q, false) },
-		GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) { add(e.Object, q, true) },
-	}
 }

@@ -5,51 +5,89 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/summary"
 )
 
-// computeStatus sets the bundle's status from what this reconcile saw.
-func (r *Reconciler) computeStatus(s *scope, reconcileErr error) {
-	b := s.bundle
+// statusInput is what one reconcile saw that the bundle's status shows.
+type statusInput struct {
+	// counted tells whether the reconcile got as far as the deployments;
+	// otherwise the counts of the last one stay.
+	counted bool
+	// summary counts the targeted clusters' deployments.
+	summary fleet.BundleSummary
+	// rollout is the rollout plan's status, when a plan was made.
+	rollout *fleet.BundleStatus
+	// errs are the clusters the bundle could not be worked out for.
+	errs []error
+	// contentName is the bundle's Content.
+	contentName string
+}
+
+// statusView is what the status shows of a reconcile's scope.
+func statusView(s *scope) statusInput {
+	in := statusInput{errs: s.errs, contentName: s.contentName}
+	if s.existing == nil {
+		return in
+	}
+	in.counted, in.summary = true, summarize(s.targets, s.existing)
+	if s.plan != nil {
+		in.rollout = &s.plan.Status
+	}
+	return in
+}
+
+// setStatus sets the bundle's status from what a reconcile that ended with
+// err saw. On success it sets Ready from the deployments' summary (False
+// with ReasonError when some clusters could not be worked out) and the
+// observed generation; on failure outcome sets Ready, and the counts are
+// those of the deployments if they were looked at.
+func setStatus(b *fleet.Bundle, in statusInput, err error) {
 	st := &b.Status
-	if reconcileErr != nil && s.existing == nil {
-		// Failed before looking at deployments: keep the counts, say why.
-		meta.SetStatusCondition(&st.Conditions, ErrorCondition(reconcileErr, b.Generation))
-		st.Display.State = string(fleet.ErrApplied)
+	if !in.counted {
+		if err != nil {
+			st.Display.State = string(fleet.ErrApplied)
+		}
 		return
 	}
-	st.Summary = Summary(s)
+	st.Summary = in.summary
 	st.Display.ReadyClusters = fmt.Sprintf("%d/%d", st.Summary.Ready, st.Summary.DesiredReady)
 	st.Display.State = string(summary.WorstState(st.Summary))
 	st.Unavailable = st.Summary.DesiredReady - st.Summary.Ready - st.Summary.Pending
-	if p := s.plan; p != nil {
-		st.MaxUnavailable, st.MaxUnavailablePartitions, st.UnavailablePartitions = p.Status.MaxUnavailable, p.Status.MaxUnavailablePartitions, p.Status.UnavailablePartitions
-		st.MaxNew, st.NewlyCreated, st.Partitions = p.Status.MaxNew, p.Status.NewlyCreated, p.Status.Partitions
+	if p := in.rollout; p != nil {
+		st.MaxUnavailable, st.MaxUnavailablePartitions, st.UnavailablePartitions = p.MaxUnavailable, p.MaxUnavailablePartitions, p.UnavailablePartitions
+		st.MaxNew, st.NewlyCreated, st.Partitions = p.MaxNew, p.NewlyCreated, p.Partitions
 	}
-	cond := summary.ReadyCondition(st.Summary, b.Generation)
-	if err := errors.Join(append(s.errs, reconcileErr)...); err != nil {
-		cond = ErrorCondition(err, b.Generation)
+	if in.contentName != "" {
+		st.ResourcesSHA256Sum = strings.TrimPrefix(in.contentName, "s-")
 	}
-	meta.SetStatusCondition(&st.Conditions, cond)
-	if reconcileErr == nil {
-		st.ObservedGeneration = b.Generation
+	if err != nil {
+		return
 	}
-	if s.contentName != "" {
-		st.ResourcesSHA256Sum = strings.TrimPrefix(s.contentName, "s-")
-	}
+	conditions.Set(b, readyCondition(st.Summary, in.errs, b.Generation))
+	st.ObservedGeneration = b.Generation
 }
 
-// Summary counts the targeted clusters' deployments; a target without a
+// readyCondition is the Ready condition of a bundle whose reconcile
+// succeeded: the summary's, unless some clusters could not be worked out.
+func readyCondition(sum fleet.BundleSummary, errs []error, generation int64) metav1.Condition {
+	if err := errors.Join(errs...); err != nil {
+		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonError,
+			Message: err.Error(), ObservedGeneration: generation}
+	}
+	return summary.ReadyCondition(sum, generation)
+}
+
+// summarize counts the targeted clusters' deployments; a target without a
 // BundleDeployment yet is Pending.
-func Summary(s *scope) fleet.BundleSummary {
-	bds := make([]*fleet.BundleDeployment, 0, len(s.targets))
+func summarize(targets []clusterTarget, existing map[string]*fleet.BundleDeployment) fleet.BundleSummary {
+	bds := make([]*fleet.BundleDeployment, 0, len(targets))
 	pending := 0
-	for _, t := range s.targets {
-		if bd := s.existing[t.namespace]; bd != nil {
+	for _, t := range targets {
+		if bd := existing[t.namespace]; bd != nil {
 			bds = append(bds, bd)
 		} else {
 			pending++
@@ -62,10 +100,4 @@ func Summary(s *scope) fleet.BundleSummary {
 		summary.Add(&sum, fleet.Pending)
 	}
 	return sum
-}
-
-// ErrorCondition is a False Ready condition carrying err.
-func ErrorCondition(err error, generation int64) metav1.Condition {
-	return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: "Error",
-		Message: err.Error(), ObservedGeneration: generation}
 }

@@ -12,4 +12,10 @@
 // deployment's status change recounts and replans against the targets of the
 // last full pass, which runs again only when something that targeting reads
 // changed or the plan wants a write.
+//
+// Files: bundle_controller.go (setup, the Reconcile skeleton, deletion),
+// bundle_phases.go and content.go (the steps of a full pass), bundle_pass.go
+// (the status pass), bundle_rollout.go (the rollout plan), bundle_status.go
+// (the status, as pure functions), bundle_watches.go (what events enqueue)
+// and memory.go (all the controller keeps between reconciles).
 package bundle

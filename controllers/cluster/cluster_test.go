@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -21,15 +20,8 @@ func TestPredicates(t *testing.T) {
 	beat := old.DeepCopy()
 	beat.ResourceVersion = "2"
 	beat.Status.Agent.LastSeen = metav1.NewTime(time.Unix(200, 0))
-	relabel := old.DeepCopy()
-	relabel.Labels["env"] = "prod"
-	summary := beat.DeepCopy()
-	summary.Status.Summary.Ready = 3
 
 	upd := func(o, n *fleet.Cluster) event.UpdateEvent { return event.UpdateEvent{ObjectOld: o, ObjectNew: n} }
-	g.Expect(IgnoreHeartbeats().Update(upd(old, beat))).To(BeFalse(), "a heartbeat alone")
-	g.Expect(IgnoreHeartbeats().Update(upd(old, relabel))).To(BeTrue())
-	g.Expect(IgnoreHeartbeats().Update(upd(old, summary))).To(BeTrue(), "a heartbeat with a status change")
 	g.Expect(CheckInPredicate().Update(upd(old, beat))).To(BeFalse())
 	first := old.DeepCopy()
 	first.Status.Agent.LastSeen = metav1.Time{}
@@ -45,15 +37,15 @@ func TestComputeStatus(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	c := &fleet.Cluster{}
-	ComputeStatus(c, "ns", nil, now, time.Minute)
+	computeStatus(c, "ns", nil, now, time.Minute)
 	g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateWaitCheckIn))
 	c.Status.Agent.LastSeen = metav1.NewTime(now.Add(-time.Minute))
-	ComputeStatus(c, "ns", []fleet.BundleDeployment{{}}, now, time.Minute)
+	computeStatus(c, "ns", []fleet.BundleDeployment{{}}, now, time.Minute)
 	g.Expect(c.Status.Display.ReadyBundles).To(Equal("0/1"))
 	g.Expect(c.Status.Namespace).To(Equal("ns"))
 	g.Expect(c.Status.Display.State).NotTo(Equal(fleet.ClusterStateOffline), "silent for exactly the limit")
 
-	ComputeStatus(c, "ns", []fleet.BundleDeployment{{}}, now.Add(time.Second), time.Minute)
+	computeStatus(c, "ns", []fleet.BundleDeployment{{}}, now.Add(time.Second), time.Minute)
 	g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateOffline))
 	ready := meta.FindStatusCondition(c.Status.Conditions, fleet.ConditionReady)
 	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
@@ -61,26 +53,56 @@ func TestComputeStatus(t *testing.T) {
 	g.Expect(ready.Message).To(ContainSubstring("not checked in since 2026-01-02T03:03:05Z"))
 
 	c.Status.Agent.LastSeen = metav1.NewTime(now)
-	ComputeStatus(c, "ns", []fleet.BundleDeployment{{}}, now.Add(time.Second), time.Minute)
+	computeStatus(c, "ns", []fleet.BundleDeployment{{}}, now.Add(time.Second), time.Minute)
 	g.Expect(c.Status.Display.State).NotTo(Equal(fleet.ClusterStateOffline), "back after a check-in")
 }
 
-func TestStatusApplySendsZeroCounts(t *testing.T) {
+func TestOwnedStatusSendsZeroCounts(t *testing.T) {
 	g := NewWithT(t)
 	// A cluster whose deployments are all gone: its summary is all zero,
 	// and must still be sent with fields (an empty object would be stored
 	// as null by server-side apply, and refused).
 	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "fleet-default"}}
 	c.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 3}
-	ComputeStatus(c, "cluster-ns", nil, time.Now(), time.Hour)
-	u, err := StatusApply(c)
+	c.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionImported, Status: metav1.ConditionTrue, Reason: fleet.ReasonApplied}}
+	computeStatus(c, "cluster-ns", nil, time.Now(), time.Hour)
+	raw, err := json.Marshal(ownedStatus(c))
 	g.Expect(err).NotTo(HaveOccurred())
-	summary, found, err := unstructured.NestedMap(u.Object, "status", "summary")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(found).To(BeTrue())
-	g.Expect(summary).To(HaveKeyWithValue("desiredReady", int64(0)))
-	g.Expect(summary).To(HaveKeyWithValue("ready", int64(0)))
-	raw, err := json.Marshal(u.Object)
-	g.Expect(err).NotTo(HaveOccurred())
+	var applied map[string]any
+	g.Expect(json.Unmarshal(raw, &applied)).To(Succeed())
+	g.Expect(applied).To(HaveKeyWithValue("summary", map[string]any{"desiredReady": 0.0, "ready": 0.0}))
+	g.Expect(applied).To(HaveKeyWithValue("namespace", "cluster-ns"))
 	g.Expect(string(raw)).NotTo(ContainSubstring("null"))
+	g.Expect(string(raw)).NotTo(ContainSubstring(fleet.ConditionImported), "the import controller owns Imported")
+
+	fresh := &fleet.Cluster{}
+	raw, err = json.Marshal(ownedStatus(fresh))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(raw)).NotTo(ContainSubstring("display"), "an empty display is not sent")
+}
+
+func TestOfflineCheck(t *testing.T) {
+	now := time.Unix(10000, 0)
+	seen := func(ago time.Duration, state string) *fleet.Cluster {
+		c := &fleet.Cluster{}
+		if ago >= 0 {
+			c.Status.Agent.LastSeen = metav1.NewTime(now.Add(-ago))
+		}
+		c.Status.Display.State = state
+		return c
+	}
+	cases := []struct {
+		name    string
+		cluster *fleet.Cluster
+		want    time.Duration
+	}{
+		{name: "never checked in", cluster: seen(-1, fleet.ClusterStateWaitCheckIn), want: 0},
+		{name: "offline already", cluster: seen(time.Hour, fleet.ClusterStateOffline), want: 0},
+		{name: "checked in a minute ago", cluster: seen(time.Minute, string(fleet.Ready)), want: 4*time.Minute + time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(offlineCheck(tc.cluster, now, 5*time.Minute)).To(Equal(tc.want))
+		})
+	}
 }

@@ -2,14 +2,12 @@ package clustergroup
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,96 +15,120 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers/cluster"
 	"github.com/gitfleet/fleet/internal/enqueue"
-	"github.com/gitfleet/fleet/internal/summary"
+	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/target"
 )
 
 // Reconciler keeps ClusterGroup status.
 type Reconciler struct {
-	Client  client.Client
+	Client client.Client
+	// Recorder records an event when a group's selector turns invalid or is
+	// fixed; default mgr.GetEventRecorder("fleet-clustergroup").
+	Recorder events.EventRecorder
+	// Workers is the number of ClusterGroups reconciled at once.
 	Workers int
 }
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("fleet-clustergroup")
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.ClusterGroup{}).
-		Watches(&fleet.Cluster{}, enqueue.After(time.Second, func(ctx context.Context, o client.Object) []reconcile.Request {
-			groups := &fleet.ClusterGroupList{}
-			if err := r.Client.List(ctx, groups, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
-				return nil
-			}
-			reqs := make([]reconcile.Request, 0, len(groups.Items))
-			for _, g := range groups.Items {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: g.Namespace, Name: g.Name}})
-			}
-			return reqs
-		}), builder.WithPredicates(cluster.IgnoreHeartbeats())).
+		Watches(&fleet.Cluster{}, enqueue.After(time.Second, r.groupsInNamespace), builder.WithPredicates(enqueue.IgnoreHeartbeats())).
 		Named("clustergroup").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }
 
-// Reconcile one ClusterGroup.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// groupsInNamespace maps a Cluster to every group of its namespace: which
+// of them select it is for their reconciles to find out.
+func (r *Reconciler) groupsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	groups := &fleet.ClusterGroupList{}
+	if err := r.Client.List(ctx, groups, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ClusterGroups failed: their status may not count this change", "cluster", klog.KObj(o))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(groups.Items))
+	for _, g := range groups.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: g.Namespace, Name: g.Name}})
+	}
+	return reqs
+}
+
+// scope is what one reconcile's phases share.
+type scope struct {
+	group    *fleet.ClusterGroup
+	compiled *target.CompiledGroup
+	// members are the clusters the selector matches; nil until counted.
+	members []*fleet.Cluster
+}
+
+// Reconcile counts one ClusterGroup's clusters and sums their status, written
+// once at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	group := &fleet.ClusterGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, group); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	s := &scope{group: group}
 	before := group.DeepCopy()
-	compiled, err := target.CompileGroup(group)
-	if err != nil {
-		meta.SetStatusCondition(&group.Status.Conditions, metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse,
-			Reason: "InvalidSelector", Message: fmt.Sprintf("spec.selector: %v", err), ObservedGeneration: group.Generation})
-		if perr := r.Client.Status().Patch(ctx, group, client.MergeFrom(before)); perr != nil {
-			return ctrl.Result{}, perr
-		}
-		return ctrl.Result{}, reconcile.TerminalError(err)
-	}
-	clusters := &fleet.ClusterList{}
-	if err := r.Client.List(ctx, clusters, client.InNamespace(group.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, err
-	}
-	var members []*fleet.Cluster
-	for i := range clusters.Items {
-		if compiled.Matches(clusters.Items[i].Labels) {
-			members = append(members, &clusters.Items[i])
+	defer func() {
+		result, reterr = r.finish(ctx, s, before, reterr)
+	}()
+	for _, phase := range []func(context.Context, *scope) error{r.compile, r.countMembers} {
+		if err := phase(ctx, s); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
-	ComputeStatus(group, members)
-	if equality.Semantic.DeepEqual(before.Status, group.Status) {
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, group, client.MergeFrom(before)))
+	return ctrl.Result{}, nil
 }
 
-// ComputeStatus sets a group's status from its member clusters.
-func ComputeStatus(group *fleet.ClusterGroup, members []*fleet.Cluster) {
-	st := &group.Status
-	st.ClusterCount = len(members)
-	st.Summary = fleet.BundleSummary{}
-	var nonReady []string
-	for _, c := range members {
-		summary.Merge(&st.Summary, c.Status.Summary)
-		if !meta.IsStatusConditionTrue(c.Status.Conditions, fleet.ConditionReady) {
-			nonReady = append(nonReady, c.Name)
+// compile compiles the group's selector. An invalid one is the user's to
+// fix: Ready turns False with ReasonInvalidSelector, and the group is not
+// retried until it changes.
+func (r *Reconciler) compile(_ context.Context, s *scope) error {
+	c, err := target.CompileGroup(s.group)
+	if err != nil {
+		return outcome.Stallf(fleet.ReasonInvalidSelector, "invalid spec.selector, fix it: %v", err)
+	}
+	s.compiled = c
+	return nil
+}
+
+// countMembers finds the clusters of the group's namespace its selector
+// matches.
+func (r *Reconciler) countMembers(ctx context.Context, s *scope) error {
+	clusters := &fleet.ClusterList{}
+	if err := r.Client.List(ctx, clusters, client.InNamespace(s.group.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	s.members = []*fleet.Cluster{}
+	for i := range clusters.Items {
+		if s.compiled.Matches(clusters.Items[i].Labels) {
+			s.members = append(s.members, &clusters.Items[i])
 		}
 	}
-	sort.Strings(nonReady)
-	st.NonReadyClusterCount = len(nonReady)
-	if len(nonReady) > summary.MaxNonReady {
-		nonReady = nonReady[:summary.MaxNonReady]
+	return nil
+}
+
+// finish sets the group's status from its members (on success) or from the
+// error (outcome: condition, event and result), and patches it once.
+func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.ClusterGroup, err error) (ctrl.Result, error) {
+	if err == nil {
+		computeStatus(s.group, s.members)
 	}
-	st.NonReadyClusters = nonReady
-	st.Display.ReadyClusters = fmt.Sprintf("%d/%d", st.ClusterCount-st.NonReadyClusterCount, st.ClusterCount)
-	st.Display.ReadyBundles = fmt.Sprintf("%d/%d", st.Summary.Ready, st.Summary.DesiredReady)
-	st.Display.State = string(summary.WorstState(st.Summary))
-	cond := summary.ReadyCondition(st.Summary, group.Generation)
-	if st.NonReadyClusterCount > 0 && cond.Status == metav1.ConditionTrue {
-		cond = metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: "NotReady",
-			Message: fmt.Sprintf("%d cluster(s) not ready: %v", st.NonReadyClusterCount, st.NonReadyClusters), ObservedGeneration: group.Generation}
+	in := outcome.Input{Object: s.group, Err: err, Recorder: r.Recorder, Action: "Count", FallbackReason: fleet.ReasonError}
+	if err != nil {
+		in.Condition = fleet.ConditionReady
 	}
-	meta.SetStatusCondition(&st.Conditions, cond)
+	result, rerr := outcome.Compute(ctx, in)
+	if !equality.Semantic.DeepEqual(before.Status, s.group.Status) {
+		if perr := client.IgnoreNotFound(r.Client.Status().Patch(ctx, s.group, client.MergeFrom(before))); perr != nil {
+			return ctrl.Result{}, perr
+		}
+	}
+	return result, rerr
 }

@@ -2,9 +2,12 @@ package content
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -13,6 +16,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/enqueue"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // Reconciler garbage-collects Contents by reference count.
@@ -20,9 +24,11 @@ type Reconciler struct {
 	Client client.Client
 	// Grace is how long an unreferenced Content is kept (a bundle may be
 	// about to create deployments for it). Default one minute.
-	Grace   time.Duration
+	Grace time.Duration
+	// Workers is the number of Contents reconciled at once.
 	Workers int
-	Now     func() time.Time
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 
 	// refs is the cache's index of BundleDeployments by Content.
 	refs toolscache.Indexer
@@ -65,30 +71,78 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Complete(r)
 }
 
-// Reconcile counts a Content's references and deletes it when unused.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// scope is what one reconcile's phases share.
+type scope struct {
+	content *fleet.Content
+	// refs counts the BundleDeployments that reference the Content.
+	refs int
+	// deleted: the Content was deleted, there is no status to write.
+	deleted bool
+}
+
+// Reconcile counts a Content's references, deletes it once it has had none
+// for the grace period, and writes the count once at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	content := &fleet.Content{}
 	if err := r.Client.Get(ctx, req.NamespacedName, content); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	keys, err := r.refs.IndexKeys(fleet.ContentIndex, content.Name)
-	if err != nil {
+	s := &scope{content: content}
+	before := content.DeepCopy()
+	defer func() {
+		result, reterr = r.finish(ctx, s, before, result, reterr)
+	}()
+	if err := r.countReferences(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	refs := len(keys)
-	if refs != content.Status.ReferenceCount {
-		before := content.DeepCopy()
-		content.Status.ReferenceCount = refs
-		if err := r.Client.Status().Patch(ctx, content, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+	return r.collect(ctx, s)
+}
+
+// countReferences counts the BundleDeployments that reference the Content,
+// from the cache's index.
+func (r *Reconciler) countReferences(_ context.Context, s *scope) error {
+	keys, err := r.refs.IndexKeys(fleet.ContentIndex, s.content.Name)
+	if err != nil {
+		return fmt.Errorf("counting the references to content %s: %w", s.content.Name, err)
+	}
+	s.refs = len(keys)
+	return nil
+}
+
+// collect deletes the Content when nothing has referenced it for the grace
+// period, or says when to look again.
+func (r *Reconciler) collect(ctx context.Context, s *scope) (ctrl.Result, error) {
+	wait, unused := untilCollected(s.content.CreationTimestamp.Time, s.refs, r.Grace, r.Now())
+	switch {
+	case !unused:
+		return ctrl.Result{}, nil
+	case wait > 0:
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Deleting unreferenced content", "content", klog.KObj(s.content))
+	// The precondition keeps a Content that changed since it was read (a
+	// bundle re-created it) from being deleted on stale grounds.
+	err := r.Client.Delete(ctx, s.content, client.Preconditions{ResourceVersion: &s.content.ResourceVersion})
+	if err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s.deleted = true
+	return ctrl.Result{}, nil
+}
+
+// finish sets the Content's status and patches it once, unless the Content
+// is gone.
+func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.Content, result ctrl.Result, err error) (ctrl.Result, error) {
+	if err == nil && !s.deleted {
+		computeStatus(s.content, s.refs)
+		if !equality.Semantic.DeepEqual(before.Status, s.content.Status) {
+			if perr := client.IgnoreNotFound(r.Client.Status().Patch(ctx, s.content, client.MergeFrom(before))); perr != nil {
+				return ctrl.Result{}, perr
+			}
 		}
 	}
-	if refs > 0 {
-		return ctrl.Result{}, nil
+	if err != nil {
+		return outcome.Result(err, 0)
 	}
-	if left := content.CreationTimestamp.Add(r.Grace).Sub(r.Now()); left > 0 {
-		return ctrl.Result{RequeueAfter: left}, nil
-	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Deleting unreferenced content", "content", content.Name)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, content, client.Preconditions{ResourceVersion: &content.ResourceVersion}))
+	return result, nil
 }

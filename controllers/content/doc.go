@@ -1,3 +1,6 @@
 // Package content counts the BundleDeployments that reference each Content
-// and deletes Contents nothing has referenced for a grace period.
+// (from the cache's index, by the deployments' content-name label) and
+// deletes Contents nothing has referenced for a grace period. The bundle
+// controller creates Contents (internal/content encodes them); the agent
+// reads them.
 package content

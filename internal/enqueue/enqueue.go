@@ -2,7 +2,8 @@
 // BundleDeployments change within a second, the Bundle, Cluster and Content
 // that summarize them should be recomputed (and their status written) a few
 // times, not a thousand times: each request is added after a delay, and the
-// work queue keeps a single pending entry per object until it is due.
+// work queue keeps a single pending entry per object until it is due. Its
+// predicates (IgnoreHeartbeats) drop the events that should cost nothing.
 package enqueue
 
 import (

@@ -1,0 +1,33 @@
+package bundle
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/content"
+)
+
+// reconcileContent makes sure the bundle's Content exists.
+func (r *Reconciler) reconcileContent(ctx context.Context, s *scope) error {
+	name, build, err := content.Encode(s.bundle.Spec.Resources)
+	if err != nil {
+		return err
+	}
+	s.contentName = name
+	err = r.Client.Get(ctx, client.ObjectKey{Name: name}, &fleet.Content{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	c, err := build()
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating content %s: %w", name, err)
+	}
+	return nil
+}

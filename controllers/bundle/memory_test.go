@@ -1,0 +1,129 @@
+package bundle
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/target"
+)
+
+func TestMemoryCompiledBundles(t *testing.T) {
+	g := NewWithT(t)
+	var m memory
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", UID: "u1", Generation: 1}}
+	_, ok := m.compiledBundle(b)
+	g.Expect(ok).To(BeFalse(), "nothing compiled yet")
+
+	c, err := target.Compile(b)
+	g.Expect(err).NotTo(HaveOccurred())
+	m.storeCompiled(b, c)
+	got, ok := m.compiledBundle(b)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(BeIdenticalTo(c))
+
+	next := b.DeepCopy()
+	next.Generation = 2
+	_, ok = m.compiledBundle(next)
+	g.Expect(ok).To(BeFalse(), "a new generation compiles again")
+	recreated := b.DeepCopy()
+	recreated.UID = "u2"
+	_, ok = m.compiledBundle(recreated)
+	g.Expect(ok).To(BeFalse(), "a bundle re-created under the same name is another bundle")
+
+	m.forget(b.UID)
+	_, ok = m.compiledBundle(b)
+	g.Expect(ok).To(BeFalse(), "forgotten with its deletion")
+}
+
+func TestMemoryCompiledGroups(t *testing.T) {
+	g := NewWithT(t)
+	var m memory
+	group := &fleet.ClusterGroup{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "fleet-default", UID: "g1", ResourceVersion: "1"}}
+	c, err := target.CompileGroup(group)
+	g.Expect(err).NotTo(HaveOccurred())
+	m.storeGroup(group, c)
+	_, ok := m.compiledGroup(group)
+	g.Expect(ok).To(BeTrue())
+
+	relabelled := group.DeepCopy()
+	relabelled.ResourceVersion = "2"
+	_, ok = m.compiledGroup(relabelled)
+	g.Expect(ok).To(BeFalse(), "any change of the group (labels too) compiles again")
+
+	m.forgetGroup(group.UID)
+	_, ok = m.compiledGroup(group)
+	g.Expect(ok).To(BeFalse(), "forgotten when the group is deleted")
+}
+
+func TestMemoryPassesAndRetarget(t *testing.T) {
+	g := NewWithT(t)
+	var m memory
+	key := types.NamespacedName{Namespace: "fleet-default", Name: "app"}
+	g.Expect(m.takeRetarget(key)).To(BeFalse())
+	m.markRetarget(key)
+	m.markRetarget(key)
+	g.Expect(m.takeRetarget(key)).To(BeTrue(), "a mark asks for one full pass")
+	g.Expect(m.takeRetarget(key)).To(BeFalse(), "taking the mark clears it")
+	m.markRetarget(key)
+	m.forgetKey(key)
+	g.Expect(m.takeRetarget(key)).To(BeFalse(), "dropped when the bundle is gone")
+
+	p := &pass{generation: 1, contentName: "s-abc"}
+	m.rememberPass("u1", p)
+	got, ok := m.lastPass("u1")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(BeIdenticalTo(p))
+	m.forgetPass("u1")
+	_, ok = m.lastPass("u1")
+	g.Expect(ok).To(BeFalse(), "a failed full pass forgets the last one")
+	m.rememberPass("u1", p)
+	m.forget("u1")
+	_, ok = m.lastPass("u1")
+	g.Expect(ok).To(BeFalse(), "forgotten with the bundle's deletion")
+}
+
+func TestMemoryExpectations(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Unix(1000, 0)
+	bd := func(ns string) *fleet.BundleDeployment {
+		return &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}}
+	}
+	var m memory
+	m.created("bundle", bd("c1"), now)
+	m.created("bundle", bd("c2"), now)
+	m.created("other", bd("c1"), now)
+
+	cached := bd("c1")
+	existing := map[string]*fleet.BundleDeployment{"c1": cached}
+	m.fill("bundle", existing, now.Add(time.Second))
+	g.Expect(existing).To(HaveLen(2), "c2 is not in the cache yet but exists")
+	g.Expect(existing["c1"]).To(BeIdenticalTo(cached), "what the cache shows wins")
+
+	existing = map[string]*fleet.BundleDeployment{}
+	m.fill("bundle", existing, now.Add(2*time.Second))
+	g.Expect(existing).To(HaveKey("c2"))
+	g.Expect(existing).NotTo(HaveKey("c1"), "seen in the cache once: no longer expected")
+
+	existing = map[string]*fleet.BundleDeployment{}
+	m.fill("bundle", existing, now.Add(expectationTTL+time.Second))
+	g.Expect(existing).To(BeEmpty(), "expectations expire")
+
+	m.created("bundle", bd("c3"), now)
+	existing = map[string]*fleet.BundleDeployment{"c3": bd("c3")}
+	m.addTo("bundle", existing)
+	m.addTo("bundle", existing)
+	existing = map[string]*fleet.BundleDeployment{}
+	m.addTo("bundle", existing)
+	g.Expect(existing).To(HaveKey("c3"), "addTo forgets nothing")
+
+	m.forget("other")
+	existing = map[string]*fleet.BundleDeployment{}
+	m.fill("other", existing, now)
+	g.Expect(existing).To(BeEmpty())
+	g.Expect(m.expected).NotTo(HaveKey(types.UID("other")))
+}

@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/conditions"
+	"github.com/gitfleet/fleet/internal/summary"
+)
+
+// computeStatus sets a cluster's status from its BundleDeployments, and marks
+// it Offline when its agent last checked in more than offlineAfter before now:
+// the statuses it reported may then be out of date.
+func computeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeployment, now time.Time, offlineAfter time.Duration) {
+	bds := make([]*fleet.BundleDeployment, len(items))
+	for i := range items {
+		bds[i] = &items[i]
+	}
+	st := &cluster.Status
+	st.Namespace = ns
+	st.Summary = summary.Of(bds, func(bd *fleet.BundleDeployment) string {
+		return bd.Labels[fleet.BundleNamespaceLabel] + "/" + bd.Labels[fleet.BundleNameLabel]
+	})
+	st.Display.ReadyBundles = fmt.Sprintf("%d/%d", st.Summary.Ready, st.Summary.DesiredReady)
+	cond := summary.ReadyCondition(st.Summary, cluster.Generation)
+	switch {
+	case st.Agent.LastSeen.IsZero():
+		st.Display.State = fleet.ClusterStateWaitCheckIn
+		cond = metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ClusterStateWaitCheckIn,
+			Message: "waiting for the agent to check in", ObservedGeneration: cluster.Generation}
+	case now.Sub(st.Agent.LastSeen.Time) > offlineAfter:
+		st.Display.State = fleet.ClusterStateOffline
+		cond = metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ClusterStateOffline,
+			Message: fmt.Sprintf("the agent has not checked in since %s (more than %s): the status of its deployments may be out of date",
+				st.Agent.LastSeen.UTC().Format(time.RFC3339), offlineAfter),
+			ObservedGeneration: cluster.Generation}
+	default:
+		st.Display.State = string(summary.WorstState(st.Summary))
+	}
+	conditions.Set(cluster, cond)
+}
+
+// offlineCheck is when to look at a cluster again without an event:
+// heartbeats do not wake this controller, so it comes back when the cluster
+// would turn Offline without one. 0 when it is Offline or never checked in.
+func offlineCheck(cluster *fleet.Cluster, now time.Time, offlineAfter time.Duration) time.Duration {
+	seen := cluster.Status.Agent.LastSeen
+	if seen.IsZero() || cluster.Status.Display.State == fleet.ClusterStateOffline {
+		return 0
+	}
+	return seen.Add(offlineAfter).Sub(now) + time.Second
+}
+
+// status is the part of a Cluster's status this controller owns and
+// applies (FieldOwner).
+type status struct {
+	Namespace string `json:"namespace"`
+	// Summary is always sent, its counts even when zero: an applied object
+	// left with no fields is stored as null by server-side apply
+	// (kubernetes#104694), which the schema refuses, and a cluster whose
+	// last deployment went away would keep its old summary.
+	Summary summaryCounts `json:"summary"`
+	// Display is left out until it has a value, for the same reason.
+	Display    *fleet.ClusterDisplay `json:"display,omitempty"`
+	Conditions []metav1.Condition    `json:"conditions"`
+}
+
+// summaryCounts is a BundleSummary whose desired and ready counts are sent
+// even when zero (the shallower fields win over the embedded ones).
+type summaryCounts struct {
+	fleet.BundleSummary
+	DesiredReady int `json:"desiredReady"`
+	Ready        int `json:"ready"`
+}
+
+// ownedStatus is what this controller applies of a cluster's status.
+func ownedStatus(cluster *fleet.Cluster) status {
+	st := cluster.Status
+	out := status{
+		Namespace:  st.Namespace,
+		Summary:    summaryCounts{BundleSummary: st.Summary, DesiredReady: st.Summary.DesiredReady, Ready: st.Summary.Ready},
+		Conditions: []metav1.Condition{},
+	}
+	if st.Display != (fleet.ClusterDisplay{}) {
+		d := st.Display
+		out.Display = &d
+	}
+	for _, t := range []string{fleet.ConditionReady, fleet.ConditionProcessed} {
+		if c := conditions.Get(cluster, t); c != nil {
+			out.Conditions = append(out.Conditions, *c)
+		}
+	}
+	return out
+}

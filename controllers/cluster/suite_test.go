@@ -1,0 +1,92 @@
+package cluster_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/cluster"
+	"github.com/gitfleet/fleet/internal/conditions"
+	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/test/envtest"
+)
+
+var env *envtest.Environment
+
+func TestMain(m *testing.M) {
+	os.Exit(envtest.Run(context.Background(), envtest.RunInput{
+		M:    m,
+		Name: "cluster",
+		SetupReconcilers: func(_ context.Context, mgr ctrl.Manager) error {
+			return (&cluster.Reconciler{Client: mgr.GetClient(), Workers: 2}).SetupWithManager(mgr)
+		},
+		SetupEnv: func(e *envtest.Environment) { env = e },
+	}))
+}
+
+const timeout = 20 * time.Second
+
+// ready waits for the cluster's Ready condition to have status and reason.
+func ready(ctx context.Context, g *WithT, c *fleet.Cluster, status metav1.ConditionStatus, reason string) {
+	g.Eventually(func(g Gomega) {
+		got := &fleet.Cluster{}
+		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+		r := conditions.Get(got, fleet.ConditionReady)
+		g.Expect(r).NotTo(BeNil())
+		g.Expect(r.Status).To(Equal(status))
+		g.Expect(r.Reason).To(Equal(reason))
+		g.Expect(conditions.IsTrue(got, fleet.ConditionProcessed)).To(BeTrue())
+	}).WithTimeout(timeout).Should(Succeed(), "Ready=%s %s", status, reason)
+}
+
+func TestClusterNamespaceAndReadiness(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, err := env.CreateNamespace(ctx, "workspace")
+	g.Expect(err).NotTo(HaveOccurred())
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns.Name}}
+	g.Expect(env.CreateAndWait(ctx, c)).To(Succeed())
+
+	clusterNS := names.ClusterNamespace(ns.Name, c.Name)
+	g.Eventually(func(g Gomega) {
+		n := &corev1.Namespace{}
+		g.Expect(env.Get(ctx, client.ObjectKey{Name: clusterNS}, n)).To(Succeed())
+		g.Expect(n.Labels).To(HaveKeyWithValue(fleet.ClusterLabel, c.Name))
+	}).WithTimeout(timeout).Should(Succeed(), "the cluster namespace")
+	ready(ctx, g, c, metav1.ConditionFalse, fleet.ClusterStateWaitCheckIn)
+
+	// The agent checking in.
+	checkedIn := c.DeepCopy()
+	checkedIn.Status.Agent.LastSeen = metav1.Now()
+	g.Expect(env.Status().Patch(ctx, checkedIn, client.MergeFrom(c))).To(Succeed())
+	ready(ctx, g, c, metav1.ConditionTrue, fleet.ReasonReady)
+
+	// A deployment not applied yet.
+	bd := &fleet.BundleDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: clusterNS, Labels: map[string]string{
+			fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace,
+			fleet.BundleNameLabel: "app", fleet.BundleNamespaceLabel: c.Namespace,
+		}},
+		Spec: fleet.BundleDeploymentSpec{DeploymentID: "s-abc:1", StagedDeploymentID: "s-abc:1"},
+	}
+	g.Expect(env.Create(ctx, bd)).To(Succeed())
+	ready(ctx, g, c, metav1.ConditionFalse, string(fleet.WaitApplied))
+
+	// The deployment ready.
+	applied := bd.DeepCopy()
+	applied.Status = fleet.BundleDeploymentStatus{AppliedDeploymentID: "s-abc:1", Ready: true, NonModified: true}
+	g.Expect(env.Status().Patch(ctx, applied, client.MergeFrom(bd))).To(Succeed())
+	ready(ctx, g, c, metav1.ConditionTrue, fleet.ReasonReady)
+	got := &fleet.Cluster{}
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+	g.Expect(got.Status.Display.ReadyBundles).To(Equal("1/1"))
+	g.Expect(got.Status.Namespace).To(Equal(clusterNS))
+}
