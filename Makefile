@@ -65,6 +65,16 @@ test: test-deps controlplane vet ## Run go vet, unit tests and every envtest/Gin
 # `go test` already runs).
 FUZZTIME ?= 10s
 
+# Stress: every e2e package STRESS_COUNT times, one run at a time, while
+# STRESS_BURNERS busy loops compete for the CPU.
+STRESS_COUNT   ?= 5
+STRESS_BURNERS ?= 2
+STRESS_PKGS    ?= $(shell $(GO) list ./test/e2e/...)
+
+.PHONY: stress
+stress: test-deps controlplane ## Run each e2e package STRESS_COUNT times under CPU contention (STRESS_PKGS, STRESS_BURNERS)
+	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s bash test/stress.sh $(STRESS_COUNT) $(STRESS_BURNERS) $(STRESS_PKGS)
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME
 	$(GO) test ./internal/bundlereader -run '^$$' -fuzz '^FuzzParseFleetYAML$$' -fuzztime $(FUZZTIME)
