@@ -59,8 +59,11 @@ type ClusterRegistrationStatus struct {
 	ClusterName string `json:"clusterName,omitempty"`
 	// Granted is true once the credential secret was written.
 	Granted bool `json:"granted,omitempty"`
-	// Conditions: Accepted (False, with the reason, when the manager
-	// refuses the registration).
+	// Conditions: Accepted. True (Granted) once the credential is written;
+	// False, with the reason and what to do, when the manager refuses the
+	// registration (InvalidRegistration, TokenNotFound, IdentityConflict);
+	// Unknown (PendingBound) while it waits for other agents to fetch their
+	// credentials first.
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`

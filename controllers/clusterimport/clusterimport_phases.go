@@ -21,11 +21,10 @@ import (
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers/clusterregistration"
-	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/registration"
 )
 
 // scope is what the phases of one reconcile share.
@@ -146,7 +145,7 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) error {
 	patch := client.MergeFrom(c.DeepCopy())
 	c.Spec.ClientID = s.clientID
 	for _, other := range adopt {
-		for k, v := range clusterregistration.AllowedLabels(other.Labels) {
+		for k, v := range registration.AllowedLabels(other.Labels) {
 			if _, ok := c.Labels[k]; !ok {
 				if c.Labels == nil {
 					c.Labels = map[string]string{}
@@ -240,7 +239,7 @@ func (r *Reconciler) agentOptions(s *scope) agentinstall.Options {
 		PrivateRepoURL:  c.Spec.PrivateRepoURL,
 		ImagePullPolicy: r.AgentImagePullPolicy,
 		Config: &agentinstall.AgentConfig{
-			Labels:          clusterregistration.AllowedLabels(c.Labels),
+			Labels:          registration.AllowedLabels(c.Labels),
 			ClientID:        s.clientID,
 			CheckinInterval: r.AgentCheckinInterval.String(),
 		},
@@ -319,7 +318,7 @@ func (r *Reconciler) ensureToken(ctx context.Context, s *scope) (*agentinstall.B
 	case err == nil && !token.DeletionTimestamp.IsZero():
 		return nil, outcome.Waitf(fleet.ReasonWaitingForToken, 0, "waiting for the old import token %s to be removed", key)
 	case err == nil:
-		if exp := clusterregistrationtoken.Expiry(token); exp != nil && exp.Sub(s.now) < r.TokenTTL/2 {
+		if exp := registration.TokenExpiry(token); exp != nil && exp.Sub(s.now) < r.TokenTTL/2 {
 			if err := r.Client.Delete(ctx, token, client.Preconditions{UID: &token.UID}); client.IgnoreNotFound(err) != nil {
 				return nil, err
 			}

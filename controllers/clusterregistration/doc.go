@@ -13,4 +13,18 @@
 // the registering token's ServiceAccount may read, and that is removed a short
 // time later. A newer registration of the same identity replaces the older one,
 // whose ServiceAccount (and so whose credential) is deleted with it.
+//
+// Condition Accepted says what became of a request: True (Granted), False
+// with the reason and what to do when it is refused (InvalidRegistration,
+// TokenNotFound, IdentityConflict), Unknown (PendingBound) while it waits
+// behind MaxPending credentials that their agents have not fetched yet. The
+// agent cannot read it (its token may only create registrations); it is for
+// the person wondering why a cluster does not appear.
+//
+// Files: clusterregistration_controller.go (setup and the Reconcile skeleton,
+// with the one status patch at the end), clusterregistration_phases.go (the
+// checks, the grant, expiry and revocation), clusterregistration_status.go
+// (the status as pure functions of how a reconcile ended), pending.go (the
+// bound on credentials waiting for their agents) and rbac.go (the shared
+// ClusterRoles and the helpers that write RBAC).
 package clusterregistration

@@ -9,20 +9,6 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
-func TestAllowedLabels(t *testing.T) {
-	g := NewWithT(t)
-	got := AllowedLabels(map[string]string{
-		"env":                           "prod",
-		"example.com/team":              "a",
-		"fleet.cattle.io/cluster":       "other",
-		"management.fleet.cattle.io/x":  "y",
-		"cluster.x-k8s.io/cluster-name": "z",
-		"bad key!":                      "v",
-		"ok":                            "bad value!",
-	})
-	g.Expect(got).To(Equal(map[string]string{"env": "prod", "example.com/team": "a"}))
-}
-
 func TestValidate(t *testing.T) {
 	valid := func() *fleet.ClusterRegistration {
 		return &fleet.ClusterRegistration{

@@ -1,0 +1,348 @@
+package clusterregistration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/ensure"
+	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/registration"
+	"github.com/gitfleet/fleet/internal/satoken"
+)
+
+// pendingRetry is how soon a registration held back by MaxPending is looked
+// at again.
+const pendingRetry = 2 * time.Second
+
+// Labels naming the registration a credential secret (and its RBAC) is for.
+// The token read bindings carrying registrationLabel are what MaxPending
+// counts.
+const (
+	registrationLabel          = "fleet.cattle.io/registration"
+	registrationNamespaceLabel = "fleet.cattle.io/registration-namespace"
+)
+
+func managedLabels(reg *fleet.ClusterRegistration) map[string]string {
+	return map[string]string{fleet.ManagedLabel: "true", registrationLabel: reg.Name, registrationNamespaceLabel: reg.Namespace}
+}
+
+// validate refuses a malformed request. The agent cannot fix a request
+// after the fact: it registers again with a fresh one.
+func (r *Reconciler) validate(_ context.Context, s *scope) error {
+	if err := Validate(s.reg); err != nil {
+		return outcome.Stallf(fleet.ReasonInvalidRegistration,
+			"the registration request is invalid (%v): it was not made by a fleet agent of this version; upgrade the agent, which registers again", err)
+	}
+	return nil
+}
+
+// Validate checks what an agent sent.
+func Validate(reg *fleet.ClusterRegistration) error {
+	var errs []error
+	if reg.Spec.ClientID == "" || len(reg.Spec.ClientID) > 256 {
+		errs = append(errs, errors.New("spec.clientID must be set and at most 256 characters"))
+	}
+	if len(reg.Spec.ClientRandom) < 16 || len(reg.Spec.ClientRandom) > 256 {
+		errs = append(errs, errors.New("spec.clientRandom must be 16 to 256 characters"))
+	}
+	if reg.Labels[fleet.RegistrationTokenLabel] == "" {
+		errs = append(errs, fmt.Errorf("label %s naming the registration token is missing", fleet.RegistrationTokenLabel))
+	}
+	return errors.Join(errs...)
+}
+
+// reconcileToken reads the token the registration names.
+func (r *Reconciler) reconcileToken(ctx context.Context, s *scope) error {
+	key := types.NamespacedName{Namespace: s.reg.Namespace, Name: s.reg.Labels[fleet.RegistrationTokenLabel]}
+	s.token = &fleet.ClusterRegistrationToken{}
+	err := r.Client.Get(ctx, key, s.token)
+	if apierrors.IsNotFound(err) {
+		return outcome.Stallf(fleet.ReasonTokenNotFound,
+			"registration token %s does not exist (expired or deleted): make a new one (fleet install agent-token) and apply it to the agent's cluster", key)
+	}
+	return err
+}
+
+// findCluster finds the Cluster of this identity, or names the one to
+// create. It writes nothing: the grant claims or creates it once admitted.
+func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
+	list := &fleet.ClusterList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.reg.Namespace), client.MatchingFields{fleet.ClientIDIndex: s.reg.Spec.ClientID}); err != nil {
+		return err
+	}
+	if len(list.Items) > 0 {
+		sort.Slice(list.Items, func(i, j int) bool {
+			return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp)
+		})
+		s.cluster = &list.Items[0]
+		return nil
+	}
+	name := names.ClusterForClientID(s.reg.Spec.ClientID)
+	cluster := &fleet.Cluster{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.reg.Namespace, Name: name}, cluster)
+	switch {
+	case err == nil && cluster.Spec.ClientID != "" && cluster.Spec.ClientID != s.reg.Spec.ClientID:
+		return outcome.Stallf(fleet.ReasonIdentityConflict,
+			"Cluster %s/%s already belongs to another identity (spec.clientID): delete that Cluster, or give this agent a clientID of its own in its configuration",
+			s.reg.Namespace, name)
+	case err == nil:
+		s.cluster = cluster
+	case apierrors.IsNotFound(err):
+		// Made with the cluster controller's finalizer, which it would
+		// otherwise add straight away: one write fewer per cluster.
+		s.cluster = &fleet.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.reg.Namespace, Labels: registration.AllowedLabels(s.reg.Spec.ClusterLabels),
+				Finalizers: []string{fleet.ClusterFinalizer}},
+			Spec: fleet.ClusterSpec{ClientID: s.reg.Spec.ClientID},
+		}
+		s.newCluster = true
+	default:
+		return err
+	}
+	return nil
+}
+
+// reconcileFinalizer makes sure that deleting the registration revokes the
+// credential it is about to get. The agent sets the finalizer itself, which
+// saves this write.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) error {
+	if controllerutil.AddFinalizer(s.reg, fleet.RegistrationFinalizer) {
+		return r.Client.Update(ctx, s.reg)
+	}
+	return nil
+}
+
+// admit holds the grant back while MaxPending credentials wait for their
+// agents (see pendingBound).
+func (r *Reconciler) admit(_ context.Context, s *scope) error {
+	ok, err := r.pending.admit(s.secretName)
+	if err != nil || ok {
+		s.admitted = ok
+		return err
+	}
+	return outcome.Waitf(fleet.ReasonPendingBound, pendingRetry,
+		"%d granted credentials already wait for their agents to fetch them, the most this manager lets wait at once: the registration is granted when one is fetched or expires", r.MaxPending)
+}
+
+// reconcileCluster claims the Cluster found, or creates it.
+func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
+	if s.newCluster {
+		return r.Client.Create(ctx, s.cluster)
+	}
+	if s.cluster.Spec.ClientID != "" {
+		return nil
+	}
+	// A Cluster made ahead of time under this name: claim it.
+	patch := client.MergeFrom(s.cluster.DeepCopy())
+	s.cluster.Spec.ClientID = s.reg.Spec.ClientID
+	return r.Client.Patch(ctx, s.cluster, patch)
+}
+
+// reconcileAgentAccess creates the cluster namespace, the agent's
+// ServiceAccount and exactly its RBAC, and lets the registering token read
+// the credential secret to come, and delete it once read (that one secret,
+// nothing else: every pending grant's binding names the token, so the API
+// server weighs them all on each of the token's requests, and a picked-up
+// credential should not linger). A grant is a chain of round trips,
+// and thousands may be waiting: what does not need the namespace is written
+// while it is made, and each step writes its objects at once.
+func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
+	s.clusterNS = names.ClusterNamespace(s.cluster.Namespace, s.cluster.Name)
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.saName, Namespace: s.clusterNS}}
+	labels := managedLabels(s.reg)
+	elsewhere := []client.Object{
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: names.Limit(s.clusterNS+"-"+s.saName, names.MaxNameLength)},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ContentReaderRole},
+			Subjects:   subject,
+		},
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: StatusRoleName(s.cluster.Name), Namespace: s.cluster.Namespace},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"clusters/status"},
+				Verbs: []string{"patch"}, ResourceNames: []string{s.cluster.Name},
+			}},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: s.reg.Name, Namespace: s.cluster.Namespace},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: StatusRoleName(s.cluster.Name)},
+			Subjects:   subject,
+		},
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "delete"}, ResourceNames: []string{s.secretName},
+			}},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: s.secretName},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.token.Name, Namespace: s.token.Namespace}},
+		},
+	}
+	if err := concurrently(
+		func() error {
+			return ensure.Namespace(ctx, r.Client, s.clusterNS, map[string]string{
+				fleet.ManagedLabel: "true", fleet.ClusterLabel: s.cluster.Name, fleet.ClusterNamespaceLabel: s.cluster.Namespace,
+			})
+		},
+		func() error { return ensureAll(ctx, r.Client, labels, elsewhere) },
+	); err != nil {
+		return err
+	}
+	return ensureAll(ctx, r.Client, labels, []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS}},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentRole},
+			Subjects:   subject,
+		},
+	})
+}
+
+// reconcileCredential mints the agent's token and writes the credential
+// secret, which only the registering token may read.
+func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) error {
+	bearer, err := satoken.Mint(ctx, r.Client, s.clusterNS, s.saName, r.CredentialLifetime)
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}}
+	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
+		secret.Labels = managedLabels(s.reg)
+		secret.Type = fleet.CredentialSecretType
+		secret.Data = map[string][]byte{
+			fleet.CredentialTokenKey:            []byte(bearer),
+			fleet.CredentialClusterNameKey:      []byte(s.cluster.Name),
+			fleet.CredentialClusterNamespaceKey: []byte(s.clusterNS),
+			fleet.CredentialNamespaceKey:        []byte(s.cluster.Namespace),
+		}
+		return nil
+	})
+	return err
+}
+
+// replaceOlder deletes earlier registrations of the same identity; their
+// finalizers revoke their credentials.
+func (r *Reconciler) replaceOlder(ctx context.Context, s *scope) error {
+	list := &fleet.ClusterRegistrationList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.reg.Namespace), client.MatchingFields{fleet.ClientIDIndex: s.reg.Spec.ClientID}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		old := &list.Items[i]
+		older := old.CreationTimestamp.Before(&s.reg.CreationTimestamp) ||
+			old.CreationTimestamp.Equal(&s.reg.CreationTimestamp) && old.Name < s.reg.Name
+		if old.UID == s.reg.UID || !older {
+			continue
+		}
+		if err := r.Client.Delete(ctx, old); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markGranted ends a grant: the credential is written, and the secret is
+// looked at again once the agent has had time to fetch it.
+func (r *Reconciler) markGranted(_ context.Context, s *scope) error {
+	s.granted = true
+	s.requeueAfter = r.CredentialSecretTTL
+	return nil
+}
+
+// withdrawPickedUp takes back a token's right to read a credential secret
+// once the secret is gone. The cache saw the deletion, so it is asked whether
+// the secret came back.
+func (r *Reconciler) withdrawPickedUp(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.Client.Get(ctx, req.NamespacedName, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err // still there (nil): the expiry takes care of it
+	}
+	return reconcile.Result{}, r.withdrawRead(ctx, req.Name)
+}
+
+// withdrawRead deletes the RoleBinding and Role, named after a credential
+// secret, that let the registering token read it. From then on the grant
+// no longer counts against MaxPending.
+func (r *Reconciler) withdrawRead(ctx context.Context, secretName string) error {
+	meta := metav1.ObjectMeta{Name: secretName, Namespace: r.SystemRegistrationNamespace}
+	if err := deleteAll(ctx, r.Client, &rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta}); err != nil {
+		return err
+	}
+	r.pending.withdrawn(secretName)
+	return nil
+}
+
+// reconcileExpiry removes the credential secret of a granted registration
+// and the token's right to read it: at once when the agent has deleted the
+// secret (it has the credential), otherwise once the agent has had time to
+// fetch it.
+func (r *Reconciler) reconcileExpiry(ctx context.Context, s *scope) error {
+	key := types.NamespacedName{Namespace: r.SystemRegistrationNamespace, Name: s.secretName}
+	secret := &corev1.Secret{}
+	err := r.Client.Get(ctx, key, secret)
+	if apierrors.IsNotFound(err) {
+		// Fetched and deleted by the agent, or too new for the cache.
+		err = r.APIReader.Get(ctx, key, secret)
+	}
+	if apierrors.IsNotFound(err) {
+		// Normally already done by withdrawPickedUp; not if the deletion
+		// came while the manager was down.
+		return r.withdrawRead(ctx, s.secretName)
+	}
+	if err != nil {
+		return err
+	}
+	if left := secret.CreationTimestamp.Add(r.CredentialSecretTTL).Sub(r.Now()); left > 0 {
+		s.requeueAfter = left
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Expiring a credential its agent did not fetch", "secret", key.Name)
+	return r.deleteCredentialSecret(ctx, s)
+}
+
+func (r *Reconciler) deleteCredentialSecret(ctx context.Context, s *scope) error {
+	if err := deleteAll(ctx, r.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}}); err != nil {
+		return err
+	}
+	return r.withdrawRead(ctx, s.secretName)
+}
+
+// reconcileDelete revokes the credential: the ServiceAccount (so its token)
+// and the bindings that named it.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
+	if !controllerutil.ContainsFinalizer(s.reg, fleet.RegistrationFinalizer) {
+		return nil
+	}
+	if err := r.deleteCredentialSecret(ctx, s); err != nil {
+		return err
+	}
+	if s.reg.Status.ClusterName != "" {
+		clusterNS := names.ClusterNamespace(s.reg.Namespace, s.reg.Status.ClusterName)
+		if err := deleteAll(ctx, r.Client,
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: clusterNS}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: clusterNS}},
+			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.Limit(clusterNS+"-"+s.saName, names.MaxNameLength)}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: s.reg.Name, Namespace: s.reg.Namespace}},
+		); err != nil {
+			return err
+		}
+	}
+	controllerutil.RemoveFinalizer(s.reg, fleet.RegistrationFinalizer)
+	return client.IgnoreNotFound(r.Client.Update(ctx, s.reg))
+}

@@ -1,0 +1,170 @@
+package clusterregistration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/names"
+)
+
+// Names of the shared RBAC objects.
+const (
+	// AgentRole is the ClusterRole that agents are bound to, each in its own
+	// cluster namespace only (by a RoleBinding there).
+	AgentRole = "fleet-agent"
+	// ContentReaderRole is the ClusterRole that lets agents get Contents.
+	ContentReaderRole = "fleet-content-reader"
+)
+
+// SharedRoles are the ClusterRoles every agent is bound to. They are the
+// same for all agents, so they are made once at start rather than by each
+// grant:
+//   - fleet-agent: what an agent may do in its cluster namespace. Bound by a
+//     RoleBinding in that namespace, it grants nothing anywhere else;
+//   - fleet-content-reader: get Contents (by name; no list or watch).
+func SharedRoles() []*rbacv1.ClusterRole {
+	labels := map[string]string{fleet.ManagedLabel: "true"}
+	return []*rbacv1.ClusterRole{{
+		ObjectMeta: metav1.ObjectMeta{Name: AgentRole, Labels: labels},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"bundledeployments"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"bundledeployments/status"}, Verbs: []string{"update", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}},
+		},
+	}, {
+		ObjectMeta: metav1.ObjectMeta{Name: ContentReaderRole, Labels: labels},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"contents"}, Verbs: []string{"get"}}},
+	}}
+}
+
+// EnsureSharedRoles creates or corrects the shared ClusterRoles. Replicas
+// starting together race to create them: the loser reads them again and
+// corrects them.
+func EnsureSharedRoles(ctx context.Context, c client.Client) error {
+	raced := func(err error) bool { return apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) }
+	for _, role := range SharedRoles() {
+		if err := retry.OnError(retry.DefaultRetry, raced, func() error {
+			return ensureObject(ctx, c, map[string]string{fleet.ManagedLabel: "true"}, role)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StatusRoleName is the Role letting an agent patch its own Cluster's status.
+func StatusRoleName(cluster string) string {
+	return names.Limit("fleet-agent-"+cluster+"-status", names.MaxNameLength)
+}
+
+// replaceBindingOfOtherRole deletes a binding that exists with another
+// roleRef than wanted (one made by an earlier version, bound to a Role
+// since replaced by a shared ClusterRole): roleRef cannot be changed, so the
+// binding is made again.
+func replaceBindingOfOtherRole(ctx context.Context, c client.Client, want client.Object) error {
+	var ref rbacv1.RoleRef
+	var have client.Object
+	switch w := want.(type) {
+	case *rbacv1.RoleBinding:
+		ref, have = w.RoleRef, &rbacv1.RoleBinding{}
+	case *rbacv1.ClusterRoleBinding:
+		ref, have = w.RoleRef, &rbacv1.ClusterRoleBinding{}
+	default:
+		return nil
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	var got rbacv1.RoleRef
+	switch h := have.(type) {
+	case *rbacv1.RoleBinding:
+		got = h.RoleRef
+	case *rbacv1.ClusterRoleBinding:
+		got = h.RoleRef
+	}
+	if got == ref {
+		return nil
+	}
+	uid := have.GetUID()
+	if err := c.Delete(ctx, have, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("replacing %T %s/%s bound to %s %s: %w", want, want.GetNamespace(), want.GetName(), got.Kind, got.Name, err)
+	}
+	return nil
+}
+
+func deleteAll(ctx context.Context, c client.Client, objs ...client.Object) error {
+	for _, obj := range objs {
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// concurrently runs independent steps at once and joins their errors.
+func concurrently(steps ...func() error) error {
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = step()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ensureAll creates each object or brings its rules, role ref and subjects in
+// line with the given ones. The objects are independent, so they are written
+// concurrently.
+func ensureAll(ctx context.Context, c client.Client, labels map[string]string, objs []client.Object) error {
+	steps := make([]func() error, len(objs))
+	for i, want := range objs {
+		steps[i] = func() error { return ensureObject(ctx, c, labels, want) }
+	}
+	return concurrently(steps...)
+}
+
+func ensureObject(ctx context.Context, c client.Client, labels map[string]string, want client.Object) error {
+	if err := replaceBindingOfOtherRole(ctx, c, want); err != nil {
+		return err
+	}
+	obj := want.DeepCopyObject().(client.Object)
+	_, err := controllerutil.CreateOrPatch(ctx, c, obj, func() error {
+		l := obj.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		for k, v := range labels {
+			l[k] = v
+		}
+		obj.SetLabels(l)
+		switch o := obj.(type) {
+		case *rbacv1.Role:
+			o.Rules = want.(*rbacv1.Role).Rules
+		case *rbacv1.ClusterRole:
+			o.Rules = want.(*rbacv1.ClusterRole).Rules
+		case *rbacv1.RoleBinding:
+			o.RoleRef, o.Subjects = want.(*rbacv1.RoleBinding).RoleRef, want.(*rbacv1.RoleBinding).Subjects
+		case *rbacv1.ClusterRoleBinding:
+			o.RoleRef, o.Subjects = want.(*rbacv1.ClusterRoleBinding).RoleRef, want.(*rbacv1.ClusterRoleBinding).Subjects
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ensuring %T %s/%s: %w", want, want.GetNamespace(), want.GetName(), err)
+	}
+	return nil
+}
