@@ -165,15 +165,23 @@ func (e *Env) start(name, binary string, args ...string) error {
 	return nil
 }
 
-func (e *Env) startManager(context.Context) error {
+func (e *Env) startManager(ctx context.Context) error {
 	e.step("Starting fleet-manager (log: %s)", filepath.Join(e.State.Logs, "fleet-manager.log"))
 	ca := filepath.Join(e.opts.Dir, "manager", "ca.crt")
 	if err := os.WriteFile(ca, e.Manager.Config.CAData, 0o644); err != nil {
 		return err
 	}
-	return e.start("fleet-manager", "fleet-manager", "--kubeconfig", e.Manager.Kubeconfig,
+	probe, err := framework.FreeAddr()
+	if err != nil {
+		return err
+	}
+	if err := e.start("fleet-manager", "fleet-manager", "--kubeconfig", e.Manager.Kubeconfig,
 		"--api-server-url", e.Manager.Config.Host, "--api-server-ca-file", ca,
-		"--webhook-bind-address", "", "--metrics-bind-address", "0")
+		"--webhook-bind-address", "", "--metrics-bind-address", "0", "--health-probe-bind-address", probe); err != nil {
+		return err
+	}
+	// Registration needs the namespaces the manager creates before it is ready.
+	return e.procs[len(e.procs)-1].WaitReady(ctx, "http://"+probe+"/readyz", framework.DefaultReadyTimeout)
 }
 
 // registerEdge does what a person does for an edge cluster: print the
