@@ -1,6 +1,7 @@
-package reliability_test
+package reliability
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -20,12 +21,15 @@ import (
 // CI machine renews in time (renew deadline = 2/3 of it).
 const lease = 6 * time.Second
 
-func startManager(name string, extra ...string) *framework.Process {
-	args := append([]string{"--kubeconfig", cp.Kubeconfig, "--api-server-url", cp.Config.Host,
+// startReplica starts a fleet-manager replica with leader election and
+// returns once it is ready: its cache has synced, which every replica does,
+// leading or not.
+func startReplica(in SpecInput, name string, extra ...string) *framework.Process {
+	GinkgoHelper()
+	args := append([]string{"--kubeconfig", in.ControlPlane.Kubeconfig, "--api-server-url", in.ControlPlane.Config.Host,
 		"--webhook-bind-address", "", "--leader-elect", "--leader-elect-lease-duration", lease.String()}, extra...)
-	p, err := framework.Start(logDir, name, "fleet-manager", args...)
+	p, err := framework.StartManagerProcess(in.LogDir, name, args...)
 	Expect(err).NotTo(HaveOccurred())
-	managers = append(managers, p) // stopped after the suite: they span specs
 	return p
 }
 
@@ -35,7 +39,13 @@ func isLeader(p *framework.Process) bool {
 	return !p.Exited() && strings.Contains(strings.ToLower(p.Output()), "successfully acquired lease")
 }
 
-func clustersIn(ns string, n int, labels map[string]string) {
+// isCandidate tells whether p tries to acquire the lease.
+func isCandidate(p *framework.Process) bool {
+	return !p.Exited() && strings.Contains(strings.ToLower(p.Output()), "attempting to acquire leader lease")
+}
+
+func clustersIn(ctx context.Context, admin client.Client, ns string, n int, labels map[string]string) {
+	GinkgoHelper()
 	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	for i := range n {
 		Expect(admin.Create(ctx, &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{
@@ -43,7 +53,8 @@ func clustersIn(ns string, n int, labels map[string]string) {
 	}
 }
 
-func bundle(ns, name string) *fleet.Bundle {
+func createBundle(ctx context.Context, admin client.Client, ns, name string) *fleet.Bundle {
+	GinkgoHelper()
 	b := &fleet.Bundle{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: fleet.BundleSpec{
@@ -55,25 +66,45 @@ func bundle(ns, name string) *fleet.Bundle {
 	return b
 }
 
-func bundleDeployments(ns string) []fleet.BundleDeployment {
+func bundleDeployments(ctx context.Context, admin client.Client, ns string) []fleet.BundleDeployment {
+	GinkgoHelper()
 	list := &fleet.BundleDeploymentList{}
 	Expect(admin.List(ctx, list, client.MatchingLabels{fleet.ClusterNamespaceLabel: ns})).To(Succeed())
 	return list.Items
 }
 
-var _ = Describe("Leader election", Ordered, func() {
+// LeaderElectionSpec runs two fleet-manager replicas with leader election:
+// one works while the other waits, the standby takes over within the lease
+// time when the leader is killed, and at once when the leader stops
+// gracefully. Call it in an Ordered container.
+func LeaderElectionSpec(ctx context.Context, inputGetter func() SpecInput) {
 	const ns = "le"
-	var a, b *framework.Process
+	var (
+		input   SpecInput
+		a, b    *framework.Process
+		started []*framework.Process
+	)
+	start := func(name string) *framework.Process {
+		GinkgoHelper()
+		p := startReplica(input, name)
+		started = append(started, p) // they span specs: stopped after the last
+		return p
+	}
+	bds := func() []fleet.BundleDeployment { return bundleDeployments(ctx, input.Admin, ns) }
 
-	BeforeAll(func() { clustersIn(ns, 3, nil) })
-	AfterAll(func() { // the next specs run managers of their own
-		for _, m := range managers {
+	BeforeAll(func() {
+		input = inputGetter()
+		input.validate("LeaderElectionSpec")
+		clustersIn(ctx, input.Admin, ns, 3, nil)
+	})
+	AfterAll(func() { // other specs run managers of their own
+		for _, m := range started {
 			m.Stop()
 		}
 	})
 
 	It("runs one leader that works while the other replica waits", func() {
-		a, b = startManager("manager-a"), startManager("manager-b")
+		a, b = start("manager-a"), start("manager-b")
 		Eventually(func() int {
 			n := 0
 			for _, p := range []*framework.Process{a, b} {
@@ -82,10 +113,10 @@ var _ = Describe("Leader election", Ordered, func() {
 				}
 			}
 			return n
-		}, 30*time.Second, 100*time.Millisecond).Should(Equal(1))
+		}, 30*time.Second, 100*time.Millisecond).Should(Equal(1), "one replica acquires the lease")
 		Consistently(func() bool { return isLeader(a) && isLeader(b) }, 2*lease, 200*time.Millisecond).Should(BeFalse())
-		bundle(ns, "one")
-		Eventually(func() []fleet.BundleDeployment { return bundleDeployments(ns) }, 30*time.Second, 100*time.Millisecond).Should(HaveLen(3))
+		createBundle(ctx, input.Admin, ns, "one")
+		Eventually(bds, 30*time.Second, 100*time.Millisecond).Should(HaveLen(3), "the leader fans the bundle out")
 	})
 
 	It("fails over within the lease time when the leader dies", func() {
@@ -104,45 +135,60 @@ var _ = Describe("Leader election", Ordered, func() {
 		GinkgoWriter.Printf("Standby took over %s after the leader was killed (lease %s)\n", took, lease)
 		Expect(took).To(BeNumerically("<", 2*lease), "the standby takes over within the lease time, plus its retry period")
 
-		bundle(ns, "two")
-		Eventually(func() []fleet.BundleDeployment { return bundleDeployments(ns) }, 30*time.Second, 100*time.Millisecond).Should(HaveLen(6))
+		createBundle(ctx, input.Admin, ns, "two")
+		Eventually(bds, 30*time.Second, 100*time.Millisecond).Should(HaveLen(6), "the new leader fans the bundle out")
 
 		By("a graceful stop releases the lease at once")
-		a2 := startManager("manager-c")
-		time.Sleep(time.Second)
-		start := time.Now()
+		next := start("manager-c")
+		Eventually(func() bool { return isCandidate(next) }, 30*time.Second, 50*time.Millisecond).Should(BeTrue(),
+			func() string { return "manager-c did not try to acquire the lease:\n" + next.Tail(4000) })
+		stopped := time.Now()
 		standby.Stop() // SIGTERM
 		Expect(standby.Exited()).To(BeTrue())
-		Eventually(func() bool { return isLeader(a2) }, 3*lease, 50*time.Millisecond).Should(BeTrue())
-		GinkgoWriter.Printf("After a graceful stop the new leader took over in %s\n", time.Since(start))
-		Expect(time.Since(start)).To(BeNumerically("<", lease+2*time.Second))
+		Eventually(func() bool { return isLeader(next) }, 3*lease, 50*time.Millisecond).Should(BeTrue(),
+			func() string { return "manager-c did not take over:\n" + next.Tail(4000) })
+		GinkgoWriter.Printf("After a graceful stop the new leader took over in %s\n", time.Since(stopped))
+		Expect(time.Since(stopped)).To(BeNumerically("<", lease+2*time.Second))
 	})
-})
+}
 
-var _ = Describe("Manager killed during a fan-out", func() {
+// FanOutKillSpec kills the manager while it writes BundleDeployments for
+// many clusters, starts another, and checks that the fan-out completes with
+// no BundleDeployment missing, duplicated or orphaned.
+func FanOutKillSpec(ctx context.Context, inputGetter func() SpecInput) {
+	var input SpecInput
+	BeforeEach(func() {
+		input = inputGetter()
+		input.validate("FanOutKillSpec")
+	})
+
 	It("converges after a restart with no duplicate or orphaned BundleDeployments", func() {
 		const ns, clusters, bundles = "fanout", 50, 10
-		clustersIn(ns, clusters, map[string]string{"x": "y"})
-		m := startManager("fanout-1")
+		admin := input.Admin
+		bds := func() []fleet.BundleDeployment { return bundleDeployments(ctx, admin, ns) }
+		clustersIn(ctx, admin, ns, clusters, map[string]string{"x": "y"})
+		m := startReplica(input, "fanout-1")
 		DeferCleanup(m.Stop) // this spec's managers end with it, releasing the lease
 		Eventually(func() int {
 			list := &corev1.NamespaceList{}
 			Expect(admin.List(ctx, list, client.MatchingLabels{fleet.ClusterNamespaceLabel: ns})).To(Succeed())
 			return len(list.Items)
-		}, time.Minute, 100*time.Millisecond).Should(Equal(clusters))
+		}, time.Minute, 100*time.Millisecond).Should(Equal(clusters), "the manager creates every cluster's namespace")
 		for i := range bundles {
-			bundle(ns, fmt.Sprintf("b-%d", i))
+			createBundle(ctx, admin, ns, fmt.Sprintf("b-%d", i))
 		}
-		Eventually(func() int { return len(bundleDeployments(ns)) }, time.Minute, 20*time.Millisecond).Should(BeNumerically(">=", 100))
+		Eventually(func() int { return len(bds()) }, time.Minute, 20*time.Millisecond).Should(BeNumerically(">=", 100),
+			"the fan-out is under way")
 		m.Kill()
-		killedAt := len(bundleDeployments(ns))
+		killedAt := len(bds())
 		GinkgoWriter.Printf("Killed the manager with %d of %d BundleDeployments written\n", killedAt, clusters*bundles)
 
-		DeferCleanup(startManager("fanout-2").Stop)
-		Eventually(func() int { return len(bundleDeployments(ns)) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(clusters * bundles))
-		Consistently(func() int { return len(bundleDeployments(ns)) }, 3*time.Second, 200*time.Millisecond).Should(Equal(clusters * bundles))
+		DeferCleanup(startReplica(input, "fanout-2").Stop)
+		Eventually(func() int { return len(bds()) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(clusters*bundles),
+			"the restarted manager completes the fan-out")
+		Consistently(func() int { return len(bds()) }, 3*time.Second, 200*time.Millisecond).Should(Equal(clusters * bundles))
 		seen := map[string]bool{}
-		for _, bd := range bundleDeployments(ns) {
+		for _, bd := range bds() {
 			key := bd.Namespace + "/" + bd.Name
 			Expect(seen[key]).To(BeFalse(), "duplicate %s", key)
 			seen[key] = true
@@ -152,4 +198,4 @@ var _ = Describe("Manager killed during a fan-out", func() {
 			Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: bd.Labels[fleet.BundleNameLabel]}, b)).To(Succeed(), "orphan %s", key)
 		}
 	})
-})
+}
