@@ -156,13 +156,18 @@ func (e *Env) startControlPlanes(context.Context) error {
 }
 
 func (e *Env) start(name, binary string, args ...string) error {
+	_, err := e.startProcess(name, binary, args...)
+	return err
+}
+
+func (e *Env) startProcess(name, binary string, args ...string) (*framework.Process, error) {
 	p, err := framework.StartPath(e.State.Logs, name, filepath.Join(e.opts.Bin, binary), args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.procs = append(e.procs, p)
 	e.State.PIDs = append(e.State.PIDs, p.PID())
-	return nil
+	return p, nil
 }
 
 func (e *Env) startManager(ctx context.Context) error {
@@ -175,13 +180,14 @@ func (e *Env) startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := e.start("fleet-manager", "fleet-manager", "--kubeconfig", e.Manager.Kubeconfig,
+	p, err := e.startProcess("fleet-manager", "fleet-manager", "--kubeconfig", e.Manager.Kubeconfig,
 		"--api-server-url", e.Manager.Config.Host, "--api-server-ca-file", ca,
-		"--webhook-bind-address", "", "--metrics-bind-address", "0", "--health-probe-bind-address", probe); err != nil {
+		"--webhook-bind-address", "", "--metrics-bind-address", "0", "--health-probe-bind-address", probe)
+	if err != nil {
 		return err
 	}
 	// Registration needs the namespaces the manager creates before it is ready.
-	return e.procs[len(e.procs)-1].WaitReady(ctx, "http://"+probe+"/readyz", framework.DefaultReadyTimeout)
+	return p.WaitReady(ctx, "http://"+probe+"/readyz", framework.DefaultReadyTimeout)
 }
 
 // registerEdge does what a person does for an edge cluster: print the
