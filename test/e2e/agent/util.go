@@ -25,7 +25,9 @@ const ws = fleet.DefaultWorkspace
 const registerTimeout = 90 * time.Second
 
 // agentArgs are the flags of every agent here: quick check-ins and retries.
-var agentArgs = []string{"--checkin-interval", "5s", "--min-backoff", "100ms", "--max-backoff", "2s", "--resync", "30s"}
+func agentArgs() []string {
+	return []string{"--checkin-interval", "5s", "--min-backoff", "100ms", "--max-backoff", "2s", "--resync", "30s"}
+}
 
 // fixture is what the specs share. The clusters are allocated when the specs
 // are built and joined in BeforeAll.
@@ -49,7 +51,7 @@ type cluster struct {
 // The agent reaches the manager through link when it is set.
 func (j *cluster) join(in SpecInput, cp *controlplane.ControlPlane, link *framework.Proxy, labels ...string) {
 	GinkgoHelper()
-	jin := framework.JoinInput{Upstream: in.Upstream, Downstream: cp, Admin: in.Admin, LogDir: in.LogDir, AgentArgs: agentArgs}
+	jin := framework.JoinInput{Upstream: in.Upstream, Downstream: cp, Admin: in.Admin, LogDir: in.LogDir, AgentArgs: agentArgs()}
 	for _, l := range labels {
 		jin.ConfigArgs = append(jin.ConfigArgs, "-l", l)
 	}

@@ -25,9 +25,6 @@ import (
 	"github.com/gitfleet/fleet/test/framework"
 )
 
-// agentArgs are the flags of every agent here: quick check-ins and retries.
-var agentArgs = []string{"--checkin-interval", "2s", "--min-backoff", "100ms", "--max-backoff", "2s"}
-
 // TokenRegistrationSpec registers downstream clusters with tokens, through
 // the real CLI and agent, and checks what the credentials they get may do,
 // that a used credential secret goes, that an expired token is refused, that
@@ -49,6 +46,9 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 		upstream, downstreams, admin, maxPending = input.Upstream, input.Downstreams, input.Admin, input.MaxPending
 	})
 
+	// agentArgs are the flags of every agent here: quick check-ins and
+	// retries.
+	agentArgs := []string{"--checkin-interval", "2s", "--min-backoff", "100ms", "--max-backoff", "2s"}
 	// start starts an agent for j that stops when the spec ends.
 	start := func(j *framework.JoinedCluster) {
 		GinkgoHelper()
