@@ -107,10 +107,13 @@ func faultSpecs(f *fixture) {
 			Resources: []fleet.BundleResource{res("db.yaml", slowStatefulSet)},
 			Targets:   target("env", "prod"),
 		})
-		Eventually(func() []string { return releaseStatuses(prod, "slow", "slow") }, 60*time.Second, 100*time.Millisecond).
-			Should(Equal([]string{"1:pending-install"}))
+		// Helm records the pending release before it creates the objects:
+		// wait for both.
 		first := &appsv1.StatefulSet{}
-		Expect(prod.Local.Get(ctx, types.NamespacedName{Namespace: "slow", Name: "db"}, first)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(releaseStatuses(prod, "slow", "slow")).To(Equal([]string{"1:pending-install"}))
+			g.Expect(prod.Local.Get(ctx, types.NamespacedName{Namespace: "slow", Name: "db"}, first)).To(Succeed())
+		}, 60*time.Second, 100*time.Millisecond).Should(Succeed(), "the install is pending with its StatefulSet created")
 		By("killing the agent in the middle of the install")
 		prod.Agent.Kill()
 		Expect(releaseStatuses(prod, "slow", "slow")).To(Equal([]string{"1:pending-install"}))
