@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -266,11 +267,27 @@ func Run(ctx context.Context, cfg *rest.Config, o RunOptions) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready once the cache has synced: Setup has created the namespaces by
+	// then, and the informers hold what the API server has. Every replica
+	// starts its cache, so a replica waiting for the lease is ready too.
+	if err := mgr.AddReadyzCheck("cache-synced", cacheSynced(mgr)); err != nil {
 		return err
 	}
 	if err := Setup(ctx, mgr, o.Options); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// cacheSynced is a readiness check that passes once the manager's cache has
+// started and synced its informers. It waits at most a second per request.
+func cacheSynced(mgr ctrl.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("the manager's cache has not synced yet")
+		}
+		return nil
+	}
 }

@@ -156,24 +156,38 @@ func (e *Env) startControlPlanes(context.Context) error {
 }
 
 func (e *Env) start(name, binary string, args ...string) error {
+	_, err := e.startProcess(name, binary, args...)
+	return err
+}
+
+func (e *Env) startProcess(name, binary string, args ...string) (*framework.Process, error) {
 	p, err := framework.StartPath(e.State.Logs, name, filepath.Join(e.opts.Bin, binary), args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.procs = append(e.procs, p)
 	e.State.PIDs = append(e.State.PIDs, p.PID())
-	return nil
+	return p, nil
 }
 
-func (e *Env) startManager(context.Context) error {
+func (e *Env) startManager(ctx context.Context) error {
 	e.step("Starting fleet-manager (log: %s)", filepath.Join(e.State.Logs, "fleet-manager.log"))
 	ca := filepath.Join(e.opts.Dir, "manager", "ca.crt")
 	if err := os.WriteFile(ca, e.Manager.Config.CAData, 0o644); err != nil {
 		return err
 	}
-	return e.start("fleet-manager", "fleet-manager", "--kubeconfig", e.Manager.Kubeconfig,
+	probe, err := framework.FreeAddr()
+	if err != nil {
+		return err
+	}
+	p, err := e.startProcess("fleet-manager", "fleet-manager", "--kubeconfig", e.Manager.Kubeconfig,
 		"--api-server-url", e.Manager.Config.Host, "--api-server-ca-file", ca,
-		"--webhook-bind-address", "", "--metrics-bind-address", "0")
+		"--webhook-bind-address", "", "--metrics-bind-address", "0", "--health-probe-bind-address", probe)
+	if err != nil {
+		return err
+	}
+	// Registration needs the namespaces the manager creates before it is ready.
+	return p.WaitReady(ctx, "http://"+probe+"/readyz", framework.DefaultReadyTimeout)
 }
 
 // registerEdge does what a person does for an edge cluster: print the

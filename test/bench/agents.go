@@ -57,7 +57,7 @@ func startManager(cp *controlplane.ControlPlane) (*framework.Process, error) {
 		fmt.Fprintf(os.Stderr, "The manager serves profiles at http://%s/debug/pprof/\n", pprofAddr)
 		args = append(args, "--pprof-bind-address", pprofAddr)
 	}
-	return framework.Start(logDir, "manager", "fleet-manager", args...)
+	return framework.StartManagerProcess(logDir, "manager", args...)
 }
 
 func watchBDs(ctx context.Context, f *fleetRun) error {

@@ -301,11 +301,22 @@ func (c *ControlPlane) cleanup() {
 }
 
 // RestartAPIServer stops the kube-apiserver, keeps it down until down has
-// passed, and starts it again on the same address with the same certificates
-// and service account keys, so every client's credentials stay valid.
-// envtest removes the certificate directory it generated on Stop and would
-// make a new CA on Start: a copy of the directory keeps the identity.
+// passed, and starts it again (see StopAPIServer).
 func (c *ControlPlane) RestartAPIServer(down time.Duration) error {
+	start := time.Now()
+	if err := c.StopAPIServer(); err != nil {
+		return err
+	}
+	time.Sleep(down - time.Since(start)) // the outage itself
+	return c.StartAPIServer()
+}
+
+// StopAPIServer stops the kube-apiserver so that StartAPIServer can start it
+// again on the same address with the same certificates and service account
+// keys, and every client's credentials stay valid. envtest removes the
+// certificate directory it generated on Stop and would make a new CA on
+// Start: a copy of the directory keeps the identity.
+func (c *ControlPlane) StopAPIServer() error {
 	api := c.APIServer()
 	certs, err := os.MkdirTemp(c.dir, "apiserver-certs-")
 	if err != nil {
@@ -314,27 +325,44 @@ func (c *ControlPlane) RestartAPIServer(down time.Duration) error {
 	if err := copyDir(api.CertDir, certs); err != nil {
 		return fmt.Errorf("keeping the API server's certificates: %w", err)
 	}
-	start := time.Now()
 	if err := api.Stop(); err != nil && !strings.Contains(err.Error(), "timeout waiting for process kube-apiserver to stop") {
 		// kube-apiserver drains its watches for longer than envtest waits;
 		// envtest then kills it, which is an outage all the same.
 		return fmt.Errorf("stopping the API server of %s: %w", c.Name, err)
 	}
 	api.CertDir = certs
-	time.Sleep(down - time.Since(start))
-	return api.Start()
+	return nil
+}
+
+// StartAPIServer starts the kube-apiserver StopAPIServer stopped and waits
+// until it serves.
+func (c *ControlPlane) StartAPIServer() error {
+	return c.APIServer().Start()
 }
 
 // RestartEtcd stops etcd, keeps it down until down has passed, and starts it
-// again on the same address with the same data.
+// again (see StopEtcd).
 func (c *ControlPlane) RestartEtcd(down time.Duration) error {
-	etcd := c.env.ControlPlane.Etcd
 	start := time.Now()
-	if err := etcd.Stop(); err != nil {
+	if err := c.StopEtcd(); err != nil {
+		return err
+	}
+	time.Sleep(down - time.Since(start)) // the outage itself
+	return c.StartEtcd()
+}
+
+// StopEtcd stops etcd; StartEtcd starts it again on the same address with
+// the same data.
+func (c *ControlPlane) StopEtcd() error {
+	if err := c.env.ControlPlane.Etcd.Stop(); err != nil {
 		return fmt.Errorf("stopping etcd of %s: %w", c.Name, err)
 	}
-	time.Sleep(down - time.Since(start))
-	return etcd.Start()
+	return nil
+}
+
+// StartEtcd starts the etcd StopEtcd stopped and waits until it serves.
+func (c *ControlPlane) StartEtcd() error {
+	return c.env.ControlPlane.Etcd.Start()
 }
 
 func copyDir(from, to string) error {

@@ -1,11 +1,3 @@
-// Package capi_test is the end-to-end suite of manager-initiated registration
-// and Cluster API enrollment: a manager control plane with Cluster API's
-// Cluster CRD, three workload control planes, the manager's controllers (with
-// the clusterimport and capi reconcilers) in this process, and the real
-// fleet-agent binary, started by a stand-in kubelet from exactly the objects
-// the manager installed downstream. The test plays Cluster API: it creates
-// the Cluster API Clusters, marks their control planes initialized and writes
-// their kubeconfig Secrets.
 package capi_test
 
 import (
@@ -17,8 +9,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -26,41 +16,32 @@ import (
 
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/controllers/capi"
-	"github.com/gitfleet/fleet/controllers/clusterimport"
 	"github.com/gitfleet/fleet/test/controlplane"
+	capie2e "github.com/gitfleet/fleet/test/e2e/capi"
 	"github.com/gitfleet/fleet/test/framework"
 )
 
-func TestCAPI(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Manager-initiated registration and Cluster API enrollment")
-}
+// staleAfter is the import controller's stale-agent time in this suite:
+// short, so that healing can be watched.
+const staleAfter = 12 * time.Second
 
-// The import controller's stale-agent time in this suite: short, so that
-// healing can be watched. The agent check-in and the periodic check follow
-// it (a third of it each).
-const (
-	staleAfter      = 12 * time.Second
-	checkinInterval = staleAfter / 3
-	checkInterval   = staleAfter / 3
-	remoteTimeout   = clusterimport.DefaultRemoteTimeout
-)
-
-var (
-	ctx         context.Context
+// suite is what BeforeSuite sets up: a manager control plane with Cluster
+// API's CRD and the manager's controllers in this process, three workload
+// control planes, and the binaries.
+type suite struct {
 	cancel      context.CancelFunc
 	upstream    *controlplane.ControlPlane
 	workloads   []*controlplane.ControlPlane
 	admin       client.WithWatch // manager cluster, admin, with Cluster API types
 	logDir      string
 	managerDone chan error
-)
+}
 
-var _ = BeforeSuite(func() {
+func (s *suite) setUp(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	ctx, cancel = context.WithCancel(context.Background())
+	ctx, s.cancel = context.WithCancel(ctx)
 	var err error
-	logDir, err = os.MkdirTemp("", "fleet-e2e-capi-")
+	s.logDir, err = os.MkdirTemp("", "fleet-e2e-capi-")
 	Expect(err).NotTo(HaveOccurred())
 
 	// Build the binaries while the control planes start.
@@ -69,48 +50,61 @@ var _ = BeforeSuite(func() {
 	up := make(chan error, 1)
 	go func() {
 		var err error
-		upstream, err = controlplane.Start(controlplane.Options{Name: "manager", CAPI: true})
+		s.upstream, err = controlplane.Start(controlplane.Options{Name: "manager", CAPI: true})
 		up <- err
 	}()
-	workloads, err = controlplane.StartN(3, "workload", controlplane.Options{NoCRDs: true})
+	s.workloads, err = controlplane.StartN(3, "workload", controlplane.Options{NoCRDs: true})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(<-up).To(Succeed())
 	Expect(<-built).To(Succeed())
 
 	scheme := controllers.Scheme()
 	Expect(capi.AddToScheme(scheme)).To(Succeed())
-	admin, err = client.NewWithWatch(upstream.Config, client.Options{Scheme: scheme})
+	s.admin, err = client.NewWithWatch(s.upstream.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
 	// The manager as controllers.Setup wires it, the clusterimport and capi
 	// reconcilers included.
-	mgr, err := ctrl.NewManager(upstream.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(s.upstream.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	Expect(err).NotTo(HaveOccurred())
 	installed, err := capi.Installed(mgr.GetRESTMapper())
 	Expect(err).NotTo(HaveOccurred())
 	Expect(installed).To(BeTrue())
 	Expect(controllers.Setup(ctx, mgr, controllers.Options{
-		APIServerURL: upstream.Config.Host, APIServerCA: upstream.Config.CAData, ImportStaleAfter: staleAfter,
+		APIServerURL: s.upstream.Config.Host, APIServerCA: s.upstream.Config.CAData, ImportStaleAfter: staleAfter,
 	})).To(Succeed())
-	managerDone = make(chan error, 1)
-	go func() { managerDone <- mgr.Start(ctx) }()
+	s.managerDone = make(chan error, 1)
+	go func() { s.managerDone <- mgr.Start(ctx) }()
 	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 
-	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	GinkgoWriter.Printf("Logs of agents are in %s\n", logDir)
-	fmt.Println("Logs of agents are in", logDir)
-})
+	GinkgoWriter.Printf("Logs of agents are in %s\n", s.logDir)
+	fmt.Println("Logs of agents are in", s.logDir)
+}
 
-var _ = AfterSuite(func() {
-	if cancel != nil {
-		cancel()
-		if managerDone != nil {
-			<-managerDone
+func (s *suite) tearDown() {
+	if s.cancel != nil {
+		s.cancel()
+		if s.managerDone != nil {
+			<-s.managerDone
 		}
 	}
-	stopKubelets()
-	for _, cp := range append([]*controlplane.ControlPlane{upstream}, workloads...) {
+	for _, cp := range append([]*controlplane.ControlPlane{s.upstream}, s.workloads...) {
 		_ = cp.Stop()
 	}
 	framework.RemoveBinaries()
-})
+}
+
+func (s *suite) input() capie2e.SpecInput {
+	return capie2e.SpecInput{Upstream: s.upstream, Workloads: s.workloads, Admin: s.admin, LogDir: s.logDir, ImportStaleAfter: staleAfter}
+}
+
+func TestCAPI(t *testing.T) {
+	RegisterFailHandler(Fail)
+	ctx := context.Background()
+	s := &suite{}
+	BeforeSuite(func() { s.setUp(ctx) })
+	AfterSuite(s.tearDown)
+	Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() { capie2e.EnrollmentSpec(ctx, s.input) })
+	Describe("An onboarding storm", func() { capie2e.OnboardingStormSpec(ctx, s.input) })
+	RunSpecs(t, "Manager-initiated registration and Cluster API enrollment")
+}

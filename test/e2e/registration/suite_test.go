@@ -1,6 +1,3 @@
-// Package registration_test is the end-to-end suite of token registration and
-// per-cluster security: a manager control plane, two downstream control
-// planes, the real `fleet` CLI and the real `fleet-agent` binary.
 package registration_test
 
 import (
@@ -16,28 +13,28 @@ import (
 
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/e2e/registration"
 	"github.com/gitfleet/fleet/test/framework"
 )
 
-func TestRegistration(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Registration and security")
-}
+// maxPending is the manager's bound on credentials waiting for pickup:
+// below the fifty registered at once, so that some wait.
+const maxPending = 10
 
-var (
-	ctx         context.Context
+// suite is what BeforeSuite sets up: three control planes, the manager's
+// controllers in this process on the first, and the binaries.
+type suite struct {
 	upstream    *controlplane.ControlPlane
 	downstreams []*controlplane.ControlPlane
 	admin       client.Client // manager cluster, admin
 	logDir      string
 	stopManager func()
-)
+}
 
-var _ = BeforeSuite(func() {
+func (s *suite) setUp(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	ctx = context.Background()
 	var err error
-	logDir, err = os.MkdirTemp("", "fleet-e2e-registration-")
+	s.logDir, err = os.MkdirTemp("", "fleet-e2e-registration-")
 	Expect(err).NotTo(HaveOccurred())
 
 	// Build the binaries while the control planes start.
@@ -45,30 +42,40 @@ var _ = BeforeSuite(func() {
 	go func() { _, err := framework.Binaries(); built <- err }()
 	cps, err := controlplane.StartN(3, "reg", controlplane.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	upstream, downstreams = cps[0], cps[1:]
+	s.upstream, s.downstreams = cps[0], cps[1:]
 	Expect(<-built).To(Succeed())
 
-	admin, err = upstream.Client(controllers.Scheme())
+	s.admin, err = s.upstream.Client(controllers.Scheme())
 	Expect(err).NotTo(HaveOccurred())
-	stopManager, err = framework.StartManager(ctx, upstream.Config, controllers.Options{
-		APIServerURL: upstream.Config.Host,
-		APIServerCA:  upstream.Config.CAData,
-		// Below the fifty registered at once, so that some wait.
+	s.stopManager, err = framework.StartManager(ctx, s.upstream.Config, controllers.Options{
+		APIServerURL:           s.upstream.Config.Host,
+		APIServerCA:            s.upstream.Config.CAData,
 		RegistrationMaxPending: maxPending,
 	})
 	Expect(err).NotTo(HaveOccurred())
-	GinkgoWriter.Printf("Logs of agents are in %s\n", logDir)
-})
+	GinkgoWriter.Printf("Logs of agents are in %s\n", s.logDir)
+}
 
-// maxPending is the manager's bound on credentials waiting for pickup.
-const maxPending = 10
-
-var _ = AfterSuite(func() {
-	if stopManager != nil {
-		stopManager()
+func (s *suite) tearDown() {
+	if s.stopManager != nil {
+		s.stopManager()
 	}
-	for _, cp := range append([]*controlplane.ControlPlane{upstream}, downstreams...) {
+	for _, cp := range append([]*controlplane.ControlPlane{s.upstream}, s.downstreams...) {
 		_ = cp.Stop()
 	}
 	framework.RemoveBinaries()
-})
+}
+
+func (s *suite) input() registration.SpecInput {
+	return registration.SpecInput{Upstream: s.upstream, Downstreams: s.downstreams, Admin: s.admin, LogDir: s.logDir, MaxPending: maxPending}
+}
+
+func TestRegistration(t *testing.T) {
+	RegisterFailHandler(Fail)
+	ctx := context.Background()
+	s := &suite{}
+	BeforeSuite(func() { s.setUp(ctx) })
+	AfterSuite(s.tearDown)
+	Describe("Token registration", Ordered, func() { registration.TokenRegistrationSpec(ctx, s.input) })
+	RunSpecs(t, "Registration and security")
+}

@@ -1,7 +1,3 @@
-// Package reliability_test breaks the manager on purpose: two replicas with
-// leader election where the leader is killed or stopped, and a manager killed
-// in the middle of a fan-out. Everything runs against a real API server with
-// the real fleet-manager binary.
 package reliability_test
 
 import (
@@ -15,41 +11,49 @@ import (
 
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/e2e/reliability"
 	"github.com/gitfleet/fleet/test/framework"
 )
 
-func TestReliability(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Reliability")
-}
-
-var (
-	ctx    = context.Background()
+// suite is what BeforeSuite sets up for every spec: one control plane and
+// the binaries.
+type suite struct {
 	cp     *controlplane.ControlPlane
 	admin  client.Client
 	logDir string
-	// managers are stopped after the suite.
-	managers []*framework.Process
-)
+}
 
-var _ = BeforeSuite(func() {
+func (s *suite) setUp() {
 	built := make(chan error, 1)
 	go func() { _, err := framework.Binaries(); built <- err }()
 	var err error
-	cp, err = controlplane.Start(controlplane.Options{Name: "reliability"})
+	s.cp, err = controlplane.Start(controlplane.Options{Name: "reliability"})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(<-built).To(Succeed())
-	admin, err = cp.Client(controllers.Scheme())
+	s.admin, err = s.cp.Client(controllers.Scheme())
 	Expect(err).NotTo(HaveOccurred())
-	logDir, err = os.MkdirTemp("", "fleet-reliability-")
+	s.logDir, err = os.MkdirTemp("", "fleet-reliability-")
 	Expect(err).NotTo(HaveOccurred())
-	GinkgoWriter.Println("Manager logs in", logDir)
-})
+	GinkgoWriter.Println("Manager logs in", s.logDir)
+}
 
-var _ = AfterSuite(func() {
-	for _, m := range managers {
-		m.Stop()
-	}
-	_ = cp.Stop()
+func (s *suite) tearDown() {
+	_ = s.cp.Stop()
 	framework.RemoveBinaries()
-})
+}
+
+func (s *suite) input() reliability.SpecInput {
+	return reliability.SpecInput{ControlPlane: s.cp, Admin: s.admin, LogDir: s.logDir}
+}
+
+func TestReliability(t *testing.T) {
+	RegisterFailHandler(Fail)
+	ctx := context.Background()
+	s := &suite{}
+	BeforeSuite(s.setUp)
+	AfterSuite(s.tearDown)
+	Describe("Leader election", Ordered, func() { reliability.LeaderElectionSpec(ctx, s.input) })
+	Describe("Manager killed during a fan-out", func() { reliability.FanOutKillSpec(ctx, s.input) })
+	Describe("Outages of the manager's API server and etcd", Ordered, func() { reliability.OutageSpec(ctx, s.input) })
+	RunSpecs(t, "Reliability")
+}

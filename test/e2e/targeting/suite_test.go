@@ -1,6 +1,3 @@
-// Package targeting_test checks, against a real API server with the manager's
-// controllers running, that Bundles reach exactly the clusters their targets
-// select, with the options customized per cluster, and that status rolls up.
 package targeting_test
 
 import (
@@ -16,37 +13,47 @@ import (
 
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/e2e/targeting"
 	"github.com/gitfleet/fleet/test/framework"
 )
 
-func TestTargeting(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Targeting")
-}
-
-var (
-	ctx         = context.Background()
+// suite is what BeforeSuite sets up: one control plane with the manager's
+// controllers in this process.
+type suite struct {
 	cp          *controlplane.ControlPlane
 	admin       client.Client
 	stopManager func()
-)
+}
 
-var _ = BeforeSuite(func() {
+func (s *suite) setUp(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 	var err error
-	cp, err = controlplane.Start(controlplane.Options{Name: "targeting"})
+	s.cp, err = controlplane.Start(controlplane.Options{Name: "targeting"})
 	Expect(err).NotTo(HaveOccurred())
-	admin, err = cp.Client(controllers.Scheme())
+	s.admin, err = s.cp.Client(controllers.Scheme())
 	Expect(err).NotTo(HaveOccurred())
-	stopManager, err = framework.StartManager(ctx, cp.Config, controllers.Options{
-		APIServerURL: cp.Config.Host, ContentGrace: 2 * time.Second,
+	s.stopManager, err = framework.StartManager(ctx, s.cp.Config, controllers.Options{
+		APIServerURL: s.cp.Config.Host, ContentGrace: 2 * time.Second,
 	})
 	Expect(err).NotTo(HaveOccurred())
-})
+}
 
-var _ = AfterSuite(func() {
-	if stopManager != nil {
-		stopManager()
+func (s *suite) tearDown() {
+	if s.stopManager != nil {
+		s.stopManager()
 	}
-	_ = cp.Stop()
-})
+	_ = s.cp.Stop()
+}
+
+func (s *suite) input() targeting.SpecInput { return targeting.SpecInput{Admin: s.admin} }
+
+func TestTargeting(t *testing.T) {
+	RegisterFailHandler(Fail)
+	ctx := context.Background()
+	s := &suite{}
+	BeforeSuite(func() { s.setUp(ctx) })
+	AfterSuite(s.tearDown)
+	Describe("GitRepo to BundleDeployments", Ordered, func() { targeting.GitOpsSpec(ctx, s.input) })
+	Describe("Targeting", Ordered, func() { targeting.TargetingSpec(ctx, s.input) })
+	RunSpecs(t, "Targeting")
+}

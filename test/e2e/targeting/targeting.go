@@ -1,6 +1,7 @@
-package targeting_test
+package targeting
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -15,11 +16,13 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/test/framework"
 )
 
 const ws = fleet.DefaultWorkspace
 
-func newCluster(name string, labels map[string]string) *fleet.Cluster {
+func createCluster(ctx context.Context, admin client.Client, name string, labels map[string]string) *fleet.Cluster {
+	GinkgoHelper()
 	c := &fleet.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ws, Labels: labels},
 		Spec:       fleet.ClusterSpec{ClientID: "id-" + name, TemplateValues: &fleet.GenericMap{Data: map[string]interface{}{"replicas": 3}}},
@@ -28,13 +31,16 @@ func newCluster(name string, labels map[string]string) *fleet.Cluster {
 	return c
 }
 
-func newBundle(name string, spec fleet.BundleSpec) *fleet.Bundle {
+func createBundle(ctx context.Context, admin client.Client, name string, spec fleet.BundleSpec) *fleet.Bundle {
+	GinkgoHelper()
 	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ws}, Spec: spec}
 	Expect(admin.Create(ctx, b)).To(Succeed())
 	return b
 }
 
-func deploymentsOf(b *fleet.Bundle) map[string]*fleet.BundleDeployment {
+// deploymentsByCluster returns the BundleDeployments of b by cluster name.
+func deploymentsByCluster(ctx context.Context, admin client.Client, b *fleet.Bundle) map[string]*fleet.BundleDeployment {
+	GinkgoHelper()
 	list := &fleet.BundleDeploymentList{}
 	Expect(admin.List(ctx, list, client.MatchingLabels{fleet.BundleNameLabel: b.Name, fleet.BundleNamespaceLabel: b.Namespace})).To(Succeed())
 	out := map[string]*fleet.BundleDeployment{}
@@ -44,34 +50,66 @@ func deploymentsOf(b *fleet.Bundle) map[string]*fleet.BundleDeployment {
 	return out
 }
 
-func clustersOf(b *fleet.Bundle) func() []string {
-	return func() []string {
-		var out []string
-		for c := range deploymentsOf(b) {
-			out = append(out, c)
-		}
-		return out
-	}
-}
-
-// markReady reports a deployment applied and Ready, as its agent would.
-func markReady(bd *fleet.BundleDeployment) {
+// reportReady reports a deployment applied and Ready, as its agent would.
+func reportReady(ctx context.Context, admin client.Client, bd *fleet.BundleDeployment) {
+	GinkgoHelper()
 	patch := client.MergeFrom(bd.DeepCopy())
 	bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
-	ExpectWithOffset(1, admin.Status().Patch(ctx, bd, patch)).To(Succeed())
+	Expect(admin.Status().Patch(ctx, bd, patch)).To(Succeed())
 }
 
 func selector(k, v string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
 }
 
-var resources = []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n"}}
+// appResources are the resources of most bundles here: one ConfigMap.
+func appResources() []fleet.BundleResource {
+	return []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n"}}
+}
 
-var _ = Describe("Targeting", Ordered, func() {
-	var dev, test, prod *fleet.Cluster
-	var app, same *fleet.Bundle
+// TargetingSpec checks that Bundles reach exactly the clusters their targets
+// select, with options customized per cluster, that status rolls up into
+// Bundles and Clusters, that relabelling moves deployments and heartbeats do
+// not, that a rollout moves one cluster at a time, that Content is shared
+// and collected, and that invalid targets are reported. The manager's
+// ContentGrace must be short (seconds). Call it in an Ordered container.
+func TargetingSpec(ctx context.Context, inputGetter func() SpecInput) {
+	var (
+		admin           client.Client
+		dev, test, prod *fleet.Cluster
+		app, same       *fleet.Bundle
+	)
+	resources := appResources()
+	newCluster := func(name string, labels map[string]string) *fleet.Cluster {
+		GinkgoHelper()
+		return createCluster(ctx, admin, name, labels)
+	}
+	newBundle := func(name string, spec fleet.BundleSpec) *fleet.Bundle {
+		GinkgoHelper()
+		return createBundle(ctx, admin, name, spec)
+	}
+	deploymentsOf := func(b *fleet.Bundle) map[string]*fleet.BundleDeployment {
+		GinkgoHelper()
+		return deploymentsByCluster(ctx, admin, b)
+	}
+	clustersOf := func(b *fleet.Bundle) func() []string {
+		return func() []string {
+			var out []string
+			for c := range deploymentsOf(b) {
+				out = append(out, c)
+			}
+			return out
+		}
+	}
+	markReady := func(bd *fleet.BundleDeployment) {
+		GinkgoHelper()
+		reportReady(ctx, admin, bd)
+	}
 
 	BeforeAll(func() {
+		input := inputGetter()
+		input.validate("TargetingSpec")
+		admin = input.Admin
 		dev = newCluster("dev-1", map[string]string{"env": "dev"})
 		test = newCluster("test-1", map[string]string{"env": "test"})
 		prod = newCluster("prod-1", map[string]string{"env": "prod", "region": "eu"})
@@ -141,17 +179,19 @@ var _ = Describe("Targeting", Ordered, func() {
 
 	It("does not re-target on heartbeats", func() {
 		before := deploymentsOf(app)
+		unchanged := func(g Gomega) {
+			for name, bd := range deploymentsOf(app) {
+				g.Expect(bd.ResourceVersion).To(Equal(before[name].ResourceVersion), "no write to %s", name)
+			}
+		}
 		for range 5 {
 			c := prod.DeepCopy()
 			Expect(admin.Status().Patch(ctx, c, client.RawPatch(types.MergePatchType,
 				[]byte(fmt.Sprintf(`{"status":{"agent":{"lastSeen":%q}}}`, time.Now().UTC().Format(time.RFC3339)))))).To(Succeed())
-			time.Sleep(100 * time.Millisecond)
+			// Heartbeats come apart in time, as agents' do.
+			framework.HoldsFor("no BundleDeployment is written after a heartbeat", unchanged, 100*time.Millisecond, 20*time.Millisecond)
 		}
-		Consistently(func(g Gomega) {
-			for name, bd := range deploymentsOf(app) {
-				g.Expect(bd.ResourceVersion).To(Equal(before[name].ResourceVersion), "no write to %s", name)
-			}
-		}, time.Second, 100*time.Millisecond).Should(Succeed())
+		Consistently(unchanged, time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
 	It("moves BundleDeployments when a cluster is relabelled, writing only what changes", func() {
@@ -256,4 +296,4 @@ var _ = Describe("Targeting", Ordered, func() {
 			g.Expect(c.Message).To(ContainSubstring(`target "broken"`))
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
-})
+}

@@ -1,4 +1,4 @@
-package badinput_test
+package badinput
 
 import (
 	"fmt"
@@ -38,18 +38,18 @@ func healthyGitRepo() client.Object {
 }
 
 func healthyBundle() client.Object {
-	return &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: healthyBundles[0]}}
+	return &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: healthyBundles()[0]}}
 }
 
 func healthyCluster() client.Object {
-	return &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: healthyClusters[0]}}
+	return &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: healthyClusters()[0]}}
 }
 
 func kind(kind, name, spec string) string {
 	return fmt.Sprintf("apiVersion: fleet.cattle.io/v1alpha1\nkind: %s\nmetadata: {name: api-%s, namespace: %s}\nspec: %s\n", kind, name, ws, spec)
 }
 
-func apiSurface() {
+func (f *fixture) apiSurface() {
 	DescribeTable("an object the API server refuses, naming the field", func(c apiCase) {
 		var err error
 		var obj client.Object
@@ -59,13 +59,13 @@ func apiSurface() {
 			obj = u
 			// Strict: a field the schema does not know is an error, as
 			// `kubectl apply` reports it, not silently pruned.
-			err = admin.Create(ctx, u, client.FieldValidation("Strict"))
+			err = f.admin.Create(f.ctx, u, client.FieldValidation("Strict"))
 		} else {
 			obj = c.target()
-			Expect(admin.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+			Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 			rv := obj.GetResourceVersion()
-			err = admin.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(c.patch)), client.FieldValidation("Strict"))
-			Expect(admin.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+			err = f.admin.Patch(f.ctx, obj, client.RawPatch(types.MergePatchType, []byte(c.patch)), client.FieldValidation("Strict"))
+			Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 			Expect(obj.GetResourceVersion()).To(Equal(rv), "the refused change left %s as it was", describe(obj))
 		}
 		Expect(err).To(HaveOccurred(), "the API server accepted it")
@@ -76,9 +76,9 @@ func apiSurface() {
 			// A failed Create decodes the server's Status into obj: read it anew.
 			u := &unstructured.Unstructured{}
 			Expect(yaml.Unmarshal([]byte(c.obj), &u.Object)).To(Succeed())
-			Expect(notFound(u)).To(BeTrue(), "nothing was created")
+			Expect(f.notFound(u)).To(BeTrue(), "nothing was created")
 		}
-		expectUndisturbed()
+		f.expectUndisturbed()
 	},
 		Entry("a token ttl that is no duration", created(kind("ClusterRegistrationToken", "bad-ttl", `{ttl: "1 week"}`), "spec.ttl", "should match")),
 		Entry("a negative token ttl", created(kind("ClusterRegistrationToken", "negative-ttl", `{ttl: "-1h"}`), "spec.ttl", "should match")),
@@ -126,9 +126,9 @@ func apiSurface() {
 			Spec: fleet.ClusterGroupSpec{Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "env", Operator: "Near", Values: []string{"healthy"}}}}},
 		}
-		Expect(admin.Create(ctx, group)).To(Succeed())
+		Expect(f.admin.Create(f.ctx, group)).To(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(group), group)).To(Succeed())
+			g.Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(group), group)).To(Succeed())
 			ready := conditionOf(group.Status.Conditions, fleet.ConditionReady)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(ready.Reason).To(Equal("InvalidSelector"))
@@ -140,20 +140,20 @@ func apiSurface() {
 			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: cm}},
 			Targets:   []fleet.BundleTarget{{Name: "group", ClusterGroup: "broken-group"}},
 		}}
-		Expect(admin.Create(ctx, b)).To(Succeed())
+		Expect(f.admin.Create(f.ctx, b)).To(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+			g.Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
 			g.Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
 		}, timeout, poll).Should(Succeed())
-		Consistently(func() map[string]*fleet.BundleDeployment { return deploymentsOf(b.Name) }, time.Second, 200*time.Millisecond).
+		Consistently(func() map[string]*fleet.BundleDeployment { return f.deploymentsOf(b.Name) }, time.Second, 200*time.Millisecond).
 			Should(BeEmpty(), "a broken group selects no cluster")
-		expectUndisturbed()
+		f.expectUndisturbed()
 	})
 
 	It("reports a BundleNamespaceMapping with invalid selectors on the Bundles of its namespace, and maps nothing", func() {
 		const mappedWS = "mapping-ws"
-		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mappedWS}})).To(Succeed())
-		Expect(admin.Create(ctx, &fleet.BundleNamespaceMapping{
+		Expect(f.admin.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mappedWS}})).To(Succeed())
+		Expect(f.admin.Create(f.ctx, &fleet.BundleNamespaceMapping{
 			ObjectMeta:        metav1.ObjectMeta{Name: "broken-mapping", Namespace: mappedWS},
 			BundleSelector:    &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ws}},
@@ -162,17 +162,17 @@ func apiSurface() {
 			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: cm}},
 			Targets:   []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}},
 		}}
-		Expect(admin.Create(ctx, b)).To(Succeed())
+		Expect(f.admin.Create(f.ctx, b)).To(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+			g.Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
 			ready := conditionOf(b.Status.Conditions, fleet.ConditionReady)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(ready.Message).To(containsAll("BundleNamespaceMapping broken-mapping", "bundleSelector", `"Near" is not a valid label selector operator`))
 		}, timeout, poll).Should(Succeed())
 		By("The Bundle says: " + conditionOf(b.Status.Conditions, fleet.ConditionReady).Message)
 		list := &fleet.BundleDeploymentList{}
-		Expect(admin.List(ctx, list, client.MatchingLabels{fleet.BundleNamespaceLabel: mappedWS})).To(Succeed())
+		Expect(f.admin.List(f.ctx, list, client.MatchingLabels{fleet.BundleNamespaceLabel: mappedWS})).To(Succeed())
 		Expect(list.Items).To(BeEmpty(), "the Bundle reached no cluster of the namespaces the broken mapping names")
-		expectUndisturbed()
+		f.expectUndisturbed()
 	})
 }

@@ -1,4 +1,4 @@
-package badinput_test
+package badinput
 
 import (
 	"os"
@@ -29,37 +29,39 @@ import (
 // stay Ready).
 const healthyRepo = "healthy"
 
-var (
-	healthyBundles  = []string{"healthy-helm", "healthy-plain"}
-	healthyClusters = []string{"healthy-1", "healthy-2"}
-	healthyGit      *gittest.Repo
-	healthy         snapshot
-)
+// healthyBundles are the Bundles of the healthy GitRepo.
+func healthyBundles() []string { return []string{"healthy-helm", "healthy-plain"} }
 
-var healthyFiles = map[string]string{
-	"plain/fleet.yaml": "defaultNamespace: healthy-plain\n",
-	"plain/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n",
-	"helm/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 0.1.0\n",
-	"helm/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n" +
-		"data: {cluster: \"{{ .Values.cluster }}\"}\n",
-	"helm/fleet.yaml": "defaultNamespace: healthy-helm\nhelm:\n  values:\n    cluster: ${ .ClusterName }\n",
+// healthyClusters are the healthy fleet's Clusters without an agent.
+func healthyClusters() []string { return []string{"healthy-1", "healthy-2"} }
+
+// healthyFiles are the files of the healthy repository.
+func healthyFiles() map[string]string {
+	return map[string]string{
+		"plain/fleet.yaml": "defaultNamespace: healthy-plain\n",
+		"plain/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {a: b}\n",
+		"helm/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"helm/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n" +
+			"data: {cluster: \"{{ .Values.cluster }}\"}\n",
+		"helm/fleet.yaml": "defaultNamespace: healthy-helm\nhelm:\n  values:\n    cluster: ${ .ClusterName }\n",
+	}
 }
 
 // startHealthy creates the healthy fleet's clusters, repository and GitRepo.
-func startHealthy() {
-	for _, name := range healthyClusters {
-		Expect(admin.Create(ctx, &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ws,
+func (f *fixture) startHealthy() {
+	for _, name := range healthyClusters() {
+		Expect(f.admin.Create(f.ctx, &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ws,
 			Labels: map[string]string{"env": "healthy"}}})).To(Succeed())
 	}
 	var err error
-	healthyGit, err = gittest.NewRepo(filepath.Join(gitRoot, healthyRepo), "main")
+	f.healthyGit, err = gittest.NewRepo(filepath.Join(f.gitRoot, healthyRepo), "main")
 	Expect(err).NotTo(HaveOccurred())
-	_, err = healthyGit.Commit("healthy", healthyFiles)
+	_, err = f.healthyGit.Commit("healthy", healthyFiles())
 	Expect(err).NotTo(HaveOccurred())
-	Expect(admin.Create(ctx, &fleet.GitRepo{
+	Expect(f.admin.Create(f.ctx, &fleet.GitRepo{
 		ObjectMeta: metav1.ObjectMeta{Name: healthyRepo, Namespace: ws},
 		Spec: fleet.GitRepoSpec{
-			Repo: gitServer.RepoURL(healthyRepo), Branch: "main", PollingInterval: every(pollingInterval),
+			Repo: f.gitServer.RepoURL(healthyRepo), Branch: "main", PollingInterval: every(pollingInterval),
 			Targets: []fleet.GitTarget{{Name: "healthy-and-agent", ClusterSelector: &metav1.LabelSelector{
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"healthy", agentEnv}}},
 			}}},
@@ -69,35 +71,35 @@ func startHealthy() {
 
 // waitHealthy waits for the healthy fleet to be deployed everywhere and ready,
 // and takes the snapshot every bad input is checked against.
-func waitHealthy() {
+func (f *fixture) waitHealthy() {
 	Eventually(func(g Gomega) {
-		for _, b := range healthyBundles {
-			bds := deploymentsOf(b)
+		for _, b := range healthyBundles() {
+			bds := f.deploymentsOf(b)
 			g.Expect(bds).To(HaveLen(3), "bundle %s", b)
-			bd := bds[agentCluster.Name]
-			g.Expect(summary.State(bd)).To(Equal(fleet.Ready), "%s on the agent's cluster: %s\nagent log:\n%s", b, summary.Message(bd), agent.Tail(4000))
+			bd := bds[f.agentCluster.Name]
+			g.Expect(summary.State(bd)).To(Equal(fleet.Ready), "%s on the agent's cluster: %s\nagent log:\n%s", b, summary.Message(bd), f.agent.Tail(4000))
 		}
 	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
 	// The clusters without agent report once, as their agents would.
-	for _, b := range healthyBundles {
-		for cluster, bd := range deploymentsOf(b) {
-			if cluster == agentCluster.Name {
+	for _, b := range healthyBundles() {
+		for cluster, bd := range f.deploymentsOf(b) {
+			if cluster == f.agentCluster.Name {
 				continue
 			}
 			patch := client.MergeFrom(bd.DeepCopy())
 			bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
-			Expect(admin.Status().Patch(ctx, bd, patch)).To(Succeed())
+			Expect(f.admin.Status().Patch(f.ctx, bd, patch)).To(Succeed())
 		}
 	}
 	Eventually(func(g Gomega) {
-		gr := getGitRepo(ws, healthyRepo)
+		gr := f.getGitRepo(ws, healthyRepo)
 		g.Expect(meta.IsStatusConditionTrue(gr.Status.Conditions, fleet.ConditionAccepted)).To(BeTrue())
 		g.Expect(meta.IsStatusConditionTrue(gr.Status.Conditions, fleet.ConditionReady)).To(BeTrue(), "%+v", gr.Status.Conditions)
 	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
 	cm := &corev1.ConfigMap{}
-	Expect(local.Get(ctx, types.NamespacedName{Namespace: "healthy-helm", Name: "web"}, cm)).To(Succeed())
-	Expect(cm.Data).To(HaveKeyWithValue("cluster", agentCluster.Name))
-	healthy = takeSnapshot()
+	Expect(f.local.Get(f.ctx, types.NamespacedName{Namespace: "healthy-helm", Name: "web"}, cm)).To(Succeed())
+	Expect(cm.Data).To(HaveKeyWithValue("cluster", f.agentCluster.Name))
+	f.healthy = f.takeSnapshot()
 }
 
 // pollingInterval of the healthy GitRepo: it keeps polling all along, so a
@@ -119,18 +121,18 @@ type objectState struct {
 	labels          map[string]string
 }
 
-func takeSnapshot() snapshot {
+func (f *fixture) takeSnapshot() snapshot {
 	GinkgoHelper()
-	gr := getGitRepo(ws, healthyRepo)
+	gr := f.getGitRepo(ws, healthyRepo)
 	s := snapshot{gitRepoGeneration: gr.Generation, commit: gr.Status.Commit,
 		bundles: map[string]objectState{}, deployments: map[string]objectState{}}
-	for name, b := range bundlesOf(ws, healthyRepo) {
+	for name, b := range f.bundlesOf(ws, healthyRepo) {
 		s.bundles[name] = objectState{generation: b.Generation, labels: b.Labels}
 	}
-	for _, b := range healthyBundles {
-		for cluster, bd := range deploymentsOf(b) {
+	for _, b := range healthyBundles() {
+		for cluster, bd := range f.deploymentsOf(b) {
 			st := objectState{generation: bd.Generation, deploymentID: bd.Spec.DeploymentID, labels: bd.Labels}
-			if cluster != agentCluster.Name {
+			if cluster != f.agentCluster.Name {
 				st.resourceVersion = bd.ResourceVersion
 			}
 			s.deployments[bd.Namespace+"/"+bd.Name] = st
@@ -142,34 +144,34 @@ func takeSnapshot() snapshot {
 // expectUndisturbed checks the healthy fleet against the snapshot taken
 // before any bad input: the same objects, unchanged, still accepted and
 // ready, the agent's deployments still Ready.
-func expectUndisturbed() {
+func (f *fixture) expectUndisturbed() {
 	GinkgoHelper()
-	now := takeSnapshot()
-	Expect(now).To(Equal(healthy), "the healthy GitRepo, its Bundles and BundleDeployments changed")
-	gr := getGitRepo(ws, healthyRepo)
+	now := f.takeSnapshot()
+	Expect(now).To(Equal(f.healthy), "the healthy GitRepo, its Bundles and BundleDeployments changed")
+	gr := f.getGitRepo(ws, healthyRepo)
 	Expect(meta.IsStatusConditionTrue(gr.Status.Conditions, fleet.ConditionAccepted)).To(BeTrue(), "healthy GitRepo: %+v", gr.Status.Conditions)
 	Expect(meta.IsStatusConditionTrue(gr.Status.Conditions, fleet.ConditionReady)).To(BeTrue(), "healthy GitRepo: %+v", gr.Status.Conditions)
 	Expect(gr.Status.WebhookCommit).To(BeEmpty(), "no webhook call was valid")
-	for _, b := range healthyBundles {
-		bd := deploymentsOf(b)[agentCluster.Name]
+	for _, b := range healthyBundles() {
+		bd := f.deploymentsOf(b)[f.agentCluster.Name]
 		Expect(summary.State(bd)).To(Equal(fleet.Ready), "%s on the agent's cluster: %s", b, summary.Message(bd))
 	}
 }
 
 // Helpers shared by the surfaces.
 
-func getGitRepo(ns, name string) *fleet.GitRepo {
+func (f *fixture) getGitRepo(ns, name string) *fleet.GitRepo {
 	GinkgoHelper()
 	gr := &fleet.GitRepo{}
-	Expect(admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, gr)).To(Succeed())
+	Expect(f.admin.Get(f.ctx, types.NamespacedName{Namespace: ns, Name: name}, gr)).To(Succeed())
 	return gr
 }
 
 // bundlesOf returns the Bundles of a GitRepo by name.
-func bundlesOf(ns, repo string) map[string]fleet.Bundle {
+func (f *fixture) bundlesOf(ns, repo string) map[string]fleet.Bundle {
 	GinkgoHelper()
 	list := &fleet.BundleList{}
-	Expect(admin.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{fleet.RepoLabel: repo})).To(Succeed())
+	Expect(f.admin.List(f.ctx, list, client.InNamespace(ns), client.MatchingLabels{fleet.RepoLabel: repo})).To(Succeed())
 	out := map[string]fleet.Bundle{}
 	for _, b := range list.Items {
 		out[b.Name] = b
@@ -179,10 +181,10 @@ func bundlesOf(ns, repo string) map[string]fleet.Bundle {
 
 // deploymentsOf returns the BundleDeployments of a bundle in the default
 // workspace by cluster name.
-func deploymentsOf(bundle string) map[string]*fleet.BundleDeployment {
+func (f *fixture) deploymentsOf(bundle string) map[string]*fleet.BundleDeployment {
 	GinkgoHelper()
 	list := &fleet.BundleDeploymentList{}
-	Expect(admin.List(ctx, list, client.MatchingLabels{fleet.BundleNameLabel: bundle, fleet.BundleNamespaceLabel: ws})).To(Succeed())
+	Expect(f.admin.List(f.ctx, list, client.MatchingLabels{fleet.BundleNameLabel: bundle, fleet.BundleNamespaceLabel: ws})).To(Succeed())
 	out := map[string]*fleet.BundleDeployment{}
 	for i := range list.Items {
 		out[list.Items[i].Labels[fleet.ClusterLabel]] = &list.Items[i]
@@ -199,9 +201,9 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-func notFound(obj client.Object) bool {
+func (f *fixture) notFound(obj client.Object) bool {
 	GinkgoHelper()
-	err := admin.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	err := f.admin.Get(f.ctx, client.ObjectKeyFromObject(obj), obj)
 	if err != nil && !apierrors.IsNotFound(err) {
 		Expect(err).NotTo(HaveOccurred())
 	}

@@ -1,7 +1,8 @@
-package registration_test
+package registration
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"sort"
 	"sync"
@@ -24,97 +25,80 @@ import (
 	"github.com/gitfleet/fleet/test/framework"
 )
 
-// joined is a downstream cluster registered through the CLI and the agent.
-type joined struct {
-	cp      *controlplane.ControlPlane
-	local   client.Client
-	agent   *framework.Process
-	cluster *fleet.Cluster
-	cred    *registration.Credential
-}
+// TokenRegistrationSpec registers downstream clusters with tokens, through
+// the real CLI and agent, and checks what the credentials they get may do,
+// that a used credential secret goes, that an expired token is refused, that
+// a cluster re-registers onto the same Cluster, and that fifty clusters
+// register at once within the manager's bound of waiting credentials. Call
+// it in an Ordered container.
+func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
+	var (
+		input       SpecInput
+		upstream    *controlplane.ControlPlane
+		downstreams []*controlplane.ControlPlane
+		admin       client.Client
+		maxPending  int
+		prod, other *framework.JoinedCluster
+	)
+	BeforeAll(func() {
+		input = inputGetter()
+		input.validate("TokenRegistrationSpec")
+		upstream, downstreams, admin, maxPending = input.Upstream, input.Downstreams, input.Admin, input.MaxPending
+	})
 
-// join registers a downstream cluster exactly as a user would: print the
-// manifests with the CLI, apply them downstream, start the agent from them.
-func join(cp *controlplane.ControlPlane, systemNamespace string, configArgs ...string) *joined {
-	j := &joined{cp: cp}
-	var err error
-	j.local, err = cp.Client(registration.Scheme())
-	Expect(err).NotTo(HaveOccurred())
-
-	tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig, "--system-namespace", systemNamespace)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(framework.ApplyYAML(ctx, j.local, tokenYAML)).To(Succeed())
-	if len(configArgs) > 0 {
-		configYAML, err := framework.Run("fleet", append([]string{"install", "agent-config", "--system-namespace", systemNamespace}, configArgs...)...)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(framework.ApplyYAML(ctx, j.local, configYAML)).To(Succeed())
+	// agentArgs are the flags of every agent here: quick check-ins and
+	// retries.
+	agentArgs := []string{"--checkin-interval", "2s", "--min-backoff", "100ms", "--max-backoff", "2s"}
+	// start starts an agent for j that stops when the spec ends.
+	start := func(j *framework.JoinedCluster) {
+		GinkgoHelper()
+		j.StartAgent()
+		DeferCleanup(j.Agent.Stop)
 	}
-	j.start(systemNamespace)
-	return j
-}
-
-func (j *joined) start(systemNamespace string) {
-	var err error
-	j.agent, err = framework.Start(logDir, fmt.Sprintf("agent-%s-%s", j.cp.Name, systemNamespace), "fleet-agent",
-		"--kubeconfig", j.cp.Kubeconfig, "--namespace", systemNamespace, "--checkin-interval", "2s",
-		"--min-backoff", "100ms", "--max-backoff", "2s")
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(j.agent.Stop)
-}
-
-// waitRegistered waits for the stored credential and the Cluster it names.
-func (j *joined) waitRegistered(systemNamespace string) {
-	Eventually(func(g Gomega) {
-		cred, err := registration.LoadStored(ctx, j.local, systemNamespace)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(cred).NotTo(BeNil(), "no credential stored yet; agent log:\n%s", j.agent.Output())
-		j.cred = cred
-	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
-	j.cluster = &fleet.Cluster{}
-	Expect(admin.Get(ctx, types.NamespacedName{Namespace: j.cred.Namespace, Name: j.cred.ClusterName}, j.cluster)).To(Succeed())
-}
-
-// credClient is a client built from the credential the agent stored: the
-// agent's own rights, not an admin's.
-func (j *joined) credClient() client.WithWatch {
-	c, err := client.NewWithWatch(j.cred.RESTConfig(), client.Options{Scheme: registration.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
-	return c
-}
-
-var _ = Describe("Token registration", Ordered, func() {
-	var prod, other *joined
+	// join registers a downstream cluster exactly as a user would: print
+	// the manifests with the CLI, apply them downstream, start the agent
+	// from them.
+	join := func(cp *controlplane.ControlPlane, systemNamespace string, configArgs ...string) *framework.JoinedCluster {
+		GinkgoHelper()
+		j := framework.NewJoinedCluster(framework.JoinInput{Upstream: upstream, Downstream: cp, Admin: admin, LogDir: input.LogDir,
+			SystemNamespace: systemNamespace, ConfigArgs: configArgs, AgentArgs: agentArgs})
+		j.ApplyToken(ctx)
+		j.ApplyConfig(ctx)
+		start(j)
+		return j
+	}
+	const registerTimeout = 60 * time.Second
 
 	It("registers a cluster from the agent-token and agent-config manifests", func() {
 		prod = join(downstreams[0], fleet.DefaultSystemNamespace, "-l", "env=prod", "-l", "fleet.cattle.io/evil=1")
-		prod.waitRegistered(fleet.DefaultSystemNamespace)
+		prod.WaitRegistered(ctx, registerTimeout)
 
 		uid, err := downstreams[0].KubeSystemUID(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(prod.cluster.Spec.ClientID).To(Equal(string(uid)), "the identity is the kube-system UID")
-		Expect(prod.cluster.Labels).To(HaveKeyWithValue("env", "prod"))
-		Expect(prod.cluster.Labels).NotTo(HaveKey("fleet.cattle.io/evil"), "agents may not set fleet's own labels")
-		Expect(prod.cluster.Name).To(Equal(names.ClusterForClientID(string(uid))))
+		Expect(prod.Cluster.Spec.ClientID).To(Equal(string(uid)), "the identity is the kube-system UID")
+		Expect(prod.Cluster.Labels).To(HaveKeyWithValue("env", "prod"))
+		Expect(prod.Cluster.Labels).NotTo(HaveKey("fleet.cattle.io/evil"), "agents may not set fleet's own labels")
+		Expect(prod.Cluster.Name).To(Equal(names.ClusterForClientID(string(uid))))
 
 		ns := &corev1.Namespace{}
-		Expect(admin.Get(ctx, types.NamespacedName{Name: prod.cred.ClusterNamespace}, ns)).To(Succeed())
-		Expect(prod.cred.ClusterNamespace).To(Equal(names.ClusterNamespace(fleet.DefaultWorkspace, prod.cluster.Name)))
+		Expect(admin.Get(ctx, types.NamespacedName{Name: prod.Cred.ClusterNamespace}, ns)).To(Succeed())
+		Expect(prod.Cred.ClusterNamespace).To(Equal(names.ClusterNamespace(fleet.DefaultWorkspace, prod.Cluster.Name)))
 
-		err = prod.local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, &corev1.Secret{})
+		err = prod.Local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, &corev1.Secret{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the cluster forgets the token: %v", err)
 
 		// The heartbeat reaches the Cluster's status with the credential's
 		// own right to patch it.
 		Eventually(func(g Gomega) {
 			c := &fleet.Cluster{}
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(prod.cluster), c)).To(Succeed())
-			g.Expect(c.Status.Agent.LastSeen.IsZero()).To(BeFalse(), "agent log:\n%s", prod.agent.Output())
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(prod.Cluster), c)).To(Succeed())
+			g.Expect(c.Status.Agent.LastSeen.IsZero()).To(BeFalse(), "agent log:\n%s", prod.Agent.Output())
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 
 	It("gives the credential exactly the agent's rights", func() {
 		other = join(downstreams[1], fleet.DefaultSystemNamespace, "-l", "env=dev")
-		other.waitRegistered(fleet.DefaultSystemNamespace)
+		other.WaitRegistered(ctx, registerTimeout)
 
 		// Objects the agents will be tested against, made by an admin.
 		content := &fleet.Content{ObjectMeta: metav1.ObjectMeta{Name: "s-rights-test"}, Content: []byte("x")}
@@ -127,22 +111,22 @@ var _ = Describe("Token registration", Ordered, func() {
 			Expect(admin.Create(ctx, b)).To(Succeed())
 			return b
 		}
-		own, theirs := bd(prod.cred.ClusterNamespace), bd(other.cred.ClusterNamespace)
+		own, theirs := bd(prod.Cred.ClusterNamespace), bd(other.Cred.ClusterNamespace)
 		secretIn := func(ns string) *corev1.Secret {
 			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rights-test", Namespace: ns}, StringData: map[string]string{"k": "v"}}
 			Expect(admin.Create(ctx, s)).To(Succeed())
 			return s
 		}
-		ownSecret := secretIn(prod.cred.ClusterNamespace)
+		ownSecret := secretIn(prod.Cred.ClusterNamespace)
 		systemSecret := secretIn(fleet.DefaultSystemNamespace)
 
-		c := prod.credClient()
+		c := prod.CredClient()
 
 		By("allowed")
 		list := &fleet.BundleDeploymentList{}
-		Expect(c.List(ctx, list, client.InNamespace(prod.cred.ClusterNamespace))).To(Succeed())
+		Expect(c.List(ctx, list, client.InNamespace(prod.Cred.ClusterNamespace))).To(Succeed())
 		Expect(list.Items).To(HaveLen(1))
-		w, err := c.Watch(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(prod.cred.ClusterNamespace))
+		w, err := c.Watch(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(prod.Cred.ClusterNamespace))
 		Expect(err).NotTo(HaveOccurred())
 		w.Stop()
 		patch := client.MergeFrom(own.DeepCopy())
@@ -150,7 +134,7 @@ var _ = Describe("Token registration", Ordered, func() {
 		Expect(c.Status().Patch(ctx, own, patch)).To(Succeed())
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(ownSecret), &corev1.Secret{})).To(Succeed())
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(content), &fleet.Content{})).To(Succeed())
-		cluster := prod.cluster.DeepCopy()
+		cluster := prod.Cluster.DeepCopy()
 		Expect(c.Status().Patch(ctx, cluster, client.RawPatch(types.MergePatchType, []byte(`{"status":{"agent":{"namespace":"fleet-system"}}}`)))).To(Succeed())
 
 		By("forbidden")
@@ -159,20 +143,20 @@ var _ = Describe("Token registration", Ordered, func() {
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s must be forbidden, got: %v", what, err)
 		}
 		forbidden("listing another cluster's BundleDeployments",
-			c.List(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(other.cred.ClusterNamespace)))
+			c.List(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(other.Cred.ClusterNamespace)))
 		forbidden("getting another cluster's BundleDeployment", c.Get(ctx, client.ObjectKeyFromObject(theirs), &fleet.BundleDeployment{}))
 		spec := own.DeepCopy()
 		spec.Spec.DeploymentID = "s-evil:1"
 		forbidden("updating a BundleDeployment's spec", c.Update(ctx, spec))
 		forbidden("creating a BundleDeployment", c.Create(ctx, &fleet.BundleDeployment{
-			ObjectMeta: metav1.ObjectMeta{Name: "evil", Namespace: prod.cred.ClusterNamespace}}))
+			ObjectMeta: metav1.ObjectMeta{Name: "evil", Namespace: prod.Cred.ClusterNamespace}}))
 		forbidden("patching another cluster's BundleDeployment status", c.Status().Patch(ctx, theirs.DeepCopy(),
 			client.RawPatch(types.MergePatchType, []byte(`{"status":{"ready":true}}`))))
 		forbidden("reading a Secret outside its namespace", c.Get(ctx, client.ObjectKeyFromObject(systemSecret), &corev1.Secret{}))
-		forbidden("listing Secrets in its own namespace", c.List(ctx, &corev1.SecretList{}, client.InNamespace(prod.cred.ClusterNamespace)))
-		forbidden("patching another Cluster's status", c.Status().Patch(ctx, other.cluster.DeepCopy(),
+		forbidden("listing Secrets in its own namespace", c.List(ctx, &corev1.SecretList{}, client.InNamespace(prod.Cred.ClusterNamespace)))
+		forbidden("patching another Cluster's status", c.Status().Patch(ctx, other.Cluster.DeepCopy(),
 			client.RawPatch(types.MergePatchType, []byte(`{"status":{"agent":{"namespace":"x"}}}`))))
-		forbidden("updating its own Cluster's spec", c.Patch(ctx, prod.cluster.DeepCopy(),
+		forbidden("updating its own Cluster's spec", c.Patch(ctx, prod.Cluster.DeepCopy(),
 			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"env":"hacked"}}}`))))
 		forbidden("listing Clusters", c.List(ctx, &fleet.ClusterList{}, client.InNamespace(fleet.DefaultWorkspace)))
 		forbidden("listing Contents", c.List(ctx, &fleet.ContentList{}))
@@ -196,7 +180,7 @@ var _ = Describe("Token registration", Ordered, func() {
 		Expect(admin.List(ctx, regs, client.InNamespace(fleet.DefaultWorkspace))).To(Succeed())
 		var reg *fleet.ClusterRegistration
 		for i := range regs.Items {
-			if regs.Items[i].Spec.ClientID == prod.cred.ClientID && regs.Items[i].Status.Granted {
+			if regs.Items[i].Spec.ClientID == prod.Cred.ClientID && regs.Items[i].Status.Granted {
 				reg = &regs.Items[i]
 			}
 		}
@@ -212,8 +196,8 @@ var _ = Describe("Token registration", Ordered, func() {
 
 	It("refuses an expired token, and the agent says why", func() {
 		const ns = "fleet-expired"
-		local, err := downstreams[1].Client(registration.Scheme())
-		Expect(err).NotTo(HaveOccurred())
+		j := framework.NewJoinedCluster(framework.JoinInput{Upstream: upstream, Downstream: downstreams[1], Admin: admin, LogDir: input.LogDir,
+			SystemNamespace: ns, ConfigArgs: []string{"--client-id", "expired-cluster"}, AgentArgs: agentArgs})
 		tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig, "--ttl", "2s", "--system-namespace", ns)
 		Expect(err).NotTo(HaveOccurred())
 		objs, err := framework.DecodeYAML(tokenYAML)
@@ -234,13 +218,10 @@ var _ = Describe("Token registration", Ordered, func() {
 		err = admin.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultWorkspace, Name: tokenName}, &corev1.ServiceAccount{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the token's ServiceAccount goes with it")
 
-		Expect(framework.ApplyYAML(ctx, local, tokenYAML)).To(Succeed())
-		configYAML, err := framework.Run("fleet", "install", "agent-config", "--system-namespace", ns, "--client-id", "expired-cluster")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(framework.ApplyYAML(ctx, local, configYAML)).To(Succeed())
-		j := &joined{cp: downstreams[1], local: local}
-		j.start(ns)
-		Eventually(j.agent.Output, 30*time.Second, 200*time.Millisecond).Should(ContainSubstring("expired or was revoked"))
+		Expect(framework.ApplyYAML(ctx, j.Local, tokenYAML)).To(Succeed())
+		j.ApplyConfig(ctx)
+		start(j)
+		Eventually(j.Agent.Output, 30*time.Second, 200*time.Millisecond).Should(ContainSubstring("expired or was revoked"))
 		Consistently(func() int {
 			list := &fleet.ClusterList{}
 			Expect(admin.List(ctx, list, client.MatchingFields{})).To(Succeed())
@@ -252,29 +233,27 @@ var _ = Describe("Token registration", Ordered, func() {
 			}
 			return n
 		}, 2*time.Second, 200*time.Millisecond).Should(BeZero())
-		Expect(j.agent.Exited()).To(BeFalse(), "the agent keeps retrying instead of crashing")
+		Expect(j.Agent.Exited()).To(BeFalse(), "the agent keeps retrying instead of crashing")
 	})
 
 	It("re-registers the same cluster identity onto the same Cluster and revokes the old credential", func() {
-		before := prod.cluster.DeepCopy()
-		oldCred := prod.cred
-		prod.agent.Stop()
+		before := prod.Cluster.DeepCopy()
+		oldCred := prod.Cred
+		prod.Agent.Stop()
 
 		// The cluster lost its credential: a fresh token brings it back.
-		Expect(prod.local.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}})).To(Succeed())
-		tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(framework.ApplyYAML(ctx, prod.local, tokenYAML)).To(Succeed())
-		prod.start(fleet.DefaultSystemNamespace)
-		prod.waitRegistered(fleet.DefaultSystemNamespace)
+		Expect(prod.Local.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}})).To(Succeed())
+		prod.ApplyToken(ctx)
+		start(prod)
+		prod.WaitRegistered(ctx, registerTimeout)
 
-		Expect(prod.cluster.UID).To(Equal(before.UID), "same Cluster object")
-		Expect(prod.cluster.Labels).To(Equal(before.Labels))
-		Expect(prod.cred.Token).NotTo(Equal(oldCred.Token))
+		Expect(prod.Cluster.UID).To(Equal(before.UID), "same Cluster object")
+		Expect(prod.Cluster.Labels).To(Equal(before.Labels))
+		Expect(prod.Cred.Token).NotTo(Equal(oldCred.Token))
 		Eventually(func() error {
 			return registration.Check(ctx, oldCred)
 		}, 30*time.Second, 200*time.Millisecond).Should(MatchError(registration.ErrRejected), "the old credential is revoked")
-		Expect(registration.Check(ctx, prod.cred)).To(Succeed())
+		Expect(registration.Check(ctx, prod.Cred)).To(Succeed())
 	})
 
 	It("registers fifty clusters at once", func() {
@@ -356,7 +335,9 @@ var _ = Describe("Token registration", Ordered, func() {
 		Expect(admin.List(ctx, list, client.InNamespace(fleet.DefaultWorkspace), client.HasLabels{"sim"})).To(Succeed())
 		Expect(list.Items).To(HaveLen(n))
 	})
-})
+}
+
+func decodeB64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 
 func unstructuredData(obj map[string]interface{}) (map[string]string, bool, error) {
 	out := map[string]string{}

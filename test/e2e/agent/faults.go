@@ -1,4 +1,4 @@
-package agent_test
+package agent
 
 import (
 	"fmt"
@@ -40,9 +40,9 @@ spec:
 `
 
 // releaseStatuses lists the status labels of a release's Helm records.
-func releaseStatuses(j *joined, ns, name string) []string {
+func releaseStatuses(j *cluster, ns, name string) []string {
 	list := &corev1.SecretList{}
-	Expect(j.local.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
+	Expect(j.Local.List(j.ctx, list, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
 	var out []string
 	for _, s := range list.Items {
 		out = append(out, s.Labels["version"]+":"+s.Labels["status"])
@@ -52,30 +52,34 @@ func releaseStatuses(j *joined, ns, name string) []string {
 }
 
 // markStatefulSetReady does what the controllers and kubelets would.
-func markStatefulSetReady(j *joined, ns, name string) error {
+func markStatefulSetReady(j *cluster, ns, name string) error {
 	s := &appsv1.StatefulSet{}
-	if err := j.local.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
+	if err := j.Local.Get(j.ctx, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
 		return err
 	}
 	s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 1, ReadyReplicas: 1, CurrentReplicas: 1,
 		UpdatedReplicas: 1, AvailableReplicas: 1, CurrentRevision: name + "-1", UpdateRevision: name + "-1"}
-	return j.local.Status().Update(ctx, s)
+	return j.Local.Status().Update(j.ctx, s)
 }
 
 // clusterState is the display state of a joined cluster's Cluster.
-func clusterState(j *joined) string {
+func clusterState(j *cluster) string {
+	GinkgoHelper()
 	c := &fleet.Cluster{}
-	Expect(admin.Get(ctx, client.ObjectKeyFromObject(j.cluster), c)).To(Succeed())
+	Expect(j.Admin.Get(j.ctx, client.ObjectKeyFromObject(j.Cluster), c)).To(Succeed())
 	return c.Status.Display.State
 }
 
-func faultSpecs() {
+func faultSpecs(f *fixture) {
+	ctx, dev, prod := f.ctx, f.dev, f.prod
+	newBundle, updateBundle, restartUpstream := f.newBundle, f.updateBundle, f.restartUpstream
+
 	It("keeps running while the manager's API server is down and applies a change made after it is back", func() {
 		before := dev.bd("plain")
 		By("stopping the manager's API server for 40 seconds")
 		restartUpstream(40 * time.Second)
-		Expect(dev.agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", dev.agent.Tail(6000))
-		Expect(prod.agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", prod.agent.Tail(6000))
+		Expect(dev.Agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", dev.Agent.Tail(6000))
+		Expect(prod.Agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", prod.Agent.Tail(6000))
 
 		By("changing the bundle once the API server is back")
 		updateBundle("plain", func(b *fleet.Bundle) {
@@ -87,11 +91,11 @@ func faultSpecs() {
 				return ""
 			}
 			return cm.Data["color"]
-		}, 90*time.Second, 250*time.Millisecond).Should(Equal("purple"), "agent log:\n%s", dev.agent.Tail(6000))
+		}, 90*time.Second, 250*time.Millisecond).Should(Equal("purple"), "agent log:\n%s", dev.Agent.Tail(6000))
 		bd := dev.waitState("plain", fleet.Ready, 60*time.Second)
 		Expect(bd.Spec.DeploymentID).NotTo(Equal(before.Spec.DeploymentID))
 		Expect(bd.Status.Release).To(Equal("plain/plain:2"))
-		Expect(dev.starts).To(Equal(1), "the agent was not restarted")
+		Expect(dev.Agents).To(HaveLen(1), "the agent was not restarted")
 	})
 
 	It("recovers a release left pending by an agent killed in the middle of an install", func() {
@@ -103,26 +107,29 @@ func faultSpecs() {
 			Resources: []fleet.BundleResource{res("db.yaml", slowStatefulSet)},
 			Targets:   target("env", "prod"),
 		})
-		Eventually(func() []string { return releaseStatuses(prod, "slow", "slow") }, 60*time.Second, 100*time.Millisecond).
-			Should(Equal([]string{"1:pending-install"}))
+		// Helm records the pending release before it creates the objects:
+		// wait for both.
 		first := &appsv1.StatefulSet{}
-		Expect(prod.local.Get(ctx, types.NamespacedName{Namespace: "slow", Name: "db"}, first)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(releaseStatuses(prod, "slow", "slow")).To(Equal([]string{"1:pending-install"}))
+			g.Expect(prod.Local.Get(ctx, types.NamespacedName{Namespace: "slow", Name: "db"}, first)).To(Succeed())
+		}, 60*time.Second, 100*time.Millisecond).Should(Succeed(), "the install is pending with its StatefulSet created")
 		By("killing the agent in the middle of the install")
-		prod.agent.Kill()
+		prod.Agent.Kill()
 		Expect(releaseStatuses(prod, "slow", "slow")).To(Equal([]string{"1:pending-install"}))
 
-		prod.start()
+		prod.StartAgent()
 		// The restarted agent uninstalls the pending release and installs
 		// again, which waits for the new StatefulSet: make that one ready.
 		Eventually(func(g Gomega) {
 			s := &appsv1.StatefulSet{}
-			g.Expect(prod.local.Get(ctx, types.NamespacedName{Namespace: "slow", Name: "db"}, s)).To(Succeed())
+			g.Expect(prod.Local.Get(ctx, types.NamespacedName{Namespace: "slow", Name: "db"}, s)).To(Succeed())
 			g.Expect(s.UID).NotTo(Equal(first.UID), "the pending install is undone and done again")
 			g.Expect(markStatefulSetReady(prod, "slow", "db")).To(Succeed())
 			g.Expect(releaseStatuses(prod, "slow", "slow")).To(Equal([]string{"1:deployed"}))
-		}, 90*time.Second, 500*time.Millisecond).Should(Succeed(), "agent log:\n%s", prod.agent.Tail(6000))
+		}, 90*time.Second, 500*time.Millisecond).Should(Succeed(), "agent log:\n%s", prod.Agent.Tail(6000))
 		prod.waitState("slow", fleet.Ready, 60*time.Second)
-		Expect(prod.agent.Output()).To(ContainSubstring("left pending"))
+		Expect(prod.Agent.Output()).To(ContainSubstring("left pending"))
 	})
 
 	It("shows a cluster cut off from the manager Offline, leaves the others alone, and catches up when it is back", func() {
@@ -144,7 +151,7 @@ func faultSpecs() {
 		dev.waitState("during-cut", fleet.Ready, 60*time.Second)
 		Eventually(func(g Gomega) {
 			c := &fleet.Cluster{}
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(prod.cluster), c)).To(Succeed())
+			g.Expect(f.admin.Get(ctx, client.ObjectKeyFromObject(prod.Cluster), c)).To(Succeed())
 			g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateOffline))
 			ready := meta.FindStatusCondition(c.Status.Conditions, fleet.ConditionReady)
 			g.Expect(ready).NotTo(BeNil())
@@ -154,7 +161,7 @@ func faultSpecs() {
 		GinkgoWriter.Printf("prod was shown Offline %s after the cut\n", time.Since(cut).Round(time.Second))
 		Expect(clusterState(dev)).NotTo(Equal(fleet.ClusterStateOffline), "the other cluster is unaffected")
 		Expect(configMap(prod, "cut", "made-during-cut")).To(BeNil(), "nothing reaches a cluster cut off")
-		Expect(prod.agent.Exited()).To(BeFalse(), "the agent waits out the cut; log:\n%s", prod.agent.Tail(6000))
+		Expect(prod.Agent.Exited()).To(BeFalse(), "the agent waits out the cut; log:\n%s", prod.Agent.Tail(6000))
 
 		By("restoring the link")
 		prod.link.Restore()
@@ -164,33 +171,33 @@ func faultSpecs() {
 		Expect(configMap(prod, "cut", "made-during-cut")).NotTo(BeNil())
 		Eventually(func() string { return clusterState(prod) }, 60*time.Second, 250*time.Millisecond).ShouldNot(Equal(fleet.ClusterStateOffline))
 		GinkgoWriter.Printf("prod caught up %s after the link was restored\n", time.Since(back).Round(time.Second))
-		Expect(prod.agent.Exited()).To(BeFalse())
+		Expect(prod.Agent.Exited()).To(BeFalse())
 	})
 
 	It("lets a cluster whose credential Secret was deleted re-register with a fresh token and keep its identity", func() {
-		old := dev.cred
-		cluster := dev.cluster.DeepCopy()
+		old := dev.Cred
+		cluster := dev.Cluster.DeepCopy()
 		By("deleting the agent's credential downstream and restarting the agent")
-		Expect(dev.local.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Expect(dev.Local.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 			Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}})).To(Succeed())
-		dev.agent.Stop()
-		dev.start()
-		Eventually(dev.agent.Output, 30*time.Second, 250*time.Millisecond).Should(
+		dev.Agent.Stop()
+		dev.StartAgent()
+		Eventually(dev.Agent.Output, 30*time.Second, 250*time.Millisecond).Should(
 			ContainSubstring("apply a registration token"), "the agent says what it needs")
-		Expect(dev.agent.Exited()).To(BeFalse(), "it waits for a token rather than crash-looping")
+		Expect(dev.Agent.Exited()).To(BeFalse(), "it waits for a token rather than crash-looping")
 
 		By("applying a fresh token")
-		dev.applyToken()
-		dev.waitRegistered()
-		Expect(dev.cluster.Name).To(Equal(cluster.Name), "the same Cluster")
-		Expect(dev.cluster.UID).To(Equal(cluster.UID))
-		Expect(dev.cred.ClusterNamespace).To(Equal(old.ClusterNamespace))
-		Expect(dev.cred.Token).NotTo(Equal(old.Token))
+		dev.ApplyToken(ctx)
+		dev.WaitRegistered(ctx, registerTimeout)
+		Expect(dev.Cluster.Name).To(Equal(cluster.Name), "the same Cluster")
+		Expect(dev.Cluster.UID).To(Equal(cluster.UID))
+		Expect(dev.Cred.ClusterNamespace).To(Equal(old.ClusterNamespace))
+		Expect(dev.Cred.Token).NotTo(Equal(old.Token))
 		Eventually(func() error { return registration.Check(ctx, old) }, 30*time.Second, 250*time.Millisecond).Should(
 			MatchError(registration.ErrRejected), "the lost credential is revoked")
-		Expect(registration.Check(ctx, dev.cred)).To(Succeed())
+		Expect(registration.Check(ctx, dev.Cred)).To(Succeed())
 		boot := &corev1.Secret{}
-		Expect(apierrors.IsNotFound(dev.local.Get(ctx, types.NamespacedName{
+		Expect(apierrors.IsNotFound(dev.Local.Get(ctx, types.NamespacedName{
 			Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, boot))).To(BeTrue(), "the token is forgotten again")
 
 		By("deploying with the new credential")
@@ -203,7 +210,7 @@ func faultSpecs() {
 				return ""
 			}
 			return cm.Data["a"]
-		}, 90*time.Second, 250*time.Millisecond).Should(Equal("c"), "agent log:\n%s", dev.agent.Tail(6000))
+		}, 90*time.Second, 250*time.Millisecond).Should(Equal("c"), "agent log:\n%s", dev.Agent.Tail(6000))
 		dev.waitState("during-cut", fleet.Ready, 60*time.Second)
 	})
 
@@ -226,8 +233,8 @@ func faultSpecs() {
 			}, 60*time.Second, 250*time.Millisecond).Should(Equal(value))
 		}
 		elect := []string{"--leader-elect", "--leader-elect-lease-duration", lease.String()}
-		dev.agent.Stop()
-		a, b := dev.startReplica(elect...), dev.startReplica(elect...)
+		dev.Agent.Stop()
+		a, b := dev.StartAgent(elect...), dev.StartAgent(elect...)
 		Eventually(func() bool { return leading(a) || leading(b) }, 30*time.Second, 100*time.Millisecond).Should(BeTrue())
 		leader, standby := a, b
 		if leading(b) {
@@ -247,7 +254,7 @@ func faultSpecs() {
 		color("leader-2")
 
 		By("stopping the leading replica gracefully: it gives the lease back")
-		next := dev.startReplica(elect...)
+		next := dev.StartAgent(elect...)
 		Eventually(next.Output, 10*time.Second, 100*time.Millisecond).Should(ContainSubstring("Another replica runs the agent"))
 		stopped := time.Now()
 		standby.Stop()
@@ -255,7 +262,7 @@ func faultSpecs() {
 		Eventually(func() bool { return leading(next) }, 3*lease, 50*time.Millisecond).Should(BeTrue())
 		GinkgoWriter.Printf("After a graceful stop the next agent led in %s\n", time.Since(stopped))
 		Expect(time.Since(stopped)).To(BeNumerically("<", lease), "no wait for the lease to expire")
-		dev.agent = next
+		dev.Agent = next
 		color("leader-3")
 		dev.waitState("during-cut", fleet.Ready, 60*time.Second)
 	})
@@ -278,13 +285,13 @@ func faultSpecs() {
 				g.Expect(summary.State(bd)).To(Equal(fleet.Ready), bundle(i))
 			}
 		}
-		Eventually(ready, 3*time.Minute, time.Second).Should(Succeed(), "agent log:\n%s", dev.agent.Tail(6000))
+		Eventually(ready, 3*time.Minute, time.Second).Should(Succeed(), "agent log:\n%s", dev.Agent.Tail(6000))
 
 		// Watch the BundleDeployments: note when each one's deploymentID
 		// changes and when it is Ready with that deploymentID applied.
-		wc, err := client.NewWithWatch(upstream.Config, client.Options{Scheme: controllers.Scheme()})
+		wc, err := client.NewWithWatch(f.upstream.Config, client.Options{Scheme: controllers.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
-		w, err := wc.Watch(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(dev.cred.ClusterNamespace))
+		w, err := wc.Watch(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(dev.Cred.ClusterNamespace))
 		Expect(err).NotTo(HaveOccurred())
 		defer w.Stop()
 		var mu sync.Mutex
@@ -323,7 +330,7 @@ func faultSpecs() {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(readyAt)
-		}, 3*time.Minute, 250*time.Millisecond).Should(Equal(n), "agent log:\n%s", dev.agent.Tail(6000))
+		}, 3*time.Minute, 250*time.Millisecond).Should(Equal(n), "agent log:\n%s", dev.Agent.Tail(6000))
 		mu.Lock()
 		latencies := make([]time.Duration, 0, n)
 		for name, t := range readyAt {

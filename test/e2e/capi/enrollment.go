@@ -1,6 +1,7 @@
-package capi_test
+package capi
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -20,10 +21,15 @@ import (
 	"github.com/gitfleet/fleet/controllers/clusterimport"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
 )
 
-func newBundle(name string, selector map[string]string) *fleet.Bundle {
+// remoteTimeout bounds each call of the import controller to a workload
+// cluster.
+const remoteTimeout = clusterimport.DefaultRemoteTimeout
+
+func (e *env) newBundle(name string, selector map[string]string) *fleet.Bundle {
 	GinkgoHelper()
 	b := &fleet.Bundle{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -32,22 +38,48 @@ func newBundle(name string, selector map[string]string) *fleet.Bundle {
 			Targets:   []fleet.BundleTarget{{Name: "sel", ClusterSelector: &metav1.LabelSelector{MatchLabels: selector}}},
 		},
 	}
-	Expect(admin.Create(ctx, b)).To(Succeed())
+	Expect(e.admin.Create(e.ctx, b)).To(Succeed())
 	return b
 }
 
 // deployedTo tells whether bundle b has a BundleDeployment for cluster.
-func deployedTo(b *fleet.Bundle, cluster string) func() bool {
+func (e *env) deployedTo(b *fleet.Bundle, cluster string) func() bool {
 	return func() bool {
-		err := admin.Get(ctx, types.NamespacedName{Namespace: names.ClusterNamespace(ns, cluster), Name: b.Name}, &fleet.BundleDeployment{})
+		err := e.admin.Get(e.ctx, types.NamespacedName{Namespace: names.ClusterNamespace(ns, cluster), Name: b.Name}, &fleet.BundleDeployment{})
 		return err == nil
 	}
 }
 
-// The specs build on each other (one enrolled cluster, then its agent, ...);
-// ContinueOnFailure runs the later ones even when one fails, so that one run
-// shows every problem.
-var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
+func (e *env) setPaused(c *clusterv1.Cluster, paused bool) {
+	GinkgoHelper()
+	Expect(e.admin.Patch(e.ctx, c, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"paused":%t}}`, paused)))).To(Succeed())
+}
+
+func (e *env) kubeconfigFor(i int) ([]byte, error) {
+	return kubeconfig.FromREST(e.workloads[i].Config, e.workloads[i].Name)
+}
+
+// EnrollmentSpec plays Cluster API against the manager: it creates Cluster
+// API Clusters, marks their control planes initialized and writes their
+// kubeconfig Secrets, runs the agents the manager installs with a stand-in
+// kubelet, and checks enrollment, targeting by the copied labels, healing,
+// adoption of a token-registered cluster, errors, pausing, opting out and
+// deletion. The specs build on each other (one enrolled cluster, then its
+// agent, ...): call it in an Ordered container, with ContinueOnFailure so
+// that one run shows every problem.
+func EnrollmentSpec(ctx context.Context, inputGetter func() SpecInput) {
+	e := &env{ctx: ctx}
+	createCAPICluster, initialize, writeKubeconfigSecret := e.createCAPICluster, e.initialize, e.writeKubeconfigSecret
+	getFleetCluster, imported, importedCondition, agentReady := e.getFleetCluster, e.imported, e.importedCondition, e.agentReady
+	notFound, localClient, kubeSystemUID := e.notFound, e.localClient, e.kubeSystemUID
+	clustersWithClientID, startKubelet := e.clustersWithClientID, e.startKubelet
+	newBundle, deployedTo, setPaused, kubeconfigFor := e.newBundle, e.deployedTo, e.setPaused, e.kubeconfigFor
+	var (
+		admin                                      client.WithWatch
+		upstream                                   *controlplane.ControlPlane
+		workloads                                  []*controlplane.ControlPlane
+		staleAfter, checkinInterval, checkInterval time.Duration
+	)
 	var (
 		alpha     *clusterv1.Cluster
 		alphaUID  types.UID // the fleet Cluster's
@@ -58,8 +90,18 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 	)
 
 	BeforeAll(func() {
+		input := inputGetter()
+		input.validate("EnrollmentSpec")
+		e.set(input)
+		admin, upstream, workloads = input.Admin, input.Upstream, input.Workloads
+		// The agent check-in and the manager's periodic check follow the
+		// stale-agent time: a third of it each.
+		staleAfter = input.ImportStaleAfter
+		checkinInterval, checkInterval = staleAfter/3, staleAfter/3
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		w0Local = localClient(workloads[0])
 	})
+	AfterAll(e.stopKubelets)
 
 	It("does not enroll a cluster whose control plane is not initialized", func() {
 		alpha = createCAPICluster(capiCluster{name: "alpha", workload: workloads[0], class: "quick-start",
@@ -353,13 +395,4 @@ var _ = Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() {
 		_, err := getFleetCluster(ns, "beta")
 		Expect(err).NotTo(HaveOccurred(), "other clusters stay")
 	})
-})
-
-func setPaused(c *clusterv1.Cluster, paused bool) {
-	GinkgoHelper()
-	Expect(admin.Patch(ctx, c, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"paused":%t}}`, paused)))).To(Succeed())
-}
-
-func kubeconfigFor(i int) ([]byte, error) {
-	return kubeconfig.FromREST(workloads[i].Config, workloads[i].Name)
 }

@@ -1,4 +1,4 @@
-package badinput_test
+package badinput
 
 import (
 	"bytes"
@@ -38,19 +38,19 @@ type webhookCase struct {
 
 // pushFor is a GitHub push of a new commit to the main branch of a repository
 // on the git server.
-func pushFor(repo string) []byte {
+func (f *fixture) pushFor(repo string) []byte {
 	b, err := json.Marshal(map[string]any{
 		"ref": "refs/heads/main", "after": strings.Repeat("ab", 20),
-		"repository": map[string]any{"clone_url": gitServer.RepoURL(repo) + ".git", "html_url": gitServer.RepoURL(repo), "default_branch": "main"},
+		"repository": map[string]any{"clone_url": f.gitServer.RepoURL(repo) + ".git", "html_url": f.gitServer.RepoURL(repo), "default_branch": "main"},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return b
 }
 
-func gitlabPushFor(repo string) []byte {
+func (f *fixture) gitlabPushFor(repo string) []byte {
 	b, err := json.Marshal(map[string]any{
 		"ref": "refs/heads/main", "checkout_sha": strings.Repeat("cd", 20),
-		"project": map[string]any{"git_http_url": gitServer.RepoURL(repo) + ".git", "default_branch": "main"},
+		"project": map[string]any{"git_http_url": f.gitServer.RepoURL(repo) + ".git", "default_branch": "main"},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return b
@@ -70,25 +70,27 @@ func github(extra ...string) map[string]string {
 	return h
 }
 
-func healthyPush() []byte { return pushFor(healthyRepo) }
+func (f *fixture) healthyPush() []byte { return f.pushFor(healthyRepo) }
 
 // The GitRepos of the webhook cases whose own configuration is broken.
-var hookRepos = map[string]string{
-	"hook-missing-secret": "missing", // webhookSecret names no Secret
-	"hook-keyless-secret": "keyless", // the Secret has no "token" key
+func hookRepos() map[string]string {
+	return map[string]string{
+		"hook-missing-secret": "missing", // webhookSecret names no Secret
+		"hook-keyless-secret": "keyless", // the Secret has no "token" key
+	}
 }
 
-func webhookSurface() {
+func (f *fixture) webhookSurface() {
 	BeforeAll(func() {
-		Expect(admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "keyless"},
+		Expect(f.admin.Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "keyless"},
 			Data: map[string][]byte{"secret": []byte("x")}})).To(Succeed())
-		for name, secret := range hookRepos {
-			repo, err := gittest.NewRepo(filepath.Join(gitRoot, name), "main")
+		for name, secret := range hookRepos() {
+			repo, err := gittest.NewRepo(filepath.Join(f.gitRoot, name), "main")
 			must(err)
 			_, err = repo.Commit("hook", app(""))
 			must(err)
-			Expect(admin.Create(ctx, &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ws}, Spec: fleet.GitRepoSpec{
-				Repo: gitServer.RepoURL(name), Branch: "main", PollingInterval: every(time.Hour), WebhookSecret: secret,
+			Expect(f.admin.Create(f.ctx, &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ws}, Spec: fleet.GitRepoSpec{
+				Repo: f.gitServer.RepoURL(name), Branch: "main", PollingInterval: every(time.Hour), WebhookSecret: secret,
 			}})).To(Succeed())
 		}
 	})
@@ -99,7 +101,7 @@ func webhookSurface() {
 			method = http.MethodPost
 		}
 		body := c.body()
-		req, err := http.NewRequestWithContext(ctx, method, webhookURL, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(f.ctx, method, f.webhookURL, bytes.NewReader(body))
 		Expect(err).NotTo(HaveOccurred())
 		for k, v := range c.headers {
 			req.Header.Set(k, v)
@@ -124,33 +126,33 @@ func webhookSurface() {
 			Expect(out.Failed).To(ContainElement(ContainSubstring(c.failed)))
 		}
 		By("The webhook answers " + resp.Status + ": " + strings.TrimSpace(string(raw)))
-		for name := range hookRepos {
-			Expect(getGitRepo(ws, name).Status.WebhookCommit).To(BeEmpty(), "GitRepo %s was not triggered", name)
+		for name := range hookRepos() {
+			Expect(f.getGitRepo(ws, name).Status.WebhookCommit).To(BeEmpty(), "GitRepo %s was not triggered", name)
 		}
-		expectUndisturbed()
+		f.expectUndisturbed()
 	},
-		Entry("a bad signature: 401", webhookCase{headers: github("X-Hub-Signature-256", "sha256="+strings.Repeat("00", 32)), body: healthyPush,
+		Entry("a bad signature: 401", webhookCase{headers: github("X-Hub-Signature-256", "sha256="+strings.Repeat("00", 32)), body: f.healthyPush,
 			code: http.StatusUnauthorized, msg: "signature verification failed",
 			rejected: "fleet-default/healthy: X-Hub-Signature-256 does not match the webhook secret"}),
-		Entry("no signature: 401", webhookCase{headers: github(), body: healthyPush,
+		Entry("no signature: 401", webhookCase{headers: github(), body: f.healthyPush,
 			code: http.StatusUnauthorized, msg: "signature verification failed", rejected: "fleet-default/healthy: missing X-Hub-Signature-256 header"}),
 		Entry("a signature made with another secret: 401", webhookCase{headers: github(), sign: func(b []byte) string { return signature("guessed", b) },
-			body: healthyPush, code: http.StatusUnauthorized, msg: "signature verification failed", rejected: "does not match the webhook secret"}),
+			body: f.healthyPush, code: http.StatusUnauthorized, msg: "signature verification failed", rejected: "does not match the webhook secret"}),
 		Entry("a SHA-1 signature instead of SHA-256: 401", webhookCase{headers: github(), sign: func(b []byte) string {
-			mac := hmac.New(sha1.New, []byte(globalWebhookSecret))
+			mac := hmac.New(sha1.New, []byte(f.webhookSecret))
 			mac.Write(b)
 			return "sha1=" + hex.EncodeToString(mac.Sum(nil))
-		}, body: healthyPush, code: http.StatusUnauthorized, msg: "signature verification failed", rejected: "does not match"}),
+		}, body: f.healthyPush, code: http.StatusUnauthorized, msg: "signature verification failed", rejected: "does not match"}),
 		Entry("a valid signature of another body (replayed onto an altered payload): 401", webhookCase{
-			headers: github(), sign: func([]byte) string { return signature(globalWebhookSecret, pushFor("other")) }, body: healthyPush,
+			headers: github(), sign: func([]byte) string { return signature(f.webhookSecret, f.pushFor("other")) }, body: f.healthyPush,
 			code: http.StatusUnauthorized, msg: "signature verification failed", rejected: "does not match"}),
-		Entry("a signature that is no hex: 401", webhookCase{headers: github("X-Hub-Signature-256", "sha256=not-hex"), body: healthyPush,
+		Entry("a signature that is no hex: 401", webhookCase{headers: github("X-Hub-Signature-256", "sha256=not-hex"), body: f.healthyPush,
 			code: http.StatusUnauthorized, msg: "signature verification failed", rejected: "does not match"}),
 		Entry("a GitLab call with a wrong token: 401", webhookCase{headers: map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": "guessed"},
-			body: func() []byte { return gitlabPushFor(healthyRepo) }, code: http.StatusUnauthorized, msg: "signature verification failed",
+			body: func() []byte { return f.gitlabPushFor(healthyRepo) }, code: http.StatusUnauthorized, msg: "signature verification failed",
 			rejected: "fleet-default/healthy: X-Gitlab-Token does not match the webhook secret"}),
 		Entry("a GitLab call without token: 401", webhookCase{headers: map[string]string{"X-Gitlab-Event": "Push Hook"},
-			body: func() []byte { return gitlabPushFor(healthyRepo) }, code: http.StatusUnauthorized, msg: "signature verification failed",
+			body: func() []byte { return f.gitlabPushFor(healthyRepo) }, code: http.StatusUnauthorized, msg: "signature verification failed",
 			rejected: "missing X-Gitlab-Token header"}),
 		Entry("a malformed GitHub body: 400", webhookCase{headers: github(), body: func() []byte { return []byte(`{"ref": "refs/heads/main", "after": `) },
 			code: http.StatusBadRequest, msg: "invalid GitHub push payload"}),
@@ -165,19 +167,19 @@ func webhookSurface() {
 				return []byte(`{"ref": "refs/heads/main", "after": "` + strings.Repeat("ab", 20) + `", "repository": {}}`)
 			},
 			code: http.StatusBadRequest, msg: "the push payload names no repository URL"}),
-		Entry("a call from no known provider: 400", webhookCase{headers: map[string]string{"Content-Type": "application/json"}, body: healthyPush,
+		Entry("a call from no known provider: 400", webhookCase{headers: map[string]string{"Content-Type": "application/json"}, body: f.healthyPush,
 			code: http.StatusBadRequest, msg: "unsupported webhook: expected a GitHub (X-GitHub-Event) or GitLab (X-Gitlab-Event) call"}),
 		Entry("a GET: 405", webhookCase{method: http.MethodGet, body: func() []byte { return nil },
 			code: http.StatusMethodNotAllowed, msg: "only POST is accepted"}),
 		Entry("a body over 25 MiB: 413", webhookCase{headers: github(), body: func() []byte { return bytes.Repeat([]byte(" "), gitrepo.DefaultWebhookMaxBytes+1) },
 			code: http.StatusRequestEntityTooLarge, msg: "reading the payload"}),
 		Entry("a valid call for a GitRepo whose webhookSecret does not exist: 500", webhookCase{
-			headers: github(), sign: func(b []byte) string { return signature(globalWebhookSecret, b) },
-			body: func() []byte { return pushFor("hook-missing-secret") }, code: http.StatusInternalServerError,
+			headers: github(), sign: func(b []byte) string { return signature(f.webhookSecret, b) },
+			body: func() []byte { return f.pushFor("hook-missing-secret") }, code: http.StatusInternalServerError,
 			msg: "some GitRepos could not be triggered", failed: "fleet-default/hook-missing-secret: webhookSecret missing not found in namespace fleet-default"}),
 		Entry("a valid call for a GitRepo whose webhookSecret has no token: 500", webhookCase{
-			headers: github(), sign: func(b []byte) string { return signature(globalWebhookSecret, b) },
-			body: func() []byte { return pushFor("hook-keyless-secret") }, code: http.StatusInternalServerError,
+			headers: github(), sign: func(b []byte) string { return signature(f.webhookSecret, b) },
+			body: func() []byte { return f.pushFor("hook-keyless-secret") }, code: http.StatusInternalServerError,
 			msg: "some GitRepos could not be triggered", failed: `fleet-default/hook-keyless-secret: webhookSecret keyless has no "token" key`}),
 	)
 }

@@ -1,6 +1,7 @@
-package capi_test
+package capi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -30,8 +31,20 @@ import (
 	"github.com/gitfleet/fleet/test/framework"
 )
 
-// ns holds the Cluster API Clusters and so their fleet Clusters.
-const ns = "capi-e2e"
+// env is what the helpers of the specs use; its fields are set from the
+// SpecInput once the getter can be called.
+type env struct {
+	ctx       context.Context
+	admin     client.WithWatch
+	upstream  *controlplane.ControlPlane
+	workloads []*controlplane.ControlPlane
+	logDir    string
+	kubelets  []*kubelet
+}
+
+func (e *env) set(in SpecInput) {
+	e.admin, e.upstream, e.workloads, e.logDir = in.Admin, in.Upstream, in.Workloads, in.LogDir
+}
 
 // capiCluster is the spec of a Cluster API Cluster the test creates.
 type capiCluster struct {
@@ -44,7 +57,7 @@ type capiCluster struct {
 	workload *controlplane.ControlPlane
 }
 
-func createCAPICluster(in capiCluster) *clusterv1.Cluster {
+func (e *env) createCAPICluster(in capiCluster) *clusterv1.Cluster {
 	GinkgoHelper()
 	if in.namespace == "" {
 		in.namespace = ns
@@ -65,21 +78,21 @@ func createCAPICluster(in capiCluster) *clusterv1.Cluster {
 	if in.class != "" {
 		c.Spec.Topology = clusterv1.Topology{ClassRef: clusterv1.ClusterClassRef{Name: in.class}, Version: "v1.36.0"}
 	}
-	Expect(admin.Create(ctx, c)).To(Succeed())
+	Expect(e.admin.Create(e.ctx, c)).To(Succeed())
 	return c
 }
 
 // initialize marks the control plane initialized, as Cluster API's
 // controllers would.
-func initialize(c *clusterv1.Cluster) {
+func (e *env) initialize(c *clusterv1.Cluster) {
 	GinkgoHelper()
 	patch := []byte(`{"status":{"initialization":{"controlPlaneInitialized":true}}}`)
-	Expect(admin.Status().Patch(ctx, c, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	Expect(e.admin.Status().Patch(e.ctx, c, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 }
 
 // writeKubeconfigSecret writes <name>-kubeconfig as Cluster API does, with
 // value as its kubeconfig (nil: an admin kubeconfig of the workload).
-func writeKubeconfigSecret(namespace, name string, workload *controlplane.ControlPlane, value []byte) *corev1.Secret {
+func (e *env) writeKubeconfigSecret(namespace, name string, workload *controlplane.ControlPlane, value []byte) *corev1.Secret {
 	GinkgoHelper()
 	if value == nil {
 		var err error
@@ -92,19 +105,19 @@ func writeKubeconfigSecret(namespace, name string, workload *controlplane.Contro
 		Type: clusterv1.ClusterSecretType,
 		Data: map[string][]byte{fleet.KubeConfigSecretValueKey: value},
 	}
-	Expect(admin.Create(ctx, s)).To(Succeed())
+	Expect(e.admin.Create(e.ctx, s)).To(Succeed())
 	return s
 }
 
-func getFleetCluster(namespace, name string) (*fleet.Cluster, error) {
+func (e *env) getFleetCluster(namespace, name string) (*fleet.Cluster, error) {
 	c := &fleet.Cluster{}
-	return c, admin.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, c)
+	return c, e.admin.Get(e.ctx, types.NamespacedName{Namespace: namespace, Name: name}, c)
 }
 
 // imported returns the Imported reason of a fleet Cluster, "" when unknown.
-func imported(namespace, name string) func() string {
+func (e *env) imported(namespace, name string) func() string {
 	return func() string {
-		c, err := getFleetCluster(namespace, name)
+		c, err := e.getFleetCluster(namespace, name)
 		if err != nil {
 			return ""
 		}
@@ -115,8 +128,8 @@ func imported(namespace, name string) func() string {
 	}
 }
 
-func importedCondition(namespace, name string) *metav1.Condition {
-	c, err := getFleetCluster(namespace, name)
+func (e *env) importedCondition(namespace, name string) *metav1.Condition {
+	c, err := e.getFleetCluster(namespace, name)
 	if err != nil {
 		return nil
 	}
@@ -124,10 +137,10 @@ func importedCondition(namespace, name string) *metav1.Condition {
 }
 
 // agentReady returns FleetAgentReady of a Cluster API Cluster, or nil.
-func agentReady(namespace, name string) func() *metav1.Condition {
+func (e *env) agentReady(namespace, name string) func() *metav1.Condition {
 	return func() *metav1.Condition {
 		c := &clusterv1.Cluster{}
-		if err := admin.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, c); err != nil {
+		if err := e.admin.Get(e.ctx, types.NamespacedName{Namespace: namespace, Name: name}, c); err != nil {
 			return nil
 		}
 		return meta.FindStatusCondition(c.Status.Conditions, capi.ConditionFleetAgentReady)
@@ -138,31 +151,31 @@ func haveReason(status metav1.ConditionStatus, reason string) OmegaMatcher {
 	return And(Not(BeNil()), HaveField("Status", status), HaveField("Reason", reason))
 }
 
-func notFound(obj client.Object) func() bool {
+func (e *env) notFound(obj client.Object) func() bool {
 	return func() bool {
-		return apierrors.IsNotFound(admin.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+		return apierrors.IsNotFound(e.admin.Get(e.ctx, client.ObjectKeyFromObject(obj), obj))
 	}
 }
 
-func localClient(cp *controlplane.ControlPlane) client.Client {
+func (e *env) localClient(cp *controlplane.ControlPlane) client.Client {
 	GinkgoHelper()
 	c, err := cp.Client(registration.Scheme())
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }
 
-func kubeSystemUID(cp *controlplane.ControlPlane) string {
+func (e *env) kubeSystemUID(cp *controlplane.ControlPlane) string {
 	GinkgoHelper()
-	uid, err := cp.KubeSystemUID(ctx)
+	uid, err := cp.KubeSystemUID(e.ctx)
 	Expect(err).NotTo(HaveOccurred())
 	return string(uid)
 }
 
 // clustersWithClientID counts the fleet Clusters of an identity, anywhere.
-func clustersWithClientID(id string) func() []string {
+func (e *env) clustersWithClientID(id string) func() []string {
 	return func() []string {
 		list := &fleet.ClusterList{}
-		Expect(admin.List(ctx, list)).To(Succeed())
+		Expect(e.admin.List(e.ctx, list)).To(Succeed())
 		var out []string
 		for _, c := range list.Items {
 			if c.Spec.ClientID == id {
@@ -179,6 +192,7 @@ func clustersWithClientID(id string) func() []string {
 // downward API would), restarts it when the pod template changes, and stops
 // it when the Deployment is deleted.
 type kubelet struct {
+	e         *env
 	cp        *controlplane.ControlPlane
 	local     client.Client
 	namespace string
@@ -195,11 +209,9 @@ type kubelet struct {
 	stopped  chan struct{}
 }
 
-var kubelets []*kubelet
-
-func startKubelet(cp *controlplane.ControlPlane, namespace string) *kubelet {
-	k := &kubelet{cp: cp, local: localClient(cp), namespace: namespace, done: make(chan struct{}), stopped: make(chan struct{})}
-	kubelets = append(kubelets, k)
+func (e *env) startKubelet(cp *controlplane.ControlPlane, namespace string) *kubelet {
+	k := &kubelet{e: e, cp: cp, local: e.localClient(cp), namespace: namespace, done: make(chan struct{}), stopped: make(chan struct{})}
+	e.kubelets = append(e.kubelets, k)
 	go func() {
 		defer GinkgoRecover()
 		defer close(k.stopped)
@@ -223,7 +235,7 @@ func (k *kubelet) sync() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	dep := &appsv1.Deployment{}
-	err := k.local.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: fleet.AgentName}, dep)
+	err := k.local.Get(k.e.ctx, types.NamespacedName{Namespace: k.namespace, Name: fleet.AgentName}, dep)
 	if apierrors.IsNotFound(err) {
 		if k.proc != nil {
 			k.proc.Stop()
@@ -261,7 +273,7 @@ func (k *kubelet) sync() error {
 	if err != nil {
 		return err
 	}
-	k.proc, err = framework.Start(logDir, fmt.Sprintf("agent-%s-%s-%d", k.cp.Name, k.namespace, k.starts), "fleet-agent",
+	k.proc, err = framework.Start(k.e.logDir, fmt.Sprintf("agent-%s-%s-%d", k.cp.Name, k.namespace, k.starts), "fleet-agent",
 		"--kubeconfig", k.cp.Kubeconfig, "--namespace", namespace)
 	if err != nil {
 		return err
@@ -336,8 +348,8 @@ func (k *kubelet) stop() {
 	}
 }
 
-func stopKubelets() {
-	for _, k := range kubelets {
+func (e *env) stopKubelets() {
+	for _, k := range e.kubelets {
 		k.stop()
 	}
 }

@@ -1,4 +1,4 @@
-package reliability_test
+package reliability
 
 import (
 	"context"
@@ -14,16 +14,21 @@ import (
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
+	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
 	"github.com/gitfleet/fleet/test/simagent"
 )
 
-// The manager's API server and etcd go away while a hundred agents work and
-// git keeps changing: every agent resumes and every change made meanwhile
-// arrives, without restarting anything but the component that failed.
-var _ = Describe("Outages of the manager's API server and etcd", Ordered, func() {
+// OutageSpec stops the manager's API server, then etcd, while a hundred
+// agents work and git keeps changing: every agent resumes and every change
+// made meanwhile arrives, without restarting anything but the component that
+// failed. Call it in an Ordered container.
+func OutageSpec(ctx context.Context, inputGetter func() SpecInput) {
 	const agents = 100
 	var (
+		input  SpecInput
+		admin  client.Client
+		cp     *controlplane.ControlPlane
 		repo   *gittest.Repo
 		mgr    *framework.Process
 		sims   []*simagent.Agent
@@ -78,6 +83,9 @@ var _ = Describe("Outages of the manager's API server and etcd", Ordered, func()
 	}
 
 	BeforeAll(func() {
+		input = inputGetter()
+		input.validate("OutageSpec")
+		admin, cp = input.Admin, input.ControlPlane
 		root := GinkgoT().TempDir()
 		var err error
 		repo, err = gittest.NewRepo(root+"/outage", "main")
@@ -88,7 +96,9 @@ var _ = Describe("Outages of the manager's API server and etcd", Ordered, func()
 
 		// One manager without leader election: it has to ride the outage out
 		// in process (with leader election it would exit and be restarted).
-		mgr, err = framework.Start(logDir, "outage-manager", "fleet-manager", "--kubeconfig", cp.Kubeconfig,
+		// Ready means its cache synced, after it made the namespaces the
+		// token below is created in.
+		mgr, err = framework.StartManagerProcess(input.LogDir, "outage-manager", "--kubeconfig", cp.Kubeconfig,
 			"--api-server-url", cp.Config.Host, "--webhook-bind-address", "")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(mgr.Stop)
@@ -127,41 +137,58 @@ var _ = Describe("Outages of the manager's API server and etcd", Ordered, func()
 					MatchLabels: map[string]string{"outage": "true"}}}},
 			},
 		})).To(Succeed())
-		Eventually(converged(first), 2*time.Minute, time.Second).Should(Succeed(), "manager log:\n%s", mgr.Output())
+		Eventually(converged(first), 2*time.Minute, time.Second).Should(Succeed(), "every agent applies the first commit; manager log:\n%s", mgr.Output())
 	})
 
+	// outage stops a component with stop, calls meanwhile, checks that
+	// the manager keeps running in process until d has passed since the
+	// stop began, and starts the component again (also when the spec
+	// fails meanwhile). It returns when the outage began and ended.
+	outage := func(what string, stop, start func() error, d time.Duration, meanwhile func()) (stopped, back time.Time) {
+		GinkgoHelper()
+		stopped = time.Now()
+		Expect(stop()).To(Succeed(), "stopping %s", what)
+		started := false
+		defer func() {
+			if !started {
+				_ = start()
+			}
+		}()
+		meanwhile()
+		framework.HoldsFor("the manager keeps running while "+what+" is down", func(g Gomega) {
+			g.Expect(mgr.Exited()).To(BeFalse(), "the manager exited:\n%s", mgr.Tail(4000))
+		}, d-time.Since(stopped), time.Second)
+		started = true
+		Expect(start()).To(Succeed(), "starting %s again", what)
+		return stopped, time.Now()
+	}
+
 	It("resumes every agent after the API server was down for a minute, with the change pushed meanwhile", func() {
-		stopped := time.Now()
-		restarted := make(chan error, 1)
-		go func() { restarted <- cp.RestartAPIServer(time.Minute) }()
-		time.Sleep(5 * time.Second)
-		hash := commit() // pushed while the API server is down
-		Expect(<-restarted).To(Succeed())
-		back := time.Now()
+		var hash string
+		stopped, back := outage("the API server", cp.StopAPIServer, cp.StartAPIServer, time.Minute, func() {
+			hash = commit() // pushed while the API server is down
+		})
 		GinkgoWriter.Printf("The API server was down for %s\n", back.Sub(stopped).Round(time.Second))
 
 		Eventually(converged(hash), 3*time.Minute, time.Second).Should(Succeed(), "manager log:\n%s", mgr.Tail(8000))
-		Eventually(checkedInSince(back), time.Minute, time.Second).Should(Succeed())
+		Eventually(checkedInSince(back), time.Minute, time.Second).Should(Succeed(), "every agent checks in again")
 		GinkgoWriter.Printf("Every agent applied the commit pushed during the outage %s after the API server was back\n",
 			time.Since(back).Round(time.Second))
 		Expect(mgr.Exited()).To(BeFalse(), "the manager rode the outage out")
 	})
 
 	It("resumes after etcd was restarted, with the change pushed meanwhile", func() {
-		stopped := time.Now()
-		restarted := make(chan error, 1)
-		go func() { restarted <- cp.RestartEtcd(15 * time.Second) }()
-		time.Sleep(3 * time.Second)
-		hash := commit()
-		Expect(<-restarted).To(Succeed())
-		back := time.Now()
+		var hash string
+		stopped, back := outage("etcd", cp.StopEtcd, cp.StartEtcd, 15*time.Second, func() {
+			hash = commit() // pushed while etcd is down
+		})
 		GinkgoWriter.Printf("etcd was down for %s\n", back.Sub(stopped).Round(time.Second))
 
 		Eventually(converged(hash), 3*time.Minute, time.Second).Should(Succeed(), "manager log:\n%s", mgr.Tail(8000))
-		Eventually(checkedInSince(back), time.Minute, time.Second).Should(Succeed())
+		Eventually(checkedInSince(back), time.Minute, time.Second).Should(Succeed(), "every agent checks in again")
 		GinkgoWriter.Printf("Every agent applied the commit pushed while etcd was down %s after it was back\n",
 			time.Since(back).Round(time.Second))
 		Expect(mgr.Exited()).To(BeFalse())
 		Expect(admin.Get(ctx, client.ObjectKey{Name: fleet.DefaultWorkspace}, &corev1.Namespace{})).To(Succeed())
 	})
-})
+}

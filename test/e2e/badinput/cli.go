@@ -1,4 +1,4 @@
-package badinput_test
+package badinput
 
 import (
 	"bytes"
@@ -35,30 +35,30 @@ const (
 
 // cliObjects lists the Bundles whose names start with "cli", which only a CLI
 // case would make, and the registration tokens of the default workspace.
-func cliObjects() []string {
+func (f *fixture) cliObjects() []string {
 	GinkgoHelper()
 	var out []string
 	bundles := &fleet.BundleList{}
-	Expect(admin.List(ctx, bundles)).To(Succeed())
+	Expect(f.admin.List(f.ctx, bundles)).To(Succeed())
 	for _, b := range bundles.Items {
 		if strings.HasPrefix(b.Name, "cli") {
 			out = append(out, "bundle "+b.Name)
 		}
 	}
 	tokens := &fleet.ClusterRegistrationTokenList{}
-	Expect(admin.List(ctx, tokens, client.InNamespace(ws))).To(Succeed())
+	Expect(f.admin.List(f.ctx, tokens, client.InNamespace(ws))).To(Succeed())
 	for _, t := range tokens.Items {
 		out = append(out, "token "+t.Name)
 	}
 	return out
 }
 
-func cliSurface() {
+func (f *fixture) cliSurface() {
 	var forged, dir string
 	BeforeAll(func() {
-		dir = filepath.Join(logDir, "cli")
+		dir = filepath.Join(f.logDir, "cli")
 		Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
-		cfg := *upstream.Config
+		cfg := *f.upstream.Config
 		cfg.CertData, cfg.KeyData, cfg.BearerToken = nil, nil, "forged-token"
 		kc, err := kubeconfig.FromREST(&cfg, "forged")
 		must(err)
@@ -67,7 +67,7 @@ func cliSurface() {
 	})
 
 	DescribeTable("a fleet CLI run on bad input fails, saying why, and writes nothing", func(c cliCase) {
-		before := cliObjects()
+		before := f.cliObjects()
 		work := filepath.Join(dir, strings.ReplaceAll(CurrentSpecReport().LeafNodeText, " ", "-"))
 		Expect(os.MkdirAll(work, 0o755)).To(Succeed())
 		writeTree(work, c.files, c.links)
@@ -75,9 +75,9 @@ func cliSurface() {
 		Expect(err).NotTo(HaveOccurred())
 		args := make([]string, len(c.args))
 		for i, a := range c.args {
-			args[i] = strings.NewReplacer(adminKubeconfig, upstream.Kubeconfig, forgedKubeconfig, forged).Replace(a)
+			args[i] = strings.NewReplacer(adminKubeconfig, f.upstream.Kubeconfig, forgedKubeconfig, forged).Replace(a)
 		}
-		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd := exec.CommandContext(f.ctx, bin, args...)
 		cmd.Dir = work
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -87,8 +87,8 @@ func cliSurface() {
 		Expect(exit.ExitCode()).NotTo(BeZero())
 		Expect(stderr.String()).To(containsAll(c.msg...))
 		By("fleet " + strings.Join(c.args, " ") + " says: " + strings.TrimSpace(stderr.String()))
-		Expect(cliObjects()).To(Equal(before), "nothing was written")
-		expectUndisturbed()
+		Expect(f.cliObjects()).To(Equal(before), "nothing was written")
+		f.expectUndisturbed()
 	},
 		Entry("malformed YAML in fleet.yaml", cliCase{files: map[string]string{"app/fleet.yaml": "helm:\n  values: [\n", "app/cm.yaml": cm},
 			args: []string{"apply", "cli", "app", "-k", adminKubeconfig}, msg: []string{"app/fleet.yaml: invalid YAML"}}),

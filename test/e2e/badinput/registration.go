@@ -1,4 +1,4 @@
-package badinput_test
+package badinput
 
 import (
 	"context"
@@ -30,14 +30,6 @@ import (
 // The workspace of the registration cases, apart from the healthy one.
 const regWS = "reg-ws"
 
-var (
-	validBoot   *agentinstall.Bootstrap // a token that works
-	expiredBoot *agentinstall.Bootstrap // a token whose TTL passed
-	revokedBoot *agentinstall.Bootstrap // a token that was deleted
-	victimCred  *registration.Credential
-	victim      *fleet.Cluster
-)
-
 // tokenClient acts with a registration token's rights, as an agent does.
 func tokenClient(b *agentinstall.Bootstrap) client.Client {
 	GinkgoHelper()
@@ -51,10 +43,10 @@ func tokenClient(b *agentinstall.Bootstrap) client.Client {
 // agentNamespace prepares, on the manager's own API server, what an agent's
 // cluster holds before it registers: the bootstrap Secret and the agent
 // ConfigMap with a fixed identity.
-func agentNamespace(ns string, b *agentinstall.Bootstrap, clientID string, labels map[string]string) {
+func (f *fixture) agentNamespace(ns string, b *agentinstall.Bootstrap, clientID string, labels map[string]string) {
 	GinkgoHelper()
-	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	Expect(admin.Create(ctx, &corev1.Secret{
+	Expect(f.admin.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	Expect(f.admin.Create(f.ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fleet.AgentBootstrapSecretName},
 		Data: map[string][]byte{
 			agentinstall.BootstrapAPIServerURLKey:                []byte(b.APIServerURL),
@@ -69,7 +61,7 @@ func agentNamespace(ns string, b *agentinstall.Bootstrap, clientID string, label
 	for k, v := range labels {
 		l = append(l, fmt.Sprintf("%s: %s", k, v))
 	}
-	Expect(admin.Create(ctx, &corev1.ConfigMap{
+	Expect(f.admin.Create(f.ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fleet.AgentName},
 		Data:       map[string]string{agentinstall.ConfigKey: fmt.Sprintf("clientID: %s\nlabels: {%s}\n", clientID, strings.Join(l, ", "))},
 	})).To(Succeed())
@@ -77,18 +69,18 @@ func agentNamespace(ns string, b *agentinstall.Bootstrap, clientID string, label
 
 // register runs the agent's registration against the agent namespace ns
 // until it has a credential.
-func register(ns string) *registration.Credential {
+func (f *fixture) register(ns string) *registration.Credential {
 	GinkgoHelper()
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	rctx, cancel := context.WithTimeout(f.ctx, timeout)
 	defer cancel()
-	cred, err := registration.Ensure(rctx, registration.Options{Namespace: ns, Local: admin, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+	cred, err := registration.Ensure(rctx, registration.Options{Namespace: ns, Local: f.admin, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
 	Expect(err).NotTo(HaveOccurred())
 	return cred
 }
 
 // agentLog runs the agent's registration for ns until its log says want,
 // then stops it, and returns the log.
-func agentLog(ns string, want ...string) string {
+func (f *fixture) agentLog(ns string, want ...string) string {
 	GinkgoHelper()
 	var mu sync.Mutex
 	var lines []string
@@ -97,10 +89,10 @@ func agentLog(ns string, want ...string) string {
 		defer mu.Unlock()
 		lines = append(lines, args)
 	}, funcr.Options{})
-	rctx, cancel := context.WithCancel(logr.NewContext(ctx, logger))
+	rctx, cancel := context.WithCancel(logr.NewContext(f.ctx, logger))
 	done := make(chan error, 1)
 	go func() {
-		_, err := registration.Ensure(rctx, registration.Options{Namespace: ns, Local: admin, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+		_, err := registration.Ensure(rctx, registration.Options{Namespace: ns, Local: f.admin, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 		done <- err
 	}()
 	logs := func() string {
@@ -115,16 +107,16 @@ func agentLog(ns string, want ...string) string {
 }
 
 // identities lists the clientIDs of every Cluster and ClusterRegistration.
-func identities() []string {
+func (f *fixture) identities() []string {
 	GinkgoHelper()
 	var out []string
 	clusters := &fleet.ClusterList{}
-	Expect(admin.List(ctx, clusters)).To(Succeed())
+	Expect(f.admin.List(f.ctx, clusters)).To(Succeed())
 	for _, c := range clusters.Items {
 		out = append(out, "cluster "+c.Namespace+"/"+c.Name+" "+c.Spec.ClientID)
 	}
 	regs := &fleet.ClusterRegistrationList{}
-	Expect(admin.List(ctx, regs)).To(Succeed())
+	Expect(f.admin.List(f.ctx, regs)).To(Succeed())
 	for _, r := range regs.Items {
 		out = append(out, "registration "+r.Namespace+"/"+r.Name+" "+r.Spec.ClientID)
 	}
@@ -148,43 +140,43 @@ func withClaims(jwt, from, to string) string {
 	return strings.Join(parts, ".")
 }
 
-func registrationSurface() {
+func (f *fixture) registrationSurface() {
 	BeforeAll(func() {
-		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: regWS}})).To(Succeed())
+		Expect(f.admin.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: regWS}})).To(Succeed())
 		var err error
-		_, validBoot, err = agentinstall.CreateToken(ctx, admin, agentinstall.TokenOptions{Namespace: regWS, Name: "valid"})
+		_, f.validBoot, err = agentinstall.CreateToken(f.ctx, f.admin, agentinstall.TokenOptions{Namespace: regWS, Name: "valid"})
 		must(err)
 		// A token whose TTL passes: issued with an hour, then cut to a second
 		// (issued with a second, it could expire before it is issued).
 		var expired *fleet.ClusterRegistrationToken
-		expired, expiredBoot, err = agentinstall.CreateToken(ctx, admin, agentinstall.TokenOptions{Namespace: regWS, Name: "expired", TTL: time.Hour})
+		expired, f.expiredBoot, err = agentinstall.CreateToken(f.ctx, f.admin, agentinstall.TokenOptions{Namespace: regWS, Name: "expired", TTL: time.Hour})
 		must(err)
 		patch := client.MergeFrom(expired.DeepCopy())
 		expired.Spec.TTL = &metav1.Duration{Duration: time.Second}
-		Expect(admin.Patch(ctx, expired, patch)).To(Succeed())
+		Expect(f.admin.Patch(f.ctx, expired, patch)).To(Succeed())
 		var revoked *fleet.ClusterRegistrationToken
-		revoked, revokedBoot, err = agentinstall.CreateToken(ctx, admin, agentinstall.TokenOptions{Namespace: regWS, Name: "revoked"})
+		revoked, f.revokedBoot, err = agentinstall.CreateToken(f.ctx, f.admin, agentinstall.TokenOptions{Namespace: regWS, Name: "revoked"})
 		must(err)
-		Expect(admin.Delete(ctx, revoked)).To(Succeed())
+		Expect(f.admin.Delete(f.ctx, revoked)).To(Succeed())
 
-		agentNamespace("victim-agent", validBoot, "victim-id", map[string]string{"role": "victim"})
-		victimCred = register("victim-agent")
-		victim = &fleet.Cluster{}
-		Expect(admin.Get(ctx, types.NamespacedName{Namespace: regWS, Name: victimCred.ClusterName}, victim)).To(Succeed())
-		Expect(registration.Check(ctx, victimCred)).To(Succeed())
+		f.agentNamespace("victim-agent", f.validBoot, "victim-id", map[string]string{"role": "victim"})
+		f.victimCred = f.register("victim-agent")
+		f.victim = &fleet.Cluster{}
+		Expect(f.admin.Get(f.ctx, types.NamespacedName{Namespace: regWS, Name: f.victimCred.ClusterName}, f.victim)).To(Succeed())
+		Expect(registration.Check(f.ctx, f.victimCred)).To(Succeed())
 
 		for _, name := range []string{"expired", "revoked"} {
 			Eventually(func() bool {
-				return notFound(&fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: regWS, Name: name}})
+				return f.notFound(&fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: regWS, Name: name}})
 			}, timeout, poll).Should(BeTrue(), "the manager deletes token %s", name)
 		}
 	})
 
 	DescribeTable("a bearer token the API server refuses (401), and the agent says why", func(bearer func() string) {
-		before := identities()
+		before := f.identities()
 		token := bearer()
-		c := tokenClient(&agentinstall.Bootstrap{APIServerURL: validBoot.APIServerURL, APIServerCA: validBoot.APIServerCA, Token: token})
-		err := c.Create(ctx, &fleet.ClusterRegistration{
+		c := tokenClient(&agentinstall.Bootstrap{APIServerURL: f.validBoot.APIServerURL, APIServerCA: f.validBoot.APIServerCA, Token: token})
+		err := c.Create(f.ctx, &fleet.ClusterRegistration{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: "valid"}},
 			Spec:       fleet.ClusterRegistrationSpec{ClientID: "intruder", ClientRandom: "0123456789abcdef0123"},
 		})
@@ -192,13 +184,13 @@ func registrationSurface() {
 		By("The API server says: " + err.Error())
 
 		ns := fmt.Sprintf("agent-%d", CurrentSpecReport().LeafNodeLocation.LineNumber)
-		boot := *validBoot
+		boot := *f.validBoot
 		boot.Token = token
-		agentNamespace(ns, &boot, "intruder", nil)
-		log := agentLog(ns, "the registration token was rejected (Unauthorized): it has expired or was revoked")
+		f.agentNamespace(ns, &boot, "intruder", nil)
+		log := f.agentLog(ns, "the registration token was rejected (Unauthorized): it has expired or was revoked")
 		By("The agent says: " + log[:min(len(log), 400)])
-		Expect(identities()).To(Equal(before), "no Cluster and no registration were made")
-		expectUndisturbed()
+		Expect(f.identities()).To(Equal(before), "no Cluster and no registration were made")
+		f.expectUndisturbed()
 	},
 		Entry("garbage", func() string { return "not-a-token" }),
 		Entry("a forged JWT", func() string {
@@ -206,24 +198,24 @@ func registrationSurface() {
 			return enc([]byte(`{"alg":"RS256","kid":"forged"}`)) + "." +
 				enc([]byte(`{"iss":"https://kubernetes.default.svc.cluster.local","sub":"system:serviceaccount:reg-ws:valid"}`)) + "." + enc([]byte("sig"))
 		}),
-		Entry("a valid token with another signature", func() string { return withSignature(validBoot.Token) }),
+		Entry("a valid token with another signature", func() string { return withSignature(f.validBoot.Token) }),
 		Entry("a valid token with altered claims (another ServiceAccount)", func() string {
-			return withClaims(validBoot.Token, `"name":"valid"`, `"name":"victim"`)
+			return withClaims(f.validBoot.Token, `"name":"valid"`, `"name":"victim"`)
 		}),
-		Entry("an expired token", func() string { return expiredBoot.Token }),
-		Entry("a token deleted by an admin", func() string { return revokedBoot.Token }),
+		Entry("an expired token", func() string { return f.expiredBoot.Token }),
+		Entry("a token deleted by an admin", func() string { return f.revokedBoot.Token }),
 	)
 
 	DescribeTable("a token Secret with altered values registers nothing, and the agent says why", func(alter func(b *agentinstall.Bootstrap), want ...string) {
-		before := identities()
+		before := f.identities()
 		ns := fmt.Sprintf("altered-%d", CurrentSpecReport().LeafNodeLocation.LineNumber)
-		boot := *validBoot
+		boot := *f.validBoot
 		alter(&boot)
-		agentNamespace(ns, &boot, "altered-"+ns, nil)
-		log := agentLog(ns, want...)
+		f.agentNamespace(ns, &boot, "altered-"+ns, nil)
+		log := f.agentLog(ns, want...)
 		By("The agent says: " + log[:min(len(log), 400)])
-		Expect(identities()).To(Equal(before), "no Cluster and no registration were made")
-		expectUndisturbed()
+		Expect(f.identities()).To(Equal(before), "no Cluster and no registration were made")
+		f.expectUndisturbed()
 	},
 		Entry("clusterNamespace of another workspace", func(b *agentinstall.Bootstrap) { b.ClusterNamespace = ws },
 			"the registration token may not do this (Forbidden)"),
@@ -240,40 +232,40 @@ func registrationSurface() {
 	)
 
 	DescribeTable("a ClusterRegistration the manager refuses to grant", func(mutate func(*fleet.ClusterRegistration), why string) {
-		c := tokenClient(validBoot)
+		c := tokenClient(f.validBoot)
 		reg := &fleet.ClusterRegistration{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: validBoot.TokenName}},
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: f.validBoot.TokenName}},
 			Spec: fleet.ClusterRegistrationSpec{ClientID: fmt.Sprintf("refused-%d", CurrentSpecReport().LeafNodeLocation.LineNumber),
 				ClientRandom: "0123456789abcdef0123"},
 		}
 		mutate(reg)
-		Expect(c.Create(ctx, reg)).To(Succeed(), "the token may create registrations")
+		Expect(c.Create(f.ctx, reg)).To(Succeed(), "the token may create registrations")
 		// A good registration made after it: once that one is granted, the
 		// manager has had its look at the bad one too.
 		control := &fleet.ClusterRegistration{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "control-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: validBoot.TokenName}},
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "control-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: f.validBoot.TokenName}},
 			Spec:       fleet.ClusterRegistrationSpec{ClientID: "control-" + reg.Name, ClientRandom: "0123456789abcdef0123"},
 		}
-		Expect(c.Create(ctx, control)).To(Succeed())
+		Expect(c.Create(f.ctx, control)).To(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(control), control)).To(Succeed())
+			g.Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(control), control)).To(Succeed())
 			g.Expect(control.Status.Granted).To(BeTrue())
 		}, timeout, poll).Should(Succeed())
 		By("Refused because " + why)
 		Consistently(func(g Gomega) {
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+			g.Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
 			g.Expect(reg.Status.Granted).To(BeFalse())
 			g.Expect(reg.Status.ClusterName).To(BeEmpty())
 		}, time.Second, 200*time.Millisecond).Should(Succeed())
 		clusters := &fleet.ClusterList{}
-		Expect(admin.List(ctx, clusters)).To(Succeed())
+		Expect(f.admin.List(f.ctx, clusters)).To(Succeed())
 		for _, cl := range clusters.Items {
 			Expect(cl.Spec.ClientID).NotTo(Equal(reg.Spec.ClientID), "no Cluster for the refused identity")
 		}
-		Expect(notFound(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemRegistrationNamespace,
+		Expect(f.notFound(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemRegistrationNamespace,
 			Name: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}})).To(BeTrue(), "no credential")
-		Expect(registration.Check(ctx, victimCred)).To(Succeed(), "the victim's credential still works")
-		expectUndisturbed()
+		Expect(registration.Check(f.ctx, f.victimCred)).To(Succeed(), "the victim's credential still works")
+		f.expectUndisturbed()
 	},
 		Entry("a clientRandom of 3 characters", func(r *fleet.ClusterRegistration) { r.Spec.ClientRandom = "abc" },
 			"spec.clientRandom must be 16 to 256 characters"),
@@ -287,10 +279,10 @@ func registrationSurface() {
 		Entry("a clientID whose Cluster name another identity holds", func(r *fleet.ClusterRegistration) {
 			squatted := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: regWS, Name: names.ClusterForClientID("squatter")},
 				Spec: fleet.ClusterSpec{ClientID: "owner"}}
-			Expect(admin.Create(ctx, squatted)).To(Succeed())
+			Expect(f.admin.Create(f.ctx, squatted)).To(Succeed())
 			r.Spec.ClientID = "squatter"
 			DeferCleanup(func() {
-				Expect(admin.Get(ctx, client.ObjectKeyFromObject(squatted), squatted)).To(Succeed())
+				Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(squatted), squatted)).To(Succeed())
 				Expect(squatted.Spec.ClientID).To(Equal("owner"), "the Cluster keeps its identity")
 			})
 		}, "cluster already belongs to another identity"),
@@ -299,7 +291,7 @@ func registrationSurface() {
 	It("grants a registration with another cluster's clientID onto that Cluster without handing out its credential", func() {
 		victimReg := &fleet.ClusterRegistration{}
 		regs := &fleet.ClusterRegistrationList{}
-		Expect(admin.List(ctx, regs, client.InNamespace(regWS))).To(Succeed())
+		Expect(f.admin.List(f.ctx, regs, client.InNamespace(regWS))).To(Succeed())
 		for i := range regs.Items {
 			if regs.Items[i].Spec.ClientID == "victim-id" {
 				victimReg = &regs.Items[i]
@@ -308,35 +300,35 @@ func registrationSurface() {
 		Expect(victimReg.Name).NotTo(BeEmpty())
 		victimSecret := names.CredentialSecret("victim-id", victimReg.Spec.ClientRandom)
 
-		agentNamespace("intruder-agent", validBoot, "victim-id", map[string]string{"role": "intruder", "env": "prod"})
-		intruder := register("intruder-agent")
+		f.agentNamespace("intruder-agent", f.validBoot, "victim-id", map[string]string{"role": "intruder", "env": "prod"})
+		intruder := f.register("intruder-agent")
 
 		By("landing on the victim's Cluster, not a second one, and leaving its labels alone")
-		Expect(intruder.ClusterName).To(Equal(victim.Name))
+		Expect(intruder.ClusterName).To(Equal(f.victim.Name))
 		clusters := &fleet.ClusterList{}
-		Expect(admin.List(ctx, clusters, client.InNamespace(regWS))).To(Succeed())
+		Expect(f.admin.List(f.ctx, clusters, client.InNamespace(regWS))).To(Succeed())
 		n := 0
 		for _, c := range clusters.Items {
 			if c.Spec.ClientID == "victim-id" {
 				n++
-				Expect(c.Labels).To(Equal(victim.Labels), "the intruder's labels are not applied")
-				Expect(c.UID).To(Equal(victim.UID))
+				Expect(c.Labels).To(Equal(f.victim.Labels), "the intruder's labels are not applied")
+				Expect(c.UID).To(Equal(f.victim.UID))
 			}
 		}
 		Expect(n).To(Equal(1))
 
 		By("not letting the token read the victim's credential Secret")
-		err := tokenClient(validBoot).Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemRegistrationNamespace, Name: victimSecret}, &corev1.Secret{})
+		err := tokenClient(f.validBoot).Get(f.ctx, types.NamespacedName{Namespace: fleet.DefaultSystemRegistrationNamespace, Name: victimSecret}, &corev1.Secret{})
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
-		Expect(intruder.Token).NotTo(Equal(victimCred.Token), "a credential of its own, not the victim's")
+		Expect(intruder.Token).NotTo(Equal(f.victimCred.Token), "a credential of its own, not the victim's")
 
 		// What the manager does to the victim is reported, not asserted: see
 		// the report of this suite.
-		victimCheck := registration.Check(ctx, victimCred)
+		victimCheck := registration.Check(f.ctx, f.victimCred)
 		msg := fmt.Sprintf("After a registration with the victim's clientID: the victim's credential check says %v; "+
-			"the intruder's credential reads the victim's cluster namespace: %v", victimCheck, registration.Check(ctx, intruder))
+			"the intruder's credential reads the victim's cluster namespace: %v", victimCheck, registration.Check(f.ctx, intruder))
 		AddReportEntry("registration with another cluster's clientID", msg)
 		GinkgoWriter.Println(msg)
-		expectUndisturbed()
+		f.expectUndisturbed()
 	})
 }

@@ -1,4 +1,4 @@
-package agent_test
+package agent
 
 import (
 	"time"
@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/test/framework"
 )
 
 const webDeployment = `apiVersion: apps/v1
@@ -38,11 +37,11 @@ const appConfig = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config}
 
 // markAvailable does what the kube-controller-manager and kubelets would:
 // the Deployment's status says its replicas are available.
-func markAvailable(j *joined, ns, name string) {
+func markAvailable(j *cluster, ns, name string) {
 	GinkgoHelper()
 	Eventually(func() error {
 		d := &appsv1.Deployment{}
-		if err := j.local.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+		if err := j.Local.Get(j.ctx, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
 			return err
 		}
 		d.Status = appsv1.DeploymentStatus{
@@ -50,30 +49,14 @@ func markAvailable(j *joined, ns, name string) {
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue,
 				Reason: "MinimumReplicasAvailable", LastUpdateTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
 		}
-		return j.local.Status().Update(ctx, d)
+		return j.Local.Status().Update(j.ctx, d)
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 }
 
-var (
-	dev, prod *joined
-)
+func deploySpecs(f *fixture) {
+	ctx, dev, prod := f.ctx, f.dev, f.prod
+	newBundle, updateBundle, bundleReady := f.newBundle, f.updateBundle, f.bundleReady
 
-// The specs share two joined clusters and build on each other, so they run
-// in one ordered container.
-var _ = Describe("The agent", Ordered, func() {
-	BeforeAll(func() {
-		dev = join(downstreams[0], "env=dev")
-		// prod reaches the manager through a link the tests can cut.
-		link, err := framework.NewProxy(upstream.Config.Host)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(link.Close)
-		prod = joinVia(downstreams[1], link, "env=prod")
-	})
-	Context("deploying bundles", deploySpecs)
-	Context("surviving faults", faultSpecs)
-})
-
-func deploySpecs() {
 	It("deploys plain manifests to the selected cluster and judges readiness from the objects", func() {
 		newBundle("plain", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "plain", CreateNamespace: true,
@@ -90,10 +73,10 @@ func deploySpecs() {
 
 		Expect(configMap(dev, "plain", "app-config").Data).To(HaveKeyWithValue("color", "blue"))
 		d := &appsv1.Deployment{}
-		Expect(dev.local.Get(ctx, types.NamespacedName{Namespace: "plain", Name: "web"}, d)).To(Succeed())
+		Expect(dev.Local.Get(ctx, types.NamespacedName{Namespace: "plain", Name: "web"}, d)).To(Succeed())
 		Expect(d.Annotations).To(HaveKeyWithValue("note", "{{ not a template }}"))
 		ns := &corev1.Namespace{}
-		Expect(dev.local.Get(ctx, types.NamespacedName{Name: "plain"}, ns)).To(Succeed())
+		Expect(dev.Local.Get(ctx, types.NamespacedName{Name: "plain"}, ns)).To(Succeed())
 		Expect(ns.Labels).To(HaveKeyWithValue("team", "web"))
 		Expect(prod.bd("plain")).To(BeNil(), "not targeted at prod")
 		Expect(configMap(prod, "plain", "app-config")).To(BeNil())
@@ -117,11 +100,11 @@ func deploySpecs() {
 			Targets: []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "env", Operator: metav1.LabelSelectorOpExists}}}}},
 		})
-		for _, j := range []*joined{dev, prod} {
+		for _, j := range []*cluster{dev, prod} {
 			bd := j.waitState("chart", fleet.Ready, 60*time.Second)
 			Expect(bd.Status.Release).To(Equal("chart/greeter:1"))
 			cm := configMap(j, "chart", "greeter")
-			Expect(cm.Data).To(Equal(map[string]string{"cluster": j.cluster.Name, "greeting": "hello", "size": "small"}))
+			Expect(cm.Data).To(Equal(map[string]string{"cluster": j.Cluster.Name, "greeting": "hello", "size": "small"}))
 		}
 		Eventually(bundleReady("chart"), 30*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
@@ -146,19 +129,19 @@ func deploySpecs() {
 	It("reports objects changed, deleted or added downstream as Modified", func() {
 		cm := configMap(dev, "plain", "app-config")
 		cm.Data["color"] = "red"
-		Expect(dev.local.Update(ctx, cm)).To(Succeed())
+		Expect(dev.Local.Update(ctx, cm)).To(Succeed())
 		bd := dev.waitState("plain", fleet.Modified, 20*time.Second)
 		Expect(bd.Status.ModifiedStatus).To(ConsistOf(fleet.ModifiedStatus{
 			Kind: "ConfigMap", APIVersion: "v1", Namespace: "plain", Name: "app-config", Patch: `{"data":{"color":"blue"}}`}))
 		Expect(bd.Status.NonModified).To(BeFalse())
 
-		Expect(dev.local.Delete(ctx, cm)).To(Succeed())
+		Expect(dev.Local.Delete(ctx, cm)).To(Succeed())
 		Eventually(func() []fleet.ModifiedStatus { return dev.bd("plain").Status.ModifiedStatus }, 20*time.Second, 250*time.Millisecond).
 			Should(ConsistOf(HaveField("Create", true)))
 
 		extra := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: "plain", Labels: map[string]string{
 			"fleet.cattle.io/release-name": "plain", "fleet.cattle.io/release-namespace": "plain"}}}
-		Expect(dev.local.Create(ctx, extra)).To(Succeed())
+		Expect(dev.Local.Create(ctx, extra)).To(Succeed())
 		Eventually(func() []fleet.ModifiedStatus { return dev.bd("plain").Status.ModifiedStatus }, 20*time.Second, 250*time.Millisecond).
 			Should(ConsistOf(HaveField("Create", true), And(HaveField("Name", "stray"), HaveField("Delete", true))))
 	})
@@ -172,7 +155,7 @@ func deploySpecs() {
 		// From now on an edit is reverted as soon as it is seen.
 		cm := configMap(dev, "plain", "app-config")
 		cm.Data["color"] = "green"
-		Expect(dev.local.Update(ctx, cm)).To(Succeed())
+		Expect(dev.Local.Update(ctx, cm)).To(Succeed())
 		Eventually(func() string { return configMap(dev, "plain", "app-config").Data["color"] }, 20*time.Second, 100*time.Millisecond).
 			Should(Equal("blue"))
 		dev.waitState("plain", fleet.Ready, 20*time.Second)
@@ -205,7 +188,7 @@ func deploySpecs() {
 		Expect(configMap(dev, "good", "app-config")).NotTo(BeNil())
 		Eventually(func(g Gomega) {
 			b := &fleet.Bundle{}
-			g.Expect(admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: "rejected"}, b)).To(Succeed())
+			g.Expect(f.admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: "rejected"}, b)).To(Succeed())
 			g.Expect(b.Status.Display.State).To(Equal(string(fleet.ErrApplied)))
 		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
@@ -218,22 +201,22 @@ func deploySpecs() {
 		})
 		dev.waitState("kept", fleet.Ready, 60*time.Second)
 		for _, name := range []string{"chart", "kept", "broken-chart", "rejected"} {
-			Expect(admin.Delete(ctx, &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name}})).To(Succeed())
+			Expect(f.admin.Delete(ctx, &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name}})).To(Succeed())
 		}
 		Eventually(func() bool {
 			return configMap(dev, "chart", "greeter") == nil && configMap(prod, "chart", "greeter") == nil
-		}, 60*time.Second, 250*time.Millisecond).Should(BeTrue(), "agent log:\n%s", dev.agent.Tail(6000))
+		}, 60*time.Second, 250*time.Millisecond).Should(BeTrue(), "agent log:\n%s", dev.Agent.Tail(6000))
 		Consistently(func() *corev1.ConfigMap { return configMap(dev, "kept", "app-config") }, 3*time.Second, 500*time.Millisecond).
 			ShouldNot(BeNil())
 		// The release records are gone too: nothing is left to remove later.
 		Eventually(func() int {
 			list := &corev1.SecretList{}
-			Expect(dev.local.List(ctx, list, client.MatchingLabels{"owner": "helm"}, client.InNamespace("kept"))).To(Succeed())
+			Expect(dev.Local.List(ctx, list, client.MatchingLabels{"owner": "helm"}, client.InNamespace("kept"))).To(Succeed())
 			n := len(list.Items)
-			Expect(dev.local.List(ctx, list, client.MatchingLabels{"owner": "helm"}, client.InNamespace("broken"))).To(Succeed())
+			Expect(dev.Local.List(ctx, list, client.MatchingLabels{"owner": "helm"}, client.InNamespace("broken"))).To(Succeed())
 			return n + len(list.Items)
 		}, 30*time.Second, 250*time.Millisecond).Should(BeZero())
-		err := dev.local.Get(ctx, types.NamespacedName{Namespace: "chart", Name: "greeter"}, &corev1.ConfigMap{})
+		err := dev.Local.Get(ctx, types.NamespacedName{Namespace: "chart", Name: "greeter"}, &corev1.ConfigMap{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	})
 }

@@ -1,6 +1,7 @@
-package capi_test
+package capi
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -17,9 +18,26 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/capi"
 	"github.com/gitfleet/fleet/controllers/clusterimport"
+	"github.com/gitfleet/fleet/test/controlplane"
 )
 
-var _ = Describe("An onboarding storm", func() {
+// OnboardingStormSpec enrolls 100 Cluster API Clusters at once, spread over
+// the first two workload control planes, and reports how long the installs
+// took.
+func OnboardingStormSpec(ctx context.Context, inputGetter func() SpecInput) {
+	e := &env{ctx: ctx}
+	createCAPICluster, initialize, writeKubeconfigSecret, kubeconfigFor := e.createCAPICluster, e.initialize, e.writeKubeconfigSecret, e.kubeconfigFor
+	var (
+		admin     client.WithWatch
+		workloads []*controlplane.ControlPlane
+	)
+	BeforeEach(func() {
+		input := inputGetter()
+		input.validate("OnboardingStormSpec")
+		e.set(input)
+		admin, workloads = input.Admin, input.Workloads
+	})
+
 	It("enrolls 100 Cluster API Clusters at once and reports how long the installs took", func() {
 		const n = 100
 		const benchNS = "capi-bench"
@@ -139,4 +157,4 @@ var _ = Describe("An onboarding storm", func() {
 			return len(list.Items)
 		}, 2*time.Minute, 500*time.Millisecond).Should(BeZero())
 	})
-})
+}

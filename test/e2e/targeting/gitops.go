@@ -1,6 +1,7 @@
-package targeting_test
+package targeting
 
 import (
+	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,18 +16,24 @@ import (
 	"github.com/gitfleet/fleet/test/chartrepo"
 )
 
-// The whole manager chain: a git repository served over HTTP on loopback, a
-// GitRepo, its Bundles, and the BundleDeployments of clusters labelled by env.
-var _ = Describe("GitRepo to BundleDeployments", Ordered, func() {
+// GitOpsSpec runs the whole manager chain: a git repository served over
+// HTTP on loopback, a GitRepo, its Bundles, and the BundleDeployments of
+// clusters labelled by env. Call it in an Ordered container.
+func GitOpsSpec(ctx context.Context, inputGetter func() SpecInput) {
 	const wsNS = "gitops"
+	var admin client.Client
 	var repo *gittest.Repo
 	var server *gittest.Server
 
 	bdsFor := func(bundle string) map[string]*fleet.BundleDeployment {
-		return deploymentsOf(&fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: bundle, Namespace: wsNS}})
+		GinkgoHelper()
+		return deploymentsByCluster(ctx, admin, &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: bundle, Namespace: wsNS}})
 	}
 
 	BeforeAll(func() {
+		input := inputGetter()
+		input.validate("GitOpsSpec")
+		admin = input.Admin
 		root := GinkgoT().TempDir()
 		var charts []chartrepo.Chart
 		for _, v := range []string{"1.0.0", "1.2.0", "2.0.0"} {
@@ -136,4 +143,4 @@ var _ = Describe("GitRepo to BundleDeployments", Ordered, func() {
 			}
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
-})
+}
