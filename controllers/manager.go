@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -32,6 +33,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/content"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/secretmeta"
 )
 
 // DefaultWorkers is the number of concurrent reconciles per controller.
@@ -86,6 +88,10 @@ type Options struct {
 	// long is shown Offline (default 45m; keep it above the agents'
 	// check-in interval).
 	ClusterOfflineAfter time.Duration
+	// KubeconfigSecretNamespaces are the namespaces from which a Cluster of
+	// another namespace may take its kubeconfig Secret
+	// (spec.kubeConfigSecretNamespace); default none.
+	KubeconfigSecretNamespaces []string
 }
 
 // SystemRegistrationNamespace is where credential secrets live.
@@ -118,8 +124,19 @@ func Scheme() *runtime.Scheme {
 // CacheOptions are the manager cache's options. Objects are kept without
 // their managedFields, which no controller reads: at thousands of clusters
 // they were a large part of the memory.
+//
+// The cache holds only the Secrets the manager writes itself (registration
+// token values, agent credentials), which carry fleet.cattle.io/managed:
+// no other Secret of the management cluster is kept in memory. Controllers
+// that need to hear of other Secrets watch their metadata only
+// (internal/secretmeta) and read their content uncached when they reconcile.
 func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{fleet.ManagedLabel: "true"})},
+		},
+	}
 }
 
 // Setup registers every reconciler with mgr.
@@ -176,8 +193,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return err
 		}
 	}
+	// One metadata-only watch of Secrets serves the import and Cluster API
+	// controllers.
+	secrets, err := secretmeta.ForManager(mgr)
+	if err != nil {
+		return err
+	}
 	imp := &clusterimport.Reconciler{Client: mgr.GetClient(), APIServerURL: o.APIServerURL, APIServerCA: o.APIServerCA,
-		AgentImage: o.AgentImage, StaleAfter: o.ImportStaleAfter, MaxConcurrentInstalls: o.MaxConcurrentInstalls, Workers: o.Workers}
+		AgentImage: o.AgentImage, StaleAfter: o.ImportStaleAfter, MaxConcurrentInstalls: o.MaxConcurrentInstalls, Workers: o.Workers,
+		Secrets: secrets, SecretNamespaces: o.KubeconfigSecretNamespaces}
 	if err := imp.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the cluster import controller: %w", err)
 	}
@@ -186,7 +210,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, "v1beta2"); err != nil {
 		ctrl.LoggerFrom(ctx).Info("Cluster API enrollment is off: Cluster API's v1beta2 Cluster kind is not served", "reason", err.Error())
 	} else {
-		if err := (&capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(ctx, mgr); err != nil {
+		if err := (&capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: secrets}).SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up the Cluster API controller: %w", err)
 		}
 	}

@@ -54,7 +54,8 @@ type ClusterSpec struct {
 	// it makes the manager deploy the agent (manager-initiated registration).
 	KubeConfigSecret string `json:"kubeConfigSecret,omitempty"`
 	// KubeConfigSecretNamespace is the namespace of KubeConfigSecret when it
-	// is not the Cluster's.
+	// is not the Cluster's. The manager reads it only when that namespace is
+	// in its --kubeconfig-secret-namespaces flag (default: none).
 	KubeConfigSecretNamespace string `json:"kubeConfigSecretNamespace,omitempty"`
 	// RedeployAgentGeneration redeploys the agent when bumped.
 	RedeployAgentGeneration int64 `json:"redeployAgentGeneration,omitempty"`

@@ -67,6 +67,10 @@ const (
 	ReasonInstallFailed      = "InstallFailed"
 	ReasonApplied            = "Applied"
 	ReasonAgentRegistered    = "AgentRegistered"
+	// ReasonSecretNamespaceNotAllowed: spec.kubeConfigSecretNamespace names
+	// a namespace other than the Cluster's that the manager does not allow
+	// (its --kubeconfig-secret-namespaces flag).
+	ReasonSecretNamespaceNotAllowed = "SecretNamespaceNotAllowed"
 )
 
 // Cluster API Cluster FleetAgentReady.

@@ -26,6 +26,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/secretmeta"
 )
 
 // Labels and annotations this controller reads and writes.
@@ -73,6 +74,10 @@ type Reconciler struct {
 	Client client.Client
 	// Workers is the number of Clusters reconciled at once.
 	Workers int
+	// Secrets watches the metadata of Secrets: enrollment waits for a
+	// kubeconfig Secret to exist, never reads it (default: a watch of its
+	// own).
+	Secrets *secretmeta.Watch
 	// Recorder records an event each time FleetAgentReady changes (default:
 	// the manager's recorder).
 	Recorder events.EventRecorder
@@ -84,10 +89,16 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-capi")
 	}
+	if r.Secrets == nil {
+		var err error
+		if r.Secrets, err = secretmeta.ForManager(mgr); err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToCluster),
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		WatchesRawSource(r.Secrets.Source(handler.TypedEnqueueRequestsFromMapFunc(secretToCluster),
+			predicate.NewTypedPredicateFuncs(func(o *metav1.PartialObjectMetadata) bool {
 				return o.GetLabels()[clusterv1.ClusterNameLabel] != ""
 			}))).
 		Watches(&fleet.Cluster{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(fleetClusterChanged())).
@@ -99,7 +110,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error
 
 // secretToCluster maps a Cluster API Secret to its Cluster by the
 // cluster.x-k8s.io/cluster-name label.
-func secretToCluster(_ context.Context, o client.Object) []reconcile.Request {
+func secretToCluster(_ context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[clusterv1.ClusterNameLabel]}}}
 }
 

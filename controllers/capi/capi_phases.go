@@ -125,7 +125,7 @@ func (r *Reconciler) reconcileOptOut(ctx context.Context, s *scope) error {
 // plane and its kubeconfig Secret.
 func (r *Reconciler) reconcileObserve(ctx context.Context, s *scope) error {
 	s.initialized = ControlPlaneInitialized(s.capi)
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.capi.Namespace, Name: s.secretName()}, &corev1.Secret{})
+	_, err := r.Secrets.Get(ctx, types.NamespacedName{Namespace: s.capi.Namespace, Name: s.secretName()})
 	switch {
 	case err == nil:
 		s.secretExists = true

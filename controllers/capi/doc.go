@@ -1,5 +1,6 @@
 // Package capi enrolls Cluster API clusters into fleet: it watches
-// cluster.x-k8s.io/v1beta2 Clusters and their <name>-kubeconfig Secrets and
+// cluster.x-k8s.io/v1beta2 Clusters and their <name>-kubeconfig Secrets (by
+// metadata only: it never reads a kubeconfig, internal/secretmeta) and
 // creates, for each, a fleet Cluster that the clusterimport controller then
 // installs the agent into.
 //

@@ -26,6 +26,7 @@ import (
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/secretmeta"
 )
 
 // Defaults of the Reconciler's settings.
@@ -56,6 +57,17 @@ const (
 // Reconciler installs the agent into Clusters that name a kubeconfig Secret.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads kubeconfig Secrets, uncached (default: the manager's
+	// API reader): the manager's cache holds only Secrets it manages.
+	APIReader client.Reader
+	// Secrets watches the metadata of Secrets, so that a changed kubeconfig
+	// Secret brings its Clusters back (default: a watch of its own).
+	Secrets *secretmeta.Watch
+	// SecretNamespaces are the namespaces from which a Cluster of another
+	// namespace may take its kubeconfig Secret. A Cluster always may from
+	// its own; from elsewhere only when listed here (default: none), since
+	// the manager reads the Secret with its own rights, not the tenant's.
+	SecretNamespaces []string
 	// APIServerURL and APIServerCA tell agents how to reach the manager,
 	// unless the kubeconfig Secret has apiServerURL/apiServerCA keys.
 	APIServerURL string
@@ -121,6 +133,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-clusterimport")
 	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Secrets == nil {
+		var err error
+		if r.Secrets, err = secretmeta.ForManager(mgr); err != nil {
+			return err
+		}
+	}
 	if r.StaleAfter < 2*r.AgentCheckinInterval {
 		return fmt.Errorf("the stale-agent time (%s) must be at least twice the agent check-in interval (%s)", r.StaleAfter, r.AgentCheckinInterval)
 	}
@@ -135,7 +156,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Cluster{}, builder.WithPredicates(Predicate())).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret)).
+		WatchesRawSource(r.Secrets.Source(handler.TypedEnqueueRequestsFromMapFunc(r.clustersOfSecret))).
 		Named("clusterimport").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -180,7 +201,7 @@ func secretKey(c *fleet.Cluster) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: c.Spec.KubeConfigSecret}
 }
 
-func (r *Reconciler) clustersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) clustersOfSecret(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 	list := &fleet.ClusterList{}
 	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()
 	if err := r.Client.List(ctx, list, client.MatchingFields{fleet.KubeConfigSecretIndex: key}); err != nil {

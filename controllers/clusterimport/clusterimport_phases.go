@@ -64,10 +64,20 @@ func (r *Reconciler) call(ctx context.Context, f func(context.Context) error) er
 // of the downstream cluster from it. The client is never kept: the next
 // reconcile reads the Secret again, so a rotated or replaced kubeconfig is
 // used at once.
+//
+// A Secret of another namespace is read only from the namespaces the
+// manager allows (SecretNamespaces): the manager reads with its own rights,
+// so otherwise whoever may write Clusters in one namespace could have the
+// manager use any kubeconfig of the management cluster.
 func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) error {
 	key := secretKey(s.cluster)
+	if !SecretNamespaceAllowed(s.cluster.Namespace, key.Namespace, r.SecretNamespaces) {
+		return outcome.Stallf(fleet.ReasonSecretNamespaceNotAllowed,
+			"spec.kubeConfigSecretNamespace %q is not the Cluster's namespace, and the manager does not allow kubeconfig Secrets from there: put the Secret into namespace %s, or have the fleet administrator add %s to the manager's --kubeconfig-secret-namespaces flag",
+			key.Namespace, s.cluster.Namespace, key.Namespace)
+	}
 	secret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, key, secret); err != nil {
+	if err := r.APIReader.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return outcome.Stallf(fleet.ReasonSecretNotFound, "kubeconfig Secret %s not found: create it with the kubeconfig under key %q", key, fleet.KubeConfigSecretValueKey)
 		}
@@ -103,25 +113,28 @@ func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) error {
 // kube-system UID, unless spec.clientID is set), so that the agent's
 // registration lands on this Cluster.
 //
-// A Cluster registered earlier by token with the same identity (it has no
-// kubeConfigSecret) is adopted: this Cluster takes over its labels that it
-// lacks, its registrations are deleted (which revokes their credentials) and
-// it is deleted; the agent is installed only once it is gone, so the
-// registration controller, which picks the oldest Cluster of an identity,
-// finds exactly one. Two Clusters that both import the same downstream
-// cluster are a conflict: the older keeps the identity, the newer reports
-// IdentityConflict and installs nothing.
+// A Cluster of this namespace registered earlier by token with the same
+// identity (it has no kubeConfigSecret) is adopted, but only when the
+// kubeconfig really reaches that cluster: its kube-system UID, read here, is
+// the identity. A spec.clientID that merely names another cluster's identity
+// adopts nothing (IdentityConflict, Stalling). Adopting takes over the
+// other Cluster's labels that this one lacks, deletes its registrations
+// (which revokes their credentials) and deletes it; the agent is installed
+// only once it is gone, so the registration controller, which picks the
+// oldest Cluster of an identity, finds exactly one. Clusters of other
+// namespaces are never looked at. Two Clusters that both import the same
+// downstream cluster are a conflict: the older keeps the identity, the newer
+// reports IdentityConflict and installs nothing.
 func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) error {
 	c := s.cluster
 	s.clientID = c.Spec.ClientID
+	var uid string
 	if s.clientID == "" {
-		ns := &corev1.Namespace{}
-		if err := r.call(ctx, func(ctx context.Context) error {
-			return s.remote.Get(ctx, types.NamespacedName{Name: "kube-system"}, ns)
-		}); err != nil {
-			return remoteFailure("reading the kube-system namespace for the cluster identity", err)
+		var err error
+		if uid, err = r.kubeSystemUID(ctx, s); err != nil {
+			return err
 		}
-		s.clientID = string(ns.UID)
+		s.clientID = uid
 	}
 	list := &fleet.ClusterList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingFields{fleet.ClientIDIndex: s.clientID}); err != nil {
@@ -130,7 +143,7 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) error {
 	var adopt []*fleet.Cluster
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.UID == c.UID {
+		if other.UID == c.UID || other.Namespace != c.Namespace {
 			continue
 		}
 		if other.Spec.KubeConfigSecret != "" {
@@ -141,6 +154,22 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) error {
 			continue
 		}
 		adopt = append(adopt, other)
+	}
+	var waiting []string
+	for _, other := range adopt {
+		waiting = append(waiting, other.Name)
+	}
+	sort.Strings(waiting)
+	if len(adopt) > 0 && uid == "" {
+		var err error
+		if uid, err = r.kubeSystemUID(ctx, s); err != nil {
+			return err
+		}
+	}
+	if !MayAdopt(s.clientID, uid, len(adopt)) {
+		return outcome.Stallf(fleet.ReasonIdentityConflict,
+			"spec.clientID %s is the identity of Cluster(s) %v, registered by token, but the cluster the kubeconfig reaches has kube-system UID %s: it is a different cluster, so nothing is taken over; fix spec.clientID or the kubeconfig",
+			s.clientID, waiting, uid)
 	}
 	patch := client.MergeFrom(c.DeepCopy())
 	c.Spec.ClientID = s.clientID
@@ -162,9 +191,7 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) error {
 	if len(adopt) == 0 {
 		return nil
 	}
-	var waiting []string
 	for _, other := range adopt {
-		waiting = append(waiting, other.Name)
 		if !other.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -176,8 +203,19 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) error {
 			return fmt.Errorf("deleting cluster %s/%s, registered by token with the same identity: %w", other.Namespace, other.Name, err)
 		}
 	}
-	sort.Strings(waiting)
 	return outcome.Waitf(fleet.ReasonAdopting, 0, "taking over the identity (clientID %s) of Cluster(s) %v registered by token: waiting for them to be deleted", s.clientID, waiting)
+}
+
+// kubeSystemUID reads the downstream cluster's identity: the UID of its
+// kube-system namespace, through the kubeconfig.
+func (r *Reconciler) kubeSystemUID(ctx context.Context, s *scope) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := r.call(ctx, func(ctx context.Context) error {
+		return s.remote.Get(ctx, types.NamespacedName{Name: "kube-system"}, ns)
+	}); err != nil {
+		return "", remoteFailure("reading the kube-system namespace for the cluster identity", err)
+	}
+	return string(ns.UID), nil
 }
 
 func olderThan(a, b *fleet.Cluster) bool {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +45,22 @@ func remoteFailure(what string, err error) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return outcome.Waitf(fleet.ReasonClusterUnreachable, 0, "%s: %w", what, err)
+}
+
+// SecretNamespaceAllowed tells whether a Cluster of namespace clusterNS may
+// take its kubeconfig Secret from namespace secretNS: its own always, another
+// only when listed in allowed.
+func SecretNamespaceAllowed(clusterNS, secretNS string, allowed []string) bool {
+	return secretNS == clusterNS || slices.Contains(allowed, secretNS)
+}
+
+// MayAdopt tells whether an import of identity clientID may take over
+// adoptable Clusters registered by token: only when there are any and the
+// cluster the kubeconfig reaches has that identity (kube-system UID
+// downstreamUID), so that naming another cluster's clientID takes nothing.
+// With nothing to adopt there is nothing to refuse.
+func MayAdopt(clientID, downstreamUID string, adoptable int) bool {
+	return adoptable == 0 || clientID != "" && clientID == downstreamUID
 }
 
 // importedOutcome is how outcome.Compute sets the Imported condition after a

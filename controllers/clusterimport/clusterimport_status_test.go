@@ -231,3 +231,39 @@ func TestPredicate(t *testing.T) {
 	relabelled.Labels = map[string]string{"env": "prod"}
 	g.Expect(p.Update(event.UpdateEvent{ObjectOld: imported(fleet.ReasonAgentRegistered, t0), ObjectNew: relabelled})).To(BeTrue())
 }
+
+func TestSecretNamespaceAllowed(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cluster, secret string
+		allowed         []string
+		want            bool
+	}{
+		"own namespace":              {cluster: "a", secret: "a", want: true},
+		"another, none allowed":      {cluster: "a", secret: "b"},
+		"another, not listed":        {cluster: "a", secret: "b", allowed: []string{"c"}},
+		"another, listed":            {cluster: "a", secret: "b", allowed: []string{"c", "b"}, want: true},
+		"own namespace, list absent": {cluster: "a", secret: "a", allowed: []string{"b"}, want: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(SecretNamespaceAllowed(tc.cluster, tc.secret, tc.allowed)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestMayAdopt(t *testing.T) {
+	for name, tc := range map[string]struct {
+		clientID, uid string
+		adoptable     int
+		want          bool
+	}{
+		"nothing to adopt":             {clientID: "victim", uid: "mine", want: true},
+		"the kubeconfig reaches it":    {clientID: "u1", uid: "u1", adoptable: 1, want: true},
+		"a spoofed clientID":           {clientID: "victim", uid: "mine", adoptable: 1},
+		"a custom clientID, not a UID": {clientID: "custom", uid: "u1", adoptable: 2},
+		"no identity at all":           {adoptable: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(MayAdopt(tc.clientID, tc.uid, tc.adoptable)).To(Equal(tc.want))
+		})
+	}
+}

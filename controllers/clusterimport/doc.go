@@ -3,7 +3,13 @@
 // into that cluster, and from there the agent registers exactly as it would
 // with a token.
 //
-// Each reconcile reads the Secret afresh (key "value"; optional keys
+// The Secret is in the Cluster's namespace; spec.kubeConfigSecretNamespace
+// may name another only when it is in SecretNamespaces (the manager's
+// --kubeconfig-secret-namespaces, default none), else the Cluster stalls with
+// SecretNamespaceNotAllowed: the manager reads the Secret with its own
+// rights, which must not let a tenant use another tenant's kubeconfig.
+// Secrets are watched by their metadata only (internal/secretmeta), and
+// each reconcile reads the Secret afresh, uncached (key "value"; optional keys
 // "apiServerURL" and "apiServerCA" say how the agent reaches the manager,
 // else the Reconciler's APIServerURL/APIServerCA are used), parses it with
 // internal/kubeconfig.ToREST (no exec plugins, auth providers or files) and
@@ -12,10 +18,13 @@
 //
 //  1. Identity: spec.clientID is set to the downstream kube-system UID when
 //     empty, so the agent's registration lands on this very Cluster. A
-//     Cluster of the same identity registered earlier by token (it has no
-//     kubeConfigSecret) is adopted: its labels that this Cluster lacks are
-//     copied, its registrations are deleted (revoking their credentials) and
-//     it is deleted; nothing is installed until it is gone, so that exactly
+//     Cluster of this namespace with the same identity, registered earlier
+//     by token (it has no kubeConfigSecret), is adopted, but only when the
+//     downstream kube-system UID read through the kubeconfig is that
+//     identity (else IdentityConflict, Stalling: a spec.clientID naming
+//     another cluster takes nothing over). Adopting copies its labels that
+//     this Cluster lacks, deletes its registrations (revoking their
+//     credentials) and deletes it; nothing is installed until it is gone, so that exactly
 //     one Cluster holds the identity when the agent registers. Two Clusters
 //     importing the same downstream cluster are a conflict: the older wins,
 //     the newer reports IdentityConflict.
@@ -50,12 +59,14 @@
 // The Imported condition says where the import stands. Errors go through
 // internal/outcome: what only a person can fix stalls the Cluster
 // (reconcile.TerminalError; the watches on the Cluster and its kubeconfig
-// Secret bring the fix): SecretNotFound, KubeconfigInvalid (also a Secret
-// without the "value" key, or credentials the cluster rejects) and
-// InstallFailed for objects the cluster refuses (Forbidden, Invalid). What
-// fixes itself is retried with backoff: ClusterUnreachable,
-// IdentityConflict, Adopting, WaitingForToken, and InstallFailed for other
-// errors. Success is Applied (True: objects in place, waiting for the agent)
+// Secret bring the fix): SecretNotFound, SecretNamespaceNotAllowed,
+// IdentityConflict with a token-registered Cluster whose cluster the
+// kubeconfig does not reach, KubeconfigInvalid (also a Secret without the
+// "value" key, or credentials the cluster rejects) and InstallFailed for
+// objects the cluster refuses (Forbidden, Invalid). What fixes itself is
+// retried with backoff: ClusterUnreachable, IdentityConflict between two
+// imports, Adopting, WaitingForToken, and InstallFailed for other errors.
+// Success is Applied (True: objects in place, waiting for the agent)
 // and then AgentRegistered (True). A change of the condition is recorded as
 // an event on the Cluster. Status is computed once per reconcile and
 // written, only when it changed, with server-side apply of only this
