@@ -173,7 +173,9 @@ func (e *Env) startManager(context.Context) error {
 	}
 	return e.start("fleet-manager", "fleet-manager", "--kubeconfig", e.Manager.Kubeconfig,
 		"--api-server-url", e.Manager.Config.Host, "--api-server-ca-file", ca,
-		"--webhook-bind-address", "", "--metrics-bind-address", "0")
+		"--webhook-bind-address", "", "--metrics-bind-address", "0",
+		// The demo's repository is a local directory.
+		"--allow-local-repos")
 }
 
 // registerEdge does what a person does for an edge cluster: print the
