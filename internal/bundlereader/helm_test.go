@@ -1,12 +1,12 @@
 package bundlereader
 
 import (
-	"regexp"
-	"sync"
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 

@@ -68,8 +68,8 @@ var _ = Describe("GitRepo and repository holes", func() {
 		ctx, ns := env.Ctx, "tenant-restricted"
 		tenant, err := framework.TenantClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), ns)
 		Expect(err).NotTo(HaveOccurred())
-		_, allowedURL := gitRepoAt("restricted-allowed", map[string]string{"app/cm.yaml": fmt.Sprintf(configMap, "allowed")})
-		_, forbiddenURL := gitRepoAt("restricted-forbidden", map[string]string{"app/cm.yaml": fmt.Sprintf(configMap, "forbidden")})
+		_, allowedURL := gitRepoAt("restricted-allowed", map[string]string{"cm.yaml": fmt.Sprintf(configMap, "allowed")})
+		_, forbiddenURL := gitRepoAt("restricted-forbidden", map[string]string{"cm.yaml": fmt.Sprintf(configMap, "forbidden")})
 
 		// The operator restricts the namespace (the tenant may not).
 		res := &fleet.GitRepoRestriction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "only-allowed"},
