@@ -70,8 +70,16 @@ type Options struct {
 	ContentGrace time.Duration
 	// GitCacheDir holds the git caches (default below the temp directory).
 	GitCacheDir string
-	// GitWorkers bounds concurrent git fetches (default 4).
+	// GitWorkers bounds concurrent git fetches (default 4); one namespace
+	// holds at most half of them.
 	GitWorkers int
+	// AllowLocalRepos lets GitRepos name local paths and file:// URLs, which
+	// read whatever the manager can (other GitRepos' caches): demos only.
+	AllowLocalRepos bool
+	// GitFetchTimeout bounds one git fetch (default 2m).
+	GitFetchTimeout time.Duration
+	// MaxBundlesPerGitRepo bounds the bundles of one GitRepo (default 1000).
+	MaxBundlesPerGitRepo int
 	// WebhookAddr serves git push webhooks when set (e.g. ":8082").
 	WebhookAddr string
 	// WebhookSecret, when set, is required of webhook calls for GitRepos
@@ -182,7 +190,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.GitWorkers <= 0 {
 		o.GitWorkers = 4
 	}
-	gr := &gitrepo.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers}
+	gr := &gitrepo.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers,
+		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo}
 	if err := gr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gitrepo controller: %w", err)
 	}

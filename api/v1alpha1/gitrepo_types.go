@@ -58,7 +58,13 @@ type GitRepoSpec struct {
 	// the repository.
 	ClientSecretName string `json:"clientSecretName,omitempty"`
 	// HelmSecretName names a Secret with credentials for Helm repositories.
+	// They are sent only to chart repositories and registries whose URL
+	// matches HelmRepoURLRegex; without it, to none.
 	HelmSecretName string `json:"helmSecretName,omitempty"`
+	// HelmRepoURLRegex is a regular expression that the whole URL of a chart
+	// repository, registry or chart (helm.repo, or helm.chart when it is a
+	// URL) must match for the helmSecretName credentials to be sent to it.
+	HelmRepoURLRegex string `json:"helmRepoURLRegex,omitempty"`
 	// CABundle is the PEM CA bundle to trust for the repository's TLS.
 	CABundle []byte `json:"caBundle,omitempty"`
 	// InsecureSkipTLSverify turns off TLS verification for the repository.

@@ -32,6 +32,16 @@ const (
 	// ReasonBundleError: a Bundle of the GitRepo is broken itself, e.g. its
 	// targets are invalid.
 	ReasonBundleError = "BundleError"
+	// ReasonRestricted: the GitRepo breaks a GitRepoRestriction of its
+	// namespace; it is neither fetched nor deployed.
+	ReasonRestricted = "Restricted"
+	// ReasonLocalRepoDisabled: the GitRepo names a local path or file://
+	// repository, which the manager does not serve unless started with
+	// --allow-local-repos.
+	ReasonLocalRepoDisabled = "LocalRepositoryDisabled"
+	// ReasonFetchBusy: the namespace already holds its share of the git
+	// fetch slots; the GitRepo is polled when one frees up.
+	ReasonFetchBusy = "FetchBusy"
 )
 
 // Git errors (GitRepo GitPolling and Accepted): what the remote refused.

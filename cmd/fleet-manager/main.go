@@ -12,6 +12,8 @@ import (
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/controllers/gitrepo"
+	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 )
 
@@ -53,7 +55,10 @@ func main() {
 	f.Float32Var(&qps, "kube-api-qps", 500, "API requests per second to the manager's API server")
 	f.IntVar(&burst, "kube-api-burst", 1000, "API request burst to the manager's API server")
 	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for git caches (default: below the temp directory)")
-	f.IntVar(&o.GitWorkers, "git-workers", 4, "concurrent git fetches")
+	f.IntVar(&o.GitWorkers, "git-workers", 4, "concurrent git fetches (one namespace holds at most half of them)")
+	f.BoolVar(&o.AllowLocalRepos, "allow-local-repos", false, "let GitRepos name local paths and file:// URLs; they can read other GitRepos' git caches (demos only)")
+	f.DurationVar(&o.GitFetchTimeout, "git-fetch-timeout", gitfetch.DefaultFetchTimeout, "time limit of one git fetch")
+	f.IntVar(&o.MaxBundlesPerGitRepo, "max-bundles-per-gitrepo", gitrepo.DefaultMaxBundles, "most bundles one GitRepo may produce")
 	f.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8082", "address of the git push webhook endpoint (empty disables)")
 	f.DurationVar(&o.ImportStaleAfter, "import-stale-after", 0, "reinstall the agent of an imported cluster that has not checked in for this long (default 15m)")
 	f.DurationVar(&o.ClusterOfflineAfter, "cluster-offline-after", 0, "show a Cluster Offline when its agent has not checked in for this long (default 45m)")

@@ -32,6 +32,9 @@ import (
 // DefaultSyncTimeout bounds one sync: fetch, read and write of the bundles.
 const DefaultSyncTimeout = 10 * time.Minute
 
+// DefaultMaxBundles is the most bundles one GitRepo may produce.
+const DefaultMaxBundles = 1000
+
 // Fetcher asks git remotes for commits and checks them out;
 // *gitfetch.Fetcher is the implementation.
 type Fetcher interface {
@@ -53,8 +56,19 @@ type Reconciler struct {
 	// CacheDir holds the git caches, one directory per GitRepo; default
 	// fleet-gitrepos below the system's temporary directory.
 	CacheDir string
-	// Workers is the number of GitRepos reconciled at once.
+	// Workers is the number of GitRepos reconciled at once, and so the
+	// number of git fetch slots; the GitRepos of one namespace hold at most
+	// half of them (rounded up) at once, so one tenant's slow git server
+	// cannot stall the others.
 	Workers int
+	// AllowLocalRepos lets GitRepos name local paths and file:// URLs (for
+	// demos and tests): they read whatever the manager can read.
+	AllowLocalRepos bool
+	// FetchTimeout bounds one git fetch; default gitfetch.DefaultFetchTimeout.
+	FetchTimeout time.Duration
+	// MaxBundles is the most bundles one GitRepo may produce; default
+	// DefaultMaxBundles.
+	MaxBundles int
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
 	// SyncTimeout bounds one sync; default DefaultSyncTimeout.
@@ -66,6 +80,31 @@ type Reconciler struct {
 
 	mu    sync.Mutex
 	repos map[types.NamespacedName]*repoState
+	// slots counts the git fetch slots each namespace holds.
+	slots map[string]int
+}
+
+// takeSlot takes a git fetch slot for namespace ns unless it holds its share
+// already.
+func (r *Reconciler) takeSlot(ns string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.slots == nil {
+		r.slots = map[string]int{}
+	}
+	if r.slots[ns] >= (max(r.Workers, 1)+1)/2 {
+		return false
+	}
+	r.slots[ns]++
+	return true
+}
+
+func (r *Reconciler) releaseSlot(ns string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.slots[ns]--; r.slots[ns] <= 0 {
+		delete(r.slots, ns)
+	}
 }
 
 // SetupWithManager registers the controller: it watches GitRepos, and the
@@ -81,7 +120,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.CacheDir = filepath.Join(os.TempDir(), "fleet-gitrepos")
 	}
 	if r.Fetcher == nil {
-		r.Fetcher = &gitfetch.Fetcher{CacheDir: r.CacheDir}
+		r.Fetcher = &gitfetch.Fetcher{CacheDir: r.CacheDir, AllowLocal: r.AllowLocalRepos, FetchTimeout: r.FetchTimeout}
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-gitrepo")
@@ -90,6 +129,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&fleet.GitRepo{}, builder.WithPredicates(gitRepoChanged)).
 		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(bundleToGitRepo),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[fleet.RepoLabel] != "" }))).
+		Watches(&fleet.GitRepoRestriction{}, handler.EnqueueRequestsFromMapFunc(r.restrictionToGitRepos)).
 		Named("gitrepo").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)

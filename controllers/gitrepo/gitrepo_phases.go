@@ -34,6 +34,9 @@ type scope struct {
 	state  *repoState
 	now    time.Time
 	// Filled by the phases, in order.
+	// eff is the GitRepo with the defaults of its namespace's
+	// GitRepoRestrictions filled in: what is fetched and read.
+	eff     *fleet.GitRepo
 	opts    gitfetch.Options
 	dir     string
 	bundles []*fleet.Bundle
@@ -74,6 +77,9 @@ type repoState struct {
 	synced           bool
 	syncedCommit     string
 	syncedGeneration int64
+	// restrictErr is set while the GitRepo breaks a GitRepoRestriction: it
+	// is what Accepted reports, and nothing is fetched.
+	restrictErr error
 	// syncErr is the error of the last read and write of the bundles, nil
 	// when they succeeded: with a stalling gitErr, it is what Accepted
 	// reports.
@@ -151,9 +157,28 @@ func jitter(d time.Duration, f float64) time.Duration {
 // deployed is deleted unless a sync read every bundle.
 func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	st, repo := s.state, s.repo
+	eff, err := r.restrict(ctx, repo)
+	if err != nil {
+		if outcome.IsStalling(err) {
+			// Not fetched, not deployed; the Bundles it has stay as they
+			// are. A changed restriction or GitRepo brings it back.
+			st.restrictErr = err
+			st.nextPoll = s.now.Add(pollInterval(repo))
+		}
+		return err
+	}
+	if st.restrictErr != nil {
+		st.restrictErr, st.retry = nil, true
+	}
+	s.eff = eff
 	if !pollDue(s.now, st, repo) {
 		return nil
 	}
+	if !r.takeSlot(repo.Namespace) {
+		return outcome.Waitf(fleet.ReasonFetchBusy, time.Second+time.Duration(rand.Int64N(int64(time.Second))),
+			"namespace %s already holds its share of the git fetch slots", repo.Namespace)
+	}
+	defer r.releaseSlot(repo.Namespace)
 	st.polled, st.polledGeneration, st.retry = true, repo.Generation, false
 	st.webhookCommit = repo.Status.WebhookCommit
 	st.nextPoll = s.now.Add(jitter(pollInterval(repo), rand.Float64()))
@@ -192,7 +217,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 // poll asks the remote for the commit to deploy, with the GitRepo's
 // credentials.
 func (r *Reconciler) poll(ctx context.Context, s *scope) error {
-	o, err := r.fetchOptions(ctx, s.repo)
+	o, err := r.fetchOptions(ctx, s.eff)
 	if err != nil {
 		return err
 	}
@@ -210,7 +235,7 @@ func (r *Reconciler) checkout(ctx context.Context, s *scope) error {
 
 // readBundles reads the bundles of the checked-out commit.
 func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
-	repo, commit := s.repo, s.state.latest
+	repo, commit := s.eff, s.state.latest
 	ro, err := r.readOptions(ctx, repo, commit)
 	if err != nil {
 		return err
@@ -268,6 +293,7 @@ func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commi
 		DeleteNamespace:     repo.Spec.DeleteNamespace,
 		CorrectDrift:        repo.Spec.CorrectDrift,
 		ForceSyncGeneration: repo.Spec.ForceSyncGeneration,
+		MaxBundles:          orDefaultInt(r.MaxBundles, DefaultMaxBundles),
 	}
 	if repo.Spec.HelmSecretName != "" {
 		secret, err := r.secret(ctx, repo, repo.Spec.HelmSecretName, "helmSecretName")
@@ -278,6 +304,15 @@ func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commi
 			Username: string(secret.Data[corev1.BasicAuthUsernameKey]),
 			Password: string(secret.Data[corev1.BasicAuthPasswordKey]),
 			CABundle: secret.Data["cacerts"],
+		}
+		// Without helmRepoURLRegex the credentials go to no host: the
+		// fleet.yaml files of the repository choose the chart hosts.
+		if expr := repo.Spec.HelmRepoURLRegex; expr != "" {
+			re, err := bundlereader.CompileURLRegex(expr)
+			if err != nil {
+				return o, outcome.Stallf(fleet.ReasonInvalidOptions, "helmRepoURLRegex %q is not a regular expression: %v", expr, err)
+			}
+			o.HelmAuth.URLRegex = re
 		}
 	}
 	return o, nil
@@ -401,6 +436,13 @@ func wrapWrite(err error, name string) error {
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {
 		return d
+	}
+	return def
+}
+
+func orDefaultInt(n, def int) int {
+	if n > 0 {
+		return n
 	}
 	return def
 }

@@ -179,7 +179,11 @@ func display(conds []metav1.Condition, r rollup) fleet.GitRepoDisplay {
 func setStatus(repo *fleet.GitRepo, st *repoState, bundles []fleet.Bundle) {
 	r := rollupBundles(bundles)
 	s := &repo.Status
-	if st.polled {
+	if st.restrictErr != nil {
+		c := outcome.Condition(fleet.ConditionAccepted, st.restrictErr, "", "", fleet.ReasonRestricted)
+		c.ObservedGeneration = repo.Generation
+		meta.SetStatusCondition(&s.Conditions, c)
+	} else if st.polled {
 		for _, c := range []metav1.Condition{
 			gitPollingCondition(st.gitErr, st.latest),
 			acceptedCondition(st.gitErr, st.syncErr, s.Commit),

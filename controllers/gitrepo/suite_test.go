@@ -56,7 +56,7 @@ func run(m *testing.M) int {
 		M:    m,
 		Name: "gitrepo",
 		SetupReconcilers: func(_ context.Context, mgr ctrl.Manager) error {
-			r := &gitrepo.Reconciler{Client: mgr.GetClient(), CacheDir: filepath.Join(gitRoot, ".cache"), Workers: 4}
+			r := &gitrepo.Reconciler{Client: mgr.GetClient(), CacheDir: filepath.Join(gitRoot, ".cache"), Workers: 4, AllowLocalRepos: true}
 			webhookSrv = httptest.NewServer(gitrepo.NewWebhookHandler(mgr.GetClient(), gitrepo.WebhookOptions{SecretReader: mgr.GetAPIReader()}))
 			webhookURL = webhookSrv.URL
 			return r.SetupWithManager(mgr)

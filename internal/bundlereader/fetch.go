@@ -8,15 +8,16 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
@@ -37,10 +38,23 @@ type fetchedChart struct {
 // URLs with the Helm SDK.
 type fetcher struct {
 	auth *HelmAuth
+	// maxBytes bounds every response body.
+	maxBytes int64
 }
 
-func newFetcher(auth *HelmAuth) *fetcher {
-	return &fetcher{auth: auth}
+// credentialsFor returns the credentials to send to a request for u made
+// for the chart repository, registry or chart at base: only when base is a
+// URL the HelmAuth's URLRegex matches, and u on the same host.
+func (f *fetcher) credentialsFor(base, u string) (string, string, bool) {
+	if f.auth == nil || f.auth.Username == "" || f.auth.URLRegex == nil || !f.auth.URLRegex.MatchString(base) {
+		return "", "", false
+	}
+	b, err1 := url.Parse(base)
+	t, err2 := url.Parse(u)
+	if err1 != nil || err2 != nil || !strings.EqualFold(b.Host, t.Host) {
+		return "", "", false
+	}
+	return f.auth.Username, f.auth.Password, true
 }
 
 // fetch downloads the chart that helm.repo, helm.chart and helm.version name.
@@ -166,11 +180,11 @@ func (f *fetcher) fetchOCI(ctx context.Context, ref, version string) (*fetchedCh
 		return nil, err
 	}
 	opts := []registry.ClientOption{
-		registry.ClientOptHTTPClient(&http.Client{Transport: tr, Timeout: timeoutFrom(ctx)}),
+		registry.ClientOptHTTPClient(&http.Client{Transport: limitedTransport{RoundTripper: tr, max: f.maxBytes}, Timeout: timeoutFrom(ctx)}),
 		registry.ClientOptWriter(&bytes.Buffer{}),
 	}
-	if f.auth != nil && f.auth.Username != "" {
-		opts = append(opts, registry.ClientOptBasicAuth(f.auth.Username, f.auth.Password))
+	if user, pass, ok := f.credentialsFor(ref, ref); ok {
+		opts = append(opts, registry.ClientOptBasicAuth(user, pass))
 	}
 	client, err := registry.NewClient(opts...)
 	if err != nil {
@@ -233,35 +247,98 @@ func unpack(source string, tgz []byte) (*fetchedChart, error) {
 	return &fetchedChart{ref: source, name: ch.Name(), version: ch.Metadata.Version, files: files}, nil
 }
 
-// httpGet downloads u with Helm's HTTP getter. Credentials go only to the
-// host of baseURL. The connection is closed when ctx ends, so a cancelled
-// read returns at once.
+// httpGet downloads u, at most maxBytes of it. Credentials go only where
+// credentialsFor allows. The connection is closed when ctx ends, so a
+// cancelled read returns at once.
 func (f *fetcher) httpGet(ctx context.Context, baseURL, u string) ([]byte, error) {
 	tr, err := f.transport(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tr.CloseIdleConnections()
-	opts := []getter.Option{
-		getter.WithURL(baseURL),
-		getter.WithTransport(tr),
-		getter.WithTimeout(timeoutFrom(ctx)),
-	}
-	if f.auth != nil && f.auth.Username != "" {
-		opts = append(opts, getter.WithBasicAuth(f.auth.Username, f.auth.Password))
-	}
-	g, err := getter.NewHTTPGetter(opts...)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, err
+		return nil, invalidf("invalid chart URL %q: %v", u, err)
 	}
-	buf, err := g.Get(u)
+	req.Header.Set("User-Agent", "fleet")
+	if user, pass, ok := f.credentialsFor(baseURL, u); ok {
+		req.SetBasicAuth(user, pass)
+	}
+	// Go drops the Authorization header on a redirect to another host.
+	resp, err := (&http.Client{Transport: tr, Timeout: timeoutFrom(ctx)}).Do(req)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return nil, ctxErr
 	}
 	if err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("failed to fetch %s : %s", u, resp.Status)
+	}
+	data, err := readAtMost(resp.Body, f.maxBytes, u)
+	if ctxErr := ctx.Err(); err != nil && ctxErr != nil {
+		return nil, ctxErr
+	}
+	return data, err
+}
+
+// readAtMost reads body, failing once it is longer than limit.
+func readAtMost(body io.Reader, limit int64, what string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, tooLarge(what, limit)
+	}
+	return data, nil
+}
+
+func tooLarge(what string, limit int64) error {
+	return invalidf("%s is larger than %s, the most the manager downloads: use a smaller chart, or ask the operator to raise the limit",
+		what, humanBytes(int(limit)))
+}
+
+// limitedTransport fails a response whose body is longer than max: the
+// Helm registry client reads whole bodies into memory.
+type limitedTransport struct {
+	http.RoundTripper
+	max int64
+}
+
+func (t limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.RoundTripper.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > t.max {
+		resp.Body.Close()
+		return nil, tooLarge(req.URL.Redacted(), t.max)
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: t.max, what: req.URL.Redacted(), max: t.max}
+	return resp, nil
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left, max int64
+	what      string
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, tooLarge(b.what, b.max)
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, tooLarge(b.what, b.max)
+	}
+	return n, err
 }
 
 // transport makes an HTTP transport with the TLS settings of the HelmAuth

@@ -3,7 +3,6 @@ package bundlereader
 import (
 	"context"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 
@@ -18,7 +17,7 @@ import (
 // them.
 func (r *reader) prepareHelm(ctx context.Context, rel string, spec *fleet.BundleSpec, files *fileSet) error {
 	bundleAbs := r.abs(rel)
-	c := &chartCollector{fetcher: newFetcher(r.o.HelmAuth), files: *files, dirs: map[string]string{}}
+	c := &chartCollector{fetcher: &fetcher{auth: r.o.HelmAuth, maxBytes: r.o.MaxDownloadBytes}, files: *files, dirs: map[string]string{}}
 	var base fleet.HelmOptions
 	if h := spec.Helm; h != nil {
 		base = *h
@@ -103,11 +102,7 @@ func (r *reader) mergeValuesFiles(bundleAbs, field string, h *fleet.HelmOptions)
 	}
 	merged := map[string]interface{}{}
 	for _, f := range h.ValuesFiles {
-		full, err := r.secureFile(bundleAbs, f)
-		if err != nil {
-			return fmt.Errorf("%s.valuesFiles: %w", field, err)
-		}
-		data, err := os.ReadFile(full)
+		data, err := r.readFile(bundleAbs, f)
 		if err != nil {
 			return fmt.Errorf("%s.valuesFiles: %w", field, err)
 		}

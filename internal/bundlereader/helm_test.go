@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,7 +53,7 @@ func newChartRepo(t *testing.T, charts map[string][]string, tls bool) *chartRepo
 	t.Cleanup(repo.Close)
 	r := &chartRepo{Repo: repo}
 	if tls {
-		r.auth = &HelmAuth{Username: "user", Password: "s3cret", CABundle: repo.CA}
+		r.auth = &HelmAuth{Username: "user", Password: "s3cret", CABundle: repo.CA, URLRegex: anyURL}
 	}
 	return r
 }
@@ -200,8 +202,9 @@ func TestRemoteChartAuthAndTLS(t *testing.T) {
 	}{
 		{name: "credentials and CA", auth: r.auth},
 		{name: "no CA", auth: &HelmAuth{Username: "user", Password: "s3cret"}, wantErr: "certificate"},
-		{name: "insecure", auth: &HelmAuth{Username: "user", Password: "s3cret", InsecureSkipVerify: true}},
-		{name: "wrong password", auth: &HelmAuth{Username: "user", Password: "nope", CABundle: r.auth.CABundle}, wantErr: "401"},
+		{name: "insecure", auth: &HelmAuth{Username: "user", Password: "s3cret", InsecureSkipVerify: true, URLRegex: anyURL}},
+		{name: "wrong password", auth: &HelmAuth{Username: "user", Password: "nope", CABundle: r.auth.CABundle, URLRegex: anyURL}, wantErr: "401"},
+		{name: "no URL regex: no credentials", auth: &HelmAuth{Username: "user", Password: "s3cret", CABundle: r.auth.CABundle}, wantErr: "401"},
 		{name: "bad CA bundle", auth: &HelmAuth{CABundle: []byte("not PEM")}, wantErr: "holds no PEM certificate"},
 	}
 	for _, tt := range tests {
@@ -218,6 +221,56 @@ func TestRemoteChartAuthAndTLS(t *testing.T) {
 			g.Expect(loadChart(t, bundles[0], "secure").Metadata.Version).To(Equal("0.1.0"))
 		})
 	}
+}
+
+var anyURL = regexp.MustCompile(`.*`)
+
+// The credentials go only to a repository whose whole URL the regex
+// matches, never to another host a fleet.yaml names.
+func TestRemoteChartCredentialsOnlyWhereAllowed(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		got = append(got, req.Header.Get("Authorization"))
+		mu.Unlock()
+		http.NotFound(w, req)
+	}))
+	defer srv.Close()
+	trusted, err := CompileURLRegex(`https://charts\.example\.com/.*`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []*regexp.Regexp{nil, trusted, regexp.MustCompile("^$")} {
+		g := NewWithT(t)
+		root := tree(t, map[string]string{"fleet.yaml": "helm:\n  repo: " + srv.URL + "/charts.example.com/\n  chart: x\n"})
+		_, err := Read(context.Background(), root, nil, Options{Name: "c", HelmAuth: &HelmAuth{Username: "user", Password: "s3cret", URLRegex: re}})
+		g.Expect(err).To(HaveOccurred())
+	}
+	g := NewWithT(t)
+	g.Expect(got).To(HaveLen(3))
+	for _, h := range got {
+		g.Expect(h).To(BeEmpty(), "credentials were sent to a host the regex does not allow")
+	}
+}
+
+func TestRemoteChartDownloadIsCapped(t *testing.T) {
+	g := NewWithT(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		buf := make([]byte, 64<<10)
+		for i := 0; i < 1<<14; i++ { // 1 GiB, without Content-Length
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	root := tree(t, map[string]string{"fleet.yaml": "helm:\n  repo: " + srv.URL + "\n  chart: huge\n"})
+	start := time.Now()
+	_, err := Read(context.Background(), root, nil, Options{Name: "huge", MaxDownloadBytes: 1 << 20})
+	g.Expect(err).To(MatchError(ContainSubstring("larger than 1.0 MiB")))
+	g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonInvalidBundle))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 10*time.Second))
 }
 
 func TestRemoteChartTimeout(t *testing.T) {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -59,15 +61,36 @@ type Options struct {
 	// MaxResourceBytes is the largest total size of a bundle's resources,
 	// uncompressed; 0 means DefaultMaxResourceBytes, a negative value no limit.
 	MaxResourceBytes int
+	// MaxFileBytes is the largest file read on its own (fleet.yaml,
+	// .fleetignore, helm valuesFiles); 0 means DefaultMaxFileBytes.
+	MaxFileBytes int64
+	// MaxDownloadBytes is the largest chart, chart repository index or
+	// registry response downloaded; 0 means DefaultMaxDownloadBytes.
+	MaxDownloadBytes int64
+	// MaxBundles is the most bundle directories Read accepts; 0 means no
+	// limit.
+	MaxBundles int
 }
+
+// DefaultMaxFileBytes bounds the files read on their own: a file larger than
+// a bundle may be would be refused anyway.
+const DefaultMaxFileBytes = DefaultMaxResourceBytes
+
+// DefaultMaxDownloadBytes bounds one download from a chart repository or
+// registry (the index.yaml of a large public repository is tens of MiB).
+const DefaultMaxDownloadBytes = 64 << 20
 
 // HelmAuth holds the credentials for remote chart repositories and
 // registries (the GitRepo's helmSecretName).
 type HelmAuth struct {
-	// Username and Password are sent as basic auth, only to the host of the
-	// chart repository.
+	// Username and Password are sent as basic auth, only to the host of a
+	// chart repository or registry whose URL URLRegex matches.
 	Username string
 	Password string
+	// URLRegex decides where the credentials go: to a chart repository,
+	// registry or chart URL it matches (see CompileURLRegex), and there only
+	// to the host of that URL. Nil sends them nowhere.
+	URLRegex *regexp.Regexp
 	// CABundle holds PEM certificates trusted in addition to the system's.
 	CABundle []byte
 	// InsecureSkipVerify turns off TLS certificate verification.
@@ -113,6 +136,10 @@ func Read(ctx context.Context, root string, paths []string, o Options) ([]*fleet
 				dirs = append(dirs, d)
 			}
 		}
+	}
+	if limit := r.o.MaxBundles; limit > 0 && len(dirs) > limit {
+		return nil, invalidf("%d bundle directories found, more than the limit of %d per GitRepo: narrow spec.paths, "+
+			"or ask the operator to raise the manager's --max-bundles-per-gitrepo", len(dirs), limit)
 	}
 	var bundles []*fleet.Bundle
 	byName := map[string]string{}
@@ -162,6 +189,12 @@ func newReader(root string, o Options) (*reader, error) {
 	}
 	if o.MaxResourceBytes == 0 {
 		o.MaxResourceBytes = DefaultMaxResourceBytes
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if o.MaxDownloadBytes <= 0 {
+		o.MaxDownloadBytes = DefaultMaxDownloadBytes
 	}
 	return &reader{root: abs, o: o}, nil
 }
@@ -360,11 +393,7 @@ func (r *reader) readFleetYAML(rel string) (*FleetYAML, error) {
 		return nil, invalidf("%s has both fleet.yaml and fleet.yml: keep one", displayDir(rel))
 	}
 	file := path.Join(rel, found[0])
-	full, err := r.secureFile(r.abs(rel), found[0])
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(full)
+	data, err := r.readFile(r.abs(rel), found[0])
 	if err != nil {
 		return nil, err
 	}
@@ -397,6 +426,48 @@ func (r *reader) secureFile(dir, name string) (string, error) {
 		return "", invalidf("%s points outside the repository root", rel)
 	}
 	return resolved, nil
+}
+
+// readFile reads the file name, relative to dir, that must resolve to a
+// regular file inside the root no larger than MaxFileBytes: a symlink to
+// /dev/zero or a huge file in a repository must not exhaust the manager.
+func (r *reader) readFile(dir, name string) ([]byte, error) {
+	full, err := r.secureFile(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	rel, _ := r.rel(full)
+	f, err := os.Open(full)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, invalidf("%s is not a regular file", rel)
+	}
+	limit := r.o.MaxFileBytes
+	if st.Size() > limit {
+		return nil, invalidf("%s has %s, more than the limit of %s for a file read on its own: make it smaller", rel, humanBytes(int(st.Size())), humanBytes(int(limit)))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, invalidf("%s grew beyond the limit of %s while being read", rel, humanBytes(int(limit)))
+	}
+	return data, nil
+}
+
+// CompileURLRegex compiles a GitRepo's helmRepoURLRegex so that it must
+// match a whole URL: an unanchored "charts.example.com" would also match
+// https://evil.test/charts.example.com.
+func CompileURLRegex(expr string) (*regexp.Regexp, error) {
+	return regexp.Compile(`^(?:` + expr + `)$`)
 }
 
 // targets computes a bundle's targets and target restrictions from

@@ -634,3 +634,41 @@ func TestEncodeDecodeResource(t *testing.T) {
 	_, err := DecodeResource(fleet.BundleResource{Name: "f", Encoding: "zip"})
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring(`unknown encoding "zip"`)))
 }
+
+// A repository's links to devices or huge files must not exhaust the
+// manager: every file read on its own is a regular file under a cap.
+func TestFilesReadOnTheirOwnAreBounded(t *testing.T) {
+	cases := map[string]struct {
+		files   map[string]string
+		link    string // name linked to /dev/zero
+		wantErr string
+	}{
+		"fleetignore to /dev/zero": {files: map[string]string{"cm.yaml": "a: 1"}, link: ".fleetignore", wantErr: "points outside the repository root"},
+		"valuesFiles to /dev/zero": {files: map[string]string{"fleet.yaml": "helm:\n  valuesFiles: [v.yaml]\n", "cm.yaml": "a: 1"}, link: "v.yaml", wantErr: "points outside the repository root"},
+		"fleet.yaml too large":     {files: map[string]string{"fleet.yaml": "# " + strings.Repeat("x", 4096) + "\n", "cm.yaml": "a: 1"}, wantErr: "more than the limit"},
+		"valuesFiles a directory":  {files: map[string]string{"fleet.yaml": "helm:\n  valuesFiles: [v]\n", "v/x": "1"}, wantErr: "not a regular file"},
+		"fleetignore a directory":  {files: map[string]string{"cm.yaml": "a: 1", ".fleetignore/x": "1"}, wantErr: "not a regular file"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			root := tree(t, c.files)
+			if c.link != "" {
+				g.Expect(os.Symlink("/dev/zero", filepath.Join(root, c.link))).To(Succeed())
+			}
+			_, err := Read(context.Background(), root, nil, Options{Name: "b", MaxFileBytes: 1024})
+			g.Expect(err).To(MatchError(ContainSubstring(c.wantErr)))
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonInvalidBundle))
+		})
+	}
+}
+
+func TestMaxBundles(t *testing.T) {
+	g := NewWithT(t)
+	root := tree(t, map[string]string{"a/fleet.yaml": "", "b/fleet.yaml": "", "c/fleet.yaml": ""})
+	_, err := Read(context.Background(), root, nil, Options{Name: "m", MaxBundles: 2})
+	g.Expect(err).To(MatchError(ContainSubstring("3 bundle directories found, more than the limit of 2")))
+	bs, err := Read(context.Background(), root, nil, Options{Name: "m", MaxBundles: 3})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bs).To(HaveLen(3))
+}

@@ -131,7 +131,11 @@ func (w *walker) walk(ctx context.Context, sub string, rules ignoreRules) error 
 		return err
 	}
 	dir := filepath.Join(bundleAbs, filepath.FromSlash(sub))
-	if data, err := os.ReadFile(filepath.Join(dir, ignoreFile)); err == nil {
+	if _, err := os.Lstat(filepath.Join(dir, ignoreFile)); err == nil {
+		data, err := r.readFile(dir, ignoreFile)
+		if err != nil {
+			return err
+		}
 		rules = append(append(ignoreRules(nil), rules...), parseIgnore(data, sub)...)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err

@@ -182,7 +182,9 @@ func (e *Env) startManager(ctx context.Context) error {
 	}
 	p, err := e.startProcess("fleet-manager", "fleet-manager", "--kubeconfig", e.Manager.Kubeconfig,
 		"--api-server-url", e.Manager.Config.Host, "--api-server-ca-file", ca,
-		"--webhook-bind-address", "", "--metrics-bind-address", "0", "--health-probe-bind-address", probe)
+		"--webhook-bind-address", "", "--metrics-bind-address", "0", "--health-probe-bind-address", probe,
+		// The demo's repository is a local directory.
+		"--allow-local-repos")
 	if err != nil {
 		return err
 	}

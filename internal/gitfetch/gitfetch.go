@@ -47,7 +47,7 @@ func (openLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
 // Default time limits of one call.
 const (
 	DefaultListTimeout  = 30 * time.Second
-	DefaultFetchTimeout = 10 * time.Minute
+	DefaultFetchTimeout = 2 * time.Minute
 )
 
 // Options say which repository and commit to fetch, and how.
@@ -81,6 +81,10 @@ type Fetcher struct {
 	ListTimeout time.Duration
 	// FetchTimeout bounds Checkout; default DefaultFetchTimeout.
 	FetchTimeout time.Duration
+	// AllowLocal allows local paths and file:// URLs. Off, they are refused:
+	// they read whatever the manager can read, the git caches of other
+	// GitRepos included.
+	AllowLocal bool
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -91,6 +95,9 @@ type Fetcher struct {
 // a full sha (without asking the remote).
 func (f *Fetcher) LatestCommit(ctx context.Context, o Options) (string, error) {
 	if isFullSHA(o.Revision) {
+		if _, _, err := f.prepare(o); err != nil {
+			return "", err
+		}
 		return strings.ToLower(o.Revision), nil
 	}
 	_, hash, err := f.resolve(ctx, o)
@@ -102,7 +109,7 @@ func (f *Fetcher) LatestCommit(ctx context.Context, o Options) (string, error) {
 
 // resolve lists the remote's refs and finds the one the options point to.
 func (f *Fetcher) resolve(ctx context.Context, o Options) (plumbing.ReferenceName, plumbing.Hash, error) {
-	ep, auth, err := prepare(o)
+	ep, auth, err := f.prepare(o)
 	if err != nil {
 		return "", plumbing.ZeroHash, err
 	}
@@ -223,7 +230,7 @@ func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (strin
 		}
 	}
 
-	ep, auth, err := prepare(o)
+	ep, auth, err := f.prepare(o)
 	if err != nil {
 		return "", err
 	}
@@ -389,6 +396,20 @@ func hasCommit(repo *git.Repository, h plumbing.Hash) bool {
 func isShallow(repo *git.Repository) bool {
 	s, err := repo.Storer.Shallow()
 	return err == nil && len(s) > 0
+}
+
+// localDisabled is the message of the error for a local repository when
+// they are not allowed.
+const localDisabled = "local repository %s refused: local paths and file:// URLs are disabled, " +
+	"use an http(s) or ssh URL (an operator may allow them with the manager's --allow-local-repos)"
+
+// prepare parses the URL and builds the credentials.
+func (f *Fetcher) prepare(o Options) (*transport.Endpoint, transport.AuthMethod, error) {
+	ep, auth, err := prepare(o)
+	if err == nil && ep.Protocol == "file" && !f.AllowLocal {
+		return nil, nil, outcome.Stallf(fleet.ReasonLocalRepoDisabled, localDisabled, o.URL)
+	}
+	return ep, auth, err
 }
 
 // prepare parses the URL and builds the credentials.

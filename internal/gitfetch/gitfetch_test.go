@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,7 +92,7 @@ func TestLocalRepository(t *testing.T) {
 	root := t.TempDir()
 	repo := newRepo(t, g, root, "src")
 	first := commit(g, repo, map[string]string{"app/fleet.yaml": "namespace: a\n", "app/cm.yaml": "kind: ConfigMap\n", "README.md": "hi"})
-	f := &gitfetch.Fetcher{CacheDir: filepath.Join(root, "cache")}
+	f := &gitfetch.Fetcher{CacheDir: filepath.Join(root, "cache"), AllowLocal: true}
 	o := gitfetch.Options{Key: "ns/repo", URL: repo.Dir}
 
 	latest, err := f.LatestCommit(ctx, o)
@@ -159,7 +160,7 @@ func TestHTTPRepository(t *testing.T) {
 	srv := gittest.NewServer(root)
 	defer srv.Close()
 	srv.SetBasicAuth("user", "s3cret")
-	f := &gitfetch.Fetcher{CacheDir: filepath.Join(root, "cache")}
+	f := &gitfetch.Fetcher{CacheDir: filepath.Join(root, "cache"), AllowLocal: true}
 	secret := func(user, pass string) *corev1.Secret {
 		return &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "creds"},
@@ -211,7 +212,7 @@ func TestTLS(t *testing.T) {
 	tlsSrv := httptest.NewTLSServer(srv)
 	defer tlsSrv.Close()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw})
-	f := &gitfetch.Fetcher{CacheDir: filepath.Join(root, "cache")}
+	f := &gitfetch.Fetcher{CacheDir: filepath.Join(root, "cache"), AllowLocal: true}
 	url := tlsSrv.URL + "/src"
 
 	_, err := f.LatestCommit(ctx, gitfetch.Options{Key: "ns/r", URL: url})
@@ -278,7 +279,7 @@ func TestShallowFetchFromGit(t *testing.T) {
 	}
 	srv := httptest.NewServer(&cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}})
 	defer srv.Close()
-	f := &gitfetch.Fetcher{CacheDir: filepath.Join(root, "cache")}
+	f := &gitfetch.Fetcher{CacheDir: filepath.Join(root, "cache"), AllowLocal: true}
 	o := gitfetch.Options{Key: "ns/r", URL: srv.URL + "/src"}
 	shallowFiles := func() []string {
 		m, err := filepath.Glob(filepath.Join(root, "cache", "ns", "r", "*", "repo.git", "shallow"))
@@ -303,4 +304,21 @@ func TestShallowFetchFromGit(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(readFile(g, dir, "f.txt")).To(Equal("a"))
 	g.Expect(shallowFiles()).To(BeEmpty(), "an older commit needs the full history")
+}
+
+// Local repositories read whatever the manager can read, other GitRepos'
+// caches included: they are refused unless allowed.
+func TestLocalRepositoriesRefusedByDefault(t *testing.T) {
+	g := NewWithT(t)
+	root := t.TempDir()
+	f := &gitfetch.Fetcher{CacheDir: filepath.Join(root, "cache")}
+	for _, url := range []string{root, "file://" + root, "./relative"} {
+		_, err := f.LatestCommit(context.Background(), gitfetch.Options{Key: "ns/name", URL: url})
+		g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonLocalRepoDisabled), url)
+		g.Expect(err).To(MatchError(ContainSubstring("--allow-local-repos")))
+		_, err = f.LatestCommit(context.Background(), gitfetch.Options{Key: "ns/name", URL: url, Revision: strings.Repeat("a", 40)})
+		g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonLocalRepoDisabled), url)
+		_, err = f.Checkout(context.Background(), gitfetch.Options{Key: "ns/name", URL: url}, strings.Repeat("a", 40))
+		g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonLocalRepoDisabled), url)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -132,6 +133,13 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 								AllowPrivilegeEscalation: ptr.To(false),
 								ReadOnlyRootFilesystem:   ptr.To(true),
 								Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							},
+							// A limit, so that a runaway (a hostile repository the
+							// manager failed to bound) restarts the manager instead
+							// of starving its node.
+							Resources: corev1.ResourceRequirements{
+								Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+								Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
 							},
 							VolumeMounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/var/cache/fleet"}},
 						}},

@@ -48,7 +48,159 @@ const (
 	// captureFunc is appended to a lone action's pipeline to get its value
 	// with its type; the leading underscores keep it out of users' way.
 	captureFunc = "__fleetCapture"
+	// rangeFunc is appended to the pipeline of every range to count its
+	// iterations against the budget before the loop starts.
+	rangeFunc = "__fleetRange"
 )
+
+// Bounds of one ProcessTemplateValues call, over all its templates: values
+// come from git, and a template such as ${ range 100000000000 } must fail at
+// once rather than occupy the manager.
+const (
+	// MaxTemplateIterations is the most iterations all ranges may take.
+	MaxTemplateIterations = 100000
+	// MaxTemplateOutput is the most bytes all templates may print.
+	MaxTemplateOutput = 1 << 20
+	// maxPrintfWidth bounds the width and precision of printf verbs, which
+	// would otherwise make a huge string in one call.
+	maxPrintfWidth = 1000
+)
+
+// budget is what is left of the bounds of one ProcessTemplateValues call.
+type budget struct {
+	iterations int
+	output     int
+}
+
+func newBudget() *budget {
+	return &budget{iterations: MaxTemplateIterations, output: MaxTemplateOutput}
+}
+
+// take counts n bytes printed against the output bound.
+func (b *budget) take(n int) error {
+	b.output -= n
+	if b.output < 0 {
+		return fmt.Errorf("templates print more than %d bytes: make the values smaller", MaxTemplateOutput)
+	}
+	return nil
+}
+
+// limitedWriter writes into a strings.Builder while the budget lasts.
+type limitedWriter struct {
+	sb *strings.Builder
+	b  *budget
+}
+
+func (w limitedWriter) Write(p []byte) (int, error) {
+	if err := w.b.take(len(p)); err != nil {
+		return 0, err
+	}
+	return w.sb.Write(p)
+}
+
+// rangeCheck counts the iterations of a range over v against the budget.
+func (b *budget) rangeCheck(v interface{}) (interface{}, error) {
+	n := 0
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n = int(min(max(rv.Int(), 0), MaxTemplateIterations+1))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n = int(min(rv.Uint(), MaxTemplateIterations+1))
+	case reflect.Slice, reflect.Array, reflect.Map, reflect.String:
+		n = rv.Len()
+	case reflect.Invalid:
+	default:
+		return nil, fmt.Errorf("range over %s is not allowed: range over a number, list or map", rv.Kind())
+	}
+	b.iterations -= n
+	if b.iterations < 0 {
+		return nil, fmt.Errorf("templates iterate more than %d times: use smaller ranges", MaxTemplateIterations)
+	}
+	return v, nil
+}
+
+// boundedPrintf is printf with widths and precisions of at most
+// maxPrintfWidth and no "*" (a width taken from the arguments).
+func boundedPrintf(format string, args ...interface{}) (string, error) {
+	digits := 0
+	inVerb := false
+	for _, c := range format {
+		switch {
+		case !inVerb:
+			inVerb = c == '%'
+		case c == '*':
+			return "", fmt.Errorf("printf: widths from arguments (*) are not allowed")
+		case c >= '0' && c <= '9':
+			digits = digits*10 + int(c-'0')
+			if digits > maxPrintfWidth {
+				return "", fmt.Errorf("printf: widths and precisions above %d are not allowed", maxPrintfWidth)
+			}
+		case c == '.':
+			digits = 0
+		case strings.ContainsRune("+-# ", c):
+		default:
+			inVerb, digits = false, 0
+		}
+	}
+	return fmt.Sprintf(format, args...), nil
+}
+
+// checkNodes rejects template calls (and so definitions, which only they
+// could run): they would allow recursion.
+func checkNodes(n parse.Node) error {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := checkNodes(c); err != nil {
+				return err
+			}
+		}
+	case *parse.TemplateNode:
+		return fmt.Errorf("template calls are not allowed in values")
+	case *parse.IfNode:
+		return checkBranch(&n.BranchNode)
+	case *parse.WithNode:
+		return checkBranch(&n.BranchNode)
+	case *parse.RangeNode:
+		return checkBranch(&n.BranchNode)
+	}
+	return nil
+}
+
+func checkBranch(b *parse.BranchNode) error {
+	if err := checkNodes(b.List); err != nil {
+		return err
+	}
+	return checkNodes(b.ElseList)
+}
+
+// boundRanges appends rangeFunc to the pipeline of every range in n.
+func boundRanges(t *parse.Tree, n parse.Node) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return
+		}
+		for _, c := range n.Nodes {
+			boundRanges(t, c)
+		}
+	case *parse.IfNode:
+		boundRanges(t, n.List)
+		boundRanges(t, n.ElseList)
+	case *parse.WithNode:
+		boundRanges(t, n.List)
+		boundRanges(t, n.ElseList)
+	case *parse.RangeNode:
+		ident := parse.NewIdentifier(rangeFunc).SetTree(t).SetPos(n.Pos)
+		n.Pipe.Cmds = append(n.Pipe.Cmds, &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{ident}})
+		boundRanges(t, n.List)
+		boundRanges(t, n.ElseList)
+	}
+}
 
 // templateFuncs are the functions templates may call besides text/template's
 // builtins; a small subset of sprig's, same semantics.
@@ -90,7 +242,10 @@ var templateFuncs = template.FuncMap{
 // every key renders to a string.
 //
 // Besides text/template's builtins, templates may call default, quote, upper
-// and lower (as in sprig). Honouring helm.disablePreProcess is the caller's
+// and lower (as in sprig). Values come from git, so templates are bounded:
+// no template calls (no recursion), at most MaxTemplateIterations range
+// iterations and MaxTemplateOutput bytes printed over the whole call, and
+// printf widths of at most 1000. Honouring helm.disablePreProcess is the caller's
 // job: do not call this when it is set.
 func ProcessTemplateValues(values map[string]interface{}, c TemplateContext) (map[string]interface{}, error) {
 	if values == nil {
@@ -103,10 +258,16 @@ func ProcessTemplateValues(values map[string]interface{}, c TemplateContext) (ma
 		"ClusterAnnotations": c.ClusterAnnotations,
 		"ClusterValues":      c.ClusterValues,
 	}
-	return processMap(values, data, "")
+	return processMap(values, &renderer{data: data, budget: newBudget()}, "")
 }
 
-func processMap(m map[string]interface{}, data map[string]interface{}, path string) (map[string]interface{}, error) {
+// renderer renders the templates of one ProcessTemplateValues call.
+type renderer struct {
+	data   map[string]interface{}
+	budget *budget
+}
+
+func processMap(m map[string]interface{}, data *renderer, path string) (map[string]interface{}, error) {
 	out := make(map[string]interface{}, len(m))
 	origin := make(map[string]string, len(m)) // rendered key -> key as written
 	for k, v := range m {
@@ -131,7 +292,7 @@ func processMap(m map[string]interface{}, data map[string]interface{}, path stri
 	return out, nil
 }
 
-func processValue(v interface{}, data map[string]interface{}, path string) (interface{}, error) {
+func processValue(v interface{}, data *renderer, path string) (interface{}, error) {
 	switch v := v.(type) {
 	case string:
 		if !strings.Contains(v, leftDelim) {
@@ -157,20 +318,31 @@ func processValue(v interface{}, data map[string]interface{}, path string) (inte
 
 // render executes text as a template. With keepType, a text that is one lone
 // action yields the action's value with its type.
-func render(text string, data map[string]interface{}, path string, keepType bool) (interface{}, error) {
+func render(text string, rd *renderer, path string, keepType bool) (interface{}, error) {
 	var captured interface{}
 	t, err := template.New("values").
 		Delims(leftDelim, rightDelim).
 		Option("missingkey=error").
 		Funcs(templateFuncs).
-		Funcs(template.FuncMap{captureFunc: func(v interface{}) string { captured = v; return "" }}).
+		Funcs(template.FuncMap{
+			captureFunc: func(v interface{}) string { captured = v; return "" },
+			rangeFunc:   rd.budget.rangeCheck,
+			"printf":    boundedPrintf,
+		}).
 		Parse(text)
+	if err == nil && len(t.Templates()) > 1 {
+		err = fmt.Errorf("template definitions are not allowed in values")
+	}
+	if err == nil {
+		err = checkNodes(t.Tree.Root)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("helm values %s: template %q: %w", pathOrRoot(path), text, err)
 	}
+	boundRanges(t.Tree, t.Tree.Root)
 	lone := keepType && captureLoneAction(t)
 	var sb strings.Builder
-	if err := t.Execute(&sb, data); err != nil {
+	if err := t.Execute(limitedWriter{sb: &sb, b: rd.budget}, rd.data); err != nil {
 		return nil, fmt.Errorf("helm values %s: template %q: %w", pathOrRoot(path), text, err)
 	}
 	if !lone {

@@ -1,7 +1,10 @@
 package target
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -204,4 +207,42 @@ func TestTemplateContextForAndDisablePreProcess(t *testing.T) {
 	g.Expect(r.Options.Helm.DisablePreProcess).To(BeTrue())
 	// Left as written, since the caller skips ProcessTemplateValues.
 	g.Expect(r.Options.Helm.Values.Data["size"]).To(Equal("${ .ClusterValues.size }"))
+}
+
+// Templates come from git: none may occupy the manager, however written.
+func TestTemplatesAreBounded(t *testing.T) {
+	for name, tmpl := range map[string]string{
+		"huge range":           "${ range 100000000000 }${ end }",
+		"huge range, printing": "${ range $i := 100000000000 }${ $i }${ end }",
+		"nested ranges":        "${ range 1000 }${ range 1000 }${ end }${ end }",
+		"output":               "${ range 60000 }" + strings.Repeat("x", 100) + "${ end }",
+		"printf width":         `${ printf "%0999999999d" 1 }`,
+		"printf star":          `${ printf "%*d" 999999999 1 }`,
+		"recursion":            `${ define "a" }${ template "a" . }${ template "a" . }${ end }${ template "a" . }`,
+		"definition":           `${ define "a" }x${ end }y`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			start := time.Now()
+			_, err := ProcessTemplateValues(map[string]interface{}{"v": tmpl}, TemplateContext{})
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.Error()).To(Or(ContainSubstring("not allowed"), ContainSubstring("more than")))
+			g.Expect(time.Since(start)).To(BeNumerically("<", time.Second))
+		})
+	}
+	// The budget is shared by every template of one call.
+	values := map[string]interface{}{}
+	for i := 0; i < 20; i++ {
+		values[fmt.Sprintf("k%d", i)] = "${ range 10000 }${ end }"
+	}
+	_, err := ProcessTemplateValues(values, TemplateContext{})
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("iterate more than")))
+
+	// Ordinary templates still work.
+	out, err := ProcessTemplateValues(map[string]interface{}{
+		"r": `${ range $k, $v := .ClusterLabels }${ $k }=${ $v };${ end }`,
+		"p": `${ printf "%05d-%.2f" 7 1.5 }`,
+	}, TemplateContext{ClusterLabels: map[string]string{"a": "1"}})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(out).To(Equal(map[string]interface{}{"r": "a=1;", "p": "00007-1.50"}))
 }

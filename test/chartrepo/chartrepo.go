@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -40,6 +41,25 @@ type Repo struct {
 	*httptest.Server
 	// CA is the PEM certificate clients must trust when TLS is on.
 	CA []byte
+
+	mu    sync.Mutex
+	auths []string
+}
+
+// Requests returns how many requests the repository received and the
+// Authorization headers among them (empty ones left out).
+func (r *Repo) Requests() (int, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	n := 0
+	for _, a := range r.auths {
+		n++
+		if a != "" {
+			out = append(out, a)
+		}
+	}
+	return n, out
 }
 
 // New packages charts into a temporary directory and serves them.
@@ -49,7 +69,11 @@ func New(charts []Chart, o Options) (*Repo, error) {
 		return nil, err
 	}
 	files := http.FileServer(http.Dir(dir))
+	r := &Repo{}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.auths = append(r.auths, req.Header.Get("Authorization"))
+		r.mu.Unlock()
 		if o.Username != "" {
 			if u, p, ok := req.BasicAuth(); !ok || u != o.Username || p != o.Password {
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -58,7 +82,6 @@ func New(charts []Chart, o Options) (*Repo, error) {
 		}
 		files.ServeHTTP(w, req)
 	})
-	r := &Repo{}
 	if o.TLS {
 		r.Server = httptest.NewTLSServer(handler)
 		r.CA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.Certificate().Raw})

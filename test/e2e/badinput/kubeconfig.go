@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers/clusterimport"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/satoken"
 )
@@ -57,31 +56,31 @@ func kubeconfigData(s string) func() map[string][]byte {
 // kubeconfigCases are the bad kubeconfig Secrets, one per kind.
 func (f *fixture) kubeconfigCases() []kubeconfigCase {
 	return []kubeconfigCase{
-		{name: "no-secret", reason: clusterimport.ReasonSecretMissing,
+		{name: "no-secret", reason: fleet.ReasonSecretNotFound,
 			msg: []string{"kubeconfig Secret import-ws/no-secret not found", `create it with the kubeconfig under key "value"`}},
 		{name: "no-value-key", data: func() map[string][]byte { return map[string][]byte{"kubeconfig": []byte("x")} },
-			reason: clusterimport.ReasonSecretMissing, msg: []string{`kubeconfig Secret import-ws/no-value-key has no key "value"`}},
+			reason: fleet.ReasonKubeconfigInvalid, msg: []string{`kubeconfig Secret import-ws/no-value-key has no key "value"`}},
 		{name: "garbage", data: kubeconfigData("this: is: [not a kubeconfig\n\x00\x01"),
-			reason: clusterimport.ReasonKubeconfigInvalid, msg: []string{"kubeconfig in Secret import-ws/garbage: kubeconfig is not valid YAML"}},
+			reason: fleet.ReasonKubeconfigInvalid, msg: []string{"kubeconfig in Secret import-ws/garbage: kubeconfig is not valid YAML"}},
 		{name: "exec-plugin", data: func() map[string][]byte {
 			return f.kubeconfigFor(f.upstream.Config.Host, fmt.Sprintf(`{exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: [-c, "touch %s"], interactiveMode: Never}}`, f.execMarker()))
-		}, reason: clusterimport.ReasonKubeconfigInvalid, msg: []string{`kubeconfig user "u" uses an exec plugin (/bin/sh); use a token or client certificate instead`}},
+		}, reason: fleet.ReasonKubeconfigInvalid, msg: []string{`kubeconfig user "u" uses an exec plugin (/bin/sh); use a token or client certificate instead`}},
 		{name: "auth-provider", data: f.toUpstream(`{auth-provider: {name: oidc, config: {idp-issuer-url: "https://issuer.example.com", client-id: x}}}`),
-			reason: clusterimport.ReasonKubeconfigInvalid, msg: []string{`kubeconfig user "u" uses auth provider "oidc"`}},
+			reason: fleet.ReasonKubeconfigInvalid, msg: []string{`kubeconfig user "u" uses auth provider "oidc"`}},
 		{name: "token-file", data: f.toUpstream(`{tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token}`),
-			reason: clusterimport.ReasonKubeconfigInvalid, msg: []string{`kubeconfig user "u" refers to files on disk; inline the credentials`}},
+			reason: fleet.ReasonKubeconfigInvalid, msg: []string{`kubeconfig user "u" refers to files on disk; inline the credentials`}},
 		{name: "cert-file", data: f.toUpstream(`{client-certificate: /etc/kubernetes/pki/admin.crt, client-key: /etc/kubernetes/pki/admin.key}`),
-			reason: clusterimport.ReasonKubeconfigInvalid, msg: []string{`kubeconfig user "u" refers to files on disk`}},
+			reason: fleet.ReasonKubeconfigInvalid, msg: []string{`kubeconfig user "u" refers to files on disk`}},
 		{name: "no-context", data: kubeconfigData("apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: x}}]\n"),
-			reason: clusterimport.ReasonKubeconfigInvalid, msg: []string{"kubeconfig is incomplete"}},
+			reason: fleet.ReasonKubeconfigInvalid, msg: []string{"kubeconfig is incomplete"}},
 		{name: "forged-token", data: f.toUpstream(`{token: forged-token}`),
-			reason: clusterimport.ReasonKubeconfigInvalid, msg: []string{"the cluster rejected the kubeconfig's credentials (Unauthorized); update the kubeconfig Secret"}},
+			reason: fleet.ReasonKubeconfigInvalid, msg: []string{"the cluster rejected the kubeconfig's credentials (Unauthorized); update the kubeconfig Secret"}},
 		{name: "no-rights", data: func() map[string][]byte {
 			return f.kubeconfigFor(f.upstream.Config.Host, fmt.Sprintf("{token: %q}", f.nobodyToken))
 		},
-			reason: clusterimport.ReasonInstallFailed, msg: []string{"the kubeconfig's user lacks the rights to install the agent (it needs cluster-admin)"}},
+			reason: fleet.ReasonInstallFailed, msg: []string{"the kubeconfig's user lacks the rights to install the agent (it needs cluster-admin)"}},
 		{name: "unreachable", data: func() map[string][]byte { return f.kubeconfigFor("https://"+freeAddr(), "{token: x}") },
-			reason: clusterimport.ReasonClusterUnreachable, msg: []string{"reading the kube-system namespace for the cluster identity", "connection refused"}},
+			reason: fleet.ReasonClusterUnreachable, msg: []string{"reading the kube-system namespace for the cluster identity", "connection refused"}},
 	}
 }
 

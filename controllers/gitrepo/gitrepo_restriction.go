@@ -1,0 +1,102 @@
+package gitrepo
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
+)
+
+// restrict applies the GitRepoRestrictions of the GitRepo's namespace, as
+// Fleet does: it returns a copy of the GitRepo whose spec has the defaults
+// filled in, or a Stalling error (fleet.ReasonRestricted) naming the rule the
+// GitRepo breaks. Every restriction of the namespace applies.
+func (r *Reconciler) restrict(ctx context.Context, repo *fleet.GitRepo) (*fleet.GitRepo, error) {
+	list := &fleet.GitRepoRestrictionList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(repo.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the GitRepoRestrictions of namespace %s: %w", repo.Namespace, err)
+	}
+	eff := repo.DeepCopy()
+	for i := range list.Items {
+		if err := applyRestriction(&list.Items[i], &eff.Spec); err != nil {
+			return nil, outcome.Stall(fleet.ReasonRestricted, err)
+		}
+	}
+	return eff, nil
+}
+
+// applyRestriction fills the defaults of one restriction into spec and checks
+// spec against its allowed lists; an empty list allows anything. Repo
+// patterns must match the whole URL (Fleet matches them anywhere in it, so
+// "github.com/org/" there also allows https://evil.test/github.com/org/).
+func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.GitRepoSpec) error {
+	if spec.ServiceAccount == "" {
+		spec.ServiceAccount = res.DefaultServiceAccount
+	}
+	if spec.ClientSecretName == "" {
+		spec.ClientSecretName = res.DefaultClientSecretName
+	}
+	if err := allowed(res, "serviceAccount", spec.ServiceAccount, res.AllowedServiceAccounts); err != nil {
+		return err
+	}
+	if err := allowed(res, "clientSecretName", spec.ClientSecretName, res.AllowedClientSecretNames); err != nil {
+		return err
+	}
+	if len(res.AllowedTargetNamespaces) > 0 {
+		if spec.TargetNamespace == "" {
+			return fmt.Errorf("GitRepoRestriction %s requires targetNamespace, one of %s: set spec.targetNamespace",
+				res.Name, strings.Join(res.AllowedTargetNamespaces, ", "))
+		}
+		if err := allowed(res, "targetNamespace", spec.TargetNamespace, res.AllowedTargetNamespaces); err != nil {
+			return err
+		}
+	}
+	if len(res.AllowedRepoPatterns) > 0 {
+		for _, p := range res.AllowedRepoPatterns {
+			re, err := regexp.Compile(`^(?:` + p + `)$`)
+			if err != nil {
+				return fmt.Errorf("GitRepoRestriction %s: allowedRepoPatterns %q is not a regular expression (%v): ask its owner to fix it", res.Name, p, err)
+			}
+			if re.MatchString(spec.Repo) {
+				return nil
+			}
+		}
+		return fmt.Errorf("GitRepoRestriction %s does not allow repo %s: it must match one of the allowedRepoPatterns %s as a whole",
+			res.Name, spec.Repo, strings.Join(res.AllowedRepoPatterns, ", "))
+	}
+	return nil
+}
+
+func allowed(res *fleet.GitRepoRestriction, field, value string, list []string) error {
+	if len(list) == 0 || slices.Contains(list, value) {
+		return nil
+	}
+	shown := value
+	if shown == "" {
+		shown = "(none)"
+	}
+	return fmt.Errorf("GitRepoRestriction %s does not allow %s %s: use one of %s", res.Name, field, shown, strings.Join(list, ", "))
+}
+
+// restrictionToGitRepos maps a GitRepoRestriction to the GitRepos of its
+// namespace, so that a changed restriction is applied at once.
+func (r *Reconciler) restrictionToGitRepos(ctx context.Context, o client.Object) []reconcile.Request {
+	repos := &fleet.GitRepoList{}
+	if err := r.Client.List(ctx, repos, client.InNamespace(o.GetNamespace())); err != nil {
+		// The cache only fails before it has synced; the GitRepos are then
+		// reconciled from scratch anyway.
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(repos.Items))
+	for i := range repos.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&repos.Items[i])})
+	}
+	return reqs
+}

@@ -1,0 +1,56 @@
+package gitrepo
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+func TestApplyRestriction(t *testing.T) {
+	res := fleet.GitRepoRestriction{
+		ObjectMeta:               metav1.ObjectMeta{Name: "r"},
+		DefaultServiceAccount:    "deployer",
+		AllowedServiceAccounts:   []string{"deployer"},
+		DefaultClientSecretName:  "creds",
+		AllowedClientSecretNames: []string{"creds"},
+		AllowedRepoPatterns:      []string{`https://git\.example\.com/team/.*`},
+		AllowedTargetNamespaces:  []string{"team"},
+	}
+	ok := fleet.GitRepoSpec{Repo: "https://git.example.com/team/app", TargetNamespace: "team"}
+	tests := []struct {
+		name    string
+		mutate  func(*fleet.GitRepoSpec)
+		wantErr string
+	}{
+		{name: "defaults fill empty fields"},
+		{name: "service account not allowed", mutate: func(s *fleet.GitRepoSpec) { s.ServiceAccount = "cluster-admin" }, wantErr: "serviceAccount cluster-admin"},
+		{name: "client secret not allowed", mutate: func(s *fleet.GitRepoSpec) { s.ClientSecretName = "other" }, wantErr: "clientSecretName other"},
+		{name: "target namespace required", mutate: func(s *fleet.GitRepoSpec) { s.TargetNamespace = "" }, wantErr: "requires targetNamespace"},
+		{name: "target namespace not allowed", mutate: func(s *fleet.GitRepoSpec) { s.TargetNamespace = "kube-system" }, wantErr: "targetNamespace kube-system"},
+		{name: "repo not allowed", mutate: func(s *fleet.GitRepoSpec) { s.Repo = "https://evil.test/x" }, wantErr: "does not allow repo"},
+		{name: "repo patterns match as a whole", mutate: func(s *fleet.GitRepoSpec) { s.Repo = "https://evil.test/?https://git.example.com/team/x" }, wantErr: "does not allow repo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			spec := ok
+			if tt.mutate != nil {
+				tt.mutate(&spec)
+			}
+			err := applyRestriction(&res, &spec)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(spec.ServiceAccount).To(Equal("deployer"))
+			g.Expect(spec.ClientSecretName).To(Equal("creds"))
+		})
+	}
+	g := NewWithT(t)
+	empty := fleet.GitRepoSpec{Repo: "anything"}
+	g.Expect(applyRestriction(&fleet.GitRepoRestriction{}, &empty)).To(Succeed(), "empty lists allow anything")
+}
