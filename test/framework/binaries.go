@@ -10,9 +10,9 @@ import (
 )
 
 var binaries struct {
-	once sync.Once
-	dir  string
-	err  error
+	mu  sync.Mutex
+	dir string
+	err error
 }
 
 // RepoRoot is the project's root directory.
@@ -21,32 +21,41 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// Binaries builds fleet, fleet-manager and fleet-agent once per test process
-// and returns the directory holding them.
+// Binaries builds fleet, fleet-manager and fleet-agent once (until
+// RemoveBinaries) and returns the directory holding them.
 func Binaries() (string, error) {
-	binaries.once.Do(func() {
-		dir, err := os.MkdirTemp("", "fleet-bin-")
-		if err != nil {
-			binaries.err = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/...")
-		cmd.Dir = RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binaries.err = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
-			return
-		}
-		binaries.dir = dir
-	})
-	return binaries.dir, binaries.err
+	binaries.mu.Lock()
+	defer binaries.mu.Unlock()
+	if binaries.dir != "" || binaries.err != nil {
+		return binaries.dir, binaries.err
+	}
+	dir, err := os.MkdirTemp("", "fleet-bin-")
+	if err != nil {
+		binaries.err = err
+		return "", err
+	}
+	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/...")
+	cmd.Dir = RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		_ = os.RemoveAll(dir)
+		binaries.err = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+		return "", binaries.err
+	}
+	binaries.dir = dir
+	return dir, nil
 }
 
 // RemoveBinaries deletes what Binaries built (about 300 MB); a suite calls it
 // when it ends.
+// The next Binaries builds them again, so a test run twice in one process
+// (go test -count) does not look for binaries that are gone.
 func RemoveBinaries() {
+	binaries.mu.Lock()
+	defer binaries.mu.Unlock()
 	if binaries.dir != "" {
 		_ = os.RemoveAll(binaries.dir)
 	}
+	binaries.dir, binaries.err = "", nil
 }
 
 // Binary returns the path of one built binary.
