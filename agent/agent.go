@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,9 @@ type Options struct {
 	LeaderElect   bool
 	LeaseDuration time.Duration
 	Identity      string
+	// RotateCredentialBefore is how much of the credential's lifetime may
+	// remain at most when the agent renews it (default a third of it).
+	RotateCredentialBefore time.Duration
 
 	checkinSet bool
 }
@@ -96,6 +100,10 @@ func run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// Before any client is built: they all send the rotated token.
+	rotator := registration.NewRotator(cred, registration.RotateOptions{
+		Namespace: o.Namespace, Local: local, Before: o.RotateCredentialBefore, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff,
+	})
 	upstream, err := registration.NewUpstreamClient(cred.RESTConfig())
 	if err != nil {
 		return err
@@ -106,13 +114,18 @@ func run(ctx context.Context, o Options) error {
 	log.Info("Agent running", "cluster", cred.Namespace+"/"+cred.ClusterName, "checkinInterval", o.CheckinInterval)
 	hb := &Heartbeat{Client: upstream, Namespace: cred.Namespace, Name: cred.ClusterName, Interval: o.CheckinInterval,
 		MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff}
-	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		hb.Run(ctx)
 	}()
+	go func() {
+		defer wg.Done()
+		rotator.Run(ctx)
+	}()
 	runDeployer(ctx, o, cred)
-	<-done
+	wg.Wait()
 	return nil
 }
 

@@ -4,10 +4,10 @@
 // heartbeat back. Every connection is made by the agent; it resumes by itself
 // after any outage.
 //
-// Run wires the parts: the Heartbeat, and a controller-runtime manager whose
-// cache holds only the agent's cluster namespace upstream, running the
-// BundleDeployment reconciler (agent/controller) over the Helm deployer
-// (agent/deployer) and the monitor of the deployed objects (agent/monitor)
-// in the agent's own cluster. Should that manager stop, it is built again
-// after a capped backoff.
+// Run wires the parts: the Heartbeat, the credential's Rotator, and a
+// controller-runtime manager whose cache holds only the agent's cluster
+// namespace upstream, running the BundleDeployment reconciler
+// (agent/controller) over the Helm deployer (agent/deployer) and the monitor
+// of the deployed objects (agent/monitor) in the agent's own cluster. Should
+// that manager stop, it is built again after a capped backoff.
 package agent

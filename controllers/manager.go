@@ -49,6 +49,10 @@ const DefaultRegistrationWorkers = 128
 // their agents at once (see clusterregistration.Reconciler.MaxPending).
 const DefaultRegistrationMaxPending = clusterregistration.DefaultMaxPending
 
+// DefaultCredentialLifetime is how long an agent credential is valid; agents
+// renew theirs before it ends (see agent/registration).
+const DefaultCredentialLifetime = clusterregistration.DefaultCredentialLifetime
+
 // Options configure the reconcilers.
 type Options struct {
 	// SystemNamespace is where the manager runs (default fleet-system).

@@ -9,4 +9,9 @@
 // manager rejects is replaced by registering again, as soon as a bootstrap
 // Secret is present. An unreachable manager is retried with capped, jittered
 // backoff, forever.
+//
+// While the agent runs, a Rotator renews the credential before it expires
+// (rotation.go): it requests a new token for the agent's own ServiceAccount,
+// stores it, and every upstream client built from the Credential sends the
+// new token from then on.
 package registration

@@ -53,11 +53,30 @@ type Credential struct {
 	// ClusterNamespace holds the agent's BundleDeployments.
 	ClusterNamespace string
 	ClientID         string
+
+	// current, set by NewRotator, is the token in use since the last
+	// rotation; Token is then the one the credential started with.
+	current *currentToken
 }
 
-// RESTConfig builds a client config for the manager's API server.
+// RESTConfig builds a client config for the manager's API server. Once a
+// Rotator rotates the credential, requests of the configs it built carry the
+// new token.
 func (c *Credential) RESTConfig() *rest.Config {
-	return restConfig(c.APIServerURL, c.APIServerCA, c.Token)
+	if c.current == nil {
+		return restConfig(c.APIServerURL, c.APIServerCA, c.Token)
+	}
+	cfg := restConfig(c.APIServerURL, c.APIServerCA, "")
+	cfg.WrapTransport = c.current.wrap
+	return cfg
+}
+
+// CurrentToken is the token in use: the latest rotated one, if any.
+func (c *Credential) CurrentToken() string {
+	if c.current == nil {
+		return c.Token
+	}
+	return c.current.get()
 }
 
 func restConfig(url string, ca []byte, token string) *rest.Config {
@@ -104,7 +123,7 @@ func UpstreamMapper() meta.RESTMapper {
 		add(fleet.GroupVersion, kind, meta.RESTScopeNamespace)
 	}
 	add(fleet.GroupVersion, "Content", meta.RESTScopeRoot)
-	for _, kind := range []string{"Secret", "ConfigMap"} {
+	for _, kind := range []string{"Secret", "ConfigMap", "ServiceAccount"} {
 		add(corev1.SchemeGroupVersion, kind, meta.RESTScopeNamespace)
 	}
 	return m
@@ -375,7 +394,11 @@ func Check(ctx context.Context, cred *Credential) error {
 		return err
 	}
 	list := &fleet.BundleDeploymentList{}
-	err = c.List(ctx, list, client.InNamespace(cred.ClusterNamespace), client.Limit(1))
+	return rejected(c.List(ctx, list, client.InNamespace(cred.ClusterNamespace), client.Limit(1)))
+}
+
+// rejected marks an Unauthorized or Forbidden error with ErrRejected.
+func rejected(err error) error {
 	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 		return fmt.Errorf("%w: %v", ErrRejected, err)
 	}
@@ -415,7 +438,7 @@ func store(ctx context.Context, o Options, cred *Credential) error {
 		Data: map[string][]byte{
 			APIServerURLKey:     []byte(cred.APIServerURL),
 			APIServerCAKey:      cred.APIServerCA,
-			TokenKey:            []byte(cred.Token),
+			TokenKey:            []byte(cred.CurrentToken()),
 			ClusterNameKey:      []byte(cred.ClusterName),
 			ClusterNamespaceKey: []byte(cred.ClusterNamespace),
 			NamespaceKey:        []byte(cred.Namespace),

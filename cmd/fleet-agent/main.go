@@ -40,6 +40,8 @@ func main() {
 	f.IntVar(&o.Workers, "workers", 0, "number of BundleDeployments deployed at once (default 4)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", false, "work only while holding the fleet-agent Lease in the system namespace (one of several replicas)")
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 0, "leader lease duration (default 15s)")
+	f.DurationVar(&o.RotateCredentialBefore, "rotate-credential-before", 0,
+		"renew the credential when less than this remains of its lifetime (default a third of its lifetime)")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -70,7 +70,8 @@ func main() {
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address serving Go profiles at /debug/pprof (empty disables)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader among replicas")
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 0, "leader lease duration (default 15s)")
-	f.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", 0, "lifetime of agent credentials (default 8760h)")
+	f.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", controllers.DefaultCredentialLifetime,
+		"lifetime of agent credentials; agents renew theirs when a third of it remains (at least 10m)")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

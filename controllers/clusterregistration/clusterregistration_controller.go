@@ -56,6 +56,10 @@ type Reconciler struct {
 	pending *pendingBound
 }
 
+// DefaultCredentialLifetime is the default of Reconciler.CredentialLifetime:
+// agents renew their token when a third of it remains.
+const DefaultCredentialLifetime = 30 * 24 * time.Hour
+
 // DefaultMaxPending is the default of Reconciler.MaxPending.
 const DefaultMaxPending = 500
 
@@ -66,7 +70,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.Now = time.Now
 	}
 	if r.CredentialLifetime == 0 {
-		r.CredentialLifetime = 365 * 24 * time.Hour
+		r.CredentialLifetime = DefaultCredentialLifetime
 	}
 	if r.CredentialSecretTTL == 0 {
 		r.CredentialSecretTTL = 10 * time.Minute
@@ -174,7 +178,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	before := reg.Status.DeepCopy()
 	var err error
 	defer func() { res, retErr = r.finish(ctx, s, before, err) }()
-	phases := []phase{r.reconcileExpiry}
+	phases := []phase{r.reconcileRotationAccess, r.reconcileExpiry}
 	if !reg.Status.Granted {
 		phases = []phase{
 			// Checks first: a registration refused, or waiting for the
@@ -187,6 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			// The grant.
 			r.reconcileCluster,
 			r.reconcileAgentAccess,
+			r.reconcileRotationAccess,
 			r.reconcileCredential,
 			r.replaceOlder,
 			r.markGranted,

@@ -342,6 +342,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		); err != nil {
 			return err
 		}
+		if err := deleteAll(ctx, r.Client, rotationAccess(clusterNS, s.saName)...); err != nil {
+			return err
+		}
 	}
 	controllerutil.RemoveFinalizer(s.reg, fleet.RegistrationFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, s.reg))

@@ -6,7 +6,9 @@
 //   - in the cluster namespace: get, list and watch BundleDeployments, update
 //     and patch their status, get Secrets and ConfigMaps;
 //   - cluster-wide: get Contents;
-//   - in the Cluster's own namespace: patch the status of its own Cluster only.
+//   - in the Cluster's own namespace: patch the status of its own Cluster only;
+//   - in the cluster namespace: create tokens for its own ServiceAccount only,
+//     to renew its credential before it expires (rotation.go).
 //
 // The credential is the token of a ServiceAccount made for the registration; it
 // is handed over in a Secret in the system registration namespace that only
@@ -26,5 +28,6 @@
 // checks, the grant, expiry and revocation), clusterregistration_status.go
 // (the status as pure functions of how a reconcile ended), pending.go (the
 // bound on credentials waiting for their agents) and rbac.go (the shared
-// ClusterRoles and the helpers that write RBAC).
+// ClusterRoles and the helpers that write RBAC), rotation.go (the agent's
+// right to renew its own token).
 package clusterregistration

@@ -96,6 +96,8 @@ var _ = BeforeSuite(func() {
 		APIServerCA:  e.Upstream.Config.CAData,
 		WebhookAddr:  webhookAddr,
 		GitCacheDir:  GinkgoT().TempDir(),
+		// Agents renew their credential within the suite's time (rotation_test.go).
+		CredentialLifetime: time.Hour,
 	}
 	stop, err := framework.StartManager(e.Ctx, e.Upstream.Config, e.Options)
 	Expect(err).NotTo(HaveOccurred())

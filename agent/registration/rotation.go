@@ -1,0 +1,236 @@
+package registration
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Credential rotation. The agent's credential is a token of the
+// ServiceAccount its registration made; the manager grants the agent the
+// right to request tokens for that ServiceAccount, and no other. When less
+// than RotateOptions.Before of its token's lifetime remains (a third by
+// default), the agent requests a new token of the same lifetime, checks that
+// the manager accepts it, stores it in its fleet-agent Secret and switches
+// every upstream client to it; requests in flight finish with the old one,
+// so the agent never stops reporting.
+//
+// ServiceAccount tokens cannot be revoked one by one: the old token is left
+// to expire at its own exp, at most one lifetime after it was minted (the
+// manager's --agent-credential-lifetime). Deleting the registration (a new
+// registration of the cluster, or deleting the Cluster) deletes the
+// ServiceAccount and with it every token ever minted for it.
+
+// minRotationInterval bounds how often the agent rotates, whatever Before
+// says: a Before longer than the lifetime must not make it spin.
+const minRotationInterval = 5 * time.Second
+
+// TokenClaims are the claims of a ServiceAccount token the agent needs to
+// rotate it. They are read without verifying the signature: the token is
+// the agent's own, and the API server verifies it on every request.
+type TokenClaims struct {
+	Namespace, ServiceAccount string
+	IssuedAt, Expiry          time.Time
+}
+
+// Lifetime is how long the token was minted to be valid.
+func (c TokenClaims) Lifetime() time.Duration { return c.Expiry.Sub(c.IssuedAt) }
+
+// ParseToken reads the claims of a ServiceAccount token (a JWT).
+func ParseToken(token string) (TokenClaims, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return TokenClaims{}, errors.New("the credential's token is not a JWT: it cannot be rotated; register the cluster again with a fresh registration token")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return TokenClaims{}, fmt.Errorf("the credential's token has an unreadable payload (%v): register the cluster again with a fresh registration token", err)
+	}
+	var claims struct {
+		Subject  string `json:"sub"`
+		IssuedAt int64  `json:"iat"`
+		Expiry   int64  `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return TokenClaims{}, fmt.Errorf("the credential's token has unreadable claims (%v): register the cluster again with a fresh registration token", err)
+	}
+	sa := strings.Split(claims.Subject, ":")
+	if len(sa) != 4 || sa[0] != "system" || sa[1] != "serviceaccount" || claims.Expiry == 0 || claims.IssuedAt == 0 {
+		return TokenClaims{}, fmt.Errorf("the credential's token is not an expiring ServiceAccount token (subject %q): register the cluster again with a fresh registration token", claims.Subject)
+	}
+	return TokenClaims{
+		Namespace: sa[2], ServiceAccount: sa[3],
+		IssuedAt: time.Unix(claims.IssuedAt, 0), Expiry: time.Unix(claims.Expiry, 0),
+	}, nil
+}
+
+// currentToken is the token the upstream clients of one credential send. It
+// is read on every request, so a rotation reaches every client at once.
+type currentToken struct {
+	mu    sync.RWMutex
+	token string
+}
+
+func (t *currentToken) get() string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.token
+}
+
+func (t *currentToken) set(token string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.token = token
+}
+
+// wrap is a rest.Config WrapTransport that sets the current token.
+func (t *currentToken) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		req = req.Clone(req.Context())
+		req.Header.Set("Authorization", "Bearer "+t.get())
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// RotateOptions configure credential rotation.
+type RotateOptions struct {
+	// Namespace and Local are where the credential is stored (the
+	// fleet-agent Secret of the agent's system namespace).
+	Namespace string
+	Local     client.Client
+	// Before is how much of the token's lifetime may remain at most when
+	// it is renewed; 0 means a third of its lifetime.
+	Before time.Duration
+	// MinBackoff and MaxBackoff bound retries of a failed rotation.
+	MinBackoff, MaxBackoff time.Duration
+	// Now is the clock (tests may replace it).
+	Now func() time.Time
+}
+
+// Rotator renews a credential before it expires.
+type Rotator struct {
+	cred *Credential
+	o    RotateOptions
+}
+
+// NewRotator makes cred's REST configs follow rotations: from now on they
+// send whatever token the Rotator holds. Call it before building clients.
+func NewRotator(cred *Credential, o RotateOptions) *Rotator {
+	if cred.current == nil {
+		cred.current = &currentToken{token: cred.Token}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.MinBackoff, o.MaxBackoff = max(o.MinBackoff, 100*time.Millisecond), max(o.MaxBackoff, time.Second)
+	return &Rotator{cred: cred, o: o}
+}
+
+// Run rotates the credential whenever it is due, until ctx ends. Failures
+// are retried with backoff: the old token stays in use until it expires.
+func (r *Rotator) Run(ctx context.Context) {
+	log := ctrl.LoggerFrom(ctx)
+	b := &Backoff{Min: r.o.MinBackoff, Max: r.o.MaxBackoff}
+	for {
+		wait, err := r.Step(ctx)
+		if err != nil {
+			wait = b.Next()
+			log.Info("Could not rotate the agent credential, retrying", "reason", err.Error(), "retryIn", wait.Round(time.Millisecond))
+		} else {
+			b.Reset()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Step rotates the credential when it is due and says when to look again.
+func (r *Rotator) Step(ctx context.Context) (time.Duration, error) {
+	claims, err := ParseToken(r.cred.CurrentToken())
+	if err != nil {
+		return 0, err
+	}
+	if wait := r.due(claims).Sub(r.o.Now()); wait > 0 {
+		return wait, nil
+	}
+	token, err := r.request(ctx, claims)
+	if err != nil {
+		return 0, err
+	}
+	next := *r.cred
+	next.Token, next.current = token, nil
+	// Switch only to a token the manager accepts: a rotation never costs
+	// the agent its connection.
+	if err := Check(ctx, &next); err != nil {
+		return 0, fmt.Errorf("the manager does not accept the new token: %w", err)
+	}
+	if err := store(ctx, Options{Namespace: r.o.Namespace, Local: r.o.Local}, &next); err != nil {
+		return 0, err
+	}
+	r.cred.current.set(token)
+	newClaims, err := ParseToken(token)
+	if err != nil {
+		return 0, err
+	}
+	ctrl.LoggerFrom(ctx).Info("Rotated the agent credential", "expires", newClaims.Expiry.UTC(), "previousExpires", claims.Expiry.UTC())
+	return max(r.due(newClaims).Sub(r.o.Now()), minRotationInterval), nil
+}
+
+// due is when a token is to be renewed.
+func (r *Rotator) due(c TokenClaims) time.Time {
+	before := r.o.Before
+	if before <= 0 {
+		before = c.Lifetime() / 3
+	}
+	return c.Expiry.Add(-before)
+}
+
+// request asks the manager's API server for a new token of the agent's own
+// ServiceAccount, valid as long as the current one was minted for.
+func (r *Rotator) request(ctx context.Context, c TokenClaims) (string, error) {
+	upstream, err := NewUpstreamClient(r.cred.RESTConfig())
+	if err != nil {
+		return "", err
+	}
+	seconds := int64(c.Lifetime() / time.Second)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.ServiceAccount}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
+	if err := upstream.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return "", explainRotation(err)
+	}
+	if tr.Status.Token == "" {
+		return "", errors.New("the manager's API server returned an empty token")
+	}
+	return tr.Status.Token, nil
+}
+
+func explainRotation(err error) error {
+	const what = "requesting a new token for the agent's ServiceAccount"
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%s: %w: %v: upgrade the manager, which grants agents the right to renew their own token", what, ErrRejected, err)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("%s: %w: %v: the credential has expired or was revoked; apply a fresh registration token (fleet install agent-token) and restart the agent", what, ErrRejected, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

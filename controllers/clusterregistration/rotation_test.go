@@ -1,0 +1,53 @@
+package clusterregistration_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/fleet/internal/names"
+)
+
+// The agent may renew its own token, no other: granted with the rest of its
+// access, given again to a registration granted without it, and revoked
+// with the registration.
+func TestRotationAccess(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, token := workspace(ctx, g, "rotation")
+	reg := request(ns.Name, token.Name, "rotation-1", nil)
+	g.Expect(env.Create(ctx, reg)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+		g.Expect(reg.Status.Granted).To(BeTrue())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	clusterNS := names.ClusterNamespace(ns.Name, reg.Status.ClusterName)
+	key := types.NamespacedName{Namespace: clusterNS, Name: reg.Name + "-token"}
+
+	role, binding := &rbacv1.Role{}, &rbacv1.RoleBinding{}
+	g.Expect(env.Get(ctx, key, role)).To(Succeed())
+	g.Expect(role.Rules).To(ConsistOf(rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}, ResourceNames: []string{reg.Name},
+	}))
+	g.Expect(env.Get(ctx, key, binding)).To(Succeed())
+	g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: reg.Name, Namespace: clusterNS}))
+
+	// Granted by a manager that did not give the right: the next reconcile
+	// gives it.
+	g.Expect(env.Delete(ctx, role)).To(Succeed())
+	patch := client.MergeFrom(reg.DeepCopy())
+	reg.Annotations = map[string]string{"test/touch": "1"}
+	g.Expect(env.Patch(ctx, reg, patch)).To(Succeed())
+	g.Eventually(func() error { return env.Get(ctx, key, &rbacv1.Role{}) }).WithTimeout(30 * time.Second).Should(Succeed())
+
+	g.Expect(env.Delete(ctx, reg)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Get(ctx, key, &rbacv1.Role{})) && apierrors.IsNotFound(env.Get(ctx, key, &rbacv1.RoleBinding{}))
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "revoked with the registration")
+}
