@@ -2,6 +2,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 
@@ -17,7 +18,7 @@ import (
 
 func main() {
 	o := controllers.RunOptions{}
-	var kubeconfigPath, caFile, agentImage string
+	var kubeconfigPath, caFile, agentImage, webhookSecretFile string
 	var qps float32
 	var burst int
 	cmd := &cobra.Command{
@@ -37,6 +38,15 @@ func main() {
 				}
 			}
 			o.AgentImage = agentImage
+			if webhookSecretFile != "" {
+				secret, err := os.ReadFile(webhookSecretFile)
+				if err != nil {
+					return fmt.Errorf("reading --webhook-secret-file: %w", err)
+				}
+				if o.WebhookSecret = bytes.TrimSpace(secret); len(o.WebhookSecret) == 0 {
+					return fmt.Errorf("--webhook-secret-file %s is empty: put the secret in it", webhookSecretFile)
+				}
+			}
 			return controllers.Run(ctrl.SetupSignalHandler(), cfg, o)
 		},
 	}
@@ -55,6 +65,8 @@ func main() {
 	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for git caches (default: below the temp directory)")
 	f.IntVar(&o.GitWorkers, "git-workers", 4, "concurrent git fetches")
 	f.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8082", "address of the git push webhook endpoint (empty disables)")
+	f.StringVar(&webhookSecretFile, "webhook-secret-file", "",
+		"file holding the secret webhook calls must be signed with for GitRepos without webhookSecret (default: such calls need no signature)")
 	f.DurationVar(&o.ImportStaleAfter, "import-stale-after", 0, "reinstall the agent of an imported cluster that has not checked in for this long (default 15m)")
 	f.DurationVar(&o.ClusterOfflineAfter, "cluster-offline-after", 0, "show a Cluster Offline when its agent has not checked in for this long (default 45m)")
 	f.IntVar(&o.MaxConcurrentInstalls, "max-concurrent-installs", 0, "agent installs into imported clusters at once (default 20)")
