@@ -96,6 +96,8 @@ var _ = BeforeSuite(func() {
 		APIServerCA:  e.Upstream.Config.CAData,
 		WebhookAddr:  webhookAddr,
 		GitCacheDir:  GinkgoT().TempDir(),
+
+		WebhookSecret: []byte(managerWebhookSecret), // hole 11: GitRepos without webhookSecret need this one
 	}
 	stop, err := framework.StartManager(e.Ctx, e.Upstream.Config, e.Options)
 	Expect(err).NotTo(HaveOccurred())
