@@ -85,7 +85,14 @@ func (d *Deployer) Uninstall(ctx context.Context, r *release.Release) error {
 	}
 	if ann[fleet.DeleteNamespaceAnnotation] == "true" && !protectedNamespaces[r.Namespace] {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}}
-		if err := id.client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+		err := id.client.Delete(ctx, ns)
+		if apierrors.IsForbidden(err) && id.serviceAccount != "" {
+			// Retrying cannot help: the account may not delete it.
+			log.Info("Keeping the release namespace: the release's serviceAccount may not delete it",
+				"namespace", r.Namespace, "serviceAccount", id.serviceAccount)
+			return nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting namespace %s: %w", r.Namespace, err)
 		}
 	}

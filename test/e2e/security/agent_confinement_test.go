@@ -32,7 +32,7 @@ import (
 // Bundle is created as the GitRepo controller would from the attacker's
 // repository; the downstream cluster runs a real agent registered with a
 // registration token.
-var _ = Describe("Hole 13: a bundle's serviceAccount and namespace confine the agent", Ordered, func() {
+var _ = Describe("Hole 13: a bundle's serviceAccount and namespace confine the agent", Ordered, ContinueOnFailure, func() {
 	const (
 		appNS   = "app"
 		account = "limited"
@@ -191,6 +191,36 @@ var _ = Describe("Hole 13: a bundle's serviceAccount and namespace confine the a
 		Expect(cond.Reason).To(Equal(fleet.ReasonForbidden), cond.Message)
 		Expect(cond.Message).NotTo(ContainSubstring("s3cret-from-kube-system"))
 		expectNoConfigMap(down, appNS, "sec-values-leak")
+	})
+
+	It("13: Helm's release records are written as the serviceAccount: none lands in kube-system", func() {
+		cond := deploy("sec-storage", withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: "kube-system"}), map[string]string{
+			"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sec-storage}\ndata: {a: b}\n",
+		})
+		Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+		Expect(cond.Message).To(ContainSubstring("forbidden"))
+		expectNoConfigMap(down, "kube-system", "sec-storage")
+		// The snapshot compared in AfterAll holds kube-system's Secrets:
+		// no sh.helm.release.v1.sec-storage.v1 may appear there.
+	})
+
+	It("13: deleteNamespace runs as the serviceAccount: a namespace it may not delete stays", func() {
+		opts := withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: appNS, DeleteNamespace: true})
+		cond := deploy("sec-delete-ns", opts, map[string]string{
+			"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sec-delete-ns}\ndata: {a: b}\n",
+		})
+		Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
+		Expect(env.Admin.Delete(env.Ctx, &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultWorkspace, Name: "sec-delete-ns"}})).To(Succeed())
+		By("the release is uninstalled as the account")
+		Eventually(func() bool {
+			err := down.Get(env.Ctx, types.NamespacedName{Namespace: appNS, Name: "sec-delete-ns"}, &corev1.ConfigMap{})
+			return apierrors.IsNotFound(err)
+		}, 60*time.Second, 250*time.Millisecond).Should(BeTrue(), "agent log:\n%s", agent.Tail(4000))
+		Consistently(func(g Gomega) {
+			ns := &corev1.Namespace{}
+			g.Expect(down.Get(env.Ctx, types.NamespacedName{Name: appNS}, ns)).To(Succeed())
+			g.Expect(ns.DeletionTimestamp).To(BeNil(), "namespace %s is not being deleted", appNS)
+		}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
 
 	It("13: the victim cluster of the agent's fleet was not touched", func() {

@@ -29,7 +29,7 @@ const managerWebhookSecret = "manager-wide-s3cret"
 
 // Hole 11: the git push webhook. The attacker (foothold d) can send HTTP to
 // the webhook port and knows no secret.
-var _ = Describe("Hole 11: the git push webhook refuses what it cannot trust", Ordered, func() {
+var _ = Describe("Hole 11: the git push webhook refuses what it cannot trust", Ordered, ContinueOnFailure, func() {
 	const (
 		ns      = "tenant-hooked"
 		name    = "pushed-app"
