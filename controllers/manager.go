@@ -201,7 +201,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if o.WebhookAddr != "" {
 		h := gitrepo.NewWebhookHandler(mgr.GetClient(), gitrepo.WebhookOptions{SecretReader: mgr.GetAPIReader(), Secret: o.WebhookSecret})
-		srv := &http.Server{Addr: o.WebhookAddr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Addr: o.WebhookAddr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10}
 		if err := mgr.Add(&manager.Server{Name: "gitrepo-webhook", Server: srv}); err != nil {
 			return err
 		}

@@ -258,7 +258,7 @@ func (r *Reconciler) correctDrift(ctx context.Context, s *scope) error {
 		names = append(names, m.Kind+" "+m.Namespace+"/"+m.Name)
 	}
 	log.Info("Correcting drift", "objects", strings.Join(names, ", "))
-	if err := r.Deployer.Correct(ctx, s.key, s.monitored.ToApply, s.monitored.ToDelete, cd.Force); err != nil {
+	if err := r.Deployer.Correct(ctx, s.key, s.bd.Spec.Options.ServiceAccount, s.monitored.ToApply, s.monitored.ToDelete, cd.Force); err != nil {
 		return err
 	}
 	// Report the corrected state, read from the API server: the informers

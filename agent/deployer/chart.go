@@ -127,4 +127,11 @@ func Annotate(c *chart.Chart, bdName, clusterNamespace, deploymentID string, opt
 	a[fleet.SyncGenerationAnnotation] = fmt.Sprint(opts.ForceSyncGeneration)
 	a[fleet.KeepResourcesAnnotation] = fmt.Sprint(opts.KeepResources)
 	a[fleet.DeleteNamespaceAnnotation] = fmt.Sprint(opts.DeleteNamespace)
+	for k, v := range map[string]string{fleet.ServiceAccountAnnotation: opts.ServiceAccount, fleet.ForceNamespaceAnnotation: opts.TargetNamespace} {
+		if v != "" {
+			a[k] = v
+		} else {
+			delete(a, k)
+		}
+	}
 }

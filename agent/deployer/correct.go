@@ -17,19 +17,25 @@ const FieldManager = "fleet-agent"
 // Correct undoes drift of a release's objects: desired objects that were
 // modified or deleted are applied again (server-side apply, taking over the
 // fields), extra objects are deleted. With force an object that cannot be
-// applied is replaced.
-func (d *Deployer) Correct(ctx context.Context, key ReleaseKey, apply, remove []*unstructured.Unstructured, force bool) error {
+// applied is replaced. A release deployed as serviceAccount is corrected as
+// that account.
+func (d *Deployer) Correct(ctx context.Context, key ReleaseKey, serviceAccount string, apply, remove []*unstructured.Unstructured, force bool) error {
 	log := ctrl.LoggerFrom(ctx)
+	id, err := d.as(key.Namespace, serviceAccount)
+	if err != nil {
+		return err
+	}
+	c := id.client
 	var errs []error
 	for _, o := range apply {
 		o = o.DeepCopy()
 		setHelmOwnership(o, key)
-		err := d.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldManager), client.ForceOwnership)
+		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldManager), client.ForceOwnership)
 		if err != nil && force {
 			log.Info("Replacing an object that could not be corrected in place", "kind", o.GetKind(),
 				"namespace", o.GetNamespace(), "name", o.GetName(), "reason", err.Error())
-			if err = client.IgnoreNotFound(d.client.Delete(ctx, o.DeepCopy())); err == nil {
-				err = d.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldManager), client.ForceOwnership)
+			if err = client.IgnoreNotFound(c.Delete(ctx, o.DeepCopy())); err == nil {
+				err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldManager), client.ForceOwnership)
 			}
 		}
 		if err != nil {
@@ -37,7 +43,7 @@ func (d *Deployer) Correct(ctx context.Context, key ReleaseKey, apply, remove []
 		}
 	}
 	for _, o := range remove {
-		if err := d.client.Delete(ctx, o.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.Delete(ctx, o.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting extra %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err))
 		}
 	}

@@ -155,34 +155,42 @@ func (d *Deployer) storage(namespace string) *storage.Storage {
 
 // Last returns the latest revision of a release; nil when there is none.
 func (d *Deployer) Last(key ReleaseKey) (*release.Release, error) {
-	r, err := d.storage(key.Namespace).Last(key.Name)
+	return lastRelease(d.storage(key.Namespace), key)
+}
+
+func lastRelease(s *storage.Storage, key ReleaseKey) (*release.Release, error) {
+	r, err := s.Last(key.Name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil
 	}
 	return r, err
 }
 
-// actionConfig is a Helm configuration for one release namespace. Objects
-// are written as serviceAccount (impersonated) when set; release records
-// always with the agent's own identity.
-func (d *Deployer) actionConfig(ctx context.Context, namespace, serviceAccount string) (*action.Configuration, error) {
-	cfg := rest.CopyConfig(d.config)
-	if serviceAccount != "" {
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":" + serviceAccount}
-	}
-	getter := &restClientGetter{config: cfg, namespace: namespace, discovery: d.discovery, mapper: d.mapper}
+// actionConfig is a Helm configuration for one release namespace, acting
+// as id: objects, hooks, CRDs and release records alike. With
+// forceNamespace every manifest Helm builds is put into that namespace; the
+// returned confinedKube then tells of a violation (nil without one).
+func (d *Deployer) actionConfig(ctx context.Context, id *identity, namespace, forceNamespace string) (*action.Configuration, *confinedKube, error) {
+	getter := &restClientGetter{config: id.config, namespace: namespace, discovery: d.discovery, mapper: d.mapper}
 	log := ctrl.LoggerFrom(ctx).V(2)
 	ac := &action.Configuration{}
 	if err := ac.Init(getter, namespace, "secret", func(format string, v ...interface{}) {
 		log.Info(fmt.Sprintf(format, v...))
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ac.Releases = d.storage(namespace)
-	if kc, ok := ac.KubeClient.(*kube.Client); ok {
-		kc.Namespace = namespace
+	ac.Releases = id.storage(namespace)
+	kc, ok := ac.KubeClient.(*kube.Client)
+	if !ok {
+		return nil, nil, fmt.Errorf("unexpected Helm client %T", ac.KubeClient)
 	}
-	return ac, nil
+	kc.Namespace = namespace
+	if forceNamespace == "" {
+		return ac, nil, nil
+	}
+	confined := &confinedKube{Client: kc, namespace: forceNamespace, scope: d.Scope}
+	ac.KubeClient = confined
+	return ac, confined, nil
 }
 
 // Input is one deployment to make.
@@ -202,7 +210,13 @@ type Input struct {
 // bundle's author must fix are Stalling: fleet.ReasonInvalidBundle for files
 // that make no chart, fleet.ReasonInvalidValues or fleet.ReasonSecretNotFound
 // for values, fleet.ReasonInstallFailed for an install or upgrade Helm or the
-// API server refused.
+// API server refused, fleet.ReasonNamespaceViolation for CRDs or hooks that
+// break a forced namespace, fleet.ReasonForbidden for what the bundle's
+// serviceAccount may not do.
+//
+// With options.serviceAccount every step runs as that account (see
+// identity); with options.namespace the templates, the hooks and the CRDs
+// obey it or the bundle is refused.
 func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, error) {
 	key := ReleaseFor(in.Name, in.Options)
 	layout, err := Detect(in.Files, in.Options)
@@ -213,27 +227,34 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, erro
 	if err != nil {
 		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
 	}
+	if err := checkCRDs(ch, in.Options.TargetNamespace); err != nil {
+		return nil, err
+	}
 	Annotate(ch, in.Name, d.clusterNamespace, in.DeploymentID, in.Options)
-	values, err := Values(ctx, d.client, in.Options, key.Namespace)
+	id, err := d.as(key.Namespace, in.Options.ServiceAccount)
 	if err != nil {
-		return nil, stallUnlessTransient(fleet.ReasonInvalidValues, err)
+		return nil, err
+	}
+	values, err := Values(ctx, id.client, in.Options, key.Namespace)
+	if err != nil {
+		return nil, stallUnlessTransient(fleet.ReasonInvalidValues, forbidden(id, err))
 	}
 	// The release namespace is created when missing, as Fleet's agent does
 	// (repositories rely on defaultNamespace alone); namespaceLabels and
 	// namespaceAnnotations are applied to it.
-	if err := d.ensureNamespace(ctx, key.Namespace, in.Options); err != nil {
-		return nil, err
+	if err := ensureNamespace(ctx, id, key.Namespace, in.Options); err != nil {
+		return nil, forbidden(id, err)
 	}
-	ac, err := d.actionConfig(ctx, key.Namespace, in.Options.ServiceAccount)
+	ac, confined, err := d.actionConfig(ctx, id, key.Namespace, in.Options.TargetNamespace)
 	if err != nil {
 		return nil, err
 	}
-	last, err := d.Last(key)
+	last, err := lastRelease(ac.Releases, key)
 	if err != nil {
 		return nil, err
 	}
 	if last != nil && last.Info.Status.IsPending() {
-		if last, err = d.recoverPending(ctx, ac, key, last); err != nil {
+		if last, err = recoverPending(ctx, ac, key, last); err != nil {
 			return nil, err
 		}
 	}
@@ -272,6 +293,9 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, erro
 		u.ResetValues = true
 		rel, err = u.RunWithContext(ctx, key.Name, ch, values)
 	}
+	if v := confined.namespaceViolation(); v != nil {
+		return rel, v
+	}
 	if err != nil {
 		return rel, stallUnlessTransient(fleet.ReasonInstallFailed, err)
 	}
@@ -289,7 +313,7 @@ func maxHistory(h fleet.HelmOptions) int {
 // or rollback left pending: it rolls back to the last deployed revision, or
 // uninstalls when there is none. It returns the release's latest revision
 // afterwards (nil when uninstalled).
-func (d *Deployer) recoverPending(ctx context.Context, ac *action.Configuration, key ReleaseKey, last *release.Release) (*release.Release, error) {
+func recoverPending(ctx context.Context, ac *action.Configuration, key ReleaseKey, last *release.Release) (*release.Release, error) {
 	log := ctrl.LoggerFrom(ctx)
 	history, err := ac.Releases.History(key.Name)
 	if err != nil {
@@ -318,21 +342,28 @@ func (d *Deployer) recoverPending(ctx context.Context, ac *action.Configuration,
 	if err := rb.Run(key.Name); err != nil {
 		return nil, fmt.Errorf("rolling back pending release %s: %w", key, err)
 	}
-	return d.Last(key)
+	return lastRelease(ac.Releases, key)
 }
 
-func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts fleet.BundleDeploymentOptions) error {
+// ensureNamespace creates the release namespace as id when missing and
+// sets namespaceLabels and namespaceAnnotations on it. An account that may
+// not read namespaces, asked for no labels or annotations, goes on: the
+// install then tells whether the namespace is there.
+func ensureNamespace(ctx context.Context, id *identity, name string, opts fleet.BundleDeploymentOptions) error {
 	ns := &corev1.Namespace{}
-	err := d.client.Get(ctx, client.ObjectKey{Name: name}, ns)
+	err := id.client.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if apierrors.IsForbidden(err) && id.serviceAccount != "" && len(opts.NamespaceLabels) == 0 && len(opts.NamespaceAnnotations) == 0 {
+		return nil
+	}
 	if apierrors.IsNotFound(err) {
 		ns.Name, ns.Labels, ns.Annotations = name, opts.NamespaceLabels, opts.NamespaceAnnotations
-		if err := d.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := id.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s: %w", name, err)
 		}
 		return nil
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("reading namespace %s: %w", name, err)
 	}
 	before := ns.DeepCopy()
 	changed := false
@@ -355,7 +386,18 @@ func (d *Deployer) ensureNamespace(ctx context.Context, name string, opts fleet.
 	if !changed {
 		return nil
 	}
-	return d.client.Patch(ctx, ns, client.MergeFrom(before))
+	return id.client.Patch(ctx, ns, client.MergeFrom(before))
+}
+
+// forbidden makes an API Forbidden met while acting as a serviceAccount a
+// Stalling error with fleet.ReasonForbidden: the bundle asks for more than
+// its account may do.
+func forbidden(id *identity, err error) error {
+	if id.serviceAccount == "" || !apierrors.IsForbidden(err) {
+		return err
+	}
+	return outcome.Stallf(fleet.ReasonForbidden,
+		"serviceAccount %s may not do what the bundle asks: %w; grant it the right downstream or change the bundle", id.serviceAccount, err)
 }
 
 // Deployed returns the latest deployed revision of a release; nil when none

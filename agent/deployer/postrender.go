@@ -37,18 +37,27 @@ func Transform(objs []*unstructured.Unstructured, t Target, scope Scope) error {
 		labels[fleet.ReleaseNamespaceLabel] = t.ReleaseNamespace
 		o.SetLabels(labels)
 
-		namespaced, known := scope(o.GroupVersionKind())
-		switch {
-		case t.ForceNamespace != "":
-			if known && !namespaced {
-				return fmt.Errorf("%s %s is cluster-scoped, but the bundle's namespace option %q forces every object into one namespace",
-					o.GetKind(), o.GetName(), t.ForceNamespace)
+		if t.ForceNamespace != "" {
+			if err := forceNamespace(o, t.ForceNamespace, scope); err != nil {
+				return err
 			}
-			o.SetNamespace(t.ForceNamespace)
-		case known && namespaced && o.GetNamespace() == "":
+			continue
+		}
+		if namespaced, known := scope(o.GroupVersionKind()); known && namespaced && o.GetNamespace() == "" {
 			o.SetNamespace(t.ReleaseNamespace)
 		}
 	}
+	return nil
+}
+
+// forceNamespace puts o into namespace ns; a cluster-scoped o is an error.
+// A kind the cluster does not serve yet is taken as namespaced.
+func forceNamespace(o *unstructured.Unstructured, ns string, scope Scope) error {
+	if namespaced, known := scope(o.GroupVersionKind()); known && !namespaced {
+		return fmt.Errorf("%s %s is cluster-scoped, but the bundle's namespace option %q forces every object into one namespace",
+			o.GetKind(), o.GetName(), ns)
+	}
+	o.SetNamespace(ns)
 	return nil
 }
 
@@ -80,6 +89,32 @@ func (p *postRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 
 // TransformManifests applies Transform to a YAML stream.
 func TransformManifests(data []byte, t Target, scope Scope) ([]byte, error) {
+	objs, err := decodeObjects(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := Transform(objs, t, scope); err != nil {
+		return nil, err
+	}
+	return encodeObjects(objs)
+}
+
+// ForceNamespaceManifests puts every object of a YAML stream into namespace
+// ns, as Transform does with ForceNamespace, and changes nothing else.
+func ForceNamespaceManifests(data []byte, ns string, scope Scope) ([]byte, error) {
+	objs, err := decodeObjects(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if err := forceNamespace(o, ns, scope); err != nil {
+			return nil, err
+		}
+	}
+	return encodeObjects(objs)
+}
+
+func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 	docs, err := DecodeDocuments(data)
 	if err != nil {
 		return nil, err
@@ -99,9 +134,10 @@ func TransformManifests(data []byte, t Target, scope Scope) ([]byte, error) {
 		}
 		objs = append(objs, u)
 	}
-	if err := Transform(objs, t, scope); err != nil {
-		return nil, err
-	}
+	return objs, nil
+}
+
+func encodeObjects(objs []*unstructured.Unstructured) ([]byte, error) {
 	var out bytes.Buffer
 	for _, o := range objs {
 		b, err := yaml.Marshal(o.Object)

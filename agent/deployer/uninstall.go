@@ -49,11 +49,17 @@ func (d *Deployer) Owned(ctx context.Context) ([]*release.Release, error) {
 // Uninstall removes a release whose BundleDeployment is gone: its objects
 // too unless it was deployed with keepResources (then only the release's
 // records go, and the objects stay), and its namespace with
-// deleteNamespace.
+// deleteNamespace. A release deployed as a serviceAccount is uninstalled as
+// that account, its namespace deleted as that account too; its hooks obey
+// the namespace option it was deployed with.
 func (d *Deployer) Uninstall(ctx context.Context, r *release.Release) error {
 	log := ctrl.LoggerFrom(ctx)
 	ann := Annotations(r)
-	ac, err := d.actionConfig(ctx, r.Namespace, "")
+	id, err := d.as(r.Namespace, ann[fleet.ServiceAccountAnnotation])
+	if err != nil {
+		return err
+	}
+	ac, _, err := d.actionConfig(ctx, id, r.Namespace, ann[fleet.ForceNamespaceAnnotation])
 	if err != nil {
 		return err
 	}
@@ -79,7 +85,14 @@ func (d *Deployer) Uninstall(ctx context.Context, r *release.Release) error {
 	}
 	if ann[fleet.DeleteNamespaceAnnotation] == "true" && !protectedNamespaces[r.Namespace] {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}}
-		if err := d.client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+		err := id.client.Delete(ctx, ns)
+		if apierrors.IsForbidden(err) && id.serviceAccount != "" {
+			// Retrying cannot help: the account may not delete it.
+			log.Info("Keeping the release namespace: the release's serviceAccount may not delete it",
+				"namespace", r.Namespace, "serviceAccount", id.serviceAccount)
+			return nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting namespace %s: %w", r.Namespace, err)
 		}
 	}

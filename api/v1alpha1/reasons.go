@@ -120,4 +120,10 @@ const (
 	// ReasonInvalidValues: helm.valuesFrom names a ConfigMap or key that is
 	// missing downstream, or values that are not YAML.
 	ReasonInvalidValues = "InvalidValues"
+	// ReasonNamespaceViolation: the bundle forces one namespace (its
+	// namespace option), but its chart brings CRDs or a cluster-scoped hook.
+	ReasonNamespaceViolation = "NamespaceViolation"
+	// ReasonForbidden: the bundle's serviceAccount may not do what the
+	// bundle asks downstream (read a valuesFrom source, label its namespace).
+	ReasonForbidden = "Forbidden"
 )

@@ -78,4 +78,12 @@ const (
 	// SyncGenerationAnnotation, on a release's chart, is the
 	// forceSyncGeneration the release was deployed for.
 	SyncGenerationAnnotation = "fleet.cattle.io/sync-generation"
+	// ServiceAccountAnnotation, on a release's chart, is the serviceAccount
+	// (in the release namespace) the release was deployed as; it is
+	// uninstalled as that account too.
+	ServiceAccountAnnotation = "fleet.cattle.io/service-account"
+	// ForceNamespaceAnnotation, on a release's chart, is the namespace
+	// option the release was deployed with: its hooks obey it on uninstall
+	// too.
+	ForceNamespaceAnnotation = "fleet.cattle.io/force-namespace"
 )

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 
@@ -19,7 +20,7 @@ import (
 
 func main() {
 	o := controllers.RunOptions{}
-	var kubeconfigPath, caFile, agentImage string
+	var kubeconfigPath, caFile, agentImage, webhookSecretFile string
 	var qps float32
 	var burst int
 	cmd := &cobra.Command{
@@ -39,6 +40,15 @@ func main() {
 				}
 			}
 			o.AgentImage = agentImage
+			if webhookSecretFile != "" {
+				secret, err := os.ReadFile(webhookSecretFile)
+				if err != nil {
+					return fmt.Errorf("reading --webhook-secret-file: %w", err)
+				}
+				if o.WebhookSecret = bytes.TrimSpace(secret); len(o.WebhookSecret) == 0 {
+					return fmt.Errorf("--webhook-secret-file %s is empty: put the secret in it", webhookSecretFile)
+				}
+			}
 			return controllers.Run(ctrl.SetupSignalHandler(), cfg, o)
 		},
 	}
@@ -60,6 +70,8 @@ func main() {
 	f.DurationVar(&o.GitFetchTimeout, "git-fetch-timeout", gitfetch.DefaultFetchTimeout, "time limit of one git fetch")
 	f.IntVar(&o.MaxBundlesPerGitRepo, "max-bundles-per-gitrepo", gitrepo.DefaultMaxBundles, "most bundles one GitRepo may produce")
 	f.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8082", "address of the git push webhook endpoint (empty disables)")
+	f.StringVar(&webhookSecretFile, "webhook-secret-file", "",
+		"file holding the secret webhook calls must be signed with for GitRepos without webhookSecret (default: such calls need no signature)")
 	f.DurationVar(&o.ImportStaleAfter, "import-stale-after", 0, "reinstall the agent of an imported cluster that has not checked in for this long (default 15m)")
 	f.DurationVar(&o.ClusterOfflineAfter, "cluster-offline-after", 0, "show a Cluster Offline when its agent has not checked in for this long (default 45m)")
 	f.StringSliceVar(&o.KubeconfigSecretNamespaces, "kubeconfig-secret-namespaces", nil,

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
@@ -30,8 +31,17 @@ import (
 // spec.webhookSecret, of the shared secret its webhook calls carry.
 const WebhookSecretKey = "token"
 
-// DefaultWebhookMaxBytes is the largest payload accepted (GitHub's limit).
-const DefaultWebhookMaxBytes = 25 << 20
+// DefaultWebhookMaxBytes is the largest payload accepted. Push events are a
+// few KiB; GitHub caps them at 25 MiB, but a push that large lists thousands
+// of commits, and a poll of the repository needs none of them.
+const DefaultWebhookMaxBytes = 1 << 20
+
+// Default per-source rate of webhook calls: a steady rate per second and a
+// burst, per remote IP address.
+const (
+	DefaultWebhookRate  = 5
+	DefaultWebhookBurst = 20
+)
 
 // WebhookOptions configure the webhook handler.
 type WebhookOptions struct {
@@ -45,6 +55,11 @@ type WebhookOptions struct {
 	MaxBodyBytes int64
 	// Timeout bounds the handling of one call; default 10s.
 	Timeout time.Duration
+	// Rate and Burst limit the calls of one remote IP address (a token
+	// bucket each); more are answered 429. Default DefaultWebhookRate and
+	// DefaultWebhookBurst.
+	Rate  rate.Limit
+	Burst int
 }
 
 // NewWebhookHandler returns the handler for GitHub and GitLab push webhooks.
@@ -55,8 +70,14 @@ type WebhookOptions struct {
 // controller in memory, works whichever manager replica receives the call.
 //
 // GitHub calls must carry X-Hub-Signature-256 (HMAC-SHA256 of the body) and
-// GitLab calls X-Gitlab-Token, made with the Secret's token; a call that
-// fails verification for every GitRepo it concerns is answered 401.
+// GitLab calls X-Gitlab-Token, made with the GitRepo's webhookSecret or, for
+// a GitRepo without one, the manager-wide secret; a call that fails
+// verification for every GitRepo it concerns is answered 401. Only without
+// either secret are unsigned calls accepted.
+//
+// The handler is exposed to anyone who can reach the port: bodies are
+// bounded (413), the commit must be a full hex object name (400), each
+// remote address has its own rate (429), and replies name no GitRepo.
 func NewWebhookHandler(c client.Client, o WebhookOptions) http.Handler {
 	if o.SecretReader == nil {
 		o.SecretReader = c
@@ -67,12 +88,19 @@ func NewWebhookHandler(c client.Client, o WebhookOptions) http.Handler {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
-	return &webhook{c: c, o: o}
+	if o.Rate <= 0 {
+		o.Rate = DefaultWebhookRate
+	}
+	if o.Burst <= 0 {
+		o.Burst = DefaultWebhookBurst
+	}
+	return &webhook{c: c, o: o, limits: newSourceLimits(o.Rate, o.Burst)}
 }
 
 type webhook struct {
-	c client.Client
-	o WebhookOptions
+	c      client.Client
+	o      WebhookOptions
+	limits *sourceLimits
 }
 
 // push is what a push event says, whoever sent it.
@@ -84,28 +112,42 @@ type push struct {
 	urls          []string
 }
 
-// WebhookResponse is the JSON body of the webhook's answers.
+// WebhookResponse is the JSON body of the webhook's answers. It names no
+// GitRepo: whoever can reach the port learns nothing of the namespaces and
+// names of the manager's GitRepos; the manager's log does.
 type WebhookResponse struct {
 	// Message says what happened.
 	Message string `json:"message"`
 	// Commit is the pushed commit.
 	Commit string `json:"commit,omitempty"`
-	// Triggered lists the GitRepos ("namespace/name") that will sync now.
-	Triggered []string `json:"triggered"`
-	// Rejected lists the GitRepos whose secret the call did not match, and why.
+	// Triggered counts the GitRepos that will sync now.
+	Triggered int `json:"triggered"`
+	// Rejected says why the call did not match a GitRepo's secret, once per
+	// distinct reason.
 	Rejected []string `json:"rejected,omitempty"`
-	// Failed lists the GitRepos that could not be triggered, and why.
+	// Failed says why a GitRepo could not be triggered, once per distinct
+	// reason.
 	Failed []string `json:"failed,omitempty"`
 }
 
 func (h *webhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if !h.limits.allow(req.RemoteAddr) {
+		w.Header().Set("Retry-After", "1")
+		reply(w, http.StatusTooManyRequests, WebhookResponse{Message: "too many webhook calls from this address; retry later"})
+		return
+	}
 	if req.Method != http.MethodPost {
 		reply(w, http.StatusMethodNotAllowed, WebhookResponse{Message: "only POST is accepted"})
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, h.o.MaxBodyBytes))
-	if err != nil {
-		reply(w, http.StatusRequestEntityTooLarge, WebhookResponse{Message: fmt.Sprintf("reading the payload: %v", err)})
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		reply(w, http.StatusRequestEntityTooLarge, WebhookResponse{Message: fmt.Sprintf("reading the payload: larger than %d bytes", h.o.MaxBodyBytes)})
+		return
+	case err != nil:
+		reply(w, http.StatusBadRequest, WebhookResponse{Message: fmt.Sprintf("reading the payload: %v", err)})
 		return
 	}
 	p, ignored, err := parsePush(req.Header, body)
@@ -126,7 +168,7 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		reply(w, http.StatusInternalServerError, WebhookResponse{Message: fmt.Sprintf("listing GitRepos: %v", err)})
 		return
 	}
-	resp := WebhookResponse{Commit: p.commit, Triggered: []string{}}
+	resp := WebhookResponse{Commit: p.commit}
 	matched := 0
 	for i := range repos.Items {
 		repo := &repos.Items[i]
@@ -134,22 +176,24 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			continue
 		}
 		matched++
-		id := repo.Namespace + "/" + repo.Name
 		secret, err := h.secret(ctx, repo)
 		if err != nil {
-			resp.Failed = append(resp.Failed, fmt.Sprintf("%s: %v", id, err))
+			log.Error(err, "Webhook call not verified: the GitRepo's webhook secret cannot be read", "gitRepo", klog.KObj(repo))
+			resp.Failed = addOnce(resp.Failed, "the webhook secret of a GitRepo cannot be read; the manager's log names it")
 			continue
 		}
 		if why := verify(p.provider, req.Header, body, secret); why != "" {
-			resp.Rejected = append(resp.Rejected, fmt.Sprintf("%s: %s", id, why))
+			log.V(1).Info("Webhook call rejected", "gitRepo", klog.KObj(repo), "reason", why)
+			resp.Rejected = addOnce(resp.Rejected, why)
 			continue
 		}
 		if err := h.trigger(ctx, repo, p.commit); err != nil {
-			resp.Failed = append(resp.Failed, fmt.Sprintf("%s: %v", id, err))
+			log.Error(err, "Webhook could not trigger a sync", "gitRepo", klog.KObj(repo))
+			resp.Failed = addOnce(resp.Failed, "a GitRepo could not be triggered; the manager's log names it")
 			continue
 		}
 		log.Info("Webhook triggered a sync", "gitRepo", klog.KObj(repo), "commit", p.commit, "provider", p.provider)
-		resp.Triggered = append(resp.Triggered, id)
+		resp.Triggered++
 	}
 	code := http.StatusOK
 	switch {
@@ -157,10 +201,10 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		code, resp.Message = http.StatusInternalServerError, "some GitRepos could not be triggered; redeliver the call"
 	case matched == 0:
 		resp.Message = fmt.Sprintf("no GitRepo follows %s of %s", p.ref, firstOr(p.urls, "this repository"))
-	case len(resp.Triggered) == 0:
+	case resp.Triggered == 0:
 		code, resp.Message = http.StatusUnauthorized, "signature verification failed: the call does not carry the webhook secret of any GitRepo it concerns"
 	default:
-		resp.Message = fmt.Sprintf("triggered %d GitRepo(s)", len(resp.Triggered))
+		resp.Message = fmt.Sprintf("triggered %d GitRepo(s)", resp.Triggered)
 	}
 	reply(w, code, resp)
 }
@@ -197,9 +241,9 @@ func (h *webhook) trigger(ctx context.Context, repo *fleet.GitRepo, commit strin
 }
 
 // verify checks the call against secret and says why it fails ("" when it
-// passes). A nil secret accepts any call.
+// passes). An empty secret accepts any call.
 func verify(provider string, hdr http.Header, body, secret []byte) string {
-	if secret == nil {
+	if len(secret) == 0 {
 		return ""
 	}
 	switch provider {
@@ -309,6 +353,9 @@ func parsePush(hdr http.Header, body []byte) (p push, ignored string, err error)
 	default:
 		return p, "", errors.New("unsupported webhook: expected a GitHub (X-GitHub-Event) or GitLab (X-Gitlab-Event) call")
 	}
+	if !validCommit(p.commit) {
+		return p, "", errors.New("the push payload's commit is not a full hex object name (40 or 64 hex digits)")
+	}
 	if strings.Trim(p.commit, "0") == "" {
 		return p, "ignored push that deletes " + p.ref, nil
 	}
@@ -377,6 +424,25 @@ func reply(w http.ResponseWriter, code int, resp WebhookResponse) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// validCommit tells whether s is a full SHA-1 or SHA-256 object name: what
+// a push names, and all that goes into a GitRepo's status.
+func validCommit(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+func addOnce(ss []string, s string) []string {
+	for _, x := range ss {
+		if x == s {
+			return ss
+		}
+	}
+	return append(ss, s)
 }
 
 func nonEmpty(ss ...string) []string {

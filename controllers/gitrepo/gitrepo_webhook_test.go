@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -81,20 +82,20 @@ func TestVerify(t *testing.T) {
 }
 
 func TestParsePush(t *testing.T) {
-	github := `{"ref":"refs/heads/main","after":"abc123","repository":{"clone_url":"https://github.com/org/repo.git","ssh_url":"git@github.com:org/repo.git","html_url":"https://github.com/org/repo","default_branch":"main"}}`
-	gitlab := `{"ref":"refs/heads/dev","after":"def456","checkout_sha":"def456","project":{"git_http_url":"https://gitlab.com/g/repo.git","git_ssh_url":"git@gitlab.com:g/repo.git","default_branch":"main"}}`
+	github := `{"ref":"refs/heads/main","after":"abc1230000000000000000000000000000000000","repository":{"clone_url":"https://github.com/org/repo.git","ssh_url":"git@github.com:org/repo.git","html_url":"https://github.com/org/repo","default_branch":"main"}}`
+	gitlab := `{"ref":"refs/heads/dev","after":"def4560000000000000000000000000000000000","checkout_sha":"def4560000000000000000000000000000000000","project":{"git_http_url":"https://gitlab.com/g/repo.git","git_ssh_url":"git@gitlab.com:g/repo.git","default_branch":"main"}}`
 	g := NewWithT(t)
 
 	p, ignored, err := parsePush(http.Header{"X-Github-Event": {"push"}}, []byte(github))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ignored).To(BeEmpty())
-	g.Expect(p).To(Equal(push{provider: "github", ref: "refs/heads/main", commit: "abc123", defaultBranch: "main",
+	g.Expect(p).To(Equal(push{provider: "github", ref: "refs/heads/main", commit: "abc1230000000000000000000000000000000000", defaultBranch: "main",
 		urls: []string{"https://github.com/org/repo.git", "git@github.com:org/repo.git", "https://github.com/org/repo"}}))
 
 	form := "payload=" + url.QueryEscape(github)
 	p, _, err = parsePush(http.Header{"X-Github-Event": {"push"}, "Content-Type": {"application/x-www-form-urlencoded"}}, []byte(form))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(p.commit).To(Equal("abc123"))
+	g.Expect(p.commit).To(Equal("abc1230000000000000000000000000000000000"))
 
 	p, _, err = parsePush(http.Header{"X-Gitlab-Event": {"Push Hook"}}, []byte(gitlab))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -110,6 +111,22 @@ func TestParsePush(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("unsupported webhook")))
 	_, _, err = parsePush(http.Header{"X-Github-Event": {"push"}}, []byte(`{`))
 	g.Expect(err).To(MatchError(ContainSubstring("invalid GitHub push payload")))
+	for _, commit := range []string{"abc123", strings.Repeat("a", 10240), strings.Repeat("g", 40), strings.Repeat("a", 41)} {
+		_, _, err = parsePush(http.Header{"X-Github-Event": {"push"}}, []byte(strings.Replace(github, "abc1230000000000000000000000000000000000", commit, 1)))
+		g.Expect(err).To(MatchError(ContainSubstring("not a full hex object name")), "commit %.20s", commit)
+	}
+	_, _, err = parsePush(http.Header{"X-Github-Event": {"push"}}, []byte(strings.Replace(github, "abc1230000000000000000000000000000000000", strings.Repeat("0a", 32), 1)))
+	g.Expect(err).NotTo(HaveOccurred(), "a SHA-256 object name")
+}
+
+func TestSourceLimits(t *testing.T) {
+	g := NewWithT(t)
+	l := newSourceLimits(1, 3)
+	for i := 0; i < 3; i++ {
+		g.Expect(l.allow("10.0.0.1:1234")).To(BeTrue())
+	}
+	g.Expect(l.allow("10.0.0.1:5678")).To(BeFalse(), "another port of the same address shares its bucket")
+	g.Expect(l.allow("10.0.0.2:1234")).To(BeTrue(), "another address has its own bucket")
 }
 
 func TestRefMatches(t *testing.T) {

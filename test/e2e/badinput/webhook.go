@@ -118,7 +118,7 @@ func (f *fixture) webhookSurface() {
 		Expect(json.Unmarshal(raw, &out)).To(Succeed(), string(raw))
 		Expect(resp.StatusCode).To(Equal(c.code), string(raw))
 		Expect(out.Message).To(ContainSubstring(c.msg))
-		Expect(out.Triggered).To(BeEmpty())
+		Expect(out.Triggered).To(BeZero())
 		if c.rejected != "" {
 			Expect(out.Rejected).To(ContainElement(ContainSubstring(c.rejected)))
 		}
@@ -133,9 +133,9 @@ func (f *fixture) webhookSurface() {
 	},
 		Entry("a bad signature: 401", webhookCase{headers: github("X-Hub-Signature-256", "sha256="+strings.Repeat("00", 32)), body: f.healthyPush,
 			code: http.StatusUnauthorized, msg: "signature verification failed",
-			rejected: "fleet-default/healthy: X-Hub-Signature-256 does not match the webhook secret"}),
+			rejected: "X-Hub-Signature-256 does not match the webhook secret"}),
 		Entry("no signature: 401", webhookCase{headers: github(), body: f.healthyPush,
-			code: http.StatusUnauthorized, msg: "signature verification failed", rejected: "fleet-default/healthy: missing X-Hub-Signature-256 header"}),
+			code: http.StatusUnauthorized, msg: "signature verification failed", rejected: "missing X-Hub-Signature-256 header"}),
 		Entry("a signature made with another secret: 401", webhookCase{headers: github(), sign: func(b []byte) string { return signature("guessed", b) },
 			body: f.healthyPush, code: http.StatusUnauthorized, msg: "signature verification failed", rejected: "does not match the webhook secret"}),
 		Entry("a SHA-1 signature instead of SHA-256: 401", webhookCase{headers: github(), sign: func(b []byte) string {
@@ -150,7 +150,7 @@ func (f *fixture) webhookSurface() {
 			code: http.StatusUnauthorized, msg: "signature verification failed", rejected: "does not match"}),
 		Entry("a GitLab call with a wrong token: 401", webhookCase{headers: map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": "guessed"},
 			body: func() []byte { return f.gitlabPushFor(healthyRepo) }, code: http.StatusUnauthorized, msg: "signature verification failed",
-			rejected: "fleet-default/healthy: X-Gitlab-Token does not match the webhook secret"}),
+			rejected: "X-Gitlab-Token does not match the webhook secret"}),
 		Entry("a GitLab call without token: 401", webhookCase{headers: map[string]string{"X-Gitlab-Event": "Push Hook"},
 			body: func() []byte { return f.gitlabPushFor(healthyRepo) }, code: http.StatusUnauthorized, msg: "signature verification failed",
 			rejected: "missing X-Gitlab-Token header"}),
@@ -171,15 +171,15 @@ func (f *fixture) webhookSurface() {
 			code: http.StatusBadRequest, msg: "unsupported webhook: expected a GitHub (X-GitHub-Event) or GitLab (X-Gitlab-Event) call"}),
 		Entry("a GET: 405", webhookCase{method: http.MethodGet, body: func() []byte { return nil },
 			code: http.StatusMethodNotAllowed, msg: "only POST is accepted"}),
-		Entry("a body over 25 MiB: 413", webhookCase{headers: github(), body: func() []byte { return bytes.Repeat([]byte(" "), gitrepo.DefaultWebhookMaxBytes+1) },
+		Entry("a body over the limit: 413", webhookCase{headers: github(), body: func() []byte { return bytes.Repeat([]byte(" "), gitrepo.DefaultWebhookMaxBytes+1) },
 			code: http.StatusRequestEntityTooLarge, msg: "reading the payload"}),
 		Entry("a valid call for a GitRepo whose webhookSecret does not exist: 500", webhookCase{
 			headers: github(), sign: func(b []byte) string { return signature(f.webhookSecret, b) },
 			body: func() []byte { return f.pushFor("hook-missing-secret") }, code: http.StatusInternalServerError,
-			msg: "some GitRepos could not be triggered", failed: "fleet-default/hook-missing-secret: webhookSecret missing not found in namespace fleet-default"}),
+			msg: "some GitRepos could not be triggered", failed: "the webhook secret of a GitRepo cannot be read"}),
 		Entry("a valid call for a GitRepo whose webhookSecret has no token: 500", webhookCase{
 			headers: github(), sign: func(b []byte) string { return signature(f.webhookSecret, b) },
 			body: func() []byte { return f.pushFor("hook-keyless-secret") }, code: http.StatusInternalServerError,
-			msg: "some GitRepos could not be triggered", failed: `fleet-default/hook-keyless-secret: webhookSecret keyless has no "token" key`}),
+			msg: "some GitRepos could not be triggered", failed: "the webhook secret of a GitRepo cannot be read"}),
 	)
 }

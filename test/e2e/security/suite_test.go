@@ -98,6 +98,8 @@ var _ = BeforeSuite(func() {
 		GitCacheDir:  GinkgoT().TempDir(),
 		// Agents renew their credential within the suite's time (rotation_test.go).
 		CredentialLifetime: time.Hour,
+		// Hole 11: GitRepos without webhookSecret need this one.
+		WebhookSecret: []byte(managerWebhookSecret),
 	}
 	stop, err := framework.StartManager(e.Ctx, e.Upstream.Config, e.Options)
 	Expect(err).NotTo(HaveOccurred())
