@@ -37,7 +37,7 @@ func (r *Reconciler) compile(_ context.Context, s *scope) error {
 	}
 	c, err := target.Compile(s.bundle)
 	if err != nil {
-		return outcome.Stallf(fleet.ReasonInvalidTargets, "invalid targets, fix the Bundle's spec: %w", err)
+		return outcome.Stallf(fleet.ReasonInvalidTargets, "invalid targets: %w (fix the targets in fleet.yaml or the GitRepo)", err)
 	}
 	r.mem.storeCompiled(s.bundle, c)
 	s.compiled = c
