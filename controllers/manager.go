@@ -46,6 +46,10 @@ const DefaultRegistrationWorkers = 128
 // their agents at once (see clusterregistration.Reconciler.MaxPending).
 const DefaultRegistrationMaxPending = clusterregistration.DefaultMaxPending
 
+// DefaultRegistrationMaxPendingPerToken is the same bound for the grants of
+// one registration token.
+const DefaultRegistrationMaxPendingPerToken = clusterregistration.DefaultMaxPendingPerToken
+
 // Options configure the reconcilers.
 type Options struct {
 	// SystemNamespace is where the manager runs (default fleet-system).
@@ -59,6 +63,8 @@ type Options struct {
 	RegistrationWorkers int
 	// RegistrationMaxPending bounds the granted credentials not picked up yet.
 	RegistrationMaxPending int
+	// RegistrationMaxPendingPerToken bounds the same per registration token.
+	RegistrationMaxPendingPerToken int
 	// CredentialLifetime is how long an agent credential is valid.
 	CredentialLifetime time.Duration
 	// CredentialSecretTTL is how long a granted credential waits for its agent.
@@ -157,6 +163,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		CredentialSecretTTL:         o.CredentialSecretTTL,
 		Workers:                     o.RegistrationWorkers,
 		MaxPending:                  o.RegistrationMaxPending,
+		MaxPendingPerToken:          o.RegistrationMaxPendingPerToken,
 	}
 	if err := reg.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the registration controller: %w", err)
