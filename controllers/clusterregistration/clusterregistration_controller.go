@@ -194,6 +194,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.validate,
 			r.reconcileToken,
 			r.findCluster,
+			r.checkNamespace,
 			r.reconcileFinalizer,
 			r.admit,
 			// The grant.

@@ -133,6 +133,27 @@ func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// checkNamespace refuses, before anything is written, a grant whose
+// cluster namespace exists and was not made for this Cluster: fleet never
+// adopts a namespace (ensure.Namespace refuses it again when it is made).
+func (r *Reconciler) checkNamespace(ctx context.Context, s *scope) error {
+	name := names.ClusterNamespaceFor(s.cluster.Namespace, s.cluster.Name, s.cluster.Status.Namespace)
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !ensure.Carries(ns, clusterNamespaceLabels(s.cluster)) {
+		return outcome.Stallf(fleet.ReasonNamespaceConflict,
+			"namespace %s, where Cluster %s/%s would get its deployments, exists and is not labelled for it (%s=%q, %s=%q): fleet does not adopt it; delete or rename that namespace, then register again",
+			name, s.cluster.Namespace, s.cluster.Name, fleet.ClusterLabel, ns.Labels[fleet.ClusterLabel], fleet.ClusterNamespaceLabel, ns.Labels[fleet.ClusterNamespaceLabel])
+	}
+	return nil
+}
+
+func clusterNamespaceLabels(cluster *fleet.Cluster) map[string]string {
+	return map[string]string{fleet.ManagedLabel: "true", fleet.ClusterLabel: cluster.Name, fleet.ClusterNamespaceLabel: cluster.Namespace}
+}
+
 // checkTakeover refuses a registration onto a Cluster it may not have. A
 // token issued for one Cluster registers that Cluster only. Knowing a
 // Cluster's clientID (spec.clientID, readable by many) is no proof of being
@@ -247,9 +268,7 @@ func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 	}
 	if err := concurrently(
 		func() error {
-			return ensure.Namespace(ctx, r.Client, s.clusterNS, map[string]string{
-				fleet.ManagedLabel: "true", fleet.ClusterLabel: s.cluster.Name, fleet.ClusterNamespaceLabel: s.cluster.Namespace,
-			})
+			return ensure.Namespace(ctx, r.Client, s.clusterNS, clusterNamespaceLabels(s.cluster))
 		},
 		func() error { return ensureAll(ctx, r.Client, labels, elsewhere) },
 	); err != nil {

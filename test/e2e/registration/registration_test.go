@@ -255,14 +255,16 @@ var _ = Describe("Token registration", Ordered, func() {
 		Expect(j.agent.Exited()).To(BeFalse(), "the agent keeps retrying instead of crashing")
 	})
 
-	It("re-registers the same cluster identity onto the same Cluster and revokes the old credential", func() {
+	It("re-registers the same cluster identity onto the same Cluster with a token issued for it, and revokes the old credential", func() {
 		before := prod.cluster.DeepCopy()
 		oldCred := prod.cred
 		prod.agent.Stop()
 
-		// The cluster lost its credential: a fresh token brings it back.
+		// The cluster lost its credential: a fresh token issued for that
+		// cluster brings it back (a token for any cluster may not: its agent
+		// has checked in, and a clientID is no proof of being that cluster).
 		Expect(prod.local.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}})).To(Succeed())
-		tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig)
+		tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig, "--cluster", before.Name)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(framework.ApplyYAML(ctx, prod.local, tokenYAML)).To(Succeed())
 		prod.start(fleet.DefaultSystemNamespace)

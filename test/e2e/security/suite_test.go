@@ -96,6 +96,8 @@ var _ = BeforeSuite(func() {
 		APIServerCA:  e.Upstream.Config.CAData,
 		WebhookAddr:  webhookAddr,
 		GitCacheDir:  GinkgoT().TempDir(),
+		// Small registration bounds: one token's flood must not fill them.
+		RegistrationMaxPending: 8, RegistrationMaxPendingPerToken: 3,
 	}
 	stop, err := framework.StartManager(e.Ctx, e.Upstream.Config, e.Options)
 	Expect(err).NotTo(HaveOccurred())
