@@ -23,6 +23,11 @@ type TokenOptions struct {
 	Name string
 	// TTL is the token's lifetime; 0 means it never expires.
 	TTL time.Duration
+	// Cluster, when set, binds the token to that one Cluster of Namespace:
+	// it registers that Cluster only, and may register it again after its
+	// agent has checked in (an agent that lost its credential). Unset, the
+	// token registers new clusters, and Clusters no agent checked in to yet.
+	Cluster string
 	// Wait bounds the wait for the manager to issue the token (default 1m).
 	Wait time.Duration
 }
@@ -33,6 +38,9 @@ func CreateToken(ctx context.Context, c client.Client, o TokenOptions) (*fleet.C
 	token := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
 	if o.Name == "" {
 		token.GenerateName = "token-"
+	}
+	if o.Cluster != "" {
+		token.Labels = map[string]string{fleet.RegistrationTokenClusterLabel: o.Cluster}
 	}
 	if o.TTL > 0 {
 		token.Spec.TTL = &metav1.Duration{Duration: o.TTL}

@@ -53,6 +53,10 @@ const DefaultRegistrationMaxPending = clusterregistration.DefaultMaxPending
 // renew theirs before it ends (see agent/registration).
 const DefaultCredentialLifetime = clusterregistration.DefaultCredentialLifetime
 
+// DefaultRegistrationMaxPendingPerToken is the same bound for the grants of
+// one registration token.
+const DefaultRegistrationMaxPendingPerToken = clusterregistration.DefaultMaxPendingPerToken
+
 // Options configure the reconcilers.
 type Options struct {
 	// SystemNamespace is where the manager runs (default fleet-system).
@@ -66,6 +70,8 @@ type Options struct {
 	RegistrationWorkers int
 	// RegistrationMaxPending bounds the granted credentials not picked up yet.
 	RegistrationMaxPending int
+	// RegistrationMaxPendingPerToken bounds the same per registration token.
+	RegistrationMaxPendingPerToken int
 	// CredentialLifetime is how long an agent credential is valid.
 	CredentialLifetime time.Duration
 	// CredentialSecretTTL is how long a granted credential waits for its agent.
@@ -187,6 +193,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		CredentialSecretTTL:         o.CredentialSecretTTL,
 		Workers:                     o.RegistrationWorkers,
 		MaxPending:                  o.RegistrationMaxPending,
+		MaxPendingPerToken:          o.RegistrationMaxPendingPerToken,
 	}
 	if err := reg.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the registration controller: %w", err)

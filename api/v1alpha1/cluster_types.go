@@ -129,4 +129,9 @@ type AgentStatus struct {
 	LastSeen metav1.Time `json:"lastSeen,omitempty"`
 	// Namespace is the downstream namespace the agent runs in.
 	Namespace string `json:"namespace,omitempty"`
+	// RenewalHash is the hex SHA-256 of the clientRandom of a registration
+	// the agent is about to make, written with its current credential: it
+	// proves that the new registration comes from the agent that holds the
+	// Cluster, which the manager then lets replace its credential.
+	RenewalHash string `json:"renewalHash,omitempty"`
 }

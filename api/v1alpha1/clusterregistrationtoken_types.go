@@ -58,4 +58,10 @@ type ClusterRegistrationTokenStatus struct {
 	// SecretName names the Secret, in the token's namespace, whose key
 	// "values" holds the YAML an agent needs to register.
 	SecretName string `json:"secretName,omitempty"`
+	// Conditions: Issued, False with a reason when the token cannot be
+	// issued (e.g. NotOwned: its name is taken by a ServiceAccount fleet did
+	// not make for it).
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

@@ -40,6 +40,11 @@ const (
 	// RegistrationTokenLabel names the ClusterRegistrationToken an agent used to
 	// create a ClusterRegistration.
 	RegistrationTokenLabel = "fleet.cattle.io/registration-token"
+	// RegistrationTokenClusterLabel, on a ClusterRegistrationToken, binds
+	// the token to one Cluster of its namespace (`fleet install agent-token
+	// --cluster NAME`): only such a token may register again onto a Cluster
+	// whose agent has already checked in.
+	RegistrationTokenClusterLabel = "fleet.cattle.io/cluster-name"
 )
 
 // Secrets and their keys.
@@ -115,4 +120,7 @@ const (
 	// ConditionImported tells whether a manager-initiated registration deployed
 	// the agent to a Cluster.
 	ConditionImported = "Imported"
+	// ConditionIssued tells whether the manager could issue a
+	// ClusterRegistrationToken's values.
+	ConditionIssued = "Issued"
 )

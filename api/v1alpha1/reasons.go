@@ -20,6 +20,13 @@ const (
 	// ReasonIdentityConflict: the object would take over another cluster's
 	// identity.
 	ReasonIdentityConflict = "IdentityConflict"
+	// ReasonNotOwned: an object the manager would write under the name it
+	// needs exists and was not made by the manager for this object; the
+	// manager leaves it alone.
+	ReasonNotOwned = "NotOwned"
+	// ReasonNamespaceConflict: the namespace a Cluster's deployments would
+	// go to exists and is not labelled for that Cluster.
+	ReasonNamespaceConflict = "NamespaceConflict"
 )
 
 // GitRepo: Accepted, GitPolling and Ready.
@@ -103,6 +110,12 @@ const (
 	// ReasonPendingBound: too many credentials wait for their agents; the
 	// registration waits its turn.
 	ReasonPendingBound = "PendingBound"
+)
+
+// ClusterRegistrationToken Issued.
+const (
+	// ReasonIssued: the token's values Secret is in place.
+	ReasonIssued = "Issued"
 )
 
 // BundleDeployment: Installed, Deployed, Monitored and Ready (the agent).

@@ -62,6 +62,8 @@ func main() {
 	f.IntVar(&o.RegistrationWorkers, "registration-workers", controllers.DefaultRegistrationWorkers, "cluster registrations granted at once")
 	f.IntVar(&o.RegistrationMaxPending, "registration-max-pending", controllers.DefaultRegistrationMaxPending,
 		"granted credentials that may wait for their agents at once; further registrations wait")
+	f.IntVar(&o.RegistrationMaxPendingPerToken, "registration-max-pending-per-token", controllers.DefaultRegistrationMaxPendingPerToken,
+		"granted credentials of one registration token that may wait for their agents at once; its further registrations wait")
 	f.Float32Var(&qps, "kube-api-qps", 500, "API requests per second to the manager's API server")
 	f.IntVar(&burst, "kube-api-burst", 1000, "API request burst to the manager's API server")
 	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for git caches (default: below the temp directory)")

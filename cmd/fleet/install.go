@@ -48,6 +48,7 @@ type agentTokenOptions struct {
 	kubeconfig      string
 	namespace       string
 	name            string
+	cluster         string
 	ttl             time.Duration
 	serverURL       string
 	caFile          string
@@ -63,7 +64,11 @@ func newInstallAgentToken() *cobra.Command {
 		Short: "Create a registration token on the manager's cluster and print the manifest that installs an agent with it",
 		Long: `Creates a ClusterRegistrationToken on the manager's cluster (from -k, $KUBECONFIG or ~/.kube/config) and
 prints a manifest; applied to a cluster, it installs the agent, which registers that cluster with the token.
-The manager's URL and CA are taken from the kubeconfig unless --server-url and --ca-file are given.`,
+The manager's URL and CA are taken from the kubeconfig unless --server-url and --ca-file are given.
+
+A token made with --cluster NAME registers that one Cluster only. It is what brings back a cluster whose
+agent has checked in before and lost its credential: a token without --cluster may not register onto a
+Cluster that already has an agent, as knowing a cluster's clientID is no proof of being that cluster.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAgentToken(cmd.Context(), cmd, o)
 		},
@@ -72,6 +77,7 @@ The manager's URL and CA are taken from the kubeconfig unless --server-url and -
 	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "kubeconfig of the manager's cluster (default $KUBECONFIG or ~/.kube/config)")
 	f.StringVarP(&o.namespace, "group", "g", fleet.DefaultWorkspace, "workspace namespace the cluster registers into")
 	f.StringVarP(&o.name, "name", "n", "", "token name (default: generated)")
+	f.StringVar(&o.cluster, "cluster", "", "bind the token to this Cluster of the group: it registers that cluster only, and may register it again after its agent lost its credential")
 	f.DurationVar(&o.ttl, "ttl", 7*24*time.Hour, "token lifetime; 0 means it never expires")
 	f.StringVar(&o.serverURL, "server-url", "", "URL agents use to reach the manager's API server (default: from the kubeconfig)")
 	f.StringVar(&o.caFile, "ca-file", "", "CA certificate of the manager's API server (default: from the kubeconfig)")
@@ -95,7 +101,7 @@ func runAgentToken(ctx context.Context, cmd *cobra.Command, o *agentTokenOptions
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	_, boot, err := agentinstall.CreateToken(ctx, c, agentinstall.TokenOptions{Namespace: o.namespace, Name: o.name, TTL: o.ttl})
+	_, boot, err := agentinstall.CreateToken(ctx, c, agentinstall.TokenOptions{Namespace: o.namespace, Name: o.name, TTL: o.ttl, Cluster: o.cluster})
 	if err != nil {
 		return err
 	}

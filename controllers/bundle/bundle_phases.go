@@ -94,7 +94,7 @@ func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
 				continue
 			}
 			s.targets = append(s.targets, clusterTarget{
-				cluster: cluster, info: info, namespace: names.ClusterNamespace(cluster.Namespace, cluster.Name), id: id, options: opts,
+				cluster: cluster, info: info, namespace: names.ClusterNamespaceFor(cluster.Namespace, cluster.Name, cluster.Status.Namespace), id: id, options: opts,
 			})
 		}
 	}

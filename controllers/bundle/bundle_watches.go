@@ -92,7 +92,7 @@ func (r *Reconciler) bundlesForCluster(ctx context.Context, o client.Object) []r
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", klog.KObj(cluster))
 	seen := map[types.NamespacedName]bool{}
 	bds := &fleet.BundleDeploymentList{}
-	if err := r.Client.List(ctx, bds, client.InNamespace(names.ClusterNamespace(cluster.Namespace, cluster.Name)), client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, bds, client.InNamespace(names.ClusterNamespaceFor(cluster.Namespace, cluster.Name, cluster.Status.Namespace)), client.UnsafeDisableDeepCopy); err != nil {
 		log.Error(err, "Listing the cluster's BundleDeployments failed: bundles that targeted it before may not be reconciled")
 	}
 	for _, bd := range bds.Items {

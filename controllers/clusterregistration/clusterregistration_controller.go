@@ -50,6 +50,10 @@ type Reconciler struct {
 	// waiting agents make: unbounded, registering N agents at once cost the
 	// API server N² role checks. Past the bound, registrations wait.
 	MaxPending int
+	// MaxPendingPerToken bounds, the same way, the grants of one
+	// registration token (DefaultMaxPendingPerToken when 0): a token holder
+	// registering junk must not hold every other registration back.
+	MaxPendingPerToken int
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
 
@@ -62,6 +66,9 @@ const DefaultCredentialLifetime = 30 * 24 * time.Hour
 
 // DefaultMaxPending is the default of Reconciler.MaxPending.
 const DefaultMaxPending = 500
+
+// DefaultMaxPendingPerToken is the default of Reconciler.MaxPendingPerToken.
+const DefaultMaxPendingPerToken = 50
 
 // SetupWithManager registers the controller, the credential pickup
 // controller and their indexes.
@@ -78,6 +85,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.MaxPending <= 0 {
 		r.MaxPending = DefaultMaxPending
 	}
+	if r.MaxPendingPerToken <= 0 {
+		r.MaxPendingPerToken = DefaultMaxPendingPerToken
+	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -91,7 +101,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err != nil {
 		return err
 	}
-	r.pending = newPendingBound(r.MaxPending, r.SystemRegistrationNamespace, bindings)
+	r.pending = newPendingBound(r.MaxPending, r.MaxPendingPerToken, r.SystemRegistrationNamespace, bindings)
 	// An agent deletes its credential secret once it has stored the
 	// credential: the token's right to read it goes at once, rather than when
 	// the secret would have expired. This has a queue of its own, so as not to
@@ -149,6 +159,8 @@ type scope struct {
 	cluster    *fleet.Cluster                  // found, or to be created when new is set
 	newCluster bool
 	clusterNS  string
+	// saName names the agent's ServiceAccount and bindings: a hash of the
+	// grant, set once the Cluster is known.
 	saName     string
 	secretName string
 	// admitted is set once the pending bound let the grant through.
@@ -170,7 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, reg); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{reg: reg, saName: reg.Name, secretName: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}
+	s := &scope{reg: reg, secretName: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}
 	if !reg.DeletionTimestamp.IsZero() {
 		return outcome.Result(r.reconcileDelete(ctx, s), 0)
 	}
@@ -186,6 +198,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.validate,
 			r.reconcileToken,
 			r.findCluster,
+			r.checkNamespace,
 			r.reconcileFinalizer,
 			r.admit,
 			// The grant.

@@ -33,11 +33,22 @@ const pendingRetry = 2 * time.Second
 // The token read bindings carrying registrationLabel are what MaxPending
 // counts.
 const (
-	registrationLabel          = "fleet.cattle.io/registration"
-	registrationNamespaceLabel = "fleet.cattle.io/registration-namespace"
+	registrationLabel          = registration.RequestLabel
+	registrationNamespaceLabel = registration.RequestNamespaceLabel
 )
 
+// managedLabels are on everything a grant writes: the manager deletes or
+// rewrites nothing that does not carry them. The token label lets revoking
+// the token take back the credentials of its that wait for their agents.
 func managedLabels(reg *fleet.ClusterRegistration) map[string]string {
+	l := ownerLabels(reg)
+	l[fleet.RegistrationTokenLabel] = reg.Labels[fleet.RegistrationTokenLabel]
+	return l
+}
+
+// ownerLabels tell what a grant of reg wrote (earlier versions wrote no
+// token label).
+func ownerLabels(reg *fleet.ClusterRegistration) map[string]string {
 	return map[string]string{fleet.ManagedLabel: "true", registrationLabel: reg.Name, registrationNamespaceLabel: reg.Namespace}
 }
 
@@ -79,7 +90,8 @@ func (r *Reconciler) reconcileToken(ctx context.Context, s *scope) error {
 }
 
 // findCluster finds the Cluster of this identity, or names the one to
-// create. It writes nothing: the grant claims or creates it once admitted.
+// create, and checks that the registration may have it. It writes nothing:
+// the grant claims or creates it once admitted.
 func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 	list := &fleet.ClusterList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(s.reg.Namespace), client.MatchingFields{fleet.ClientIDIndex: s.reg.Spec.ClientID}); err != nil {
@@ -90,9 +102,12 @@ func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 			return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp)
 		})
 		s.cluster = &list.Items[0]
-		return nil
+		return checkTakeover(s.reg, s.token, s.cluster)
 	}
 	name := names.ClusterForClientID(s.reg.Spec.ClientID)
+	if bound := registration.BoundCluster(s.token); bound != "" {
+		name = bound
+	}
 	cluster := &fleet.Cluster{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.reg.Namespace, Name: name}, cluster)
 	switch {
@@ -102,6 +117,7 @@ func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 			s.reg.Namespace, name)
 	case err == nil:
 		s.cluster = cluster
+		return checkTakeover(s.reg, s.token, s.cluster)
 	case apierrors.IsNotFound(err):
 		// Made with the cluster controller's finalizer, which it would
 		// otherwise add straight away: one write fewer per cluster.
@@ -117,6 +133,55 @@ func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// checkNamespace refuses, before anything is written, a grant whose
+// cluster namespace exists and was not made for this Cluster: fleet never
+// adopts a namespace (ensure.Namespace refuses it again when it is made).
+func (r *Reconciler) checkNamespace(ctx context.Context, s *scope) error {
+	name := names.ClusterNamespaceFor(s.cluster.Namespace, s.cluster.Name, s.cluster.Status.Namespace)
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !ensure.Carries(ns, clusterNamespaceLabels(s.cluster)) {
+		return outcome.Stallf(fleet.ReasonNamespaceConflict,
+			"namespace %s, where Cluster %s/%s would get its deployments, exists and is not labelled for it (%s=%q, %s=%q): fleet does not adopt it; delete or rename that namespace, then register again",
+			name, s.cluster.Namespace, s.cluster.Name, fleet.ClusterLabel, ns.Labels[fleet.ClusterLabel], fleet.ClusterNamespaceLabel, ns.Labels[fleet.ClusterNamespaceLabel])
+	}
+	return nil
+}
+
+func clusterNamespaceLabels(cluster *fleet.Cluster) map[string]string {
+	return map[string]string{fleet.ManagedLabel: "true", fleet.ClusterLabel: cluster.Name, fleet.ClusterNamespaceLabel: cluster.Namespace}
+}
+
+// checkTakeover refuses a registration onto a Cluster it may not have. A
+// token issued for one Cluster registers that Cluster only. Knowing a
+// Cluster's clientID (spec.clientID, readable by many) is no proof of being
+// it: once an agent has checked in, only a token issued for that Cluster
+// (`fleet install agent-token --cluster NAME`, or the import controller's),
+// or the agent itself (status.agent.renewalHash, written with its current
+// credential, matching the new request) may register onto it again and so
+// revoke the credential it holds. A Cluster an admin made ahead of time, which
+// no agent has checked in to yet, may be claimed with any token.
+func checkTakeover(reg *fleet.ClusterRegistration, token *fleet.ClusterRegistrationToken, cluster *fleet.Cluster) error {
+	if bound := registration.BoundCluster(token); bound != "" && bound != cluster.Name {
+		return outcome.Stallf(fleet.ReasonIdentityConflict,
+			"registration token %s was issued for Cluster %s only, and this cluster's identity belongs to Cluster %s: register it with a token issued for %s (fleet install agent-token --cluster %s)",
+			token.Name, bound, cluster.Name, cluster.Name, cluster.Name)
+	}
+	switch {
+	case cluster.Status.Agent.LastSeen.IsZero():
+		return nil
+	case registration.TokenBoundTo(token, cluster.Name):
+		return nil
+	case cluster.Status.Agent.RenewalHash != "" && cluster.Status.Agent.RenewalHash == registration.RenewalHash(reg.Spec.ClientRandom):
+		return nil
+	}
+	return outcome.Stallf(fleet.ReasonIdentityConflict,
+		"Cluster %s/%s already has a registered agent, and registration token %s was not issued for it: to register that cluster again (e.g. its agent lost its credential), apply a token issued for it: fleet install agent-token -g %s --cluster %s",
+		cluster.Namespace, cluster.Name, token.Name, cluster.Namespace, cluster.Name)
+}
+
 // reconcileFinalizer makes sure that deleting the registration revokes the
 // credential it is about to get. The agent sets the finalizer itself, which
 // saves this write.
@@ -130,10 +195,15 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) error {
 // admit holds the grant back while MaxPending credentials wait for their
 // agents (see pendingBound).
 func (r *Reconciler) admit(_ context.Context, s *scope) error {
-	ok, err := r.pending.admit(s.secretName)
+	ok, perToken, err := r.pending.admit(s.secretName, s.reg.Namespace+"/"+s.token.Name)
 	if err != nil || ok {
 		s.admitted = ok
 		return err
+	}
+	if perToken {
+		return outcome.Waitf(fleet.ReasonPendingBound, pendingRetry,
+			"%d credentials granted with registration token %s already wait for their agents to fetch them, the most one token may have waiting: the registration is granted when one is fetched or expires",
+			r.MaxPendingPerToken, s.token.Name)
 	}
 	return outcome.Waitf(fleet.ReasonPendingBound, pendingRetry,
 		"%d granted credentials already wait for their agents to fetch them, the most this manager lets wait at once: the registration is granted when one is fetched or expires", r.MaxPending)
@@ -162,7 +232,8 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 // and thousands may be waiting: what does not need the namespace is written
 // while it is made, and each step writes its objects at once.
 func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
-	s.clusterNS = names.ClusterNamespace(s.cluster.Namespace, s.cluster.Name)
+	s.clusterNS = names.ClusterNamespaceFor(s.cluster.Namespace, s.cluster.Name, s.cluster.Status.Namespace)
+	s.saName = names.AgentServiceAccount(s.cluster.Namespace, s.cluster.Name, s.reg.Spec.ClientID, s.reg.Spec.ClientRandom)
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.saName, Namespace: s.clusterNS}}
 	labels := managedLabels(s.reg)
 	elsewhere := []client.Object{
@@ -179,7 +250,7 @@ func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 			}},
 		},
 		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: s.reg.Name, Namespace: s.cluster.Namespace},
+			ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.cluster.Namespace},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: StatusRoleName(s.cluster.Name)},
 			Subjects:   subject,
 		},
@@ -197,9 +268,7 @@ func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 	}
 	if err := concurrently(
 		func() error {
-			return ensure.Namespace(ctx, r.Client, s.clusterNS, map[string]string{
-				fleet.ManagedLabel: "true", fleet.ClusterLabel: s.cluster.Name, fleet.ClusterNamespaceLabel: s.cluster.Namespace,
-			})
+			return ensure.Namespace(ctx, r.Client, s.clusterNS, clusterNamespaceLabels(s.cluster))
 		},
 		func() error { return ensureAll(ctx, r.Client, labels, elsewhere) },
 	); err != nil {
@@ -332,17 +401,23 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	if err := r.deleteCredentialSecret(ctx, s); err != nil {
 		return err
 	}
-	if s.reg.Status.ClusterName != "" {
-		clusterNS := names.ClusterNamespace(s.reg.Namespace, s.reg.Status.ClusterName)
-		if err := deleteAll(ctx, r.Client,
-			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: clusterNS}},
-			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: clusterNS}},
-			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.Limit(clusterNS+"-"+s.saName, names.MaxNameLength)}},
-			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: s.reg.Name, Namespace: s.reg.Namespace}},
-		); err != nil {
-			return err
+	if cluster := s.reg.Status.ClusterName; cluster != "" {
+		// What the grant wrote is named after the grant; registrations
+		// granted by earlier versions named it after themselves. Only what
+		// carries this registration's labels is deleted.
+		saNames := []string{names.AgentServiceAccount(s.reg.Namespace, cluster, s.reg.Spec.ClientID, s.reg.Spec.ClientRandom), s.reg.Name}
+		var objs []client.Object
+		for _, sa := range saNames {
+			objs = append(objs, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: s.reg.Namespace}})
+			for _, clusterNS := range []string{names.ClusterNamespace(s.reg.Namespace, cluster), names.LegacyClusterNamespace(s.reg.Namespace, cluster)} {
+				objs = append(objs,
+					&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: clusterNS}},
+					&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: clusterNS}},
+					&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.Limit(clusterNS+"-"+sa, names.MaxNameLength)}})
+				objs = append(objs, rotationAccess(clusterNS, sa)...)
+			}
 		}
-		if err := deleteAll(ctx, r.Client, rotationAccess(clusterNS, s.saName)...); err != nil {
+		if err := deleteOwned(ctx, r.Client, ownerLabels(s.reg), objs...); err != nil {
 			return err
 		}
 	}

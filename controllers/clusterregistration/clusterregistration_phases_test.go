@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/registration"
 )
 
 func TestValidate(t *testing.T) {
@@ -36,6 +38,47 @@ func TestValidate(t *testing.T) {
 			} else {
 				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
 			}
+		})
+	}
+}
+
+func TestCheckTakeover(t *testing.T) {
+	reg := &fleet.ClusterRegistration{Spec: fleet.ClusterRegistrationSpec{ClientID: "uid", ClientRandom: "0123456789abcdef"}}
+	token := func(labels map[string]string, name string) *fleet.ClusterRegistrationToken {
+		return &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	generic := token(nil, "t")
+	cluster := func(checkedIn bool, renewal string) *fleet.Cluster {
+		c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "edge"}, Spec: fleet.ClusterSpec{ClientID: "uid"}}
+		if checkedIn {
+			c.Status.Agent.LastSeen = metav1.Now()
+		}
+		c.Status.Agent.RenewalHash = renewal
+		return c
+	}
+	cases := map[string]struct {
+		token   *fleet.ClusterRegistrationToken
+		cluster *fleet.Cluster
+		refused bool
+	}{
+		"no agent yet: any token claims it":         {generic, cluster(false, ""), false},
+		"agent checked in: a generic token may not": {generic, cluster(true, ""), true},
+		"agent checked in: a token for the cluster": {token(map[string]string{fleet.RegistrationTokenClusterLabel: "edge"}, "t"), cluster(true, ""), false},
+		"agent checked in: the import token":        {token(nil, "import-token-edge"), cluster(true, ""), false},
+		"agent checked in: a token for another":     {token(map[string]string{fleet.RegistrationTokenClusterLabel: "other"}, "t"), cluster(true, ""), true},
+		"a token for another, no agent yet":         {token(map[string]string{fleet.RegistrationTokenClusterLabel: "other"}, "t"), cluster(false, ""), true},
+		"agent checked in: the agent's own proof":   {generic, cluster(true, registration.RenewalHash(reg.Spec.ClientRandom)), false},
+		"agent checked in: a proof of another":      {generic, cluster(true, registration.RenewalHash("another-random-nonce")), true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := checkTakeover(reg, tc.token, tc.cluster)
+			if !tc.refused {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonIdentityConflict))
 		})
 	}
 }

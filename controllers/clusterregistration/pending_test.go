@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
 func newIndexer() toolscache.Indexer {
@@ -33,9 +35,9 @@ func TestPendingBound(t *testing.T) {
 	g.Expect(idx.Add(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "system", Name: "unrelated"}})).To(Succeed())
 	g.Expect(idx.Add(pendingBinding("elsewhere", "other", "uid-x"))).To(Succeed())
 
-	p := newPendingBound(3, "system", idx)
+	p := newPendingBound(3, 0, "system", idx)
 	admit := func(key string) bool {
-		ok, err := p.admit(key)
+		ok, _, err := p.admit(key, "t")
 		g.Expect(err).NotTo(HaveOccurred())
 		if ok {
 			p.done(key)
@@ -64,27 +66,27 @@ func TestPendingBoundKeepsCountingARegrantWhileItsOldBindingGoes(t *testing.T) {
 	g := NewWithT(t)
 	idx := newIndexer()
 	g.Expect(idx.Add(pendingBinding("system", "a", "old"))).To(Succeed())
-	p := newPendingBound(2, "system", idx)
+	p := newPendingBound(2, 0, "system", idx)
 
 	// The grant of "a" is retried while the agent fetches the credential of
 	// the first try: the pickup withdraws the old binding meanwhile.
-	ok, err := p.admit("a")
+	ok, _, err := p.admit("a", "t")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeTrue())
 	g.Expect(idx.Delete(pendingBinding("system", "a", ""))).To(Succeed())
 	p.withdrawn("a")
 	p.done("a") // the retry made a new binding, not in the cache yet
 
-	ok, err = p.admit("b")
+	ok, _, err = p.admit("b", "t")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeTrue())
 	p.done("b")
-	ok, err = p.admit("c")
+	ok, _, err = p.admit("c", "t")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeFalse(), "the new binding of a still counts")
 
 	g.Expect(idx.Add(pendingBinding("system", "a", "new"))).To(Succeed())
-	ok, err = p.admit("c")
+	ok, _, err = p.admit("c", "t")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeFalse(), "and counts once the cache shows it")
 	g.Expect(p.admitted).NotTo(HaveKey("a"))
@@ -102,7 +104,7 @@ func TestPendingBoundUnderConcurrency(t *testing.T) {
 	)
 	g := NewWithT(t)
 	idx := newIndexer()
-	p := newPendingBound(maxPending, "system", idx)
+	p := newPendingBound(maxPending, 0, "system", idx)
 
 	// The API server: the bindings that exist, and the most at once.
 	var (
@@ -174,7 +176,7 @@ func TestPendingBoundUnderConcurrency(t *testing.T) {
 			defer wg.Done()
 			for key := range keys {
 				for {
-					ok, err := p.admit(key)
+					ok, _, err := p.admit(key, "t")
 					if err != nil {
 						t.Error(err)
 						return
@@ -188,7 +190,7 @@ func TestPendingBoundUnderConcurrency(t *testing.T) {
 				// A retry of the same grant, as after a failed status
 				// write, must not take a second place.
 				if rand.IntN(3) == 0 {
-					if ok, _ := p.admit(key); ok {
+					if ok, _, _ := p.admit(key, "t"); ok {
 						p.done(key)
 					}
 				}
@@ -207,4 +209,29 @@ func TestPendingBoundUnderConcurrency(t *testing.T) {
 	g.Expect(existing).To(BeEmpty())
 	g.Expect(p.admitted).To(BeEmpty(), "every grant withdrawn is uncounted")
 	g.Expect(p.granting).To(BeEmpty())
+}
+
+func TestPendingBoundPerToken(t *testing.T) {
+	g := NewWithT(t)
+	idx := newIndexer()
+	flood := func(name string) *rbacv1.RoleBinding {
+		b := pendingBinding("system", name, "uid-"+name)
+		b.Labels[registrationNamespaceLabel] = "ws"
+		b.Labels[fleet.RegistrationTokenLabel] = "a"
+		return b
+	}
+	g.Expect(idx.Add(flood("a-0"))).To(Succeed())
+	p := newPendingBound(10, 2, "system", idx)
+	ok, perToken, err := p.admit("a-1", "ws/a")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue(), "1 of 2 of token a")
+	p.done("a-1")
+	ok, perToken, _ = p.admit("a-2", "ws/a")
+	g.Expect(ok).To(BeFalse(), "token a has 2 waiting, one of them not in the cache yet")
+	g.Expect(perToken).To(BeTrue(), "held back by the token's own bound")
+	ok, _, _ = p.admit("b-1", "ws/b")
+	g.Expect(ok).To(BeTrue(), "another token is not held back by a's grants")
+	p.done("b-1")
+	ok, _, _ = p.admit("a-3", "other/a")
+	g.Expect(ok).To(BeTrue(), "a token of the same name in another namespace is another token")
 }

@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/ensure"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // Names of the shared RBAC objects.
@@ -67,30 +69,29 @@ func StatusRoleName(cluster string) string {
 	return names.Limit("fleet-agent-"+cluster+"-status", names.MaxNameLength)
 }
 
-// replaceBindingOfOtherRole deletes a binding that exists with another
-// roleRef than wanted (one made by an earlier version, bound to a Role
-// since replaced by a shared ClusterRole): roleRef cannot be changed, so the
-// binding is made again.
-func replaceBindingOfOtherRole(ctx context.Context, c client.Client, want client.Object) error {
-	var ref rbacv1.RoleRef
-	var have client.Object
+// managed is what everything the manager writes carries.
+var managed = map[string]string{fleet.ManagedLabel: "true"}
+
+// notOwned refuses to touch an object the manager did not make.
+func notOwned(obj client.Object) error {
+	return outcome.Stallf(fleet.ReasonNotOwned,
+		"%T %s/%s exists and was not made by fleet (no %s=true label): fleet neither replaces nor deletes it; remove or rename it if the name is meant for fleet",
+		obj, obj.GetNamespace(), obj.GetName(), fleet.ManagedLabel)
+}
+
+// replaceBindingOfOtherRole deletes a binding the manager made that exists
+// with another roleRef than wanted (one made by an earlier version, bound to
+// a Role since replaced by a shared ClusterRole): roleRef cannot be changed,
+// so the binding is made again. have is the binding as it is.
+func replaceBindingOfOtherRole(ctx context.Context, c client.Client, want, have client.Object) error {
+	var ref, got rbacv1.RoleRef
 	switch w := want.(type) {
 	case *rbacv1.RoleBinding:
-		ref, have = w.RoleRef, &rbacv1.RoleBinding{}
+		ref, got = w.RoleRef, have.(*rbacv1.RoleBinding).RoleRef
 	case *rbacv1.ClusterRoleBinding:
-		ref, have = w.RoleRef, &rbacv1.ClusterRoleBinding{}
+		ref, got = w.RoleRef, have.(*rbacv1.ClusterRoleBinding).RoleRef
 	default:
 		return nil
-	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	var got rbacv1.RoleRef
-	switch h := have.(type) {
-	case *rbacv1.RoleBinding:
-		got = h.RoleRef
-	case *rbacv1.ClusterRoleBinding:
-		got = h.RoleRef
 	}
 	if got == ref {
 		return nil
@@ -98,6 +99,27 @@ func replaceBindingOfOtherRole(ctx context.Context, c client.Client, want client
 	uid := have.GetUID()
 	if err := c.Delete(ctx, have, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("replacing %T %s/%s bound to %s %s: %w", want, want.GetNamespace(), want.GetName(), got.Kind, got.Name, err)
+	}
+	return nil
+}
+
+// deleteOwned deletes those of objs (named, not read) that exist and carry
+// labels, each by its UID; others are left alone.
+func deleteOwned(ctx context.Context, c client.Client, labels map[string]string, objs ...client.Object) error {
+	for _, obj := range objs {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if !ensure.Carries(obj, labels) {
+			continue
+		}
+		uid := obj.GetUID()
+		if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+		}
 	}
 	return nil
 }
@@ -137,12 +159,28 @@ func ensureAll(ctx context.Context, c client.Client, labels map[string]string, o
 	return concurrently(steps...)
 }
 
+// ensureObject creates want, or brings the one of its name in line with it
+// when the manager made that one (it carries fleet.ManagedLabel); it never
+// rewrites or replaces an object made by anyone else.
 func ensureObject(ctx context.Context, c client.Client, labels map[string]string, want client.Object) error {
-	if err := replaceBindingOfOtherRole(ctx, c, want); err != nil {
+	have := want.DeepCopyObject().(client.Object)
+	err := c.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
 		return err
+	case !ensure.Carries(have, managed):
+		return notOwned(want)
+	default:
+		if err := replaceBindingOfOtherRole(ctx, c, want, have); err != nil {
+			return err
+		}
 	}
 	obj := want.DeepCopyObject().(client.Object)
-	_, err := controllerutil.CreateOrPatch(ctx, c, obj, func() error {
+	_, err = controllerutil.CreateOrPatch(ctx, c, obj, func() error {
+		if obj.GetResourceVersion() != "" && !ensure.Carries(obj, managed) {
+			return notOwned(want) // made meanwhile by someone else
+		}
 		l := obj.GetLabels()
 		if l == nil {
 			l = map[string]string{}
@@ -164,6 +202,9 @@ func ensureObject(ctx context.Context, c client.Client, labels map[string]string
 		return nil
 	})
 	if err != nil {
+		if outcome.IsStalling(err) {
+			return err
+		}
 		return fmt.Errorf("ensuring %T %s/%s: %w", want, want.GetNamespace(), want.GetName(), err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitfleet/fleet/internal/ensure"
 	"github.com/gitfleet/fleet/internal/names"
 )
 
@@ -54,16 +55,26 @@ func (r *Reconciler) reconcileRotationAccess(ctx context.Context, s *scope) erro
 	if s.clusterNS != "" { // granting: the ServiceAccount was just made
 		return ensureAll(ctx, r.Client, managedLabels(s.reg), rotationAccess(s.clusterNS, s.saName))
 	}
-	if s.reg.Status.ClusterName == "" {
+	cluster := s.reg.Status.ClusterName
+	if cluster == "" {
 		return nil
 	}
-	clusterNS := names.ClusterNamespace(s.reg.Namespace, s.reg.Status.ClusterName)
-	sa := &corev1.ServiceAccount{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: clusterNS, Name: s.saName}, sa); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // revoked: nothing to renew
+	// The ServiceAccount is named after the grant; earlier versions named
+	// it after the registration, in a namespace with a shorter hash.
+	for _, clusterNS := range []string{names.ClusterNamespace(s.reg.Namespace, cluster), names.LegacyClusterNamespace(s.reg.Namespace, cluster)} {
+		for _, saName := range []string{names.AgentServiceAccount(s.reg.Namespace, cluster, s.reg.Spec.ClientID, s.reg.Spec.ClientRandom), s.reg.Name} {
+			sa := &corev1.ServiceAccount{}
+			err := r.Client.Get(ctx, types.NamespacedName{Namespace: clusterNS, Name: saName}, sa)
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return err
+			case !ensure.Carries(sa, ownerLabels(s.reg)):
+				continue // not this registration's: never touched
+			}
+			return ensureAll(ctx, r.Client, managedLabels(s.reg), rotationAccess(clusterNS, saName))
 		}
-		return err
 	}
-	return ensureAll(ctx, r.Client, managedLabels(s.reg), rotationAccess(clusterNS, s.saName))
+	return nil // revoked: nothing to renew
 }

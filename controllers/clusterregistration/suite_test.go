@@ -132,9 +132,12 @@ func TestGrant(t *testing.T) {
 
 	clusterNS := names.ClusterNamespace(ns.Name, clusterName)
 	g.Expect(env.Get(ctx, types.NamespacedName{Name: clusterNS}, &corev1.Namespace{})).To(Succeed())
-	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: clusterNS, Name: reg.Name}, &corev1.ServiceAccount{})).To(Succeed())
+	// Named after the grant, not after the registration (a name the
+	// requester chose).
+	saName := names.AgentServiceAccount(ns.Name, clusterName, reg.Spec.ClientID, reg.Spec.ClientRandom)
+	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: clusterNS, Name: saName}, &corev1.ServiceAccount{})).To(Succeed())
 	agentBinding := &rbacv1.RoleBinding{}
-	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: clusterNS, Name: reg.Name}, agentBinding)).To(Succeed())
+	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: clusterNS, Name: saName}, agentBinding)).To(Succeed())
 	g.Expect(agentBinding.RoleRef.Name).To(Equal(clusterregistration.AgentRole))
 	statusRole := &rbacv1.Role{}
 	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: clusterregistration.StatusRoleName(clusterName)}, statusRole)).To(Succeed())

@@ -97,14 +97,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // finish computes the status from what the phases did, patches it when it
 // changed, and turns the phases' error into the result.
 func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.ClusterRegistrationTokenStatus, err error) (ctrl.Result, error) {
-	s.token.Status = status(*before, s.secretName, s.expires)
+	s.token.Status = withIssued(status(*before, s.secretName, s.expires), s.token.Generation, err, r.Now())
 	if perr := r.patchStatus(ctx, s.token, before); perr != nil {
 		return ctrl.Result{}, perr
 	}
-	if err != nil || s.expires == nil {
+	if (err != nil && !outcome.IsStalling(err)) || s.expires == nil {
 		return outcome.Result(err, 0)
 	}
-	// Come back when it expires, to delete it.
+	// Come back when it expires, to delete it, even when it cannot be
+	// issued.
 	return ctrl.Result{RequeueAfter: s.expires.Sub(r.Now()) + 10*time.Millisecond}, nil
 }
 

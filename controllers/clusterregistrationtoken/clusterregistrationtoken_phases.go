@@ -16,6 +16,8 @@ import (
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/registration"
 	"github.com/gitfleet/fleet/internal/satoken"
 )
 
@@ -49,8 +51,18 @@ func (r *Reconciler) reconcileServiceAccount(ctx context.Context, s *scope) erro
 	sa := &corev1.ServiceAccount{ObjectMeta: meta(token.Name)}
 	role := &rbacv1.Role{ObjectMeta: meta(RoleName(token))}
 	binding := &rbacv1.RoleBinding{ObjectMeta: meta(RoleName(token))}
+	// Checked all before any is written: a token named after somebody
+	// else's ServiceAccount gets nothing made for it.
+	for _, obj := range []client.Object{sa, role, binding, &corev1.Secret{ObjectMeta: meta(SecretName(token))}} {
+		if err := r.checkOwned(ctx, token, obj); err != nil {
+			return err
+		}
+	}
 	for _, obj := range []client.Object{sa, role, binding} {
 		_, err := controllerutil.CreateOrPatch(ctx, r.Client, obj, func() error {
+			if obj.GetResourceVersion() != "" && !owned(token, obj) {
+				return notOwned(token, obj) // made meanwhile by someone else
+			}
 			obj.SetLabels(labels(token))
 			switch o := obj.(type) {
 			case *rbacv1.Role:
@@ -65,11 +77,40 @@ func (r *Reconciler) reconcileServiceAccount(ctx context.Context, s *scope) erro
 			}
 			return controllerutil.SetControllerReference(token, obj, r.Client.Scheme())
 		})
+		if outcome.IsStalling(err) {
+			return err
+		}
 		if err != nil {
 			return fmt.Errorf("ensuring %T %s for token %s: %w", obj, obj.GetName(), token.Name, err)
 		}
 	}
 	return nil
+}
+
+// owned tells whether obj was made by the manager for token: it carries
+// the managed label and token is its controller.
+func owned(token *fleet.ClusterRegistrationToken, obj client.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return obj.GetLabels()[fleet.ManagedLabel] == "true" && ref != nil && ref.UID == token.UID
+}
+
+// checkOwned refuses a token whose objects' names are taken by objects the
+// manager did not make for it.
+func (r *Reconciler) checkOwned(ctx context.Context, token *fleet.ClusterRegistrationToken, obj client.Object) error {
+	have := obj.DeepCopyObject().(client.Object)
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), have); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !owned(token, have) {
+		return notOwned(token, obj)
+	}
+	return nil
+}
+
+func notOwned(token *fleet.ClusterRegistrationToken, obj client.Object) error {
+	return outcome.Stallf(fleet.ReasonNotOwned,
+		"%T %s/%s exists and was not made by fleet for this token: the token cannot be issued under its name, and fleet leaves that object alone; delete this token and make one with another name",
+		obj, obj.GetNamespace(), obj.GetName())
 }
 
 // reconcileSecret writes the values Secret once; the bearer token in it is
@@ -84,6 +125,12 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 	}
 	secret := &corev1.Secret{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: token.Namespace, Name: name}, secret)
+	if !owned(token, sa) {
+		return notOwned(token, sa)
+	}
+	if err == nil && !owned(token, secret) {
+		return notOwned(token, secret)
+	}
 	if err == nil && secret.Annotations[saUIDAnnotation] == string(sa.UID) {
 		s.secretName = name
 		return nil
@@ -113,6 +160,9 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 	}
 	secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: token.Namespace}}
 	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
+		if secret.ResourceVersion != "" && !owned(token, secret) {
+			return notOwned(token, secret)
+		}
 		secret.Labels = labels(token)
 		secret.Annotations = map[string]string{saUIDAnnotation: string(sa.UID)}
 		secret.Type = corev1.SecretTypeOpaque
@@ -126,7 +176,10 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// reconcileDelete revokes the token by deleting what it owns.
+// reconcileDelete revokes the token by deleting what it owns (nothing it
+// does not), and takes back at once the credentials granted with it that
+// wait for their agents: a deleted or expired token must not keep holding
+// places of the bound on waiting credentials.
 func (r *Reconciler) reconcileDelete(ctx context.Context, token *fleet.ClusterRegistrationToken) error {
 	if !controllerutil.ContainsFinalizer(token, fleet.RegistrationTokenFinalizer) {
 		return nil
@@ -140,10 +193,57 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, token *fleet.ClusterRe
 		&rbacv1.Role{ObjectMeta: meta(RoleName(token))},
 		&corev1.Secret{ObjectMeta: meta(SecretName(token))},
 	} {
-		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if !owned(token, obj) {
+			continue
+		}
+		uid := obj.GetUID()
+		if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("revoking token %s: deleting %T %s: %w", token.Name, obj, obj.GetName(), err)
 		}
 	}
+	if err := r.withdrawPending(ctx, token); err != nil {
+		return err
+	}
 	controllerutil.RemoveFinalizer(token, fleet.RegistrationTokenFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, token))
+}
+
+// withdrawPending deletes the credential secrets granted with token that
+// no agent fetched yet, and the Roles and RoleBindings letting the token
+// read them (each named after its secret).
+func (r *Reconciler) withdrawPending(ctx context.Context, token *fleet.ClusterRegistrationToken) error {
+	if r.SystemRegistrationNamespace == "" {
+		return nil
+	}
+	sel := client.MatchingLabels{fleet.ManagedLabel: "true", fleet.RegistrationTokenLabel: token.Name, registration.RequestNamespaceLabel: token.Namespace}
+	bindings := &rbacv1.RoleBindingList{}
+	if err := r.Client.List(ctx, bindings, client.InNamespace(r.SystemRegistrationNamespace), sel); err != nil {
+		return err
+	}
+	secrets := &corev1.SecretList{}
+	if err := r.Client.List(ctx, secrets, client.InNamespace(r.SystemRegistrationNamespace), sel); err != nil {
+		return err
+	}
+	pending := map[string]bool{}
+	for _, b := range bindings.Items {
+		pending[b.Name] = true
+	}
+	for _, s := range secrets.Items {
+		pending[s.Name] = true
+	}
+	for name := range pending {
+		meta := metav1.ObjectMeta{Name: name, Namespace: r.SystemRegistrationNamespace}
+		for _, obj := range []client.Object{&corev1.Secret{ObjectMeta: meta}, &rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta}} {
+			if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("revoking token %s: withdrawing the credential %s waiting for its agent: %w", token.Name, name, err)
+			}
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package clusterregistrationtoken
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 func TestStatus(t *testing.T) {
@@ -67,4 +69,15 @@ func TestStatus(t *testing.T) {
 			g.Expect(got.Expires.Time.Equal(tc.want.Expires.Time)).To(BeTrue(), "expires %s, want %s", got.Expires, tc.want.Expires)
 		})
 	}
+}
+
+func TestWithIssued(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Now()
+	st := withIssued(fleet.ClusterRegistrationTokenStatus{}, 1, outcome.Stallf(fleet.ReasonNotOwned, "ServiceAccount ns/ci-bot exists"), now)
+	g.Expect(st.Conditions).To(ConsistOf(And(HaveField("Type", fleet.ConditionIssued), HaveField("Status", metav1.ConditionFalse),
+		HaveField("Reason", fleet.ReasonNotOwned), HaveField("Message", ContainSubstring("ci-bot")))))
+	g.Expect(withIssued(st, 1, errors.New("conflict"), now)).To(Equal(st), "a transient error is no news")
+	st = withIssued(fleet.ClusterRegistrationTokenStatus{SecretName: "t-token"}, 1, nil, now)
+	g.Expect(st.Conditions).To(ConsistOf(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", fleet.ReasonIssued))))
 }

@@ -31,14 +31,50 @@ func md5Hex(s string) string {
 
 // ClusterNamespace is the namespace that holds a cluster's
 // BundleDeployments: cluster-<workspace>-<cluster>-<12 hex of
-// sha256(workspace::cluster)>, shortened to 57 characters plus a 5-hex hash
-// when longer than 63.
+// sha256(workspace::cluster)>, as Fleet names it. A longer name than 63 is
+// cut to 46 characters plus a 64-bit (16 hex) hash of the whole name:
+// different clusters must not be led to one namespace by a short hash.
 func ClusterNamespace(workspace, cluster string) string {
-	name := "cluster-" + workspace + "-" + cluster + "-" + sha256Hex(workspace + "::" + cluster)[:12]
+	name := clusterNamespaceBase(workspace, cluster)
+	if len(name) <= MaxNameLength {
+		return name
+	}
+	return name[:46] + "-" + sha256Hex(name)[:16]
+}
+
+// LegacyClusterNamespace is the name earlier versions gave a cluster
+// namespace: the same as ClusterNamespace up to 63 characters, past that cut
+// to 57 plus a 20-bit (5 hex) hash.
+func LegacyClusterNamespace(workspace, cluster string) string {
+	name := clusterNamespaceBase(workspace, cluster)
 	if len(name) <= MaxNameLength {
 		return name
 	}
 	return name[:57] + "-" + sha256Hex(name)[:5]
+}
+
+// ClusterNamespaceFor is the namespace of a Cluster whose status records
+// recorded (status.namespace, "" when not recorded yet): a Cluster made by an
+// earlier version keeps its legacy namespace, every other one gets
+// ClusterNamespace. Nothing else recorded is followed, as the agent may write
+// its Cluster's status.
+func ClusterNamespaceFor(workspace, cluster, recorded string) string {
+	if recorded != "" && recorded == LegacyClusterNamespace(workspace, cluster) {
+		return recorded
+	}
+	return ClusterNamespace(workspace, cluster)
+}
+
+func clusterNamespaceBase(workspace, cluster string) string {
+	return "cluster-" + workspace + "-" + cluster + "-" + sha256Hex(workspace + "::" + cluster)[:12]
+}
+
+// AgentServiceAccount names the ServiceAccount (and the bindings) whose token
+// is the credential of one grant: a hash of the grant (the Cluster, the
+// identity and the request's nonce), never a name the requester chose, so
+// that a registration cannot pick an existing object to be replaced.
+func AgentServiceAccount(workspace, cluster, clientID, clientRandom string) string {
+	return "fleet-agent-" + sha256Hex(workspace + "\x00" + cluster + "\x00" + clientID + "\x00" + clientRandom)[:16]
 }
 
 // ClusterForClientID names the Cluster a token registration creates.

@@ -42,6 +42,17 @@ func TestClusterNamespace(t *testing.T) {
 	g.Expect(long).To(HaveLen(63))
 	g.Expect(validation.IsDNS1123Label(long)).To(BeEmpty())
 	g.Expect(ClusterNamespace("a", "b-c")).NotTo(Equal(ClusterNamespace("a-b", "c")))
+	g.Expect(long).To(MatchRegexp(`-[0-9a-f]{16}$`), "a 64-bit hash for long names")
+
+	// Short names did not change; long ones did, and a Cluster that recorded
+	// its legacy namespace keeps it, while nothing else recorded is followed.
+	g.Expect(LegacyClusterNamespace("fleet-default", "edge-1")).To(Equal(ns))
+	legacy := LegacyClusterNamespace("fleet-default", strings.Repeat("c", 60))
+	g.Expect(legacy).To(HaveLen(63))
+	g.Expect(legacy).NotTo(Equal(long))
+	g.Expect(ClusterNamespaceFor("fleet-default", strings.Repeat("c", 60), legacy)).To(Equal(legacy))
+	g.Expect(ClusterNamespaceFor("fleet-default", strings.Repeat("c", 60), "")).To(Equal(long))
+	g.Expect(ClusterNamespaceFor("fleet-default", "edge-1", "cluster-fleet-default-victim")).To(Equal(ns))
 }
 
 func TestOthers(t *testing.T) {
@@ -53,4 +64,7 @@ func TestOthers(t *testing.T) {
 	g.Expect(Content([]byte(`{}`))).To(HavePrefix("s-"))
 	g.Expect(CredentialSecret("a", "b")).To(HavePrefix("c-"))
 	g.Expect(ImportToken(strings.Repeat("x", 80))).To(HaveLen(63))
+	sa := AgentServiceAccount("ws", "c", "id", "random")
+	g.Expect(sa).To(MatchRegexp(`^fleet-agent-[0-9a-f]{16}$`))
+	g.Expect(AgentServiceAccount("ws", "c", "id", "random2")).NotTo(Equal(sa))
 }

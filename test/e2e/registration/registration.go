@@ -236,14 +236,16 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(j.Agent.Exited()).To(BeFalse(), "the agent keeps retrying instead of crashing")
 	})
 
-	It("re-registers the same cluster identity onto the same Cluster and revokes the old credential", func() {
+	It("re-registers the same cluster identity onto the same Cluster with a token issued for it, and revokes the old credential", func() {
 		before := prod.Cluster.DeepCopy()
 		oldCred := prod.Cred
 		prod.Agent.Stop()
 
-		// The cluster lost its credential: a fresh token brings it back.
+		// The cluster lost its credential: a fresh token issued for that
+		// cluster brings it back (a token for any cluster may not: its agent
+		// has checked in, and a clientID is no proof of being that cluster).
 		Expect(prod.Local.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}})).To(Succeed())
-		prod.ApplyToken(ctx)
+		prod.ApplyToken(ctx, "--cluster", before.Name)
 		start(prod)
 		prod.WaitRegistered(ctx, registerTimeout)
 

@@ -100,6 +100,8 @@ var _ = BeforeSuite(func() {
 		CredentialLifetime: time.Hour,
 		// Hole 11: GitRepos without webhookSecret need this one.
 		WebhookSecret: []byte(managerWebhookSecret),
+		// Small registration bounds: one token's flood must not fill them.
+		RegistrationMaxPending: 8, RegistrationMaxPendingPerToken: 3,
 	}
 	stop, err := framework.StartManager(e.Ctx, e.Upstream.Config, e.Options)
 	Expect(err).NotTo(HaveOccurred())

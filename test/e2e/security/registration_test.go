@@ -1,0 +1,308 @@
+package security_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/test/framework"
+)
+
+// tokenHolder is foothold (a): the bearer of one registration token, with
+// exactly the token's rights.
+type tokenHolder struct {
+	boot *agentinstall.Bootstrap
+	c    client.Client
+}
+
+// issueToken has an admin issue a registration token for workspace (bound
+// to cluster when set) and returns its holder.
+func issueToken(ctx context.Context, workspace, cluster string) (*fleet.ClusterRegistrationToken, *tokenHolder) {
+	token, boot, err := agentinstall.CreateToken(ctx, env.Admin, agentinstall.TokenOptions{Namespace: workspace, Cluster: cluster})
+	Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(framework.BearerConfig(env.Upstream.Config, boot.Token), client.Options{Scheme: controllers.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	return token, &tokenHolder{boot: boot, c: c}
+}
+
+// request creates a ClusterRegistration as an agent does, named name ("" for
+// the agent's own naming).
+func (h *tokenHolder) request(ctx context.Context, name, clientID string) *fleet.ClusterRegistration {
+	random := make([]byte, 16)
+	_, _ = rand.Read(random)
+	clientRandom := hex.EncodeToString(random)
+	if name == "" {
+		name = registration.RequestName(clientID, clientRandom)
+	}
+	reg := &fleet.ClusterRegistration{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.boot.ClusterNamespace,
+			Labels: map[string]string{fleet.RegistrationTokenLabel: h.boot.TokenName}},
+		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: clientRandom},
+	}
+	Expect(h.c.Create(ctx, reg)).To(Succeed())
+	return reg
+}
+
+// fetch waits for the credential of reg, with the token's right to read it,
+// and deletes the manager's copy, as an agent does.
+func (h *tokenHolder) fetch(ctx context.Context, reg *fleet.ClusterRegistration) *registration.Credential {
+	key := types.NamespacedName{Namespace: h.boot.SystemRegistrationNamespace, Name: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}
+	secret := &corev1.Secret{}
+	Eventually(func() error { return h.c.Get(ctx, key, secret) }, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	Expect(h.c.Delete(ctx, secret)).To(Succeed())
+	return &registration.Credential{
+		APIServerURL: env.Upstream.Config.Host, APIServerCA: env.Upstream.Config.CAData,
+		Token:            string(secret.Data[fleet.CredentialTokenKey]),
+		ClusterName:      string(secret.Data[fleet.CredentialClusterNameKey]),
+		ClusterNamespace: string(secret.Data[fleet.CredentialClusterNamespaceKey]),
+		Namespace:        string(secret.Data[fleet.CredentialNamespaceKey]),
+		ClientID:         reg.Spec.ClientID,
+	}
+}
+
+// checkIn writes the agent's heartbeat with its own credential.
+func checkIn(ctx context.Context, cred *registration.Credential) {
+	c, err := registration.NewUpstreamClient(cred.RESTConfig())
+	Expect(err).NotTo(HaveOccurred())
+	cluster := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: cred.Namespace, Name: cred.ClusterName}}
+	patch := fmt.Sprintf(`{"status":{"agent":{"lastSeen":%q}}}`, time.Now().UTC().Format(time.RFC3339))
+	Expect(c.Status().Patch(ctx, cluster, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+}
+
+// accepted is condition Accepted of a registration, read by the admin.
+func accepted(ctx context.Context, reg *fleet.ClusterRegistration) func(Gomega) *metav1.Condition {
+	return func(g Gomega) *metav1.Condition {
+		got := &fleet.ClusterRegistration{}
+		g.Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(reg), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionAccepted)
+		g.Expect(c).NotTo(BeNil(), "no Accepted condition yet")
+		return c
+	}
+}
+
+// workspace makes a workspace namespace for one spec.
+func workspace(ctx context.Context, name string) string {
+	err := env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+	return name
+}
+
+var _ = Describe("Registration", func() {
+	It("5: a registration named after an existing RoleBinding does not replace it", func(ctx SpecContext) {
+		victim := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultWorkspace, Name: "ops-admins"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
+		}
+		Expect(env.Admin.Create(ctx, victim)).To(Succeed())
+		_, attacker := issueToken(ctx, fleet.DefaultWorkspace, "")
+
+		reg := attacker.request(ctx, victim.Name, "sec-reg-5-attacker")
+		Eventually(accepted(ctx, reg), 30*time.Second, 200*time.Millisecond).Should(
+			HaveField("Reason", fleet.ReasonGranted), "a legitimate new cluster is still granted")
+
+		after := &rbacv1.RoleBinding{}
+		Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(victim), after)).To(Succeed())
+		Expect(after.UID).To(Equal(victim.UID), "not deleted and made again")
+		Expect(after.ResourceVersion).To(Equal(victim.ResourceVersion), "not rewritten")
+		Expect(after.RoleRef).To(Equal(victim.RoleRef))
+		Expect(after.Subjects).To(Equal(victim.Subjects))
+		Expect(after.Labels).NotTo(HaveKey(fleet.ManagedLabel))
+	})
+
+	It("6: a generic token holder cannot re-register as a cluster whose agent has checked in", func(ctx SpecContext) {
+		ws := workspace(ctx, "sec-reg-takeover")
+		_, owner := issueToken(ctx, ws, "")
+		victimReg := owner.request(ctx, "", "sec-reg-6-victim")
+		victimCred := owner.fetch(ctx, victimReg)
+		checkIn(ctx, victimCred)
+		Expect(registration.Check(ctx, victimCred)).To(Succeed())
+		before := &fleet.Cluster{}
+		Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: victimCred.ClusterName}, before)).To(Succeed())
+		Expect(before.Status.Agent.LastSeen.IsZero()).To(BeFalse())
+
+		// The clientID is no secret: it is in the Cluster's spec.
+		_, attacker := issueToken(ctx, ws, "")
+		reg := attacker.request(ctx, "", before.Spec.ClientID)
+		Eventually(accepted(ctx, reg), 30*time.Second, 200*time.Millisecond).Should(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", fleet.ReasonIdentityConflict),
+			HaveField("Message", ContainSubstring("fleet install agent-token -g %s --cluster %s", ws, before.Name))))
+
+		Consistently(func() error { return registration.Check(ctx, victimCred) }, 3*time.Second, 300*time.Millisecond).
+			Should(Succeed(), "the real agent's credential still works")
+		err := attacker.c.Get(ctx, types.NamespacedName{Namespace: attacker.boot.SystemRegistrationNamespace,
+			Name: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}, &corev1.Secret{})
+		Expect(apierrors.IsNotFound(err) || apierrors.IsForbidden(err)).To(BeTrue(), "no credential for the attacker: %v", err)
+		after := &fleet.Cluster{}
+		Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(before), after)).To(Succeed())
+		Expect(after.UID).To(Equal(before.UID))
+		Expect(after.Spec).To(Equal(before.Spec))
+		Expect(after.Labels).To(Equal(before.Labels))
+		Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(victimReg), &fleet.ClusterRegistration{})).To(Succeed(),
+			"the victim's registration, whose deletion would revoke its credential, is still there")
+
+		// The recovery the message names: a token issued for that cluster.
+		_, admin := issueToken(ctx, ws, before.Name)
+		recovered := admin.fetch(ctx, admin.request(ctx, "", before.Spec.ClientID))
+		Expect(recovered.ClusterName).To(Equal(before.Name))
+		Expect(registration.Check(ctx, recovered)).To(Succeed())
+	})
+
+	It("8: one token's flood of registrations does not hold back another token's", func(ctx SpecContext) {
+		ws := workspace(ctx, "sec-reg-flood")
+		perToken := env.Options.RegistrationMaxPendingPerToken
+		Expect(perToken).To(BeNumerically(">", 0))
+		Expect(perToken).To(BeNumerically("<", env.Options.RegistrationMaxPending))
+		tokenA, floodA := issueToken(ctx, ws, "")
+		var flood []*fleet.ClusterRegistration
+		for i := range env.Options.RegistrationMaxPending + 2 {
+			flood = append(flood, floodA.request(ctx, "", fmt.Sprintf("sec-reg-8-junk-%d", i)))
+		}
+		// Nobody fetches these credentials: they would wait for 10 minutes.
+		Eventually(func(g Gomega) {
+			granted, waiting := 0, 0
+			for _, reg := range flood {
+				switch accepted(ctx, reg)(g).Reason {
+				case fleet.ReasonGranted:
+					granted++
+				case fleet.ReasonPendingBound:
+					waiting++
+				}
+			}
+			g.Expect(granted).To(Equal(perToken), "the token's own bound")
+			g.Expect(waiting).To(Equal(len(flood) - perToken))
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+
+		tokenB, honest := issueToken(ctx, ws, "")
+		start := time.Now()
+		cred := honest.fetch(ctx, honest.request(ctx, "", "sec-reg-8-honest"))
+		Expect(time.Since(start)).To(BeNumerically("<", 15*time.Second), "granted promptly")
+		Expect(registration.Check(ctx, cred)).To(Succeed())
+
+		// Deleting (or the expiry of) token A takes back its waiting grants at
+		// once, rather than after they would have expired.
+		Expect(env.Admin.Delete(ctx, tokenA)).To(Succeed())
+		Eventually(func(g Gomega) {
+			for _, obj := range []client.ObjectList{&rbacv1.RoleBindingList{}, &corev1.SecretList{}} {
+				g.Expect(env.Admin.List(ctx, obj, client.InNamespace(env.Options.SystemRegistrationNamespace()),
+					client.MatchingLabels{fleet.RegistrationTokenLabel: tokenA.Name})).To(Succeed())
+				g.Expect(meta.LenList(obj)).To(BeZero(), "token A's waiting grants")
+			}
+		}, 20*time.Second, 250*time.Millisecond).Should(Succeed())
+		Expect(env.Admin.Delete(ctx, tokenB)).To(Succeed())
+	})
+
+	It("9: a registration does not adopt an existing namespace, labelled for another Cluster or not labelled at all", func(ctx SpecContext) {
+		ws := workspace(ctx, "sec-reg-ns")
+		_, attacker := issueToken(ctx, ws, "")
+		for _, tc := range []struct {
+			clientID string
+			labels   map[string]string
+		}{
+			{"sec-reg-9-other", map[string]string{fleet.ManagedLabel: "true", fleet.ClusterLabel: "someone-else", fleet.ClusterNamespaceLabel: ws}},
+			{"sec-reg-9-unlabelled", nil},
+		} {
+			nsName := names.ClusterNamespace(ws, names.ClusterForClientID(tc.clientID))
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName, Labels: tc.labels}}
+			Expect(env.Admin.Create(ctx, ns)).To(Succeed())
+
+			reg := attacker.request(ctx, "", tc.clientID)
+			Eventually(accepted(ctx, reg), 30*time.Second, 200*time.Millisecond).Should(And(
+				HaveField("Status", metav1.ConditionFalse),
+				HaveField("Reason", fleet.ReasonNamespaceConflict),
+				HaveField("Message", ContainSubstring(nsName))))
+
+			after := &corev1.Namespace{}
+			Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(ns), after)).To(Succeed())
+			Expect(after.ResourceVersion).To(Equal(ns.ResourceVersion), "the namespace is not relabelled")
+			sas := &corev1.ServiceAccountList{}
+			Expect(env.Admin.List(ctx, sas, client.InNamespace(nsName), client.HasLabels{fleet.ManagedLabel})).To(Succeed())
+			Expect(sas.Items).To(BeEmpty(), "no agent ServiceAccount was made in it")
+			err := env.Admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: names.ClusterForClientID(tc.clientID)}, &fleet.Cluster{})
+			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Cluster was made: %v", err)
+		}
+
+		// A tenant's Cluster whose namespace name is taken is refused too.
+		const tenantNS = "sec-reg-ns-tenant"
+		tenant, err := framework.TenantClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), tenantNS)
+		Expect(err).NotTo(HaveOccurred())
+		taken := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names.ClusterNamespace(tenantNS, "c2")}}
+		Expect(env.Admin.Create(ctx, taken)).To(Succeed())
+		cluster := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "c2"}}
+		Expect(tenant.Create(ctx, cluster)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &fleet.Cluster{}
+			g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(cluster), got)).To(Succeed())
+			c := meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionProcessed)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(fleet.ReasonNamespaceConflict))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		after := &corev1.Namespace{}
+		Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(taken), after)).To(Succeed())
+		Expect(after.ResourceVersion).To(Equal(taken.ResourceVersion), "the namespace is not relabelled")
+	})
+
+	It("10: a token named after an existing ServiceAccount mints nothing for it and does not delete it", func(ctx SpecContext) {
+		const ns = "sec-reg-sa"
+		workspace(ctx, ns)
+		// A tenant that may create (and read) registration tokens here, and
+		// nothing else.
+		maker := metav1.ObjectMeta{Namespace: ns, Name: "token-maker"}
+		Expect(env.Admin.Create(ctx, &rbacv1.Role{ObjectMeta: maker, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"clusterregistrationtokens"}, Verbs: []string{"create", "get"}}}})).To(Succeed())
+		Expect(env.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: maker,
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: maker.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: maker.Name}}})).To(Succeed())
+		tenant, _, err := framework.ServiceAccountClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), ns, maker.Name)
+		Expect(err).NotTo(HaveOccurred())
+		ciBot := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ci-bot"}}
+		Expect(env.Admin.Create(ctx, ciBot)).To(Succeed())
+
+		// With a TTL, the manager itself deletes the token when it expires.
+		token := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ciBot.Name},
+			Spec: fleet.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: 15 * time.Second}}}
+		Expect(tenant.Create(ctx, token)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &fleet.ClusterRegistrationToken{}
+			g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(token), got)).To(Succeed())
+			c := meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionIssued)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(fleet.ReasonNotOwned))
+			g.Expect(c.Message).To(ContainSubstring("ci-bot"))
+			g.Expect(got.Status.SecretName).To(BeEmpty())
+		}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+		secrets := &corev1.SecretList{}
+		Expect(env.Admin.List(ctx, secrets, client.InNamespace(ns))).To(Succeed())
+		for _, s := range secrets.Items {
+			Expect(s.Name).NotTo(Equal(ciBot.Name+"-token"), "no values Secret holding a token for ci-bot")
+			Expect(s.Annotations).NotTo(HaveKeyWithValue(corev1.ServiceAccountNameKey, ciBot.Name))
+		}
+
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Admin.Get(ctx, client.ObjectKeyFromObject(token), &fleet.ClusterRegistrationToken{}))
+		}, 40*time.Second, 250*time.Millisecond).Should(BeTrue(), "the expired token is deleted")
+		after := &corev1.ServiceAccount{}
+		Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(ciBot), after)).To(Succeed(), "ci-bot outlives the token")
+		Expect(after.UID).To(Equal(ciBot.UID))
+		Expect(after.ResourceVersion).To(Equal(ciBot.ResourceVersion), "not adopted: no labels or owner added")
+	})
+})
