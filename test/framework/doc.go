@@ -6,10 +6,15 @@
 //   - framework (this package) drives the system as a user would: it builds
 //     the binaries once and runs them as processes with their logs kept
 //     (Start, and StartManagerProcess, which returns only once the manager's
-//     /readyz answers), joins downstream clusters through the `fleet` CLI
-//     and the real agent (Join, JoinedCluster), applies YAML as kubectl
-//     would, runs the manager's controllers in process (StartManager), cuts
-//     network links (Proxy), and waits on conditions (WaitFor, HoldsFor).
+//     /readyz answers), applies YAML as kubectl would, runs the manager's
+//     controllers in process with exactly its generated rights
+//     (StartManager), gives clients that hold exactly an attacker's rights
+//     (footholds.go), and cuts network links (Proxy). It uses no Ginkgo or
+//     Gomega: the local development environment (fleet dev up) uses it too.
+//   - test/framework/e2e holds the Ginkgo and Gomega helpers of the specs:
+//     joining downstream clusters through the `fleet` CLI and the real
+//     agent (Join, JoinedCluster) and waits on conditions (WaitFor,
+//     HoldsFor).
 //   - test/e2e/<area> packages hold the specs, as functions such as
 //     reliability.OutageSpec(ctx, func() reliability.SpecInput) in the shape
 //     of Cluster API's QuickStartSpec: a spec reads everything it runs

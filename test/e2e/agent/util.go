@@ -17,6 +17,7 @@ import (
 	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/test/framework/e2e"
 )
 
 const ws = fleet.DefaultWorkspace
@@ -40,7 +41,7 @@ type fixture struct {
 
 // cluster is a downstream cluster joined through the CLI and the agent.
 type cluster struct {
-	*framework.JoinedCluster
+	*e2e.JoinedCluster
 	ctx context.Context
 	// link, when set, carries the agent's connections to the manager.
 	link *framework.Proxy
@@ -51,14 +52,14 @@ type cluster struct {
 // The agent reaches the manager through link when it is set.
 func (j *cluster) join(in SpecInput, cp *controlplane.ControlPlane, link *framework.Proxy, labels ...string) {
 	GinkgoHelper()
-	jin := framework.JoinInput{Upstream: in.Upstream, Downstream: cp, Admin: in.Admin, LogDir: in.LogDir, AgentArgs: agentArgs()}
+	jin := e2e.JoinInput{Upstream: in.Upstream, Downstream: cp, Admin: in.Admin, LogDir: in.LogDir, AgentArgs: agentArgs()}
 	for _, l := range labels {
 		jin.ConfigArgs = append(jin.ConfigArgs, "-l", l)
 	}
 	if link != nil {
 		jin.APIServerURL = link.URL
 	}
-	j.JoinedCluster = framework.Join(j.ctx, jin, registerTimeout)
+	j.JoinedCluster = e2e.Join(j.ctx, jin, registerTimeout)
 	j.link = link
 }
 

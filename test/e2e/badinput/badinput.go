@@ -18,6 +18,7 @@ import (
 	"github.com/gitfleet/fleet/test/chartrepo"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/test/framework/e2e"
 )
 
 // SpecInput is what BadInputSpec runs against.
@@ -149,7 +150,7 @@ func BadInputSpec(ctx context.Context, inputGetter func() SpecInput) {
 // started from them.
 func (f *fixture) joinAgent(in SpecInput) {
 	GinkgoHelper()
-	j := framework.Join(f.ctx, framework.JoinInput{Upstream: in.Upstream, Downstream: in.Downstream, Admin: in.Admin, LogDir: in.LogDir,
+	j := e2e.Join(f.ctx, e2e.JoinInput{Upstream: in.Upstream, Downstream: in.Downstream, Admin: in.Admin, LogDir: in.LogDir,
 		ConfigArgs: []string{"-l", "env=" + agentEnv},
 		AgentArgs:  []string{"--checkin-interval", "5s", "--min-backoff", "100ms", "--max-backoff", "2s", "--resync", "30s"}}, 60*time.Second)
 	f.local, f.agent, f.agentCluster, f.agentCred = j.Local, j.Agent, j.Cluster, j.Cred

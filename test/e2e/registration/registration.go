@@ -23,6 +23,7 @@ import (
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/test/framework/e2e"
 )
 
 // TokenRegistrationSpec registers downstream clusters with tokens, through
@@ -38,7 +39,7 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 		downstreams []*controlplane.ControlPlane
 		admin       client.Client
 		maxPending  int
-		prod, other *framework.JoinedCluster
+		prod, other *e2e.JoinedCluster
 	)
 	BeforeAll(func() {
 		input = inputGetter()
@@ -50,7 +51,7 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 	// retries.
 	agentArgs := []string{"--checkin-interval", "2s", "--min-backoff", "100ms", "--max-backoff", "2s"}
 	// start starts an agent for j that stops when the spec ends.
-	start := func(j *framework.JoinedCluster) {
+	start := func(j *e2e.JoinedCluster) {
 		GinkgoHelper()
 		j.StartAgent()
 		DeferCleanup(j.Agent.Stop)
@@ -58,9 +59,9 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 	// join registers a downstream cluster exactly as a user would: print
 	// the manifests with the CLI, apply them downstream, start the agent
 	// from them.
-	join := func(cp *controlplane.ControlPlane, systemNamespace string, configArgs ...string) *framework.JoinedCluster {
+	join := func(cp *controlplane.ControlPlane, systemNamespace string, configArgs ...string) *e2e.JoinedCluster {
 		GinkgoHelper()
-		j := framework.NewJoinedCluster(framework.JoinInput{Upstream: upstream, Downstream: cp, Admin: admin, LogDir: input.LogDir,
+		j := e2e.NewJoinedCluster(e2e.JoinInput{Upstream: upstream, Downstream: cp, Admin: admin, LogDir: input.LogDir,
 			SystemNamespace: systemNamespace, ConfigArgs: configArgs, AgentArgs: agentArgs})
 		j.ApplyToken(ctx)
 		j.ApplyConfig(ctx)
@@ -196,7 +197,7 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 	It("refuses an expired token, and the agent says why", func() {
 		const ns = "fleet-expired"
-		j := framework.NewJoinedCluster(framework.JoinInput{Upstream: upstream, Downstream: downstreams[1], Admin: admin, LogDir: input.LogDir,
+		j := e2e.NewJoinedCluster(e2e.JoinInput{Upstream: upstream, Downstream: downstreams[1], Admin: admin, LogDir: input.LogDir,
 			SystemNamespace: ns, ConfigArgs: []string{"--client-id", "expired-cluster"}, AgentArgs: agentArgs})
 		tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", upstream.Kubeconfig, "--ttl", "2s", "--system-namespace", ns)
 		Expect(err).NotTo(HaveOccurred())

@@ -16,6 +16,7 @@ import (
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/test/framework/e2e"
 	"github.com/gitfleet/fleet/test/simagent"
 )
 
@@ -155,7 +156,7 @@ func OutageSpec(ctx context.Context, inputGetter func() SpecInput) {
 			}
 		}()
 		meanwhile()
-		framework.HoldsFor("the manager keeps running while "+what+" is down", func(g Gomega) {
+		e2e.HoldsFor("the manager keeps running while "+what+" is down", func(g Gomega) {
 			g.Expect(mgr.Exited()).To(BeFalse(), "the manager exited:\n%s", mgr.Tail(4000))
 		}, d-time.Since(stopped), time.Second)
 		started = true

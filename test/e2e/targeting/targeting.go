@@ -16,7 +16,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
-	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/test/framework/e2e"
 )
 
 const ws = fleet.DefaultWorkspace
@@ -189,7 +189,7 @@ func TargetingSpec(ctx context.Context, inputGetter func() SpecInput) {
 			Expect(admin.Status().Patch(ctx, c, client.RawPatch(types.MergePatchType,
 				[]byte(fmt.Sprintf(`{"status":{"agent":{"lastSeen":%q}}}`, time.Now().UTC().Format(time.RFC3339)))))).To(Succeed())
 			// Heartbeats come apart in time, as agents' do.
-			framework.HoldsFor("no BundleDeployment is written after a heartbeat", unchanged, 100*time.Millisecond, 20*time.Millisecond)
+			e2e.HoldsFor("no BundleDeployment is written after a heartbeat", unchanged, 100*time.Millisecond, 20*time.Millisecond)
 		}
 		Consistently(unchanged, time.Second, 100*time.Millisecond).Should(Succeed())
 	})

@@ -1,4 +1,4 @@
-package framework
+package e2e
 
 import (
 	"time"

@@ -1,4 +1,9 @@
-package framework
+// Package e2e holds the Ginkgo and Gomega helpers that end-to-end specs
+// share: joining a downstream cluster as a user would, and waits that name
+// what they wait for. It is kept apart from test/framework, which the
+// local development environment (fleet dev up) also uses, so that the CLI
+// does not link the test libraries.
+package e2e
 
 import (
 	"context"
@@ -15,6 +20,7 @@ import (
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/framework"
 )
 
 // JoinInput says which downstream cluster joins which manager, and how.
@@ -50,9 +56,9 @@ type JoinedCluster struct {
 	// Local is an admin client of the downstream cluster.
 	Local client.Client
 	// Agent is the agent process started last.
-	Agent *Process
+	Agent *framework.Process
 	// Agents are every agent process started for the cluster.
-	Agents []*Process
+	Agents []*framework.Process
 	// Cluster is the Fleet Cluster the agent registered, and Cred the
 	// credential it stored (set by WaitRegistered).
 	Cluster *fleet.Cluster
@@ -99,9 +105,9 @@ func (j *JoinedCluster) ApplyToken(ctx context.Context, extra ...string) {
 	if j.SystemNamespace != "" {
 		args = append(args, "--system-namespace", j.SystemNamespace)
 	}
-	tokenYAML, err := Run("fleet", append(args, extra...)...)
+	tokenYAML, err := framework.Run("fleet", append(args, extra...)...)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	gomega.Expect(ApplyYAML(ctx, j.Local, tokenYAML)).To(gomega.Succeed())
+	gomega.Expect(framework.ApplyYAML(ctx, j.Local, tokenYAML)).To(gomega.Succeed())
 	if j.APIServerURL == "" {
 		return
 	}
@@ -123,15 +129,15 @@ func (j *JoinedCluster) ApplyConfig(ctx context.Context) {
 	if j.SystemNamespace != "" {
 		args = append(args, "--system-namespace", j.SystemNamespace)
 	}
-	configYAML, err := Run("fleet", append(args, j.ConfigArgs...)...)
+	configYAML, err := framework.Run("fleet", append(args, j.ConfigArgs...)...)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	gomega.Expect(ApplyYAML(ctx, j.Local, configYAML)).To(gomega.Succeed())
+	gomega.Expect(framework.ApplyYAML(ctx, j.Local, configYAML)).To(gomega.Succeed())
 }
 
 // StartAgent starts one more agent process for the cluster, with the input's
 // AgentArgs and then extra, each with a log of its own. It becomes j.Agent.
 // Stopping it is the caller's: it may span specs.
-func (j *JoinedCluster) StartAgent(extra ...string) *Process {
+func (j *JoinedCluster) StartAgent(extra ...string) *framework.Process {
 	ginkgo.GinkgoHelper()
 	args := []string{"--kubeconfig", j.Downstream.Kubeconfig}
 	if j.SystemNamespace != "" {
@@ -139,7 +145,7 @@ func (j *JoinedCluster) StartAgent(extra ...string) *Process {
 	}
 	args = append(append(args, j.AgentArgs...), extra...)
 	name := fmt.Sprintf("agent-%s-%s-%d", j.Downstream.Name, j.namespace(), len(j.Agents)+1)
-	p, err := Start(j.LogDir, name, "fleet-agent", args...)
+	p, err := framework.Start(j.LogDir, name, "fleet-agent", args...)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	j.Agent = p
 	j.Agents = append(j.Agents, p)
