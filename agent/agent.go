@@ -143,22 +143,10 @@ type Heartbeat struct {
 
 // Run checks in until ctx ends.
 func (h *Heartbeat) Run(ctx context.Context) {
-	log := ctrl.LoggerFrom(ctx)
 	b := &registration.Backoff{Min: max(h.MinBackoff, 100*time.Millisecond), Max: max(h.MaxBackoff, time.Second)}
-	for {
-		wait := h.Interval
-		if err := h.Beat(ctx); err != nil {
-			wait = min(b.Next(), h.Interval)
-			log.Info("Check-in failed, retrying", "reason", err.Error(), "retryIn", wait.Round(time.Millisecond))
-		} else {
-			b.Reset()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
+	registration.Repeat(ctx, b, h.Interval, "Check-in failed, retrying", func(ctx context.Context) (time.Duration, error) {
+		return h.Interval, h.Beat(ctx)
+	})
 }
 
 // Beat sends one check-in.

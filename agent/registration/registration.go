@@ -155,6 +155,30 @@ func (b *Backoff) Next() time.Duration {
 // Reset starts over after a success.
 func (b *Backoff) Reset() { b.attempt = 0 }
 
+// Repeat runs step until ctx ends. After a success it waits what step
+// returned; after a failure it logs what failed and waits the next backoff,
+// at most ceiling when ceiling > 0.
+func Repeat(ctx context.Context, b *Backoff, ceiling time.Duration, failed string, step func(context.Context) (time.Duration, error)) {
+	log := ctrl.LoggerFrom(ctx)
+	for {
+		wait, err := step(ctx)
+		if err != nil {
+			wait = b.Next()
+			if ceiling > 0 {
+				wait = min(wait, ceiling)
+			}
+			log.Info(failed, "reason", err.Error(), "retryIn", wait.Round(time.Millisecond))
+		} else {
+			b.Reset()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
 // Ensure returns a working credential, registering when needed. It returns
 // only with a credential or when ctx ends.
 func Ensure(ctx context.Context, o Options) (*Credential, error) {

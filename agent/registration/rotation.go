@@ -146,22 +146,7 @@ func NewRotator(cred *Credential, o RotateOptions) *Rotator {
 // Run rotates the credential whenever it is due, until ctx ends. Failures
 // are retried with backoff: the old token stays in use until it expires.
 func (r *Rotator) Run(ctx context.Context) {
-	log := ctrl.LoggerFrom(ctx)
-	b := &Backoff{Min: r.o.MinBackoff, Max: r.o.MaxBackoff}
-	for {
-		wait, err := r.Step(ctx)
-		if err != nil {
-			wait = b.Next()
-			log.Info("Could not rotate the agent credential, retrying", "reason", err.Error(), "retryIn", wait.Round(time.Millisecond))
-		} else {
-			b.Reset()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
+	Repeat(ctx, &Backoff{Min: r.o.MinBackoff, Max: r.o.MaxBackoff}, 0, "Could not rotate the agent credential, retrying", r.Step)
 }
 
 // Step rotates the credential when it is due and says when to look again.
