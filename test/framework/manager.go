@@ -3,6 +3,12 @@ package framework
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,7 +66,11 @@ func ManagerConfig(ctx context.Context, admin *rest.Config) (*rest.Config, error
 		return nil, err
 	}
 	var user string
+	var rules []rbacv1.PolicyRule
 	for _, obj := range objs {
+		if role, ok := obj.(*rbacv1.ClusterRole); ok {
+			rules = role.Rules
+		}
 		switch obj.GetObjectKind().GroupVersionKind().Kind {
 		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding":
 		default:
@@ -73,7 +83,47 @@ func ManagerConfig(ctx context.Context, admin *rest.Config) (*rest.Config, error
 			return nil, fmt.Errorf("installing the manager's %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 		}
 	}
+	groups := []string{"system:serviceaccounts", "system:authenticated"}
+	if err := waitAuthorized(ctx, c, user, groups, rules); err != nil {
+		return nil, err
+	}
 	cfg := rest.CopyConfig(admin)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 	return cfg, nil
+}
+
+// waitAuthorized waits until the API server's authorizer grants user every
+// verb of rules: it learns of new RBAC objects from its own informers, a
+// moment after they were written, and a manager started in that moment is
+// refused.
+func waitAuthorized(ctx context.Context, c client.Client, user string, groups []string, rules []rbacv1.PolicyRule) error {
+	var pending []authorizationv1.ResourceAttributes
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				resource, sub, _ := strings.Cut(res, "/")
+				for _, v := range r.Verbs {
+					pending = append(pending, authorizationv1.ResourceAttributes{Group: g, Resource: resource, Subresource: sub, Verb: v})
+				}
+			}
+		}
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for len(pending) > 0 {
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user, Groups: groups, ResourceAttributes: &pending[0]}}
+			if err := c.Create(ctx, review); err != nil {
+				return false, err
+			}
+			if !review.Status.Allowed {
+				return false, nil
+			}
+			pending = pending[1:]
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the API server to grant the manager's ServiceAccount its ClusterRole (%d rights still refused, first %+v): %w", len(pending), pending[0], err)
+	}
+	return nil
 }
