@@ -230,7 +230,7 @@ func attempt(ctx context.Context, o Options) (*Credential, error) {
 	secret := &corev1.Secret{}
 	if err := o.Local.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: fleet.AgentBootstrapSecretName}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no credential and no %s/%s secret: apply a registration token (fleet install agent-token)", o.Namespace, fleet.AgentBootstrapSecretName)
+			return nil, fmt.Errorf("no credential and no %s/%s secret: apply a registration token (fleet install agent-token; for a cluster that was registered before and lost its credential, fleet install agent-token --cluster NAME)", o.Namespace, fleet.AgentBootstrapSecretName)
 		}
 		return nil, err
 	}

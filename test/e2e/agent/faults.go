@@ -174,7 +174,7 @@ func faultSpecs(f *fixture) {
 		Expect(prod.Agent.Exited()).To(BeFalse())
 	})
 
-	It("lets a cluster whose credential Secret was deleted re-register with a fresh token and keep its identity", func() {
+	It("lets a cluster whose credential Secret was deleted re-register with a token issued for it and keep its identity", func() {
 		old := dev.Cred
 		cluster := dev.Cluster.DeepCopy()
 		By("deleting the agent's credential downstream and restarting the agent")
@@ -186,8 +186,8 @@ func faultSpecs(f *fixture) {
 			ContainSubstring("apply a registration token"), "the agent says what it needs")
 		Expect(dev.Agent.Exited()).To(BeFalse(), "it waits for a token rather than crash-looping")
 
-		By("applying a fresh token")
-		dev.ApplyToken(ctx)
+		By("applying a fresh token issued for that cluster (a clientID alone proves nothing)")
+		dev.ApplyToken(ctx, "--cluster", cluster.Name)
 		dev.WaitRegistered(ctx, registerTimeout)
 		Expect(dev.Cluster.Name).To(Equal(cluster.Name), "the same Cluster")
 		Expect(dev.Cluster.UID).To(Equal(cluster.UID))
