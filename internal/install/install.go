@@ -5,7 +5,10 @@
 package install
 
 import (
+	"fmt"
+
 	"bytes"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -96,6 +99,8 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerName},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ManagerName, Namespace: ns}},
 		},
+		tokenScopePolicy(ns),
+		tokenScopeBinding(),
 		&appsv1.Deployment{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 			ObjectMeta: meta,
@@ -159,3 +164,53 @@ func firstNonEmpty(s ...string) string {
 	}
 	return ""
 }
+
+// TokenScopePolicyName names the admission policy that keeps the manager
+// from minting ServiceAccount tokens where it never needs to.
+const TokenScopePolicyName = "fleet-manager-token-scope"
+
+// tokenScopePolicy refuses TokenRequests by the manager's ServiceAccount in
+// the Kubernetes system namespaces and in the manager's own namespace. RBAC
+// cannot say this: the manager mints tokens in namespaces made at run time
+// (cluster namespaces, and wherever a registration token is created), so its
+// ClusterRole grants serviceaccounts/token everywhere; the admission policy
+// takes back the namespaces whose ServiceAccounts hold the most power.
+func tokenScopePolicy(ns string) *admissionv1.ValidatingAdmissionPolicy {
+	fail := admissionv1.Fail
+	return &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: TokenScopePolicyName, Labels: map[string]string{"app": ManagerName}},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create},
+					Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+						Resources: []string{"serviceaccounts/token"}},
+				},
+			}}},
+			MatchConditions: []admissionv1.MatchCondition{{
+				Name:       "fleet-manager",
+				Expression: fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", ns, ManagerName),
+			}},
+			Validations: []admissionv1.Validation{{
+				Expression: fmt.Sprintf("!(request.namespace in ['kube-system', 'kube-public', 'kube-node-lease', '%s'])", ns),
+				Message:    "the fleet manager mints tokens only for agents and registration tokens, never in the system namespaces or its own",
+				Reason:     ptrTo(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+}
+
+func tokenScopeBinding() *admissionv1.ValidatingAdmissionPolicyBinding {
+	return &admissionv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: TokenScopePolicyName, Labels: map[string]string{"app": ManagerName}},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        TokenScopePolicyName,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -72,7 +72,7 @@ func ManagerConfig(ctx context.Context, admin *rest.Config) (*rest.Config, error
 			rules = role.Rules
 		}
 		switch obj.GetObjectKind().GroupVersionKind().Kind {
-		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding":
+		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 		default:
 			continue
 		}
