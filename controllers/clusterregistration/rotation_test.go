@@ -28,15 +28,16 @@ func TestRotationAccess(t *testing.T) {
 		g.Expect(reg.Status.Granted).To(BeTrue())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	clusterNS := names.ClusterNamespace(ns.Name, reg.Status.ClusterName)
-	key := types.NamespacedName{Namespace: clusterNS, Name: reg.Name + "-token"}
+	sa := names.AgentServiceAccount(ns.Name, reg.Status.ClusterName, reg.Spec.ClientID, reg.Spec.ClientRandom)
+	key := types.NamespacedName{Namespace: clusterNS, Name: sa + "-token"}
 
 	role, binding := &rbacv1.Role{}, &rbacv1.RoleBinding{}
 	g.Expect(env.Get(ctx, key, role)).To(Succeed())
 	g.Expect(role.Rules).To(ConsistOf(rbacv1.PolicyRule{
-		APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}, ResourceNames: []string{reg.Name},
+		APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}, ResourceNames: []string{sa},
 	}))
 	g.Expect(env.Get(ctx, key, binding)).To(Succeed())
-	g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: reg.Name, Namespace: clusterNS}))
+	g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: clusterNS}))
 
 	// Granted by a manager that did not give the right: the next reconcile
 	// gives it.
