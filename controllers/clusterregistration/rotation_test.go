@@ -23,6 +23,9 @@ func TestRotationAccess(t *testing.T) {
 	ns, token := workspace(ctx, g, "rotation")
 	reg := request(ns.Name, token.Name, "rotation-1", nil)
 	g.Expect(env.Create(ctx, reg)).To(Succeed())
+	// A failed check must not leave a credential waiting: it would count
+	// against the pending bound of the tests after this one.
+	t.Cleanup(func() { _ = client.IgnoreNotFound(env.Delete(context.Background(), reg)) })
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
 		g.Expect(reg.Status.Granted).To(BeTrue())
@@ -42,6 +45,11 @@ func TestRotationAccess(t *testing.T) {
 	// Granted by a manager that did not give the right: the next reconcile
 	// gives it.
 	g.Expect(env.Delete(ctx, role)).To(Succeed())
+	// Until the manager's cache has seen the deletion, a reconcile finds the
+	// Role there and has nothing to do (an upgraded manager never had one).
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Manager.GetCache().Get(ctx, key, &rbacv1.Role{}))
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "the manager's cache sees the Role gone")
 	patch := client.MergeFrom(reg.DeepCopy())
 	reg.Annotations = map[string]string{"test/touch": "1"}
 	g.Expect(env.Patch(ctx, reg, patch)).To(Succeed())
