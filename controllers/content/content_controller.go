@@ -27,6 +27,10 @@ type Reconciler struct {
 	Grace time.Duration
 	// Workers is the number of Contents reconciled at once.
 	Workers int
+	// APIReader reads around the cache: before a Content is deleted, the API
+	// server itself is asked whether a deployment references it, since the
+	// cache may not have seen a new one yet. Default mgr.GetAPIReader().
+	APIReader client.Reader
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
@@ -41,6 +45,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	if r.Now == nil {
 		r.Now = time.Now
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	// References are counted from the cache's index itself, by key: a
 	// Content deployed to thousands of clusters is counted again and again
@@ -118,6 +125,15 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (ctrl.Result, error)
 		return ctrl.Result{}, nil
 	case wait > 0:
 		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	// The cache counted none; a deployment too new for it may exist. Deletes
+	// are rare, so the API server is asked once, for at most one deployment.
+	live := &fleet.BundleDeploymentList{}
+	if err := r.APIReader.List(ctx, live, client.MatchingLabels{fleet.ContentNameLabel: s.content.Name}, client.Limit(1)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("checking the references to content %s: %w", s.content.Name, err)
+	}
+	if len(live.Items) > 0 {
+		return ctrl.Result{RequeueAfter: r.Grace}, nil
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Deleting unreferenced content", "content", klog.KObj(s.content))
 	// The precondition keeps a Content that changed since it was read (a
