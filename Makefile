@@ -11,6 +11,7 @@ CAPI_DIR      = $(shell $(GO) mod download -json sigs.k8s.io/cluster-api@$(CAPI_
 CONTROLGEN   := $(BIN)/controller-gen
 GINKGO       := $(BIN)/ginkgo
 # Packages run concurrently by `go test`; each envtest suite starts its own API servers.
+# Tests always run (-count=1): a result cached from another checkout proves nothing about this one.
 TEST_P       ?= 2
 TEST_TIMEOUT ?= 40m
 GINKGO_ARGS  ?=
@@ -58,7 +59,7 @@ test-deps: ## Install what the tests need beyond Go (git's http-backend serves a
 
 .PHONY: test
 test: test-deps controlplane vet ## Run go vet, unit tests and every envtest/Ginkgo suite against real API servers
-	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./... $(if $(GINKGO_ARGS),-args $(GINKGO_ARGS))
+	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(GO) test -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./... $(if $(GINKGO_ARGS),-args $(GINKGO_ARGS))
 	$(MAKE) fuzz FUZZTIME=5s
 
 # Each fuzz target runs for FUZZTIME on top of its seed corpus (which plain
