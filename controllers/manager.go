@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +34,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
 	"github.com/gitfleet/fleet/controllers/content"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
+	"github.com/gitfleet/fleet/controllers/localcluster"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/secretmeta"
 )
@@ -106,6 +109,11 @@ type Options struct {
 	// long is shown Offline (default 45m; keep it above the agents'
 	// check-in interval).
 	ClusterOfflineAfter time.Duration
+	// DisableLocalCluster leaves out the manager's own cluster: without it
+	// (the default, as in Fleet) the manager keeps the Cluster local in
+	// fleet-local, installs its agent into the cluster it runs in, and keeps
+	// the ClusterGroup default there selecting it (controllers/localcluster).
+	DisableLocalCluster bool
 	// KubeconfigSecretNamespaces are the namespaces from which a Cluster of
 	// another namespace may take its kubeconfig Secret
 	// (spec.kubeConfigSecretNamespace); default none.
@@ -223,6 +231,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	imp := &clusterimport.Reconciler{Client: mgr.GetClient(), APIServerURL: o.APIServerURL, APIServerCA: o.APIServerCA,
 		AgentImage: o.AgentImage, StaleAfter: o.ImportStaleAfter, MaxConcurrentInstalls: o.MaxConcurrentInstalls, Workers: o.Workers,
 		Secrets: secrets, SecretNamespaces: o.KubeconfigSecretNamespaces}
+	if !o.DisableLocalCluster {
+		if imp.Local, err = setupLocalCluster(mgr); err != nil {
+			return err
+		}
+	}
 	if err := imp.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the cluster import controller: %w", err)
 	}
@@ -248,6 +261,35 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up the content controller: %w", err)
 	}
 	return nil
+}
+
+// setupLocalCluster registers the controller that keeps the local Cluster
+// and returns what the import controller needs to install its agent: the
+// manager's own connection, which also tells the agent where the manager is
+// (as Fleet's bootstrap takes the in-cluster address, not the one given to
+// remote clusters).
+func setupLocalCluster(mgr ctrl.Manager) (*clusterimport.LocalCluster, error) {
+	cfg := mgr.GetConfig()
+	url := cfg.Host
+	if !strings.Contains(url, "://") {
+		url = "https://" + url
+	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("reading the CA of the manager's own connection for the local cluster: %w", err)
+		}
+	}
+	lc := &localcluster.Reconciler{Client: mgr.GetClient(), Namespace: fleet.LocalWorkspace, APIServerURL: url, APIServerCA: ca}
+	if err := lc.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the local cluster controller: %w", err)
+	}
+	return &clusterimport.LocalCluster{
+		Cluster: client.ObjectKey{Namespace: fleet.LocalWorkspace, Name: fleet.LocalClusterName},
+		Secret:  client.ObjectKey{Namespace: fleet.LocalWorkspace, Name: fleet.LocalClusterSecretName},
+		Config:  cfg,
+	}, nil
 }
 
 // EnsureNamespaces creates the namespaces the manager writes into.

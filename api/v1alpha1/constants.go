@@ -16,6 +16,22 @@ const (
 	LocalWorkspace = "fleet-local"
 )
 
+// The manager's own cluster, kept in LocalWorkspace under the names Fleet
+// gives it, so that a GitRepo there without targets lands on it.
+const (
+	// LocalClusterName names the Cluster of the manager's own cluster.
+	LocalClusterName = "local"
+	// LocalClusterSecretName names that Cluster's spec.kubeConfigSecret. It
+	// holds no credential here: the manager installs the local agent with
+	// its own connection, and the Secret only tells the agent how to reach
+	// the manager (KubeConfigSecretAPIServerURLKey and ...CAKey).
+	LocalClusterSecretName = "local-cluster"
+	// LocalClusterLabel, with the value LocalClusterName, is the label of
+	// the local Cluster that the default ClusterGroup of LocalWorkspace
+	// selects ("name: local", as in Fleet).
+	LocalClusterLabel = "name"
+)
+
 // Labels set by fleet on the objects it generates.
 const (
 	// ManagedLabel, set to "true", marks objects fleet generated and may delete.

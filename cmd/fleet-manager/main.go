@@ -23,6 +23,7 @@ func main() {
 	var kubeconfigPath, caFile, agentImage, webhookSecretFile string
 	var qps float32
 	var burst int
+	var localCluster bool
 	cmd := &cobra.Command{
 		Use:          "fleet-manager",
 		Short:        "Run the fleet manager: GitRepos to Bundles to BundleDeployments, and cluster registration",
@@ -40,6 +41,7 @@ func main() {
 				}
 			}
 			o.AgentImage = agentImage
+			o.DisableLocalCluster = !localCluster
 			if webhookSecretFile != "" {
 				secret, err := os.ReadFile(webhookSecretFile)
 				if err != nil {
@@ -78,6 +80,8 @@ func main() {
 	f.DurationVar(&o.ClusterOfflineAfter, "cluster-offline-after", 0, "show a Cluster Offline when its agent has not checked in for this long (default 45m)")
 	f.StringSliceVar(&o.KubeconfigSecretNamespaces, "kubeconfig-secret-namespaces", nil,
 		"namespaces from which Clusters of other namespaces may take their kubeconfig Secret (spec.kubeConfigSecretNamespace); default none")
+	f.BoolVar(&localCluster, "local-cluster", true,
+		"keep the Cluster local in fleet-local for this cluster, with its agent and the ClusterGroup default selecting it, as Fleet does")
 	f.IntVar(&o.MaxConcurrentInstalls, "max-concurrent-installs", 0, "agent installs into imported clusters at once (default 20)")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", "", "health probe address (empty disables)")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,6 +55,26 @@ const (
 	RestartedAtAnnotation = "fleet.cattle.io/restarted-at"
 )
 
+// LocalCluster is the Cluster of the manager's own cluster (kept by
+// controllers/localcluster, as Fleet keeps fleet-local/local). Its agent is
+// installed like any other, with an import token and the same rights
+// upstream, but through Config, the manager's own connection: a copy of the
+// manager's credential is never written into a Secret, where it would be
+// readable by whoever reads that namespace's Secrets and would go stale
+// when the manager's token rotates.
+type LocalCluster struct {
+	// Cluster is the local Cluster, and Secret the kubeConfigSecret it
+	// must name. Only that Cluster naming that Secret is installed through
+	// Config; any other Cluster naming the Secret finds no kubeconfig in it.
+	Cluster, Secret types.NamespacedName
+	// Config is the manager's connection to the cluster it runs in.
+	Config *rest.Config
+}
+
+func (l *LocalCluster) is(c *fleet.Cluster, secret types.NamespacedName) bool {
+	return l != nil && l.Config != nil && client.ObjectKeyFromObject(c) == l.Cluster && secret == l.Secret
+}
+
 // Reconciler installs the agent into Clusters that name a kubeconfig Secret.
 type Reconciler struct {
 	Client client.Client
@@ -72,6 +93,9 @@ type Reconciler struct {
 	// unless the kubeconfig Secret has apiServerURL/apiServerCA keys.
 	APIServerURL string
 	APIServerCA  []byte
+	// Local, when set, is the manager's own cluster: its agent is installed
+	// through the manager's own connection rather than a kubeconfig.
+	Local *LocalCluster
 	// AgentImage (default agentinstall.DefaultImage) and its pull policy.
 	AgentImage           string
 	AgentImagePullPolicy corev1.PullPolicy

@@ -69,6 +69,10 @@ func (r *Reconciler) call(ctx context.Context, f func(context.Context) error) er
 // manager allows (SecretNamespaces): the manager reads with its own rights,
 // so otherwise whoever may write Clusters in one namespace could have the
 // manager use any kubeconfig of the management cluster.
+//
+// The local Cluster (r.Local) is reached through the manager's own
+// connection; its Secret, read all the same, only says how its agent
+// reaches the manager.
 func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) error {
 	key := secretKey(s.cluster)
 	if !SecretNamespaceAllowed(s.cluster.Namespace, key.Namespace, r.SecretNamespaces) {
@@ -83,18 +87,24 @@ func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) error {
 		}
 		return err
 	}
-	data := secret.Data[fleet.KubeConfigSecretValueKey]
-	if len(data) == 0 {
-		return outcome.Stallf(fleet.ReasonKubeconfigInvalid, "kubeconfig Secret %s has no key %q: put the kubeconfig there", key, fleet.KubeConfigSecretValueKey)
+	var cfg *rest.Config
+	if r.Local.is(s.cluster, key) {
+		cfg = rest.CopyConfig(r.Local.Config)
+	} else {
+		data := secret.Data[fleet.KubeConfigSecretValueKey]
+		if len(data) == 0 {
+			return outcome.Stallf(fleet.ReasonKubeconfigInvalid, "kubeconfig Secret %s has no key %q: put the kubeconfig there", key, fleet.KubeConfigSecretValueKey)
+		}
+		parsed, err := kubeconfig.ToREST(data)
+		if err != nil {
+			return outcome.Stallf(fleet.ReasonKubeconfigInvalid, "kubeconfig in Secret %s: %w", key, err)
+		}
+		cfg = rest.CopyConfig(parsed)
 	}
-	cfg, err := kubeconfig.ToREST(data)
-	if err != nil {
-		return outcome.Stallf(fleet.ReasonKubeconfigInvalid, "kubeconfig in Secret %s: %w", key, err)
-	}
-	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = r.RemoteTimeout
 	cfg.QPS, cfg.Burst = 20, 40
 	cfg.UserAgent = "fleet-manager/clusterimport"
+	var err error
 	s.remote, err = client.New(cfg, client.Options{Scheme: remoteScheme, Mapper: agentinstall.RESTMapper()})
 	if err != nil {
 		return outcome.Stallf(fleet.ReasonKubeconfigInvalid, "kubeconfig in Secret %s: %w", key, err)
