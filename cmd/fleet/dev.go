@@ -30,7 +30,7 @@ func newDev() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&o.dir, "dir", ".demo", "where kubeconfigs, logs and state are kept")
 	up := &cobra.Command{
 		Use:   "up",
-		Short: "Start a manager and two clusters (edge-1 by token, capi-1 through Cluster API), deploy the examples, print their state",
+		Short: "Start a manager (its own cluster in fleet-local) and two clusters (edge-1 by token, capi-1 through Cluster API), deploy the examples, print their state",
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runDevUp(cmd.Context(), cmd.OutOrStdout(), o) },
 	}
 	up.Flags().StringVar(&o.bin, "bin", "bin", "directory with fleet, fleet-manager and fleet-agent")
@@ -111,13 +111,13 @@ func printDev(ctx context.Context, out io.Writer, st *devenv.State) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tLABELS\tBUNDLES-READY\tSTATE")
+	fmt.Fprintln(tw, "WORKSPACE\tCLUSTER\tLABELS\tBUNDLES-READY\tSTATE")
 	for _, r := range clusters {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Labels, r.Bundles, r.State)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Workspace, r.Name, r.Labels, r.Bundles, r.State)
 	}
-	fmt.Fprintln(tw, "\nBUNDLE\tCLUSTERS-READY\tSTATE")
+	fmt.Fprintln(tw, "\nWORKSPACE\tBUNDLE\tCLUSTERS-READY\tSTATE")
 	for _, r := range bundles {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, r.Clusters, r.State)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Workspace, r.Name, r.Clusters, r.State)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

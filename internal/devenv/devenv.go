@@ -94,7 +94,7 @@ func Up(ctx context.Context, o Options) (_ *Env, err error) {
 		}
 	}()
 	for _, phase := range []func(context.Context) error{
-		e.startControlPlanes, e.startManager, e.registerEdge, e.enrollCAPI, e.createGitRepo, e.waitReady,
+		e.startControlPlanes, e.startManager, e.startLocalAgent, e.registerEdge, e.enrollCAPI, e.createGitRepos, e.waitReady,
 	} {
 		if err := phase(ctx); err != nil {
 			return nil, err
@@ -253,6 +253,21 @@ func (e *Env) enrollCAPI(ctx context.Context) error {
 	}
 
 	e.step("Waiting for the manager to install the agent into capi-1")
+	return e.startInstalledAgent(ctx, cp, "capi-1")
+}
+
+// startLocalAgent runs the agent the manager installs into its own cluster
+// for the Cluster fleet-local/local, as Fleet does for the cluster it runs
+// in.
+func (e *Env) startLocalAgent(ctx context.Context) error {
+	e.step("Waiting for the manager to install the local cluster's agent into its own cluster (Cluster fleet-local/local)")
+	return e.startInstalledAgent(ctx, e.Manager, "local")
+}
+
+// startInstalledAgent waits for the agent Deployment the manager installs
+// into cp and runs the agent from the objects it finds there, standing in
+// for the kubelet.
+func (e *Env) startInstalledAgent(ctx context.Context, cp *controlplane.ControlPlane, name string) error {
 	local, err := cp.Client(nil)
 	if err != nil {
 		return err
@@ -269,33 +284,47 @@ func (e *Env) enrollCAPI(ctx context.Context) error {
 		}
 		return false, nil
 	}); err != nil {
-		return fmt.Errorf("the agent was not installed into capi-1: %w (see %s)", err, filepath.Join(e.State.Logs, "fleet-manager.log"))
+		return fmt.Errorf("the agent was not installed into %s: %w (see %s)", name, err, filepath.Join(e.State.Logs, "fleet-manager.log"))
 	}
-	return e.start("agent-capi-1", "fleet-agent", "--kubeconfig", cp.Kubeconfig, "--namespace", agentNS)
+	return e.start("agent-"+name, "fleet-agent", "--kubeconfig", cp.Kubeconfig, "--namespace", agentNS)
 }
 
-func (e *Env) createGitRepo(ctx context.Context) error {
-	e.step("Creating a git repository from %s and a GitRepo pointing at it", e.opts.Examples)
+// LocalGitRepo is the GitRepo the demo makes in fleet-local: no targets, so
+// it lands on the manager's own cluster through the default ClusterGroup,
+// as in Fleet's quickstart.
+const LocalGitRepo = "quickstart"
+
+func (e *Env) createGitRepos(ctx context.Context) error {
+	e.step("Creating a git repository from %s, a GitRepo in %s pointing at it for every cluster there, and one in %s without targets",
+		e.opts.Examples, fleet.DefaultWorkspace, fleet.LocalWorkspace)
 	repo := filepath.Join(e.opts.Dir, "examples.git")
 	if err := CommitTree(e.opts.Examples, repo); err != nil {
 		return err
 	}
-	return e.Client.Create(ctx, &fleet.GitRepo{
+	poll := &metav1.Duration{Duration: 5 * time.Second}
+	if err := e.Client.Create(ctx, &fleet.GitRepo{
 		ObjectMeta: metav1.ObjectMeta{Name: "examples", Namespace: fleet.DefaultWorkspace},
-		Spec: fleet.GitRepoSpec{Repo: repo, Branch: "main", PollingInterval: &metav1.Duration{Duration: 5 * time.Second},
+		Spec: fleet.GitRepoSpec{Repo: repo, Branch: "main", PollingInterval: poll,
 			Targets: []fleet.GitTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}}},
+	}); err != nil {
+		return err
+	}
+	return e.Client.Create(ctx, &fleet.GitRepo{
+		ObjectMeta: metav1.ObjectMeta{Name: LocalGitRepo, Namespace: fleet.LocalWorkspace},
+		Spec:       fleet.GitRepoSpec{Repo: repo, Branch: "main", PollingInterval: poll, Paths: []string{"plain"}},
 	})
 }
 
 func (e *Env) waitReady(ctx context.Context) error {
-	e.step("Waiting until both clusters and every example bundle are Ready")
+	e.step("Waiting until every cluster and every bundle are Ready")
 	last := ""
 	return poll(ctx, 3*time.Minute, func() (bool, error) {
 		clusters, bundles, err := e.Status(ctx)
 		if err != nil {
 			return false, nil
 		}
-		ready := len(clusters) == 2 && len(bundles) == 3
+		// local, edge-1 and capi-1; the three examples and the quickstart.
+		ready := len(clusters) == 3 && len(bundles) == 4
 		for _, c := range clusters {
 			ready = ready && c.Ready
 		}
@@ -312,40 +341,46 @@ func (e *Env) waitReady(ctx context.Context) error {
 
 // ClusterRow and BundleRow are what the demo's table shows.
 type ClusterRow struct {
-	Name, Labels, State, Bundles string
-	Ready                        bool
+	Workspace, Name, Labels, State, Bundles string
+	Ready                                   bool
 }
 
 // BundleRow is one bundle's line.
 type BundleRow struct {
-	Name, Clusters, State string
-	Ready                 bool
+	Workspace, Name, Clusters, State string
+	Ready                            bool
 }
+
+// Workspaces are the namespaces the demo shows: the local cluster's and
+// the default one.
+func Workspaces() []string { return []string{fleet.LocalWorkspace, fleet.DefaultWorkspace} }
 
 // Status reads the clusters and bundles from the manager's API server.
 func (e *Env) Status(ctx context.Context) ([]ClusterRow, []BundleRow, error) {
 	return ReadStatus(ctx, e.Client)
 }
 
-// ReadStatus reads clusters and bundles of the default workspace.
+// ReadStatus reads clusters and bundles of the demo's Workspaces.
 func ReadStatus(ctx context.Context, c client.Client) ([]ClusterRow, []BundleRow, error) {
-	clusters := &fleet.ClusterList{}
-	if err := c.List(ctx, clusters, client.InNamespace(fleet.DefaultWorkspace)); err != nil {
-		return nil, nil, err
-	}
-	bundles := &fleet.BundleList{}
-	if err := c.List(ctx, bundles, client.InNamespace(fleet.DefaultWorkspace)); err != nil {
-		return nil, nil, err
-	}
 	var cr []ClusterRow
-	for _, cl := range clusters.Items {
-		cr = append(cr, ClusterRow{Name: cl.Name, Labels: labelString(cl.Labels), State: cl.Status.Display.State,
-			Bundles: cl.Status.Display.ReadyBundles, Ready: meta.IsStatusConditionTrue(cl.Status.Conditions, fleet.ConditionReady)})
-	}
 	var br []BundleRow
-	for _, b := range bundles.Items {
-		br = append(br, BundleRow{Name: b.Name, Clusters: b.Status.Display.ReadyClusters, State: b.Status.Display.State,
-			Ready: meta.IsStatusConditionTrue(b.Status.Conditions, fleet.ConditionReady) && b.Status.Summary.DesiredReady > 0})
+	for _, ws := range Workspaces() {
+		clusters := &fleet.ClusterList{}
+		if err := c.List(ctx, clusters, client.InNamespace(ws)); err != nil {
+			return nil, nil, err
+		}
+		bundles := &fleet.BundleList{}
+		if err := c.List(ctx, bundles, client.InNamespace(ws)); err != nil {
+			return nil, nil, err
+		}
+		for _, cl := range clusters.Items {
+			cr = append(cr, ClusterRow{Workspace: ws, Name: cl.Name, Labels: labelString(cl.Labels), State: cl.Status.Display.State,
+				Bundles: cl.Status.Display.ReadyBundles, Ready: meta.IsStatusConditionTrue(cl.Status.Conditions, fleet.ConditionReady)})
+		}
+		for _, b := range bundles.Items {
+			br = append(br, BundleRow{Workspace: ws, Name: b.Name, Clusters: b.Status.Display.ReadyClusters, State: b.Status.Display.State,
+				Ready: meta.IsStatusConditionTrue(b.Status.Conditions, fleet.ConditionReady) && b.Status.Summary.DesiredReady > 0})
+		}
 	}
 	return cr, br, nil
 }

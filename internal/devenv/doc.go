@@ -3,7 +3,10 @@
 // control plane and two cluster control planes (real kube-apiserver and etcd),
 // the manager and one agent per cluster as processes, edge-1 registered by
 // token exactly as a user would, capi-1 enrolled through Cluster API objects
-// as Cluster API would write them, and a GitRepo of the examples shipped in
-// config/examples. Everything it starts is recorded in a state directory so
+// as Cluster API would write them, the manager's own cluster as the Cluster
+// fleet-local/local (its agent installed by the manager, as Fleet does), a
+// GitRepo of the examples shipped in config/examples for every cluster of
+// fleet-default, and one in fleet-local without targets that lands on the
+// manager's own cluster (Fleet's quickstart). Everything it starts is recorded in a state directory so
 // that `fleet dev down` can stop it by PID.
 package devenv

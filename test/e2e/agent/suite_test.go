@@ -83,5 +83,6 @@ func TestAgent(t *testing.T) {
 	BeforeSuite(func() { s.setUp(ctx) })
 	AfterSuite(s.tearDown)
 	Describe("The agent", Ordered, func() { agent.AgentSpec(ctx, s.input) })
+	Describe("The manager's own cluster", Ordered, func() { agent.LocalClusterSpec(ctx, s.input) })
 	RunSpecs(t, "Agent")
 }

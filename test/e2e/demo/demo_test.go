@@ -1,6 +1,7 @@
 // Package demo_test runs the code path of `make demo` (devenv.Up) and checks
-// it ends with both clusters and every example bundle Ready, as read through
-// the manager kubeconfig it prints.
+// it ends with every cluster (the manager's own, fleet-local/local, among
+// them) and every bundle Ready, as read through the manager kubeconfig it
+// prints.
 package demo_test
 
 import (
@@ -11,8 +12,13 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitfleet/fleet/agent/registration"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/internal/devenv"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
@@ -51,18 +57,47 @@ func TestDemo(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	clusters, bundles, err := devenv.ReadStatus(ctx, c)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(clusters).To(HaveLen(2))
+	g.Expect(clusters).To(HaveLen(3))
+	var local []string
 	for _, r := range clusters {
 		g.Expect(r.Ready).To(BeTrue(), "cluster %+v", r)
 		g.Expect(r.State).To(Equal("Ready"))
+		if r.Workspace == fleet.LocalWorkspace {
+			local = append(local, r.Name)
+		}
 	}
-	g.Expect(bundles).To(HaveLen(3))
+	g.Expect(local).To(ConsistOf(fleet.LocalClusterName), "the manager's own cluster, and only it, in fleet-local")
+	g.Expect(bundles).To(HaveLen(4))
 	for _, r := range bundles {
 		g.Expect(r.Ready).To(BeTrue(), "bundle %+v", r)
+		if r.Workspace == fleet.LocalWorkspace {
+			// Fleet's quickstart: a GitRepo in fleet-local without targets
+			// lands on the manager's own cluster, and only there.
+			g.Expect(r.Name).To(Equal(devenv.LocalGitRepo + "-plain"))
+			g.Expect(r.Clusters).To(Equal("1/1"))
+			continue
+		}
 		g.Expect(r.Clusters).To(Equal("2/2"))
 	}
 	g.Expect(env.State.Ready).To(BeTrue())
-	g.Expect(env.State.PIDs).To(HaveLen(9), "3 control planes x 2 processes, the manager, two agents")
+	g.Expect(env.State.PIDs).To(HaveLen(10), "3 control planes x 2 processes, the manager, three agents")
+
+	// The quickstart's objects are in the manager's own cluster, deployed by
+	// the local agent: no other agent writes there.
+	cm := &corev1.ConfigMap{}
+	g.Expect(c.Get(ctx, types.NamespacedName{Namespace: "demo-plain", Name: "greeting"}, cm)).To(Succeed())
+	g.Expect(cm.Data).To(HaveKeyWithValue("message", "hello from fleet"))
+
+	// The local agent holds an agent's credential for fleet-local/local,
+	// as any other agent: it may not even list the Clusters beside its own.
+	cred, err := registration.LoadStored(ctx, c, fleet.DefaultSystemNamespace)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cred).NotTo(BeNil())
+	g.Expect(cred.Namespace + "/" + cred.ClusterName).To(Equal("fleet-local/local"))
+	agent, err := client.New(cred.RESTConfig(), client.Options{Scheme: controllers.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	err = agent.List(ctx, &fleet.ClusterList{}, client.InNamespace(fleet.LocalWorkspace))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "listing Clusters with the local agent's credential: %v", err)
 }
 
 type testWriter struct{ t *testing.T }
