@@ -99,11 +99,18 @@ func ManagerConfig(ctx context.Context, admin *rest.Config) (*rest.Config, error
 func waitAuthorized(ctx context.Context, c client.Client, user string, groups []string, rules []rbacv1.PolicyRule) error {
 	var pending []authorizationv1.ResourceAttributes
 	for _, r := range rules {
+		// A rule for some names only is granted for those names only.
+		names := r.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				resource, sub, _ := strings.Cut(res, "/")
 				for _, v := range r.Verbs {
-					pending = append(pending, authorizationv1.ResourceAttributes{Group: g, Resource: resource, Subresource: sub, Verb: v})
+					for _, name := range names {
+						pending = append(pending, authorizationv1.ResourceAttributes{Group: g, Resource: resource, Subresource: sub, Verb: v, Name: name})
+					}
 				}
 			}
 		}
