@@ -216,7 +216,8 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 			err := admin.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultWorkspace, Name: tokenName}, &fleet.ClusterRegistrationToken{})
 			return apierrors.IsNotFound(err)
 		}, 30*time.Second, 200*time.Millisecond).Should(BeTrue())
-		err = admin.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultWorkspace, Name: tokenName}, &corev1.ServiceAccount{})
+		err = admin.Get(ctx, types.NamespacedName{Namespace: names.SystemRegistrationNamespace(fleet.DefaultSystemNamespace),
+			Name: names.RegistrationTokenServiceAccount(fleet.DefaultWorkspace, tokenName)}, &corev1.ServiceAccount{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the token's ServiceAccount goes with it")
 
 		Expect(framework.ApplyYAML(ctx, j.Local, tokenYAML)).To(Succeed())
