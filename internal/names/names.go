@@ -86,7 +86,7 @@ func RegistrationTokenServiceAccount(namespace, name string) string {
 	if len(readable) > 46 {
 		readable = strings.TrimRight(readable[:46], "-.")
 	}
-	return readable + "-" + sha256Hex(namespace+"/"+name)[:16]
+	return readable + "-" + sha256Hex(namespace + "/" + name)[:16]
 }
 
 // ClusterForClientID names the Cluster a token registration creates.
