@@ -190,6 +190,11 @@ type BundleDeploymentOptions struct {
 	KeepResources bool `json:"keepResources,omitempty"`
 	// DeleteNamespace deletes the target namespace when the bundle is removed.
 	DeleteNamespace bool `json:"deleteNamespace,omitempty"`
+	// DeleteCRDResources lets the CustomResourceDefinitions the bundle deploys
+	// be deleted with it (removing the bundle, or a CRD from it). By default
+	// they stay, as in Fleet: deleting a CRD deletes every custom resource of
+	// its kind, users' own included.
+	DeleteCRDResources bool `json:"deleteCRDResources,omitempty"`
 	// CreateNamespace creates the release namespace if it does not exist.
 	CreateNamespace bool `json:"createNamespace,omitempty"`
 	// NamespaceLabels are set on the namespace the bundle deploys to.
@@ -321,6 +326,10 @@ type HelmOptions struct {
 	DisableDNS bool `json:"disableDNS,omitempty"`
 	// SkipSchemaValidation skips the chart's values.schema.json.
 	SkipSchemaValidation bool `json:"skipSchemaValidation,omitempty"`
+	// DisableDependencyUpdate leaves a local chart's dependencies as they
+	// are in its charts/ directory, instead of fetching the ones missing
+	// there when the bundle is built.
+	DisableDependencyUpdate bool `json:"disableDependencyUpdate,omitempty"`
 }
 
 // ValuesFrom is a downstream source of Helm values; set one of the two.

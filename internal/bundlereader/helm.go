@@ -12,9 +12,10 @@ import (
 )
 
 // prepareHelm makes a bundle's Helm options self-contained: values files are
-// merged into values, and remote charts, the bundle's and those of its
-// targets, are fetched and added to the files, with helm.chart pointing at
-// them.
+// merged into values, remote charts, the bundle's and those of its targets,
+// are fetched and added to the files, with helm.chart pointing at them, and
+// the charts' missing dependencies are fetched into their charts/ directories
+// unless helm.disableDependencyUpdate (see updateDependencies).
 func (r *reader) prepareHelm(ctx context.Context, rel string, spec *fleet.BundleSpec, files *fileSet) error {
 	bundleAbs := r.abs(rel)
 	c := &chartCollector{fetcher: &fetcher{auth: r.o.HelmAuth, maxBytes: r.o.MaxDownloadBytes}, files: *files, dirs: map[string]string{}}
@@ -58,6 +59,11 @@ func (r *reader) prepareHelm(ctx context.Context, rel string, spec *fleet.Bundle
 			return fmt.Errorf("targetCustomizations[%d]: %w", i, err)
 		}
 		h.Chart, h.Repo, h.Version = dir, "", ""
+	}
+	if spec.Helm == nil || !spec.Helm.DisableDependencyUpdate {
+		if err := r.updateDependencies(ctx, rel, c); err != nil {
+			return err
+		}
 	}
 	*files = c.files
 	return nil

@@ -29,6 +29,7 @@ func Merge(base, override fleet.BundleDeploymentOptions) fleet.BundleDeploymentO
 	setString(&out.ServiceAccount, o.ServiceAccount)
 	setBool(&out.KeepResources, o.KeepResources)
 	setBool(&out.DeleteNamespace, o.DeleteNamespace)
+	setBool(&out.DeleteCRDResources, o.DeleteCRDResources)
 	setBool(&out.CreateNamespace, o.CreateNamespace)
 	out.NamespaceLabels = mergeStrings(out.NamespaceLabels, o.NamespaceLabels)
 	out.NamespaceAnnotations = mergeStrings(out.NamespaceAnnotations, o.NamespaceAnnotations)
@@ -108,6 +109,7 @@ func mergeHelm(out, o *fleet.HelmOptions) {
 	setBool(&out.DisablePreProcess, o.DisablePreProcess)
 	setBool(&out.DisableDNS, o.DisableDNS)
 	setBool(&out.SkipSchemaValidation, o.SkipSchemaValidation)
+	setBool(&out.DisableDependencyUpdate, o.DisableDependencyUpdate)
 }
 
 // MergeValues deep-merges Helm values from override into dst, in place: where
