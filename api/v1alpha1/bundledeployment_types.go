@@ -303,6 +303,11 @@ type HelmOptions struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Values *GenericMap `json:"values,omitempty"`
+	// TemplateValues are Helm values rendered per cluster, as in Fleet: each
+	// value is a ${ } template whose output is read as YAML and set at the top
+	// level of Values, replacing what is there. Not rendered when
+	// disablePreProcess is set.
+	TemplateValues map[string]string `json:"templateValues,omitempty"`
 	// ValuesFiles are paths, relative to the bundle, of values files merged
 	// before Values.
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
@@ -320,7 +325,9 @@ type HelmOptions struct {
 	Atomic bool `json:"atomic,omitempty"`
 	// WaitForJobs waits for the release's Jobs to complete.
 	WaitForJobs bool `json:"waitForJobs,omitempty"`
-	// DisablePreProcess turns off the ${ } templating of Values.
+	// DisablePreProcess turns off the ${ } templating of Values and
+	// TemplateValues. As in Fleet, global.fleet.clusterLabels.<label> values
+	// are still replaced by the cluster's labels.
 	DisablePreProcess bool `json:"disablePreProcess,omitempty"`
 	// DisableDNS turns off DNS lookups in chart templates.
 	DisableDNS bool `json:"disableDNS,omitempty"`

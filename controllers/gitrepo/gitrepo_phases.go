@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -275,8 +276,45 @@ func (r *Reconciler) fetchOptions(ctx context.Context, repo *fleet.GitRepo) (git
 			return o, err
 		}
 		o.Secret = secret
+	} else {
+		// As in Fleet: without clientSecretName, the gitcredential Secret of
+		// the namespace is used when there is one; no credentials otherwise.
+		secret := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: gitfetch.DefaultClientSecretName}, secret)
+		switch {
+		case err == nil:
+			o.Secret = secret
+		case !apierrors.IsNotFound(err):
+			return o, fmt.Errorf("reading the %s Secret: %w", gitfetch.DefaultClientSecretName, err)
+		}
+	}
+	if isSSH(repo.Spec.Repo) && (o.Secret == nil || len(o.Secret.Data[gitfetch.KnownHostsKey]) == 0) {
+		// As in Fleet, host keys the Secret lacks come from the known-hosts
+		// ConfigMap of the system namespace.
+		cm := &corev1.ConfigMap{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.systemNamespace(), Name: gitfetch.KnownHostsConfigMap}, cm)
+		switch {
+		case err == nil:
+			o.KnownHosts = []byte(cm.Data[gitfetch.KnownHostsKey])
+		case !apierrors.IsNotFound(err):
+			return o, fmt.Errorf("reading the %s ConfigMap: %w", gitfetch.KnownHostsConfigMap, err)
+		}
 	}
 	return o, nil
+}
+
+// isSSH tells whether a repository URL is an SSH one (ssh:// or the scp-like
+// user@host:path).
+func isSSH(url string) bool {
+	ep, err := transport.NewEndpoint(url)
+	return err == nil && ep.Protocol == "ssh"
+}
+
+func (r *Reconciler) systemNamespace() string {
+	if r.SystemNamespace == "" {
+		return fleet.DefaultSystemNamespace
+	}
+	return r.SystemNamespace
 }
 
 // readOptions are the bundlereader options of a GitRepo at commit.

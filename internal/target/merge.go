@@ -11,8 +11,8 @@ import (
 //   - strings and numbers: a non-empty, non-zero override replaces;
 //   - booleans: true in the override sets true; an override cannot turn a
 //     base true off, since false and unset look the same;
-//   - maps (namespaceLabels, namespaceAnnotations): merged, override wins per
-//     key;
+//   - maps (namespaceLabels, namespaceAnnotations, helm.templateValues):
+//     merged, override wins per key;
 //   - lists (ignore.conditions, diff.comparePatches, yaml.overlays,
 //     helm.valuesFiles, helm.valuesFrom): a non-empty override replaces the
 //     whole list;
@@ -96,6 +96,7 @@ func mergeHelm(out, o *fleet.HelmOptions) {
 		}
 		MergeValues(out.Values.Data, o.Values.Data)
 	}
+	out.TemplateValues = mergeStrings(out.TemplateValues, o.TemplateValues)
 	if len(o.ValuesFiles) > 0 {
 		out.ValuesFiles = o.ValuesFiles
 	}
