@@ -125,7 +125,7 @@ func (f *fixture) gitCases() []gitCase {
 		{name: "values-type", files: app("helm:\n  values: [1, 2]\n"),
 			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: field helm.values: cannot use a array as a mapping"}},
 		{name: "release-name", files: app("helm:\n  releaseName: " + strings.Repeat("r", 60) + "\n"),
-			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: helm.releaseName", "is longer than 53 characters"}},
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: helm.releaseName", "is longer than 53 characters"}},
 		{name: "mode-enum", files: app("targetCustomizationMode: Sometimes\n"),
 			cond: fleet.ConditionAccepted, msg: []string{`targetCustomizationMode "Sometimes": must be FirstMatch or AllMatches`}},
 		{name: "bundle-name", files: app("name: My_App\n"),
