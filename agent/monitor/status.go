@@ -75,6 +75,12 @@ func Evaluate(desired []*unstructured.Unstructured, live map[Key]*unstructured.U
 		l := live[KeyOf(d)]
 		res := fleet.BundleDeploymentResource{Kind: d.GetKind(), APIVersion: d.GetAPIVersion(), Namespace: d.GetNamespace(), Name: d.GetName()}
 		r.Counts.DesiredReady++
+		if l == nil && Ignored(d, patches) {
+			// Fleet's {"op": "ignore"}: a missing object is no drift either.
+			r.Resources = append(r.Resources, res)
+			r.Counts.Ready++
+			continue
+		}
 		if l == nil {
 			r.Resources = append(r.Resources, res)
 			r.Counts.Missing++

@@ -138,7 +138,8 @@ type GitRepoStatus struct {
 	Summary BundleSummary `json:"summary,omitempty"`
 	// Display holds the values shown by kubectl.
 	Display GitRepoDisplay `json:"display,omitempty"`
-	// Conditions: Ready, Accepted, GitPolling.
+	// Conditions: Ready, Accepted, GitPolling, and Warning while a
+	// fleet.yaml holds keys that are ignored.
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`

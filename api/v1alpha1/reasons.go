@@ -49,6 +49,9 @@ const (
 	// ReasonFetchBusy: the namespace already holds its share of the git
 	// fetch slots; the GitRepo is polled when one frees up.
 	ReasonFetchBusy = "FetchBusy"
+	// ReasonIgnoredFields (Warning): a fleet.yaml holds keys that are
+	// ignored, unknown ones or Fleet fields not implemented here.
+	ReasonIgnoredFields = "IgnoredFields"
 )
 
 // Git errors (GitRepo GitPolling and Accepted): what the remote refused.

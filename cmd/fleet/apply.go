@@ -50,7 +50,7 @@ With -o FILE or -o - the Bundles are written as YAML and no cluster is needed; o
 or updated on the cluster of the kubeconfig (-k, $KUBECONFIG or ~/.kube/config).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runApply(cmd.Context(), cmd.OutOrStdout(), o, args[0], args[1:])
+			return runApply(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args[0], args[1:])
 		},
 	}
 	f := cmd.Flags()
@@ -63,7 +63,10 @@ or updated on the cluster of the kubeconfig (-k, $KUBECONFIG or ~/.kube/config).
 	return cmd
 }
 
-func runApply(ctx context.Context, out io.Writer, o *applyOptions, name string, paths []string) error {
+// runApply reads the bundles and applies or writes them; warnings about
+// fleet.yaml files (fields ignored, as Fleet ignores them) go to errOut, one
+// "warning: " line each, and do not fail the command.
+func runApply(ctx context.Context, out, errOut io.Writer, o *applyOptions, name string, paths []string) error {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
@@ -78,6 +81,9 @@ func runApply(ctx context.Context, out io.Writer, o *applyOptions, name string, 
 		Namespace: o.namespace,
 		Labels:    o.labels,
 		Commit:    o.commit,
+		Warn: func(w bundlereader.Warning) {
+			fmt.Fprintf(errOut, "warning: %s\n", w)
+		},
 	})
 	if err != nil {
 		return err

@@ -85,6 +85,12 @@ type repoState struct {
 	// when they succeeded: with a stalling gitErr, it is what Accepted
 	// reports.
 	syncErr error
+	// warnings are what the last successful read of the bundles warned
+	// about its fleet.yaml files; warningsRead says there was such a read
+	// since the manager started (before it, the Warning condition in the
+	// status is left as it is).
+	warnings     []string
+	warningsRead bool
 }
 
 // failGit records the error of a git phase: a transient one asks for the
@@ -241,6 +247,8 @@ func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	var warnings []string
+	ro.Warn = func(w bundlereader.Warning) { warnings = append(warnings, w.String()) }
 	bundles, err := bundlereader.Read(ctx, s.dir, repo.Spec.Paths, ro)
 	if err != nil {
 		return fmt.Errorf("reading the bundles of commit %s: %w", shortSHA(commit), err)
@@ -257,6 +265,7 @@ func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
 			strings.Join(paths, ", "), shortSHA(commit))
 	}
 	s.bundles = bundles
+	s.state.warnings, s.state.warningsRead = warnings, true
 	return nil
 }
 

@@ -10,6 +10,13 @@
 // resources, so the agent needs no network path to the chart repository, and
 // helm.valuesFiles are merged into helm.values.
 //
+// fleet.yaml is read as Fleet reads it: every field Fleet knows is accepted.
+// A key no field takes, and a Fleet field not implemented here (see
+// ignoredFields), is ignored with a Warning, passed to Options.Warn: the
+// GitRepo controller shows them in a Warning condition, `fleet apply` on
+// standard error. Values Fleet would refuse (a wrong type, an invalid label
+// selector) are errors.
+//
 // An error that a change to the files or fleet.yaml must fix (a malformed
 // fleet.yaml, a path outside the repository, a chart version that does not
 // exist) is an outcome.Stalling error with fleet.ReasonInvalidBundle whose

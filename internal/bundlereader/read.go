@@ -70,6 +70,9 @@ type Options struct {
 	// MaxBundles is the most bundle directories Read accepts; 0 means no
 	// limit.
 	MaxBundles int
+	// Warn, when set, is given each Warning about a fleet.yaml: something
+	// ignored rather than refused. Nil drops them.
+	Warn func(Warning)
 }
 
 // DefaultMaxFileBytes bounds the files read on their own: a file larger than
@@ -397,9 +400,14 @@ func (r *reader) readFleetYAML(rel string) (*FleetYAML, error) {
 	if err != nil {
 		return nil, err
 	}
-	fy, err := ParseFleetYAML(data, file)
+	fy, warnings, err := ParseFleetYAML(data, file)
 	if err != nil {
 		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
+	}
+	for _, w := range warnings {
+		if r.o.Warn != nil {
+			r.o.Warn(w)
+		}
 	}
 	return fy, nil
 }

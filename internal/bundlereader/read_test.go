@@ -260,9 +260,9 @@ func TestErrors(t *testing.T) {
 			wantErr: []string{"app/fleet.yaml", "line 3", "invalid YAML"},
 		},
 		{
-			name:    "unknown field",
-			files:   map[string]string{"app/fleet.yaml": "defaultNamespace: a\nhelm:\n  chartt: x\n"},
-			wantErr: []string{"app/fleet.yaml", "line 3", `unknown field "helm.chartt"`},
+			name:    "invalid selector",
+			files:   map[string]string{"app/fleet.yaml": "defaultNamespace: a\ntargetCustomizations:\n- clusterSelector: {matchLabels: {'a b': c}}\n"},
+			wantErr: []string{"app/fleet.yaml", "line 3", "targetCustomizations[0].clusterSelector is not a valid label selector"},
 		},
 		{
 			name:    "both fleet.yaml and fleet.yml",
