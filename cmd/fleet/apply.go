@@ -38,6 +38,9 @@ type applyOptions struct {
 	// a GitRepo's spec.bundles.
 	drivenScan    bool
 	drivenScanSep string
+	// targetsFile holds the targets and target restrictions of a GitRepo,
+	// as Fleet's GitRepo job passes them.
+	targetsFile string
 }
 
 func newApply() *cobra.Command {
@@ -68,6 +71,7 @@ or updated on the cluster of the kubeconfig (-k, $KUBECONFIG or ~/.kube/config).
 	f.StringVar(&o.commit, "commit", "", "commit the Bundles are built from, set as label "+fleet.CommitLabel)
 	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "kubeconfig of the manager's cluster (default $KUBECONFIG or ~/.kube/config)")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long fetching charts and talking to the cluster may take")
+	f.StringVar(&o.targetsFile, "targets-file", "", "YAML or JSON file with targets and targetRestrictions to add to every bundle, as a GitRepo's targets are (unless fleet.yaml has overrideTargets)")
 	f.BoolVar(&o.drivenScan, "driven-scan", false, `read each PATH as one bundle, "DIR" or "DIR:OPTIONS", instead of searching it`)
 	f.StringVar(&o.drivenScanSep, "driven-scan-sep", bundlereader.DefaultDrivenScanSeparator, "separator of DIR and OPTIONS in --driven-scan PATHs")
 	return cmd
@@ -84,6 +88,11 @@ func runApply(ctx context.Context, out io.Writer, o *applyOptions, name string, 
 		Namespace: o.namespace,
 		Labels:    o.labels,
 		Commit:    o.commit,
+	}
+	if o.targetsFile != "" {
+		if ro.TargetsFile, err = bundlereader.ReadTargetsFile(o.targetsFile); err != nil {
+			return err
+		}
 	}
 	var bundles []*fleet.Bundle
 	if o.drivenScan {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
@@ -44,6 +45,10 @@ type Options struct {
 	// targetRestrictions, unless fleet.yaml has overrideTargets. Nil for
 	// `fleet apply`.
 	TargetsFromRepo []fleet.GitTarget
+	// TargetsFile, when set, holds targets and target restrictions appended as
+	// they are, where TargetsFromRepo's go: `fleet apply --targets-file`, the
+	// way Fleet's GitRepo job passes a GitRepo's targets.
+	TargetsFile *TargetsFile
 	// TargetNamespace, when set, forces the namespace option of the bundle
 	// and of every target (GitRepo spec.targetNamespace).
 	TargetNamespace string
@@ -324,7 +329,7 @@ func (r *reader) readDir(ctx context.Context, src source) (*fleet.Bundle, error)
 		DependsOn:               fy.DependsOn,
 		TargetCustomizationMode: fy.TargetCustomizationMode,
 	}
-	spec.Targets, spec.TargetRestrictions = targets(fy, r.o.TargetsFromRepo)
+	spec.Targets, spec.TargetRestrictions = targets(fy, r.o.repoTargets())
 	files, total, err := r.collectFiles(ctx, rel, !src.driven, configFiles(src, &spec))
 	if err != nil {
 		return nil, err
@@ -505,13 +510,13 @@ func CompileURLRegex(expr string) (*regexp.Regexp, error) {
 // targets computes a bundle's targets and target restrictions as Fleet
 // does: the targets of fleet.yaml, then its targetCustomizations (unnamed
 // ones named target000, target001, ... by their place in that list); then
-// the overrideTargets of fleet.yaml when it has the key, else the GitRepo's
-// targets, each also a target restriction; and only when that leaves no
-// target at all, the default target {name: default, clusterGroup: default}.
-// fromRepo is nil for `fleet apply`; the GitRepo controller passes the
-// GitRepo's targets, or the default target when it has none, as Fleet's
-// GitRepo does.
-func targets(fy *FleetYAML, fromRepo []fleet.GitTarget) ([]fleet.BundleTarget, []fleet.BundleTargetRestriction) {
+// the overrideTargets of fleet.yaml, each also a target restriction, when it
+// has the key, else the GitRepo's targets and restrictions (repo); and only
+// when that leaves no target at all, the default target {name: default,
+// clusterGroup: default}. repo is empty for `fleet apply`; the GitRepo
+// controller passes the GitRepo's targets, or the default target when it has
+// none, as Fleet's GitRepo does (RepoTargets).
+func targets(fy *FleetYAML, repo TargetsFile) ([]fleet.BundleTarget, []fleet.BundleTargetRestriction) {
 	var ts []fleet.BundleTarget
 	ts = append(ts, fy.Targets...)
 	ts = append(ts, fy.TargetCustomizations...)
@@ -520,31 +525,73 @@ func targets(fy *FleetYAML, fromRepo []fleet.GitTarget) ([]fleet.BundleTarget, [
 			ts[i].Name = fmt.Sprintf("target%03d", i)
 		}
 	}
-	restricting := fromRepo
-	if fy.OverrideTargets != nil {
-		restricting = fy.OverrideTargets
-	}
 	var rs []fleet.BundleTargetRestriction
-	for _, t := range restricting {
-		ts = append(ts, fleet.BundleTarget{
-			Name:                 t.Name,
-			ClusterName:          t.ClusterName,
-			ClusterSelector:      t.ClusterSelector.DeepCopy(),
-			ClusterGroup:         t.ClusterGroup,
-			ClusterGroupSelector: t.ClusterGroupSelector.DeepCopy(),
-		})
-		rs = append(rs, fleet.BundleTargetRestriction{
-			Name:                 t.Name,
-			ClusterName:          t.ClusterName,
-			ClusterSelector:      t.ClusterSelector.DeepCopy(),
-			ClusterGroup:         t.ClusterGroup,
-			ClusterGroupSelector: t.ClusterGroupSelector.DeepCopy(),
-		})
+	if fy.OverrideTargets != nil {
+		o := targetsOf(fy.OverrideTargets)
+		ts, rs = append(ts, o.Targets...), o.TargetRestrictions
+	} else {
+		ts = append(ts, repo.Targets...)
+		rs = append(rs, repo.TargetRestrictions...)
 	}
 	if len(ts) == 0 {
 		ts = []fleet.BundleTarget{DefaultTarget()}
 	}
 	return ts, rs
+}
+
+// TargetsFile is the file of `fleet apply --targets-file`, the part of a
+// BundleSpec that Fleet's GitRepo job writes: the GitRepo's targets, and the
+// same again as target restrictions.
+type TargetsFile struct {
+	Targets            []fleet.BundleTarget            `json:"targets,omitempty"`
+	TargetRestrictions []fleet.BundleTargetRestriction `json:"targetRestrictions,omitempty"`
+}
+
+// ReadTargetsFile reads a TargetsFile, JSON or YAML.
+func ReadTargetsFile(file string) (*TargetsFile, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	tf := &TargetsFile{}
+	if err := yaml.UnmarshalStrict(data, tf); err != nil {
+		return nil, fmt.Errorf("targets file %s: %w", file, err)
+	}
+	return tf, nil
+}
+
+// targetsOf turns GitRepo targets into bundle targets and the same target
+// restrictions, names as given.
+func targetsOf(gts []fleet.GitTarget) TargetsFile {
+	var tf TargetsFile
+	for _, t := range gts {
+		tf.Targets = append(tf.Targets, fleet.BundleTarget{
+			Name:                 t.Name,
+			ClusterName:          t.ClusterName,
+			ClusterSelector:      t.ClusterSelector.DeepCopy(),
+			ClusterGroup:         t.ClusterGroup,
+			ClusterGroupSelector: t.ClusterGroupSelector.DeepCopy(),
+		})
+		tf.TargetRestrictions = append(tf.TargetRestrictions, fleet.BundleTargetRestriction{
+			Name:                 t.Name,
+			ClusterName:          t.ClusterName,
+			ClusterSelector:      t.ClusterSelector.DeepCopy(),
+			ClusterGroup:         t.ClusterGroup,
+			ClusterGroupSelector: t.ClusterGroupSelector.DeepCopy(),
+		})
+	}
+	return tf
+}
+
+// repoTargets are the targets and restrictions the options give the
+// bundles, from the GitRepo and the targets file.
+func (o Options) repoTargets() TargetsFile {
+	tf := targetsOf(o.TargetsFromRepo)
+	if f := o.TargetsFile; f != nil {
+		tf.Targets = append(tf.Targets, f.Targets...)
+		tf.TargetRestrictions = append(tf.TargetRestrictions, f.TargetRestrictions...)
+	}
+	return tf
 }
 
 // DefaultTarget is the target of a bundle that has no other: the cluster
