@@ -249,7 +249,12 @@ func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
 	}
 	var warnings []string
 	ro.Warn = func(w bundlereader.Warning) { warnings = append(warnings, w.String()) }
-	bundles, err := bundlereader.Read(ctx, s.dir, repo.Spec.Paths, ro)
+	var bundles []*fleet.Bundle
+	if len(repo.Spec.Bundles) > 0 {
+		bundles, err = bundlereader.ReadDriven(ctx, s.dir, repo.Spec.Bundles, ro)
+	} else {
+		bundles, err = bundlereader.Read(ctx, s.dir, repo.Spec.Paths, ro)
+	}
 	if err != nil {
 		return fmt.Errorf("reading the bundles of commit %s: %w", shortSHA(commit), err)
 	}
@@ -260,6 +265,12 @@ func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
 		paths := repo.Spec.Paths
 		if len(paths) == 0 {
 			paths = []string{"."}
+		}
+		if len(repo.Spec.Bundles) > 0 {
+			paths = nil
+			for _, b := range repo.Spec.Bundles {
+				paths = append(paths, b.Base)
+			}
 		}
 		return outcome.Stallf(fleet.ReasonInvalidBundle, "no bundle found in %s of commit %s: add a fleet.yaml or manifests",
 			strings.Join(paths, ", "), shortSHA(commit))
@@ -333,7 +344,7 @@ func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commi
 		Namespace:           repo.Namespace,
 		Labels:              map[string]string{fleet.RepoLabel: repo.Name},
 		Commit:              commit,
-		TargetsFromRepo:     repo.Spec.Targets,
+		TargetsFromRepo:     bundlereader.RepoTargets(repo.Spec.Targets),
 		TargetNamespace:     repo.Spec.TargetNamespace,
 		ServiceAccount:      repo.Spec.ServiceAccount,
 		KeepResources:       repo.Spec.KeepResources,

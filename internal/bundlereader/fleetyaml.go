@@ -27,14 +27,14 @@ type FleetYAML struct {
 	Name string `json:"name,omitempty"`
 	// Labels are added to the Bundle.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Targets become the Bundle's first targets, before the
+	// targetCustomizations: Fleet reads fleet.yaml into a BundleSpec, so its
+	// targets key is taken too.
+	Targets []fleet.BundleTarget `json:"targets,omitempty"`
 	// TargetCustomizations become the Bundle's targets, before the GitRepo's.
 	TargetCustomizations []fleet.BundleTarget `json:"targetCustomizations,omitempty"`
-	// Targets are Fleet's BundleSpec targets written in fleet.yaml: parsed
-	// and checked so that such a file reads, but not used yet (see
-	// ignoredFields).
-	Targets []fleet.BundleTarget `json:"targets,omitempty"`
-	// OverrideTargets, when set, replace every other target and target
-	// restriction, the GitRepo's included.
+	// OverrideTargets, when the key is present, take the place of the
+	// GitRepo's targets (and target restrictions) for this bundle.
 	OverrideTargets []fleet.GitTarget `json:"overrideTargets,omitempty"`
 	// DependsOn lists bundles that must be ready first.
 	DependsOn []fleet.BundleRef `json:"dependsOn,omitempty"`

@@ -28,7 +28,6 @@ type ignoredField struct {
 // implemented. Implementing one means deleting its line here.
 var ignoredFields = map[reflect.Type]map[string]ignoredField{
 	reflect.TypeOf(FleetYAML{}): {
-		"targets": {why: "use targetCustomizations or the GitRepo's targets for now"},
 		"imageScans": {shape: reflect.TypeOf([]imageScanYAML{}),
 			why: "no image is scanned and no tag is written back to the repository"},
 		"targetRestrictions": {shape: reflect.TypeOf([]fleet.BundleTargetRestriction{}),
@@ -39,16 +38,8 @@ var ignoredFields = map[reflect.Type]map[string]ignoredField{
 		"valuesHash": {shape: reflect.TypeOf(""), why: "it is set by Fleet itself, not by fleet.yaml"},
 	},
 	reflect.TypeOf(fleet.BundleDeploymentOptions{}): {
-		"deleteCRDResources": {shape: reflect.TypeOf(false),
-			why: "removing a bundle removes what Helm uninstalls, whatever this says"},
 		"downstreamResources": {shape: reflect.TypeOf([]downstreamResource{}),
 			why: "no Secret or ConfigMap is copied to the downstream clusters"},
-	},
-	reflect.TypeOf(fleet.HelmOptions{}): {
-		"templateValues": {shape: reflect.TypeOf(map[string]string{}),
-			why: "template helm values with ${ } in helm.values instead"},
-		"disableDependencyUpdate": {shape: reflect.TypeOf(false),
-			why: "chart dependencies are never fetched when the bundle is built: vendor them into the chart's charts/ directory"},
 	},
 }
 

@@ -127,7 +127,9 @@ diff:
 `,
 			want: &FleetYAML{
 				BundleDeploymentOptions: fleet.BundleDeploymentOptions{
-					Helm:   &fleet.HelmOptions{},
+					DeleteCRDResources: true,
+					Helm: &fleet.HelmOptions{TemplateValues: map[string]string{"replicas": "${ .ClusterValues.replicas }"},
+						DisableDependencyUpdate: true},
 					Ignore: fleet.IgnoreOptions{Conditions: []map[string]string{{"type": "Active", "status": "False"}}},
 					Diff: &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{{
 						APIVersion: "batch/v1", Kind: "Job", Namespace: "ns", Name: "init", Operations: []fleet.Operation{{Op: "ignore"}},
@@ -138,18 +140,12 @@ diff:
 				TargetCustomizations: []fleet.BundleTarget{{Name: "c", ClusterName: "c1", BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{}}}},
 			},
 			warn: []string{
-				"line 1: targets is not implemented here and is ignored",
 				"line 6: imageScans is not implemented here and is ignored",
 				"line 14: targetRestrictions is not implemented",
 				"line 15: resources is not implemented",
 				"line 16: contentsId is not implemented",
 				"line 17: valuesHash is not implemented",
-				"line 18: deleteCRDResources is not implemented",
 				"line 19: downstreamResources is not implemented here and is ignored: no Secret or ConfigMap is copied",
-				"line 21: helm.templateValues is not implemented",
-				"line 22: helm.disableDependencyUpdate is not implemented",
-				"line 26: targetCustomizations[0].deleteCRDResources is not implemented",
-				"line 27: targetCustomizations[0].helm.disableDependencyUpdate is not implemented",
 			},
 		},
 		{
@@ -159,9 +155,9 @@ diff:
 			warn: []string{"line 1: imageScans is not implemented", `line 4: unknown field "imageScans[0].polcy"`},
 		},
 		{
-			name:    "an ignored Fleet field of the wrong type still fails, as in Fleet",
+			name:    "a Fleet field of the wrong type fails, as in Fleet",
 			in:      "name: x\ndeleteCRDResources: maybe\n",
-			wantErr: []string{"fleet.yaml: line 2:", "field deleteCRDResources: cannot use a string as a boolean"},
+			wantErr: []string{"fleet.yaml: line 2:", "deleteCRDResources"},
 		},
 		{
 			name:    "a wrong type deep in an ignored Fleet field",
@@ -171,7 +167,7 @@ diff:
 		{
 			name:    "helm.templateValues must map to strings",
 			in:      "helm:\n  templateValues:\n    a: {b: c}\n",
-			wantErr: []string{"fleet.yaml: line 3:", "field helm.templateValues: cannot use a object as a string"},
+			wantErr: []string{"fleet.yaml: line 2:", "field helm.templateValues: cannot use a object as a string"},
 		},
 		{
 			name:    "an image scan interval that is no duration",

@@ -99,14 +99,21 @@ func (r *reader) checkLocalChart(bundleAbs, chart string) error {
 	return nil
 }
 
-// mergeValuesFiles reads h.ValuesFiles (relative to the bundle directory) and
-// merges them, in order, into h.Values, whose own values win. The files are
-// then no longer needed, so h.ValuesFiles is cleared.
+// mergeValuesFiles reads h.ValuesFiles, relative to the bundle directory
+// (also when they sit in a chart inside it), and merges them, in order, over
+// h.Values: as in Fleet, a values file wins over the values of fleet.yaml.
+// The files are then no longer needed, so h.ValuesFiles is cleared.
 func (r *reader) mergeValuesFiles(bundleAbs, field string, h *fleet.HelmOptions) error {
 	if len(h.ValuesFiles) == 0 {
 		return nil
 	}
 	merged := map[string]interface{}{}
+	if h.Values != nil {
+		merged = h.Values.DeepCopy().Data
+		if merged == nil {
+			merged = map[string]interface{}{}
+		}
+	}
 	for _, f := range h.ValuesFiles {
 		data, err := r.readFile(bundleAbs, f)
 		if err != nil {
@@ -117,9 +124,6 @@ func (r *reader) mergeValuesFiles(bundleAbs, field string, h *fleet.HelmOptions)
 			return invalidf("%s.valuesFiles: %s: %v", field, f, err)
 		}
 		merged = mergeValues(merged, values)
-	}
-	if h.Values != nil {
-		merged = mergeValues(merged, h.Values.Data)
 	}
 	h.Values = &fleet.GenericMap{Data: merged}
 	h.ValuesFiles = nil

