@@ -92,7 +92,7 @@ func (f *fixture) cliSurface() {
 	},
 		Entry("malformed YAML in fleet.yaml", cliCase{files: map[string]string{"app/fleet.yaml": "helm:\n  values: [\n", "app/cm.yaml": cm},
 			args: []string{"apply", "cli", "app", "-k", adminKubeconfig}, msg: []string{"app/fleet.yaml: invalid YAML"}}),
-		Entry("a Fleet field not implemented here, of the wrong type, in fleet.yaml", cliCase{files: map[string]string{"app/fleet.yaml": "helm:\n  chartt: x\n  disableDependencyUpdate: sometimes\n", "app/cm.yaml": cm},
+		Entry("a Fleet field of the wrong type beside an unknown one, in fleet.yaml", cliCase{files: map[string]string{"app/fleet.yaml": "helm:\n  chartt: x\n  disableDependencyUpdate: sometimes\n", "app/cm.yaml": cm},
 			args: []string{"apply", "cli", "app", "-o", "-"}, msg: []string{"app/fleet.yaml: line 3: field helm.disableDependencyUpdate: cannot use a string as a boolean"}}),
 		Entry("an invalid selector in fleet.yaml overrideTargets", cliCase{files: map[string]string{"app/fleet.yaml": "overrideTargets:\n- clusterSelector: {matchLabels: {env: \"not a value\"}}\n", "app/cm.yaml": cm},
 			args: []string{"apply", "cli", "app", "-o", "-"}, msg: []string{"app/fleet.yaml: line 2: overrideTargets[0].clusterSelector is not a valid label selector"}}),

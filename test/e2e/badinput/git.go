@@ -109,7 +109,7 @@ func (f *fixture) gitCases() []gitCase {
 		{name: "downstream-resources-type", files: app("downstreamResources: {kind: Secret, name: s}\n"),
 			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 1: field downstreamResources: cannot use a object as a list"}},
 		{name: "template-values-type", files: app("helm:\n  templateValues:\n    replicas: {from: cluster}\n"),
-			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 3: field helm.templateValues: cannot use a object as a string"}},
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: field helm.templateValues: cannot use a object as a string"}},
 		{name: "image-scan-interval", files: app("imageScans:\n- image: x\n  tagName: t\n  interval: soon\n"),
 			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: field imageScans:", "invalid duration"}},
 		{name: "targets-type", files: app("targets: {clusterGroup: g}\n"),
