@@ -91,6 +91,10 @@ const (
 	// a namespace other than the Cluster's that the manager does not allow
 	// (its --kubeconfig-secret-namespaces flag).
 	ReasonSecretNamespaceNotAllowed = "SecretNamespaceNotAllowed"
+	// ReasonMovedAway: the Cluster API Cluster the Cluster was enrolled
+	// for was moved to another management cluster (CAPIMovedAnnotation);
+	// its agent is that manager's now, and this one no longer imports it.
+	ReasonMovedAway = "MovedAway"
 )
 
 // Cluster API Cluster FleetAgentReady.

@@ -60,6 +60,18 @@ func (r *Reconciler) call(ctx context.Context, f func(context.Context) error) er
 	return f(ctx)
 }
 
+// reconcileMoved stops importing a Cluster whose Cluster API Cluster moved
+// to another management cluster (fleet.CAPIMovedAnnotation): the manager
+// there installs the agent now, and healing it from here (a stale agent is
+// restarted with this manager's token) would pull it back.
+func (r *Reconciler) reconcileMoved(_ context.Context, s *scope) error {
+	if at := s.cluster.Annotations[fleet.CAPIMovedAnnotation]; at != "" {
+		return outcome.Stallf(fleet.ReasonMovedAway,
+			"the Cluster API Cluster was moved to another management cluster at %s: its manager imports the cluster now, this one leaves the agent alone; delete this Cluster once the move is done", at)
+	}
+	return nil
+}
+
 // reconcileKubeconfig reads the kubeconfig Secret afresh and builds a client
 // of the downstream cluster from it. The client is never kept: the next
 // reconcile reads the Secret again, so a rotated or replaced kubeconfig is
