@@ -3,11 +3,13 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,6 +45,9 @@ type Options struct {
 	// RotateCredentialBefore is how much of the credential's lifetime may
 	// remain at most when the agent renews it (default a third of it).
 	RotateCredentialBefore time.Duration
+	// BootstrapCheckInterval is how often the agent looks for a new
+	// bootstrap Secret placed while it runs (default 15s).
+	BootstrapCheckInterval time.Duration
 
 	checkinSet bool
 }
@@ -73,9 +78,62 @@ func Run(ctx context.Context, o Options) error {
 		o.Namespace = fleet.DefaultSystemNamespace
 	}
 	if o.LeaderElect {
-		return runElected(ctx, o, func(ctx context.Context) error { return run(ctx, o) })
+		return runElected(ctx, o, func(ctx context.Context) error { return runRegistered(ctx, o) })
 	}
-	return run(ctx, o)
+	return runRegistered(ctx, o)
+}
+
+// errNewBootstrap ends one run of the agent when a new bootstrap Secret was
+// placed.
+var errNewBootstrap = errors.New("a new bootstrap secret was placed")
+
+// runRegistered runs the agent, and again from registration on whenever a
+// new bootstrap Secret is placed beside its credential: an admin renewing
+// the cluster's registration, or moving it to another manager, needs no
+// restart of the agent. Releases stay installed in between; the next run
+// adopts them.
+func runRegistered(ctx context.Context, o Options) error {
+	for {
+		err := run(ctx, o)
+		if !errors.Is(err, errNewBootstrap) {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("A new bootstrap secret was placed, registering with it")
+	}
+}
+
+// bootstrapVersion is the resourceVersion of the bootstrap Secret, "" when
+// there is none.
+func bootstrapVersion(ctx context.Context, local client.Client, namespace string) (string, error) {
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := local.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleet.AgentBootstrapSecretName}, secret)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	return secret.GetResourceVersion(), err
+}
+
+// waitNewBootstrap returns true once the bootstrap Secret is there in
+// another version than seen (created or changed), false when ctx ends.
+func waitNewBootstrap(ctx context.Context, local client.Client, namespace, seen string, every time.Duration) bool {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		v, err := bootstrapVersion(ctx, local, namespace)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("Could not look for a new bootstrap secret", "reason", err.Error())
+			continue
+		}
+		if v != "" && v != seen {
+			return true
+		}
+	}
 }
 
 func run(ctx context.Context, o Options) error {
@@ -100,6 +158,25 @@ func run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// A bootstrap still there was tried and did not work (registration
+	// went on with the stored credential): only a newer one counts.
+	seen, err := bootstrapVersion(ctx, local, o.Namespace)
+	if err != nil {
+		return fmt.Errorf("reading the bootstrap secret: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	renew := make(chan struct{})
+	go func() {
+		every := o.BootstrapCheckInterval
+		if every <= 0 {
+			every = 15 * time.Second
+		}
+		if waitNewBootstrap(ctx, local, o.Namespace, seen, every) {
+			close(renew)
+			cancel()
+		}
+	}()
 	// Before any client is built: they all send the rotated token.
 	rotator := registration.NewRotator(cred, registration.RotateOptions{
 		Namespace: o.Namespace, Local: local, Before: o.RotateCredentialBefore, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff,
@@ -126,7 +203,12 @@ func run(ctx context.Context, o Options) error {
 	}()
 	runDeployer(ctx, o, cred)
 	wg.Wait()
-	return nil
+	select {
+	case <-renew:
+		return errNewBootstrap
+	default:
+		return nil
+	}
 }
 
 // Heartbeat patches the agent's Cluster status.agent.lastSeen: once at start,

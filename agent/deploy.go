@@ -85,6 +85,7 @@ func startDeployer(ctx context.Context, o Options, cred *registration.Credential
 	if err != nil {
 		return err
 	}
+	dep.SystemNamespace = o.Namespace
 	r := &controller.Reconciler{
 		Upstream:         mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),

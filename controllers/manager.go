@@ -86,6 +86,11 @@ type Options struct {
 	// GitWorkers bounds concurrent git fetches (default 4); one namespace
 	// holds at most half of them.
 	GitWorkers int
+	// GitHubAPIURL is the GitHub API that mints installation tokens for
+	// GitRepos with GitHub App credentials; default, as in Fleet,
+	// https://api.<repository host>. Set it for a GitHub Enterprise Server
+	// (https://HOST/api/v3).
+	GitHubAPIURL string
 	// AllowLocalRepos lets GitRepos name local paths and file:// URLs, which
 	// read whatever the manager can (other GitRepos' caches): demos only.
 	AllowLocalRepos bool
@@ -210,7 +215,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		o.GitWorkers = 4
 	}
 	gr := &gitrepo.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers,
-		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo}
+		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo,
+		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL}
 	if err := gr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gitrepo controller: %w", err)
 	}

@@ -37,6 +37,11 @@ func TestAgent(t *testing.T) {
 	runAgent(t)
 	t.Run("deploys a manifest and uninstalls it when deleted", deploysAManifestAndUninstallsItWhenDeleted)
 	t.Run("a chart that fails to render stalls until the BundleDeployment changes", aChartThatFailsToRenderStalls)
+	t.Run("removing a bundle keeps its CRDs and users' custom resources", removingABundleKeepsItsCRDs)
+	t.Run("with deleteCRDResources removing a bundle deletes its CRDs", removingABundleWithDeleteCRDResourcesDeletesThem)
+	t.Run("a CRD dropped from a bundle stays, even with drift correction", aCRDDroppedFromTheBundleStays)
+	t.Run("keepResources keeps the objects and the namespace", keepResourcesKeepsObjectsAndNamespace)
+	t.Run("deleteNamespace deletes only unprotected namespaces", deleteNamespaceDeletesOnlyUnprotectedNamespaces)
 }
 
 func deploysAManifestAndUninstallsItWhenDeleted(t *testing.T) {

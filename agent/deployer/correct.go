@@ -16,8 +16,10 @@ const FieldManager = "fleet-agent"
 
 // Correct undoes drift of a release's objects: desired objects that were
 // modified or deleted are applied again (server-side apply, taking over the
-// fields), extra objects are deleted. With force an object that cannot be
-// applied is replaced. A release deployed as serviceAccount is corrected as
+// fields), extra objects are deleted unless Helm's resource policy keeps
+// them. With force an object that cannot be applied is replaced, except a
+// CustomResourceDefinition: deleting it would delete every custom resource of
+// its kind. A release deployed as serviceAccount is corrected as
 // that account.
 func (d *Deployer) Correct(ctx context.Context, key ReleaseKey, serviceAccount string, apply, remove []*unstructured.Unstructured, force bool) error {
 	log := ctrl.LoggerFrom(ctx)
@@ -31,7 +33,7 @@ func (d *Deployer) Correct(ctx context.Context, key ReleaseKey, serviceAccount s
 		o = o.DeepCopy()
 		setHelmOwnership(o, key)
 		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldManager), client.ForceOwnership)
-		if err != nil && force {
+		if err != nil && force && !isCRD(o) {
 			log.Info("Replacing an object that could not be corrected in place", "kind", o.GetKind(),
 				"namespace", o.GetNamespace(), "name", o.GetName(), "reason", err.Error())
 			if err = client.IgnoreNotFound(c.Delete(ctx, o.DeepCopy())); err == nil {
@@ -43,6 +45,9 @@ func (d *Deployer) Correct(ctx context.Context, key ReleaseKey, serviceAccount s
 		}
 	}
 	for _, o := range remove {
+		if Kept(o) {
+			continue // Helm's resource policy keeps it (see KeepCRD)
+		}
 		if err := c.Delete(ctx, o.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting extra %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err))
 		}
@@ -66,4 +71,8 @@ func setHelmOwnership(o *unstructured.Unstructured, key ReleaseKey) {
 	ann["meta.helm.sh/release-name"] = key.Name
 	ann["meta.helm.sh/release-namespace"] = key.Namespace
 	o.SetAnnotations(ann)
+}
+
+func isCRD(o *unstructured.Unstructured) bool {
+	return o.GetKind() == "CustomResourceDefinition" && o.GroupVersionKind().Group == "apiextensions.k8s.io"
 }

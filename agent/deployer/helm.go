@@ -49,6 +49,10 @@ type Deployer struct {
 	discovery        discovery.CachedDiscoveryInterface
 	mapper           *restmapper.DeferredDiscoveryRESTMapper
 	clusterNamespace string
+
+	// SystemNamespace is the agent's own namespace; deleteNamespace never
+	// deletes it.
+	SystemNamespace string
 }
 
 // New returns a Deployer for the cluster cfg points at. clusterNamespace is
@@ -260,8 +264,9 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, erro
 	}
 	pr := &postRenderer{
 		files: in.Files, layout: layout, kustomize: layout.Style == StyleHelm && layout.HasKustomize,
-		target: Target{ReleaseName: key.Name, ReleaseNamespace: key.Namespace, ForceNamespace: in.Options.TargetNamespace},
-		scope:  d.Scope,
+		target: Target{ReleaseName: key.Name, ReleaseNamespace: key.Namespace, ForceNamespace: in.Options.TargetNamespace,
+			KeepCRDs: !in.Options.DeleteCRDResources},
+		scope: d.Scope,
 	}
 	h := fleet.HelmOptions{}
 	if in.Options.Helm != nil {

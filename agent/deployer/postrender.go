@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -22,9 +23,38 @@ type Target struct {
 	// ForceNamespace, when set (options.namespace), puts every object in it;
 	// cluster-scoped objects are then an error.
 	ForceNamespace string
+	// KeepCRDs marks every CustomResourceDefinition for Helm to keep when
+	// the release is uninstalled or the CRD leaves the bundle (see KeepCRD).
+	KeepCRDs bool
 }
 
-// Transform labels each object with its release and sets its namespace:
+// KeepCRD marks o, if it is a CustomResourceDefinition, with Helm's
+// resource policy "keep", as Fleet does unless deleteCRDResources: Helm then
+// neither deletes it on uninstall nor when an upgrade drops it. Deleting a
+// CRD deletes every custom resource of its kind, users' own included, so a
+// removed bundle must not take them along. (CRDs in a chart's crds/
+// directory are never deleted by Helm anyway.)
+func KeepCRD(o *unstructured.Unstructured) {
+	if !isCRD(o) {
+		return
+	}
+	ann := o.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[kube.ResourcePolicyAnno] = kube.KeepPolicy
+	o.SetAnnotations(ann)
+}
+
+// Kept tells whether Helm keeps o by its resource policy: such an object is
+// no longer the release's once dropped from it, and nothing of the agent
+// deletes it.
+func Kept(o *unstructured.Unstructured) bool {
+	return o.GetAnnotations()[kube.ResourcePolicyAnno] == kube.KeepPolicy
+}
+
+// Transform labels each object with its release, marks CRDs to be kept
+// (KeepCRDs) and sets its namespace:
 // ForceNamespace for every namespaced object, else the release namespace
 // for namespaced objects that have none.
 func Transform(objs []*unstructured.Unstructured, t Target, scope Scope) error {
@@ -36,6 +66,9 @@ func Transform(objs []*unstructured.Unstructured, t Target, scope Scope) error {
 		labels[fleet.ReleaseNameLabel] = t.ReleaseName
 		labels[fleet.ReleaseNamespaceLabel] = t.ReleaseNamespace
 		o.SetLabels(labels)
+		if t.KeepCRDs {
+			KeepCRD(o)
+		}
 
 		if t.ForceNamespace != "" {
 			if err := forceNamespace(o, t.ForceNamespace, scope); err != nil {

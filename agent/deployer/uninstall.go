@@ -16,9 +16,19 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
-// protectedNamespaces are never deleted by deleteNamespace.
+// protectedNamespaces are never deleted by deleteNamespace: Kubernetes' own,
+// those Fleet never deletes (its workspaces and system namespaces), and
+// this project's system namespace. The agent's own namespace is protected
+// too (Deployer.SystemNamespace).
 var protectedNamespaces = map[string]bool{
 	corev1.NamespaceDefault: true, "kube-system": true, "kube-public": true, "kube-node-lease": true,
+	"fleet-local": true, "fleet-default": true, "cattle-fleet-system": true, "cattle-fleet-clusters-system": true,
+	"cattle-fleet-local-system": true, fleet.DefaultSystemNamespace: true,
+}
+
+// protected tells whether deleteNamespace must leave ns alone.
+func (d *Deployer) protected(ns string) bool {
+	return protectedNamespaces[ns] || (d.SystemNamespace != "" && ns == d.SystemNamespace)
 }
 
 // Owned returns the latest revision of every release this agent deployed
@@ -49,7 +59,10 @@ func (d *Deployer) Owned(ctx context.Context) ([]*release.Release, error) {
 // Uninstall removes a release whose BundleDeployment is gone: its objects
 // too unless it was deployed with keepResources (then only the release's
 // records go, and the objects stay), and its namespace with
-// deleteNamespace. A release deployed as a serviceAccount is uninstalled as
+// deleteNamespace unless keepResources (deleting the namespace would delete
+// what is to be kept) or the namespace is protected. CRDs the release
+// deployed stay unless it was deployed with deleteCRDResources: they carry
+// Helm's keep policy (see KeepCRD). A release deployed as a serviceAccount is uninstalled as
 // that account, its namespace deleted as that account too; its hooks obey
 // the namespace option it was deployed with.
 func (d *Deployer) Uninstall(ctx context.Context, r *release.Release) error {
@@ -83,7 +96,7 @@ func (d *Deployer) Uninstall(ctx context.Context, r *release.Release) error {
 			return fmt.Errorf("uninstalling release %s: %w", key, err)
 		}
 	}
-	if ann[fleet.DeleteNamespaceAnnotation] == "true" && !protectedNamespaces[r.Namespace] {
+	if ann[fleet.DeleteNamespaceAnnotation] == "true" && ann[fleet.KeepResourcesAnnotation] != "true" && !d.protected(r.Namespace) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}}
 		err := id.client.Delete(ctx, ns)
 		if apierrors.IsForbidden(err) && id.serviceAccount != "" {

@@ -24,6 +24,9 @@ var serverMetadata = []string{
 // after applying the matching diff.comparePatches to both. It returns a JSON
 // merge patch that would restore the differing fields, "" when none differ.
 func Diff(desired, live *unstructured.Unstructured, patches []fleet.ComparePatch) (string, error) {
+	if Ignored(desired, patches) {
+		return "", nil
+	}
 	d := runtime.DeepCopyJSON(desired.Object)
 	l := runtime.DeepCopyJSON(live.Object)
 	normalizeSecret(d)
@@ -103,6 +106,27 @@ func patchMatches(p fleet.ComparePatch, o *unstructured.Unstructured) bool {
 		(p.APIVersion == "" || p.APIVersion == o.GetAPIVersion()) &&
 		(p.Name == "" || p.Name == o.GetName()) &&
 		(p.Namespace == "" || p.Namespace == o.GetNamespace())
+}
+
+// OpIgnore is the comparePatches operation that leaves a whole object out
+// of the modified check, as in Fleet ({"op": "ignore"}): e.g. a Job a chart
+// creates that deletes itself once complete.
+const OpIgnore = "ignore"
+
+// Ignored says whether a comparePatch matching the desired object has the
+// ignore operation: the object then never counts as modified or missing.
+func Ignored(desired *unstructured.Unstructured, patches []fleet.ComparePatch) bool {
+	for _, p := range patches {
+		if !patchMatches(p, desired) {
+			continue
+		}
+		for _, op := range p.Operations {
+			if op.Op == OpIgnore {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // quantityFields hold resource quantities, which the API server normalizes

@@ -82,6 +82,11 @@ func TestDiff(t *testing.T) {
 			patches: []fleet.ComparePatch{{Kind: "Deployment", APIVersion: "apps/v1", Name: "web", Namespace: "app", JSONPointers: []string{"/spec/replicas"}}}},
 		{name: "remove operation ignores replicas", desired: desiredDeployment, live: live("3", "nginx:1.27"),
 			patches: []fleet.ComparePatch{{Kind: "Deployment", Name: "web", Operations: []fleet.Operation{{Op: "remove", Path: "/spec/replicas"}}}}},
+		{name: "ignore operation ignores the whole object", desired: desiredDeployment, live: live("3", "nginx:latest"),
+			patches: []fleet.ComparePatch{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "app", Name: "web", Operations: []fleet.Operation{{Op: "ignore"}}}}},
+		{name: "ignore operation for another object does not apply", desired: desiredDeployment, live: live("3", "nginx:1.27"),
+			patches: []fleet.ComparePatch{{Kind: "Deployment", Name: "other", Operations: []fleet.Operation{{Op: "ignore"}}}},
+			want:    `{"spec":{"replicas":1}}`},
 		{name: "patch for another object does not apply", desired: desiredDeployment, live: live("3", "nginx:1.27"),
 			patches: []fleet.ComparePatch{{Kind: "Deployment", Name: "other", JSONPointers: []string{"/spec/replicas"}}},
 			want:    `{"spec":{"replicas":1}}`},
@@ -129,6 +134,29 @@ func TestEvaluate(t *testing.T) {
 	g.Expect(res.Counts).To(Equal(fleet.ResourceCounts{DesiredReady: 2, Missing: 1, NotReady: 1, Orphaned: 1}))
 	g.Expect(res.ToApply).To(ConsistOf(cm))
 	g.Expect(res.ToDelete).To(ConsistOf(extra))
+	g.Expect(res.Resources).To(HaveLen(2))
+}
+
+// TestEvaluateIgnoreOperation: with Fleet's {"op": "ignore"} a missing or
+// changed object is no drift and nothing is re-applied; its readiness still
+// counts.
+func TestEvaluateIgnoreOperation(t *testing.T) {
+	g := NewWithT(t)
+	job := obj(t, "apiVersion: batch/v1\nkind: Job\nmetadata: {name: init, namespace: app}\nspec: {template: {spec: {restartPolicy: Never}}}\n")
+	cm := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: app}\ndata: {a: b}\n")
+	changed := obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: app}\ndata: {a: changed}\n")
+	ignore := []fleet.Operation{{Op: "ignore"}}
+	res, err := Evaluate([]*unstructured.Unstructured{job, cm}, map[Key]*unstructured.Unstructured{KeyOf(cm): changed}, nil,
+		Options{Diff: &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{
+			{APIVersion: "batch/v1", Kind: "Job", Namespace: "app", Name: "init", Operations: ignore},
+			{Kind: "ConfigMap", Name: "cm", Operations: ignore},
+		}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.NonModified).To(BeTrue())
+	g.Expect(res.Ready).To(BeTrue())
+	g.Expect(res.Modified).To(BeEmpty())
+	g.Expect(res.ToApply).To(BeEmpty())
+	g.Expect(res.Counts).To(Equal(fleet.ResourceCounts{DesiredReady: 2, Ready: 2}))
 	g.Expect(res.Resources).To(HaveLen(2))
 }
 

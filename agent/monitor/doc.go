@@ -1,6 +1,7 @@
 // Package monitor tells how a BundleDeployment's deployed objects are doing:
 // whether each is ready (ready.go), whether it still matches the manifest it
-// was deployed from (diff.go, honouring diff.comparePatches), and sums this up
+// was deployed from (diff.go, honouring diff.comparePatches, Fleet's
+// {"op": "ignore"} included), and sums this up
 // into the BundleDeployment's status fields (status.go). These are pure
 // functions of the desired and live objects, table-tested without a cluster.
 //

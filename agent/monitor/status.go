@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -74,6 +75,12 @@ func Evaluate(desired []*unstructured.Unstructured, live map[Key]*unstructured.U
 		l := live[KeyOf(d)]
 		res := fleet.BundleDeploymentResource{Kind: d.GetKind(), APIVersion: d.GetAPIVersion(), Namespace: d.GetNamespace(), Name: d.GetName()}
 		r.Counts.DesiredReady++
+		if l == nil && Ignored(d, patches) {
+			// Fleet's {"op": "ignore"}: a missing object is no drift either.
+			r.Resources = append(r.Resources, res)
+			r.Counts.Ready++
+			continue
+		}
 		if l == nil {
 			r.Resources = append(r.Resources, res)
 			r.Counts.Missing++
@@ -112,6 +119,12 @@ func Evaluate(desired []*unstructured.Unstructured, live map[Key]*unstructured.U
 	}
 	sort.Slice(extra, func(i, j int) bool { return keyString(KeyOf(extra[i])) < keyString(KeyOf(extra[j])) })
 	for _, e := range extra {
+		if e.GetAnnotations()[kube.ResourcePolicyAnno] == kube.KeepPolicy {
+			// Helm kept it when the bundle dropped it (a CRD, unless
+			// deleteCRDResources): it is no longer the release's, and
+			// drift correction must not delete it.
+			continue
+		}
 		r.Counts.Orphaned++
 		r.NonModified = false
 		r.ToDelete = append(r.ToDelete, e)

@@ -29,6 +29,7 @@ import (
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
+	internalregistration "github.com/gitfleet/fleet/internal/registration"
 )
 
 // Keys of the downstream fleet-agent Secret that stores the credential.
@@ -209,36 +210,68 @@ func Ensure(ctx context.Context, o Options) (*Credential, error) {
 var ErrRejected = errors.New("rejected by the manager")
 
 func attempt(ctx context.Context, o Options) (*Credential, error) {
+	log := ctrl.LoggerFrom(ctx)
 	stored, err := LoadStored(ctx, o.Local, o.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	if stored != nil {
-		checkErr := Check(ctx, stored)
-		switch {
-		case checkErr == nil:
-			return stored, nil
-		case !errors.Is(checkErr, ErrRejected):
-			// The manager is unreachable: keep the credential and let the
-			// caller retry its connections; registering again would not help.
-			ctrl.LoggerFrom(ctx).Info("Manager not reachable, using the stored credential", "reason", checkErr.Error())
-			return stored, nil
+	var boot *agentinstall.Bootstrap
+	secret := &corev1.Secret{}
+	err = o.Local.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: fleet.AgentBootstrapSecretName}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		secret = nil
+	case err != nil:
+		return nil, err
+	default:
+		if boot, err = agentinstall.ReadBootstrap(secret); err != nil {
+			return nil, err
 		}
-		ctrl.LoggerFrom(ctx).Info("Stored credential no longer works, registering again", "reason", checkErr.Error())
 	}
 
-	secret := &corev1.Secret{}
-	if err := o.Local.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: fleet.AgentBootstrapSecretName}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no credential and no %s/%s secret: apply a registration token (fleet install agent-token; for a cluster that was registered before and lost its credential, fleet install agent-token --cluster NAME)", o.Namespace, fleet.AgentBootstrapSecretName)
+	// fallback is the stored credential to go on with when registering
+	// with a new bootstrap fails: one the manager did not reject.
+	var fallback, proof *Credential
+	if stored != nil {
+		checkErr := Check(ctx, stored)
+		rejectedErr := errors.Is(checkErr, ErrRejected)
+		switch {
+		case secret == nil && checkErr == nil:
+			return stored, nil
+		case secret == nil && !rejectedErr:
+			// The manager is unreachable: keep the credential and let the
+			// caller retry its connections; registering again would not help.
+			log.Info("Manager not reachable, using the stored credential", "reason", checkErr.Error())
+			return stored, nil
+		case secret == nil:
+			log.Info("Stored credential no longer works, registering again", "reason", checkErr.Error())
+		case checkErr == nil:
+			// A bootstrap placed beside a working credential: somebody wants
+			// the cluster registered again, with this manager (a new token)
+			// or another one (a new URL or CA). With this manager, the
+			// working credential is the proof that the cluster's own agent
+			// asks (see proveRenewal).
+			log.Info("A new bootstrap was placed beside a working credential, registering with it")
+			fallback = stored
+			if sameManager(stored, boot) {
+				proof = stored
+			}
+		case !rejectedErr:
+			log.Info("Manager not reachable, registering with the new bootstrap", "reason", checkErr.Error())
+			fallback = stored
+		default:
+			log.Info("Stored credential no longer works, registering again", "reason", checkErr.Error())
 		}
-		return nil, err
 	}
-	boot, err := agentinstall.ReadBootstrap(secret)
-	if err != nil {
-		return nil, err
+	if secret == nil {
+		return nil, fmt.Errorf("no credential and no %s/%s secret: apply a registration token (fleet install agent-token; for a cluster that was registered before and lost its credential, fleet install agent-token --cluster NAME)", o.Namespace, fleet.AgentBootstrapSecretName)
 	}
-	cred, forget, err := register(ctx, o, boot)
+	cred, forget, err := register(ctx, o, boot, proof)
+	if err != nil && fallback != nil {
+		// The bootstrap stays: the next start of the agent tries it again.
+		log.Info("Could not register with the new bootstrap, going on with the stored credential", "reason", err.Error())
+		return fallback, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +295,32 @@ func attempt(ctx context.Context, o Options) (*Credential, error) {
 	return cred, nil
 }
 
+// sameManager tells whether boot registers with the manager cred works
+// with, in the same workspace: only there can cred prove anything.
+func sameManager(cred *Credential, boot *agentinstall.Bootstrap) bool {
+	return cred.APIServerURL == boot.APIServerURL && cred.Namespace == boot.ClusterNamespace
+}
+
+// proveRenewal writes, with the agent's working credential, the hash of the
+// new request's clientRandom into its Cluster's status.agent.renewalHash.
+// Only the Cluster's own agent can write there, so the manager lets a
+// registration whose clientRandom matches take the Cluster over again even
+// with a generic registration token, which on its own may not re-register a
+// Cluster whose agent has checked in.
+func proveRenewal(ctx context.Context, cred *Credential, clientRandom string) error {
+	c, err := NewUpstreamClient(cred.RESTConfig())
+	if err != nil {
+		return err
+	}
+	cluster := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: cred.Namespace, Name: cred.ClusterName}}
+	patch := fmt.Sprintf(`{"status":{"agent":{"renewalHash":%q}}}`, internalregistration.RenewalHash(clientRandom))
+	if err := c.Status().Patch(ctx, cluster, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("proving with the stored credential that this cluster's agent registers again (Cluster %s/%s status): %w",
+			cred.Namespace, cred.ClusterName, err)
+	}
+	return nil
+}
+
 // Identity is the cluster's identity: the configured client ID, or the UID of
 // the kube-system namespace, which survives re-installs of the agent.
 func Identity(ctx context.Context, local client.Client, cfg *agentinstall.AgentConfig) (string, error) {
@@ -277,7 +336,11 @@ func Identity(ctx context.Context, local client.Client, cfg *agentinstall.AgentC
 
 // register asks the manager for a credential and waits for it. forget
 // deletes the manager's copy once the caller has kept it.
-func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (cred *Credential, forget func(context.Context) error, err error) {
+//
+// With proof, the credential the agent holds for the same Cluster of the
+// same manager, the request is proven to come from the Cluster's own agent
+// first (proveRenewal).
+func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proof *Credential) (cred *Credential, forget func(context.Context) error, err error) {
 	cm := &corev1.ConfigMap{}
 	if err := o.Local.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: fleet.AgentName}, cm); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -300,6 +363,14 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap) (cre
 	random := make([]byte, 16)
 	_, _ = rand.Read(random)
 	clientRandom := hex.EncodeToString(random)
+	if proof != nil {
+		if proof.ClientID != "" && proof.ClientID != clientID {
+			return nil, nil, fmt.Errorf("the stored credential was granted to client ID %s, and this cluster is %s now: it proves nothing", proof.ClientID, clientID)
+		}
+		if err := proveRenewal(ctx, proof, clientRandom); err != nil {
+			return nil, nil, err
+		}
+	}
 	reg := &fleet.ClusterRegistration{
 		ObjectMeta: metav1.ObjectMeta{
 			// Named after this request, so that a create retried after a

@@ -190,6 +190,11 @@ type BundleDeploymentOptions struct {
 	KeepResources bool `json:"keepResources,omitempty"`
 	// DeleteNamespace deletes the target namespace when the bundle is removed.
 	DeleteNamespace bool `json:"deleteNamespace,omitempty"`
+	// DeleteCRDResources lets the CustomResourceDefinitions the bundle deploys
+	// be deleted with it (removing the bundle, or a CRD from it). By default
+	// they stay, as in Fleet: deleting a CRD deletes every custom resource of
+	// its kind, users' own included.
+	DeleteCRDResources bool `json:"deleteCRDResources,omitempty"`
 	// CreateNamespace creates the release namespace if it does not exist.
 	CreateNamespace bool `json:"createNamespace,omitempty"`
 	// NamespaceLabels are set on the namespace the bundle deploys to.
@@ -298,6 +303,11 @@ type HelmOptions struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Values *GenericMap `json:"values,omitempty"`
+	// TemplateValues are Helm values rendered per cluster, as in Fleet: each
+	// value is a ${ } template whose output is read as YAML and set at the top
+	// level of Values, replacing what is there. Not rendered when
+	// disablePreProcess is set.
+	TemplateValues map[string]string `json:"templateValues,omitempty"`
 	// ValuesFiles are paths, relative to the bundle, of values files merged
 	// before Values.
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
@@ -315,12 +325,18 @@ type HelmOptions struct {
 	Atomic bool `json:"atomic,omitempty"`
 	// WaitForJobs waits for the release's Jobs to complete.
 	WaitForJobs bool `json:"waitForJobs,omitempty"`
-	// DisablePreProcess turns off the ${ } templating of Values.
+	// DisablePreProcess turns off the ${ } templating of Values and
+	// TemplateValues. As in Fleet, global.fleet.clusterLabels.<label> values
+	// are still replaced by the cluster's labels.
 	DisablePreProcess bool `json:"disablePreProcess,omitempty"`
 	// DisableDNS turns off DNS lookups in chart templates.
 	DisableDNS bool `json:"disableDNS,omitempty"`
 	// SkipSchemaValidation skips the chart's values.schema.json.
 	SkipSchemaValidation bool `json:"skipSchemaValidation,omitempty"`
+	// DisableDependencyUpdate leaves a local chart's dependencies as they
+	// are in its charts/ directory, instead of fetching the ones missing
+	// there when the bundle is built.
+	DisableDependencyUpdate bool `json:"disableDependencyUpdate,omitempty"`
 }
 
 // ValuesFrom is a downstream source of Helm values; set one of the two.

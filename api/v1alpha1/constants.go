@@ -124,6 +124,13 @@ const (
 	// ConditionGitPolling tells whether the last poll of a GitRepo's remote
 	// succeeded.
 	ConditionGitPolling = "GitPolling"
+	// ConditionWarning is True on a GitRepo while the fleet.yaml files of its
+	// last read commit hold something that is ignored rather than refused
+	// (an unknown key, a Fleet field not implemented here); its message lists
+	// them. It is absent otherwise, and never makes the GitRepo not Ready:
+	// Fleet ignores such keys silently, so repositories written for Fleet
+	// must keep deploying.
+	ConditionWarning = "Warning"
 	// ConditionInstalled tells whether a BundleDeployment's release is installed.
 	ConditionInstalled = "Installed"
 	// ConditionDeployed tells whether a BundleDeployment's last apply succeeded.

@@ -52,7 +52,15 @@ type GitRepoSpec struct {
 	// Revision is a tag or commit to deploy; it wins over Branch.
 	Revision string `json:"revision,omitempty"`
 	// Paths are the directories searched for bundles; defaults to the root.
+	// Globs such as "charts/*" select every matching directory, and a leading
+	// "/" is dropped, as in Fleet.
 	Paths []string `json:"paths,omitempty"`
+	// Bundles, when set, name the bundles to build instead of searching Paths
+	// (Fleet's driven scan): each base directory is one bundle, with no
+	// search below it, configured by its options file. Lets one directory
+	// give several bundles, e.g. a Kustomize base with one options file per
+	// environment.
+	Bundles []BundlePath `json:"bundles,omitempty"`
 	// ClientSecretName names a Secret of type kubernetes.io/basic-auth or
 	// kubernetes.io/ssh-auth (optionally with a known_hosts key) used to fetch
 	// the repository.
@@ -102,6 +110,17 @@ type GitRepoSpec struct {
 	Targets []GitTarget `json:"targets,omitempty"`
 }
 
+// BundlePath is one bundle of a driven scan.
+type BundlePath struct {
+	// Base is the bundle's directory, relative to the repository root; every
+	// file below it is a resource.
+	// +kubebuilder:validation:MinLength=1
+	Base string `json:"base"`
+	// Options is the bundle's fleet.yaml, under any name, relative to Base;
+	// defaults to Base's fleet.yaml, if any.
+	Options string `json:"options,omitempty"`
+}
+
 // GitTarget selects clusters. Every criterion it sets must match; a target
 // that sets none matches nothing.
 type GitTarget struct {
@@ -138,7 +157,8 @@ type GitRepoStatus struct {
 	Summary BundleSummary `json:"summary,omitempty"`
 	// Display holds the values shown by kubectl.
 	Display GitRepoDisplay `json:"display,omitempty"`
-	// Conditions: Ready, Accepted, GitPolling.
+	// Conditions: Ready, Accepted, GitPolling, and Warning while a
+	// fleet.yaml holds keys that are ignored.
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`

@@ -49,6 +49,9 @@ const (
 	// ReasonFetchBusy: the namespace already holds its share of the git
 	// fetch slots; the GitRepo is polled when one frees up.
 	ReasonFetchBusy = "FetchBusy"
+	// ReasonIgnoredFields (Warning): a fleet.yaml holds keys that are
+	// ignored, unknown ones or Fleet fields not implemented here.
+	ReasonIgnoredFields = "IgnoredFields"
 )
 
 // Git errors (GitRepo GitPolling and Accepted): what the remote refused.
@@ -88,6 +91,10 @@ const (
 	// a namespace other than the Cluster's that the manager does not allow
 	// (its --kubeconfig-secret-namespaces flag).
 	ReasonSecretNamespaceNotAllowed = "SecretNamespaceNotAllowed"
+	// ReasonMovedAway: the Cluster API Cluster the Cluster was enrolled
+	// for was moved to another management cluster (CAPIMovedAnnotation);
+	// its agent is that manager's now, and this one no longer imports it.
+	ReasonMovedAway = "MovedAway"
 )
 
 // Cluster API Cluster FleetAgentReady.

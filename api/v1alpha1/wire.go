@@ -26,6 +26,16 @@ const (
 	CAPIEnrollmentFinalizer = "fleet.cattle.io/capi-enrollment"
 )
 
+// CAPIMovedAnnotation, on a fleet Cluster enrolled for a Cluster API
+// Cluster, says (with the time it was seen) that the Cluster API Cluster
+// left this management cluster without being deleted: `clusterctl move`
+// took it to another one, whose manager enrolls it there. The fleet
+// Cluster, its deployments and the releases downstream stay as they are;
+// the import stops (the agent now belongs to the other manager). Delete
+// the fleet Cluster once the move is done; the agent no longer listens to
+// this manager, so that removes nothing downstream.
+const CAPIMovedAnnotation = "fleet.cattle.io/capi-moved"
+
 // Keys of a credential Secret (type CredentialSecretType) the manager writes
 // for a granted registration, and the agent reads once.
 const (

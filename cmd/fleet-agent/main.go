@@ -42,6 +42,8 @@ func main() {
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 0, "leader lease duration (default 15s)")
 	f.DurationVar(&o.RotateCredentialBefore, "rotate-credential-before", 0,
 		"renew the credential when less than this remains of its lifetime (default a third of its lifetime)")
+	f.DurationVar(&o.BootstrapCheckInterval, "bootstrap-check-interval", 0,
+		"how often to look for a new bootstrap secret placed while the agent runs, to register with it (default 15s)")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -71,6 +71,7 @@ func main() {
 	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for git caches (default: below the temp directory)")
 	f.IntVar(&o.GitWorkers, "git-workers", 4, "concurrent git fetches (one namespace holds at most half of them)")
 	f.BoolVar(&o.AllowLocalRepos, "allow-local-repos", false, "let GitRepos name local paths and file:// URLs; they can read other GitRepos' git caches (demos only)")
+	f.StringVar(&o.GitHubAPIURL, "github-api-url", "", "GitHub API URL for GitRepos with GitHub App credentials (default https://api.<repository host>, as Fleet; https://HOST/api/v3 for GitHub Enterprise Server)")
 	f.DurationVar(&o.GitFetchTimeout, "git-fetch-timeout", gitfetch.DefaultFetchTimeout, "time limit of one git fetch")
 	f.IntVar(&o.MaxBundlesPerGitRepo, "max-bundles-per-gitrepo", gitrepo.DefaultMaxBundles, "most bundles one GitRepo may produce")
 	f.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8082", "address of the git push webhook endpoint (empty disables)")

@@ -34,6 +34,13 @@ type applyOptions struct {
 	commit     string
 	kubeconfig string
 	timeout    time.Duration
+	// drivenScan reads each PATH as "base[SEP options]", one bundle each, as
+	// a GitRepo's spec.bundles.
+	drivenScan    bool
+	drivenScanSep string
+	// targetsFile holds the targets and target restrictions of a GitRepo,
+	// as Fleet's GitRepo job passes them.
+	targetsFile string
 }
 
 func newApply() *cobra.Command {
@@ -41,16 +48,20 @@ func newApply() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply NAME [PATH...]",
 		Short: "Turn directories into Bundles and create or update them, or print them with -o",
-		Long: `Reads each PATH (default ".", relative to the current directory) the way a GitRepo's paths are read:
-every directory with a fleet.yaml is a bundle, else the path itself when it holds manifests. Bundles are
-named after NAME and their directory (NAME=examples, PATH=single-cluster/helm gives
-examples-single-cluster-helm) unless fleet.yaml names them.
+		Long: `Reads each PATH (default ".", relative to the current directory; a glob such as "charts/*"
+stands for every directory it matches) the way a GitRepo's paths are read: every directory with a
+fleet.yaml is a bundle, and so is the path itself when it, or a sub-directory not below a fleet.yaml,
+holds a .yaml or .yml file. Bundles are named after NAME and their directory (NAME=examples,
+PATH=single-cluster/helm gives examples-single-cluster-helm) unless fleet.yaml names them.
+
+With --driven-scan each PATH is one bundle, "DIR" or "DIR:OPTIONS" (OPTIONS a fleet.yaml under any
+name, relative to DIR), as a GitRepo's spec.bundles: nothing below DIR is searched for other bundles.
 
 With -o FILE or -o - the Bundles are written as YAML and no cluster is needed; otherwise they are created
 or updated on the cluster of the kubeconfig (-k, $KUBECONFIG or ~/.kube/config).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runApply(cmd.Context(), cmd.OutOrStdout(), o, args[0], args[1:])
+			return runApply(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, args[0], args[1:])
 		},
 	}
 	f := cmd.Flags()
@@ -60,25 +71,58 @@ or updated on the cluster of the kubeconfig (-k, $KUBECONFIG or ~/.kube/config).
 	f.StringVar(&o.commit, "commit", "", "commit the Bundles are built from, set as label "+fleet.CommitLabel)
 	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "kubeconfig of the manager's cluster (default $KUBECONFIG or ~/.kube/config)")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long fetching charts and talking to the cluster may take")
+	f.StringVar(&o.targetsFile, "targets-file", "", "YAML or JSON file with targets and targetRestrictions to add to every bundle, as a GitRepo's targets are (unless fleet.yaml has overrideTargets)")
+	f.BoolVar(&o.drivenScan, "driven-scan", false, `read each PATH as one bundle, "DIR" or "DIR:OPTIONS", instead of searching it`)
+	f.StringVar(&o.drivenScanSep, "driven-scan-sep", bundlereader.DefaultDrivenScanSeparator, "separator of DIR and OPTIONS in --driven-scan PATHs")
 	return cmd
 }
 
-func runApply(ctx context.Context, out io.Writer, o *applyOptions, name string, paths []string) error {
+// runApply reads the bundles and applies or writes them; warnings about
+// fleet.yaml files (fields ignored, as Fleet ignores them) go to errOut, one
+// "warning: " line each, and do not fail the command.
+func runApply(ctx context.Context, out, errOut io.Writer, o *applyOptions, name string, paths []string) (err error) {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	paths, err := relativePaths(paths)
-	if err != nil {
-		return err
-	}
-	bundles, err := bundlereader.Read(ctx, ".", paths, bundlereader.Options{
+	ro := bundlereader.Options{
 		Name:      name,
 		Namespace: o.namespace,
 		Labels:    o.labels,
 		Commit:    o.commit,
-	})
+		Warn: func(w bundlereader.Warning) {
+			fmt.Fprintf(errOut, "warning: %s\n", w)
+		},
+	}
+	if o.targetsFile != "" {
+		if ro.TargetsFile, err = bundlereader.ReadTargetsFile(o.targetsFile); err != nil {
+			return err
+		}
+	}
+	var bundles []*fleet.Bundle
+	if o.drivenScan {
+		if len(paths) == 0 {
+			paths = []string{"."}
+		}
+		var descs []fleet.BundlePath
+		for _, p := range paths {
+			d, err := bundlereader.ParseBundlePath(p, o.drivenScanSep)
+			if err != nil {
+				return err
+			}
+			if d.Base, err = relativePath(d.Base); err != nil {
+				return err
+			}
+			descs = append(descs, d)
+		}
+		bundles, err = bundlereader.ReadDriven(ctx, ".", descs, ro)
+	} else {
+		if paths, err = relativePaths(paths); err != nil {
+			return err
+		}
+		bundles, err = bundlereader.Read(ctx, ".", paths, ro)
+	}
 	if err != nil {
 		return err
 	}
@@ -106,22 +150,33 @@ func relativePaths(paths []string) ([]string, error) {
 	if len(paths) == 0 {
 		return []string{"."}, nil
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
-		if filepath.IsAbs(p) {
-			rel, err := filepath.Rel(wd, p)
-			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				return nil, fmt.Errorf("path %s is not below the current directory; run fleet apply from a directory that contains it", p)
-			}
-			p = rel
+		rel, err := relativePath(p)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, p)
+		out = append(out, rel)
 	}
 	return out, nil
+}
+
+// relativePath makes an absolute path below the current directory relative
+// to it. Other paths are left as they are: a leading "/" of a path that is
+// not below the current directory means the current directory, as in Fleet.
+func relativePath(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(wd, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p, nil
+	}
+	return rel, nil
 }
 
 // writeBundles writes the Bundles as a YAML stream, without the empty status

@@ -1,9 +1,7 @@
 package bundle
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -130,22 +128,20 @@ func (r *Reconciler) optionsFor(s *scope, res *target.Result, cluster *fleet.Clu
 	return opts, id, nil
 }
 
-// isTemplated tells whether Helm values hold ${ } templates to render per
-// cluster.
+// isTemplated tells whether the Helm values differ from cluster to cluster.
 func isTemplated(opts *fleet.BundleDeploymentOptions) bool {
-	if opts.Helm == nil || opts.Helm.Values == nil || opts.Helm.DisablePreProcess || len(opts.Helm.Values.Data) == 0 {
-		return false
-	}
-	raw, err := json.Marshal(opts.Helm.Values.Data)
-	return err != nil || bytes.Contains(raw, []byte("${"))
+	return target.DependsOnCluster(opts.Helm)
 }
 
 func templateValues(opts *fleet.BundleDeploymentOptions, cluster *fleet.Cluster) error {
-	values, err := target.ProcessTemplateValues(opts.Helm.Values.Data, target.TemplateContextFor(cluster))
+	values, err := target.RenderHelmValues(opts.Helm, target.TemplateContextFor(cluster))
 	if err != nil {
 		return err
 	}
-	opts.Helm.Values = &fleet.GenericMap{Data: values}
+	opts.Helm.Values = nil
+	if values != nil {
+		opts.Helm.Values = &fleet.GenericMap{Data: values}
+	}
 	return nil
 }
 

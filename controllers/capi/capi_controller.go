@@ -47,6 +47,19 @@ const (
 	// spec.clientID at creation (default: the workload cluster's kube-system
 	// UID, found by the import controller).
 	ClientIDAnnotation = "fleet.cattle.io/client-id"
+	// CAPIClusterNameAnnotation and CAPIClusterUIDAnnotation on a fleet
+	// Cluster record the Cluster API Cluster it was enrolled for. They
+	// stand in for an owner reference, which would let a garbage collector
+	// delete the fleet Cluster, and with it every deployment, when
+	// `clusterctl move` deletes the Cluster API Cluster from the management
+	// cluster it leaves.
+	CAPIClusterNameAnnotation = "fleet.cattle.io/capi-cluster-name"
+	CAPIClusterUIDAnnotation  = "fleet.cattle.io/capi-cluster-uid"
+	// DeleteForMoveAnnotation is what `clusterctl move` sets on each object
+	// it is about to delete from the management cluster it moves away
+	// from (before it strips the finalizers and deletes): the object lives
+	// on elsewhere.
+	DeleteForMoveAnnotation = "clusterctl.cluster.x-k8s.io/delete-for-move"
 )
 
 // FieldOwner is the server-side apply field manager of the FleetAgentReady
@@ -165,9 +178,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	capi := &clusterv1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, capi); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.deleteOrphan(ctx, req.NamespacedName)
+			// Gone without this controller's finalizer: moved away.
+			return ctrl.Result{}, r.recordMove(ctx, req.NamespacedName, "")
 		}
 		return ctrl.Result{}, err
+	}
+	// `clusterctl move` is deleting it here because it lives on in another
+	// management cluster: the fleet Cluster stays. Checked before paused,
+	// since a moving Cluster is paused.
+	if _, ok := capi.Annotations[DeleteForMoveAnnotation]; ok {
+		return ctrl.Result{}, r.reconcileMove(ctx, capi)
 	}
 	// Paused freezes everything, deletion included: Cluster API itself
 	// does not proceed either.

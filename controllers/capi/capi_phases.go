@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,29 +51,59 @@ func (r *Reconciler) loadFleetCluster(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// capiController returns the controller reference of a fleet Cluster when it
-// is a Cluster API Cluster.
-func capiController(fc *fleet.Cluster) *metav1.OwnerReference {
-	ref := metav1.GetControllerOf(fc)
-	if ref == nil || ref.Kind != "Cluster" || !strings.HasPrefix(ref.APIVersion, clusterv1.GroupVersion.Group+"/") {
-		return nil
-	}
-	return ref
+// ownedBy tells whether fc was enrolled for the Cluster API Cluster c
+// (this very object, by UID).
+func ownedBy(fc *fleet.Cluster, c *clusterv1.Cluster) bool {
+	uid, ok := EnrolledFor(fc)
+	return ok && uid == c.UID
 }
 
-// deleteOrphan deletes a fleet Cluster whose Cluster API Cluster is gone
-// (it went without this controller's finalizer, or the finalizer was
-// removed by hand).
-func (r *Reconciler) deleteOrphan(ctx context.Context, key types.NamespacedName) error {
+// recordMove marks the fleet Cluster enrolled for the Cluster API Cluster
+// key as moved away (fleet.CAPIMovedAnnotation), when its Cluster API
+// Cluster (of UID uid; any when empty) left without this controller's
+// finalizer: `clusterctl move` strips every finalizer and deletes it, and
+// it lives on in another management cluster. The fleet Cluster is not
+// deleted: that would delete its deployments and so uninstall every
+// release of a cluster that only changed managers. The patch holds the
+// resourceVersion read, so a fleet Cluster whose deletion the cache has not
+// shown yet (a real deletion, through the finalizer) is not marked.
+func (r *Reconciler) recordMove(ctx context.Context, key types.NamespacedName, uid types.UID) error {
 	fc := &fleet.Cluster{}
 	if err := r.Client.Get(ctx, key, fc); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if ref := capiController(fc); ref == nil || ref.Name != key.Name || !fc.DeletionTimestamp.IsZero() {
+	enrolled, ok := EnrolledFor(fc)
+	if !ok || uid != "" && enrolled != uid || !fc.DeletionTimestamp.IsZero() || fc.Annotations[fleet.CAPIMovedAnnotation] != "" {
 		return nil
 	}
-	ctrl.LoggerFrom(ctx).Info("Deleting the fleet Cluster of a deleted Cluster API Cluster", "cluster", klog.KObj(fc))
-	return client.IgnoreNotFound(r.Client.Delete(ctx, fc, client.Preconditions{UID: &fc.UID}))
+	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	metav1.SetMetaDataAnnotation(&fc.ObjectMeta, fleet.CAPIMovedAnnotation, time.Now().UTC().Format(time.RFC3339))
+	metav1.SetMetaDataAnnotation(&fc.ObjectMeta, CAPIClusterNameAnnotation, key.Name)
+	metav1.SetMetaDataAnnotation(&fc.ObjectMeta, CAPIClusterUIDAnnotation, string(enrolled))
+	fc.OwnerReferences = WithoutCAPIOwner(fc.OwnerReferences)
+	if err := r.Client.Patch(ctx, fc, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	msg := "the Cluster API Cluster was moved to another management cluster; this fleet Cluster and its deployments stay, and the agent goes to the manager there: delete this Cluster once the move is done"
+	ctrl.LoggerFrom(ctx).Info("Cluster API Cluster moved away; keeping its fleet Cluster", "cluster", klog.KObj(fc))
+	if r.Recorder != nil {
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, fleet.ReasonMovedAway, "Enroll", "%s", msg)
+	}
+	return nil
+}
+
+// reconcileMove handles a Cluster API Cluster that `clusterctl move` is
+// deleting (DeleteForMoveAnnotation): its fleet Cluster is marked moved
+// away and kept, and should the deletion wait for this controller's
+// finalizer, it goes without deleting anything.
+func (r *Reconciler) reconcileMove(ctx context.Context, c *clusterv1.Cluster) error {
+	if err := r.recordMove(ctx, client.ObjectKeyFromObject(c), c.UID); err != nil {
+		return err
+	}
+	if c.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	return r.removeFinalizer(ctx, c)
 }
 
 // reconcileDelete deletes the fleet Cluster with its Cluster API Cluster;
@@ -82,7 +113,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	if !controllerutil.ContainsFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer) {
 		return nil
 	}
-	if fc := s.fleet; fc != nil && metav1.IsControlledBy(fc, s.capi) && fc.DeletionTimestamp.IsZero() {
+	if fc := s.fleet; fc != nil && ownedBy(fc, s.capi) && fc.DeletionTimestamp.IsZero() {
 		ctrl.LoggerFrom(ctx).Info("Deleting the fleet Cluster of a deleted Cluster API Cluster", "cluster", klog.KObj(fc))
 		if err := r.Client.Delete(ctx, fc, client.Preconditions{UID: &fc.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting fleet Cluster %s/%s: %w", fc.Namespace, fc.Name, err)
@@ -141,7 +172,7 @@ func (r *Reconciler) reconcileEnrollment(ctx context.Context, s *scope) error {
 	if s.fleet == nil && !(s.initialized && s.secretExists) {
 		return nil
 	}
-	if s.fleet != nil && !metav1.IsControlledBy(s.fleet, s.capi) {
+	if s.fleet != nil && !ownedBy(s.fleet, s.capi) {
 		return r.claimName(ctx, s)
 	}
 	if !controllerutil.ContainsFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer) {
@@ -162,7 +193,7 @@ func (r *Reconciler) reconcileEnrollment(ctx context.Context, s *scope) error {
 // that name is deleted and waited for; any other is a conflict.
 func (r *Reconciler) claimName(ctx context.Context, s *scope) error {
 	fc := s.fleet
-	if capiController(fc) == nil {
+	if _, ok := EnrolledFor(fc); !ok {
 		return outcome.Stallf(fleet.ReasonFailed, "fleet Cluster %s/%s already exists and was not created for this Cluster API Cluster: delete it, or opt this cluster out with label %s=false", fc.Namespace, fc.Name, EnrollLabel)
 	}
 	if fc.DeletionTimestamp.IsZero() {
@@ -180,16 +211,17 @@ func (r *Reconciler) createFleetCluster(ctx context.Context, s *scope) error {
 	fc := &fleet.Cluster{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: s.capi.Name, Namespace: s.capi.Namespace, Labels: labels,
-			Annotations: map[string]string{ManagedLabelsAnnotation: strings.Join(keys, ",")},
+			Annotations: map[string]string{
+				ManagedLabelsAnnotation:   strings.Join(keys, ","),
+				CAPIClusterNameAnnotation: s.capi.Name,
+				CAPIClusterUIDAnnotation:  string(s.capi.UID),
+			},
 		},
 		Spec: fleet.ClusterSpec{
 			KubeConfigSecret: s.secretName(),
 			AgentNamespace:   s.capi.Annotations[AgentNamespaceAnnotation],
 			ClientID:         s.capi.Annotations[ClientIDAnnotation],
 		},
-	}
-	if err := controllerutil.SetControllerReference(s.capi, fc, r.Client.Scheme()); err != nil {
-		return err
 	}
 	if err := r.Client.Create(ctx, fc); err != nil {
 		return fmt.Errorf("creating fleet Cluster %s/%s: %w", fc.Namespace, fc.Name, err)
@@ -199,8 +231,9 @@ func (r *Reconciler) createFleetCluster(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// syncFleetCluster keeps the labels from Cluster API, the kubeconfig Secret
-// and the agent namespace annotation in line.
+// syncFleetCluster keeps the labels from Cluster API, the kubeconfig Secret,
+// the agent namespace annotation and the record of the Cluster API Cluster
+// in line.
 func (r *Reconciler) syncFleetCluster(ctx context.Context, s *scope) error {
 	fc := s.fleet
 	if !fc.DeletionTimestamp.IsZero() {
@@ -211,6 +244,13 @@ func (r *Reconciler) syncFleetCluster(ctx context.Context, s *scope) error {
 	labels, keys := SyncLabels(fc.Labels, ParseManaged(fc.Annotations[ManagedLabelsAnnotation]), DesiredLabels(s.capi))
 	fc.Labels = labels
 	metav1.SetMetaDataAnnotation(&fc.ObjectMeta, ManagedLabelsAnnotation, strings.Join(keys, ","))
+	// Fleet Clusters enrolled with an owner reference lose it (see
+	// CAPIClusterUIDAnnotation); a move that did not happen after all (the
+	// Cluster API Cluster is still here) is forgotten.
+	metav1.SetMetaDataAnnotation(&fc.ObjectMeta, CAPIClusterNameAnnotation, s.capi.Name)
+	metav1.SetMetaDataAnnotation(&fc.ObjectMeta, CAPIClusterUIDAnnotation, string(s.capi.UID))
+	delete(fc.Annotations, fleet.CAPIMovedAnnotation)
+	fc.OwnerReferences = WithoutCAPIOwner(fc.OwnerReferences)
 	fc.Spec.KubeConfigSecret = s.secretName()
 	fc.Spec.KubeConfigSecretNamespace = ""
 	if ns, ok := s.capi.Annotations[AgentNamespaceAnnotation]; ok {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -173,4 +174,36 @@ func ParseManaged(annotation string) []string {
 		}
 	}
 	return keys
+}
+
+// EnrolledFor returns the UID of the Cluster API Cluster a fleet Cluster was
+// enrolled for (one of the same name), and whether it was: by its
+// CAPIClusterNameAnnotation and CAPIClusterUIDAnnotation, or, for one
+// enrolled before those were written, by its controller reference.
+func EnrolledFor(fc *fleet.Cluster) (types.UID, bool) {
+	if uid := fc.Annotations[CAPIClusterUIDAnnotation]; uid != "" {
+		return types.UID(uid), fc.Annotations[CAPIClusterNameAnnotation] == fc.Name
+	}
+	ref := metav1.GetControllerOf(fc)
+	if ref == nil || !isCAPICluster(*ref) || ref.Name != fc.Name {
+		return "", false
+	}
+	return ref.UID, true
+}
+
+// WithoutCAPIOwner drops the owner references to Cluster API Clusters: a
+// garbage collector would follow them when `clusterctl move` deletes the
+// Cluster API Cluster.
+func WithoutCAPIOwner(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, ref := range refs {
+		if !isCAPICluster(ref) {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+func isCAPICluster(ref metav1.OwnerReference) bool {
+	return ref.Kind == "Cluster" && strings.HasPrefix(ref.APIVersion, clusterv1.GroupVersion.Group+"/")
 }

@@ -209,3 +209,37 @@ func TestParseManaged(t *testing.T) {
 	g.Expect(ParseManaged("")).To(BeEmpty())
 	g.Expect(ParseManaged("a, b/c,,d")).To(Equal([]string{"a", "b/c", "d"}))
 }
+
+func TestEnrolledFor(t *testing.T) {
+	capiRef := func(name string, controller bool) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: name, UID: "ref-uid", Controller: ptr.To(controller)}
+	}
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "cm"}
+	cases := []struct {
+		name      string
+		ann       map[string]string
+		refs      []metav1.OwnerReference
+		wantUID   string
+		wantOK    bool
+		wantAfter []metav1.OwnerReference
+	}{
+		{name: "annotations", ann: map[string]string{CAPIClusterNameAnnotation: "a", CAPIClusterUIDAnnotation: "u1"}, wantUID: "u1", wantOK: true},
+		{name: "annotations win over a reference", ann: map[string]string{CAPIClusterNameAnnotation: "a", CAPIClusterUIDAnnotation: "u1"},
+			refs: []metav1.OwnerReference{capiRef("a", true), other}, wantUID: "u1", wantOK: true, wantAfter: []metav1.OwnerReference{other}},
+		{name: "annotated for another name", ann: map[string]string{CAPIClusterNameAnnotation: "b", CAPIClusterUIDAnnotation: "u1"}, wantUID: "u1"},
+		{name: "earlier enrollment: controller reference", refs: []metav1.OwnerReference{capiRef("a", true)}, wantUID: "ref-uid", wantOK: true},
+		{name: "a reference that is no controller", refs: []metav1.OwnerReference{capiRef("a", false)}},
+		{name: "a reference to another name", refs: []metav1.OwnerReference{capiRef("b", true)}},
+		{name: "not enrolled", refs: []metav1.OwnerReference{other}, wantAfter: []metav1.OwnerReference{other}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			fc := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: tc.ann, OwnerReferences: tc.refs}}
+			uid, ok := EnrolledFor(fc)
+			g.Expect(ok).To(Equal(tc.wantOK))
+			g.Expect(string(uid)).To(Equal(tc.wantUID))
+			g.Expect(WithoutCAPIOwner(tc.refs)).To(Equal(tc.wantAfter))
+		})
+	}
+}

@@ -7,8 +7,12 @@
 // Enrollment. A Cluster API Cluster is enrolled by default, once its control
 // plane is initialized (status.initialization.controlPlaneInitialized, or
 // the ControlPlaneInitialized condition True) and its kubeconfig Secret
-// exists. The fleet Cluster has the same namespace and name, an owner
-// (controller) reference to the Cluster API Cluster, spec.kubeConfigSecret
+// exists. The fleet Cluster has the same namespace and name, the
+// annotations fleet.cattle.io/capi-cluster-name and
+// fleet.cattle.io/capi-cluster-uid naming the Cluster API Cluster (not an
+// owner reference: a garbage collector would follow it when `clusterctl
+// move` deletes the Cluster API Cluster; one left by an earlier version is
+// dropped), spec.kubeConfigSecret
 // <name>-kubeconfig, and the Cluster API Cluster's labels plus
 // fleet.cattle.io/cluster-class: <spec.topology.classRef.name> when it uses
 // a ClusterClass. Labels are kept in sync, removals included: the
@@ -36,9 +40,22 @@
 // fleet Cluster is created, makes the deletion of the Cluster API Cluster
 // delete the fleet Cluster, whose own controller then removes its namespace
 // and deployments; this works without a garbage collector. A fleet Cluster
-// whose Cluster API Cluster is gone without the finalizer is deleted too. A
-// fleet Cluster of the same name that this Cluster API Cluster does not own
-// is never touched: enrollment fails and says so.
+// of the same name that this Cluster API Cluster does not own is never
+// touched: enrollment fails and says so.
+//
+// Move. `clusterctl move` pauses the Cluster API Cluster, creates it in the
+// target management cluster, then here adds the annotation
+// clusterctl.cluster.x-k8s.io/delete-for-move, strips every finalizer and
+// deletes it. Seeing that annotation (even while paused), or the Cluster API
+// Cluster gone without this controller's finalizer having run, the fleet
+// Cluster is kept with its deployments (deleting it would uninstall every
+// release of a cluster that only changes managers) and annotated
+// fleet.cattle.io/capi-moved (with an event MovedAway); the import
+// controller then leaves the agent to the manager of the target, which
+// enrolls the cluster once clusterctl unpauses it there and takes the agent
+// over (the releases, under the same names, are adopted). A Cluster API
+// Cluster that comes back here (same UID) clears the annotation; one of the
+// same name but another UID replaces the moved-away fleet Cluster.
 //
 // Status. The FleetAgentReady condition on the Cluster API Cluster is
 // computed once per reconcile and written, only when it changed, by

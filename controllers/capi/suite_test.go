@@ -18,6 +18,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/capi"
+	"github.com/gitfleet/fleet/controllers/cluster"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/test/envtest"
 )
@@ -29,7 +30,12 @@ func TestMain(m *testing.M) {
 		M:    m,
 		Name: "capi",
 		CAPI: true,
+		// The cluster controller too: what deleting a fleet Cluster deletes
+		// (its namespace and BundleDeployments) is what a move must keep.
 		SetupReconcilers: func(ctx context.Context, mgr ctrl.Manager) error {
+			if err := (&cluster.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+				return err
+			}
 			return (&capi.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr)
 		},
 		SetupEnv: func(e *envtest.Environment) { env = e },
@@ -134,7 +140,9 @@ func TestEnrollsAnInitializedClusterWithItsKubeconfigSecret(t *testing.T) {
 	), "the fleet Cluster, once the control plane is initialized")
 	fc, err := fleetCluster(ctx, ns.Name, "alpha")()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(metav1.IsControlledBy(fc, c)).To(BeTrue(), "owned by the Cluster API Cluster")
+	g.Expect(fc.Annotations).To(And(HaveKeyWithValue(capi.CAPIClusterNameAnnotation, "alpha"),
+		HaveKeyWithValue(capi.CAPIClusterUIDAnnotation, string(c.UID))), "enrolled for the Cluster API Cluster")
+	g.Expect(fc.OwnerReferences).To(BeEmpty(), "no owner reference for a garbage collector to follow when the cluster moves")
 	got := &clusterv1.Cluster{}
 	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
 	g.Expect(got.Finalizers).To(ContainElement(fleet.CAPIEnrollmentFinalizer))

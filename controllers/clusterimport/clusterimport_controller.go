@@ -186,7 +186,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Complete(r)
 }
 
-// Predicate passes imported Clusters' spec, label and deletion changes, and
+// Predicate passes imported Clusters' spec, label and deletion changes, a
+// move of their Cluster API Cluster, and
 // check-ins while the controller waits for one; not the heartbeats of a
 // registered agent, which would make every heartbeat a call downstream. It
 // also passes an update that lost the Imported condition: another writer's
@@ -204,6 +205,7 @@ func Predicate() predicate.Predicate {
 			return o.Generation != n.Generation ||
 				!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 				o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
+				o.Annotations[fleet.CAPIMovedAnnotation] != n.Annotations[fleet.CAPIMovedAnnotation] ||
 				!o.Status.Agent.LastSeen.Equal(&n.Status.Agent.LastSeen) && importedReason(n) != fleet.ReasonAgentRegistered ||
 				importedReason(o) != "" && importedReason(n) == ""
 		},
@@ -261,6 +263,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		res, retErr = r.patchStatus(ctx, s, retErr)
 	}()
 	for _, phase := range []func(context.Context, *scope) error{
+		r.reconcileMoved,
 		r.reconcileKubeconfig,
 		r.reconcileIdentity,
 		r.reconcileDeployed,

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,8 +31,11 @@ import (
 // scope is what the phases of one reconcile share.
 type scope struct {
 	cluster *fleet.Cluster
-	before  importStatus
-	now     time.Time
+	// local is set for the local Cluster, installed into the manager's own
+	// cluster (see LocalCluster).
+	local  bool
+	before importStatus
+	now    time.Time
 
 	// From the kubeconfig Secret.
 	remote       client.Client
@@ -58,6 +62,18 @@ func (r *Reconciler) call(ctx context.Context, f func(context.Context) error) er
 	ctx, cancel := context.WithTimeout(ctx, r.RemoteTimeout)
 	defer cancel()
 	return f(ctx)
+}
+
+// reconcileMoved stops importing a Cluster whose Cluster API Cluster moved
+// to another management cluster (fleet.CAPIMovedAnnotation): the manager
+// there installs the agent now, and healing it from here (a stale agent is
+// restarted with this manager's token) would pull it back.
+func (r *Reconciler) reconcileMoved(_ context.Context, s *scope) error {
+	if at := s.cluster.Annotations[fleet.CAPIMovedAnnotation]; at != "" {
+		return outcome.Stallf(fleet.ReasonMovedAway,
+			"the Cluster API Cluster was moved to another management cluster at %s: its manager imports the cluster now, this one leaves the agent alone; delete this Cluster once the move is done", at)
+	}
+	return nil
 }
 
 // reconcileKubeconfig reads the kubeconfig Secret afresh and builds a client
@@ -89,6 +105,7 @@ func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) error {
 	}
 	var cfg *rest.Config
 	if r.Local.is(s.cluster, key) {
+		s.local = true
 		cfg = rest.CopyConfig(r.Local.Config)
 	} else {
 		data := secret.Data[fleet.KubeConfigSecretValueKey]
@@ -331,6 +348,9 @@ func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
 	if err != nil {
 		return outcome.Stallf(fleet.ReasonInstallFailed, "rendering the agent for cluster %s/%s: %w", c.Namespace, c.Name, err)
 	}
+	if s.local {
+		objs = withoutInstalled(objs)
+	}
 	for _, o := range objs {
 		if dep, ok := o.(*appsv1.Deployment); ok {
 			metav1.SetMetaDataAnnotation(&dep.ObjectMeta, SettingsHashAnnotation, want.SettingsHash)
@@ -352,6 +372,22 @@ func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
 	c.Status.APIServerCAHash = want.APIServerCAHash
 	s.registered = AgentRegistered(c.Status.Agent.LastSeen.Time, s.restartedAt, s.now, r.StaleAfter)
 	return nil
+}
+
+// withoutInstalled leaves out of the local agent's objects those `fleet
+// install controller` made with the manager (its namespace, ServiceAccount
+// and cluster-admin binding): the manager may write the rest in its own
+// namespace only, and may not bind cluster-admin.
+func withoutInstalled(objs []client.Object) []client.Object {
+	out := objs[:0:0]
+	for _, o := range objs {
+		switch o.(type) {
+		case *corev1.Namespace, *corev1.ServiceAccount, *rbacv1.ClusterRoleBinding:
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // ensureToken returns the values of the Cluster's import token, minting the

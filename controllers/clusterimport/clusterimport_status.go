@@ -25,7 +25,12 @@ const (
 	InstallAPIServerChanged  = "APIServerChanged"
 	InstallAgentStale        = "AgentStale"
 	InstallNotRecorded       = "NotRecorded"
-	InstallSettingsChanged   = "SettingsChanged"
+	// InstallAgentElsewhere: an agent runs downstream that this Cluster
+	// never installed and that never checked in here: it serves another
+	// manager (the Cluster API Cluster was moved here from another
+	// management cluster) or nobody. It gets this manager's token.
+	InstallAgentElsewhere  = "AgentElsewhere"
+	InstallSettingsChanged = "SettingsChanged"
 )
 
 // remoteFailure classifies an error of a call to the downstream cluster:
@@ -150,6 +155,8 @@ func Decide(d Deployed, w Wanted, status fleet.ClusterStatus, now time.Time, sta
 		return Decision{Reason: InstallRedeployRequested, Restart: true}
 	case status.APIServerURL != "" && (status.APIServerURL != w.APIServerURL || status.APIServerCAHash != w.APIServerCAHash):
 		return Decision{Reason: InstallAPIServerChanged, Restart: true}
+	case status.AgentDeployedGeneration == nil && status.Agent.LastSeen.IsZero():
+		return Decision{Reason: InstallAgentElsewhere, Restart: true}
 	case Stale(status.Agent.LastSeen.Time, d.RestartedAt, now, staleAfter):
 		return Decision{Reason: InstallAgentStale, Restart: true}
 	case status.AgentDeployedGeneration == nil:

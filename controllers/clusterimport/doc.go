@@ -36,8 +36,11 @@
 //     fleet.cattle.io/restarted-at.
 //  3. Decide says whether to install: the Deployment is missing;
 //     spec.redeployAgentGeneration differs from status.agentDeployedGeneration;
-//     the manager's URL or CA changed; the agent is stale (neither a check-in,
-//     status.agent.lastSeen, nor a restart within StaleAfter); or the
+//     the manager's URL or CA changed; an agent runs that this Cluster never
+//     installed and that never checked in here (it serves another manager: a
+//     Cluster API Cluster moved here by `clusterctl move`); the agent is
+//     stale (neither a check-in, status.agent.lastSeen, nor a restart
+//     within StaleAfter); or the
 //     settings hash differs. All but the last restart the agent: a new
 //     restarted-at rolls its pod, and a fresh single-cluster import token
 //     (ClusterRegistrationToken import-token-<cluster>, TTL TokenTTL, replaced
@@ -50,6 +53,11 @@
 //     the manager.
 //  4. Once the agent has registered and checks in, the import token is
 //     deleted.
+//
+// A Cluster annotated fleet.cattle.io/capi-moved (its Cluster API Cluster
+// was moved to another management cluster) is no longer imported: Imported
+// turns False with MovedAway, and the agent, now the other manager's, is
+// never healed from here, which would pull it back.
 //
 // status.agentDeployedGeneration records the redeployAgentGeneration of the
 // last install (the settings hash lives on the Deployment downstream, where

@@ -50,6 +50,8 @@ func run(m *testing.M) int {
 	return envtest.Run(context.Background(), envtest.RunInput{
 		M:    m,
 		Name: "clusterimport",
+		// Tokens' ServiceAccounts live there.
+		Namespaces: []string{names.SystemRegistrationNamespace(fleet.DefaultSystemNamespace)},
 		SetupReconcilers: func(ctx context.Context, mgr ctrl.Manager) error {
 			// The registration controller owns the clientID index; the import
 			// controller only reads it.

@@ -102,7 +102,7 @@ func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 			return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp)
 		})
 		s.cluster = &list.Items[0]
-		return checkTakeover(s.reg, s.token, s.cluster)
+		return r.checkTakeover(ctx, s)
 	}
 	name := names.ClusterForClientID(s.reg.Spec.ClientID)
 	if bound := registration.BoundCluster(s.token); bound != "" {
@@ -117,7 +117,7 @@ func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 			s.reg.Namespace, name)
 	case err == nil:
 		s.cluster = cluster
-		return checkTakeover(s.reg, s.token, s.cluster)
+		return r.checkTakeover(ctx, s)
 	case apierrors.IsNotFound(err):
 		// Made with the cluster controller's finalizer, which it would
 		// otherwise add straight away: one write fewer per cluster.
@@ -152,6 +152,25 @@ func (r *Reconciler) checkNamespace(ctx context.Context, s *scope) error {
 
 func clusterNamespaceLabels(cluster *fleet.Cluster) map[string]string {
 	return map[string]string{fleet.ManagedLabel: "true", fleet.ClusterLabel: cluster.Name, fleet.ClusterNamespaceLabel: cluster.Namespace}
+}
+
+// checkTakeover is checkTakeover on the Cluster found, read again from the
+// API server before a refusal: the agent writes its renewal proof a moment
+// before it asks, and the cache may not have seen it yet.
+func (r *Reconciler) checkTakeover(ctx context.Context, s *scope) error {
+	err := checkTakeover(s.reg, s.token, s.cluster)
+	if err == nil || r.APIReader == nil {
+		return err
+	}
+	live := &fleet.Cluster{}
+	if rerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.cluster), live); rerr != nil {
+		return fmt.Errorf("reading cluster %s/%s again before refusing the registration: %w", s.cluster.Namespace, s.cluster.Name, rerr)
+	}
+	if live.Spec.ClientID != s.cluster.Spec.ClientID {
+		return fmt.Errorf("cluster %s/%s changed meanwhile: looking again", live.Namespace, live.Name)
+	}
+	s.cluster = live
+	return checkTakeover(s.reg, s.token, s.cluster)
 }
 
 // checkTakeover refuses a registration onto a Cluster it may not have. A
@@ -263,7 +282,10 @@ func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: s.secretName},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.token.Name, Namespace: s.token.Namespace}},
+			// The token's ServiceAccount, which the token controller keeps in
+			// this namespace.
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind,
+				Name: names.RegistrationTokenServiceAccount(s.token.Namespace, s.token.Name), Namespace: r.SystemRegistrationNamespace}},
 		},
 	}
 	if err := concurrently(

@@ -152,7 +152,8 @@ func TestGrant(t *testing.T) {
 	g.Expect(secret.Data[fleet.CredentialTokenKey]).NotTo(BeEmpty())
 	readBinding := &rbacv1.RoleBinding{}
 	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: systemNS, Name: secretName}, readBinding)).To(Succeed())
-	g.Expect(readBinding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: token.Name, Namespace: ns.Name}))
+	g.Expect(readBinding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind,
+		Name: names.RegistrationTokenServiceAccount(ns.Name, token.Name), Namespace: systemNS}))
 
 	// The agent fetches its credential and deletes the secret: the token's
 	// right to read it goes.

@@ -8,11 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -23,7 +26,8 @@ import (
 // deletes expired tokens.
 type Reconciler struct {
 	Client client.Client
-	// SystemRegistrationNamespace holds agent credential secrets.
+	// SystemRegistrationNamespace holds agent credential secrets and the
+	// tokens' ServiceAccounts.
 	SystemRegistrationNamespace string
 	// APIServerURL and APIServerCA tell agents how to reach this manager; the
 	// CLI may replace them in what it prints.
@@ -40,13 +44,29 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	if r.SystemRegistrationNamespace == "" {
+		return fmt.Errorf("the registration token controller needs the system registration namespace, where tokens' ServiceAccounts live")
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.ClusterRegistrationToken{}).
 		Owns(&corev1.Secret{}).
-		Owns(&corev1.ServiceAccount{}).
+		Watches(&corev1.ServiceAccount{}, handler.EnqueueRequestsFromMapFunc(r.tokenOfServiceAccount)).
 		Named("clusterregistrationtoken").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
+}
+
+// tokenOfServiceAccount maps a token's ServiceAccount, in the system
+// registration namespace, to its token: a deleted ServiceAccount is made
+// again, and the token re-issued.
+func (r *Reconciler) tokenOfServiceAccount(_ context.Context, obj client.Object) []reconcile.Request {
+	l := obj.GetLabels()
+	if obj.GetNamespace() != r.SystemRegistrationNamespace || l[fleet.ManagedLabel] != "true" ||
+		l[fleet.RegistrationTokenLabel] == "" || l[registration.RequestNamespaceLabel] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{
+		Namespace: l[registration.RequestNamespaceLabel], Name: l[fleet.RegistrationTokenLabel]}}}
 }
 
 // scope is what the phases of one reconcile share.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/registration"
 	"github.com/gitfleet/fleet/internal/satoken"
@@ -41,24 +42,71 @@ func labels(token *fleet.ClusterRegistrationToken) map[string]string {
 	return map[string]string{fleet.ManagedLabel: "true", fleet.RegistrationTokenLabel: token.Name}
 }
 
+// tokenUIDAnnotation, on a token's ServiceAccount, is the UID of the token
+// it was made for: the ServiceAccount lives in another namespace than the
+// token, where no owner reference can point at it.
+const tokenUIDAnnotation = "fleet.cattle.io/registration-token-uid"
+
+// serviceAccountKey is where the token's ServiceAccount lives: in the system
+// registration namespace, never beside the token. The manager may mint
+// tokens only there and in cluster namespaces (the admission policy
+// fleet-manager-token-scope says so; RBAC cannot), so a stolen manager
+// credential cannot mint a token for a ServiceAccount it did not make.
+func (r *Reconciler) serviceAccountKey(token *fleet.ClusterRegistrationToken) types.NamespacedName {
+	return types.NamespacedName{Namespace: r.SystemRegistrationNamespace, Name: names.RegistrationTokenServiceAccount(token.Namespace, token.Name)}
+}
+
+func serviceAccountLabels(token *fleet.ClusterRegistrationToken) map[string]string {
+	l := labels(token)
+	l[registration.RequestNamespaceLabel] = token.Namespace
+	return l
+}
+
+// ownedServiceAccount tells whether sa was made by the manager for token.
+func ownedServiceAccount(token *fleet.ClusterRegistrationToken, sa *corev1.ServiceAccount) bool {
+	want := serviceAccountLabels(token)
+	for k, v := range want {
+		if sa.Labels[k] != v {
+			return false
+		}
+	}
+	return sa.Annotations[tokenUIDAnnotation] == string(token.UID)
+}
+
 // reconcileServiceAccount keeps the token's ServiceAccount and the Role and
-// RoleBinding that let it create ClusterRegistrations, and nothing else.
+// RoleBinding that let it create ClusterRegistrations in the token's
+// namespace, and nothing else.
 func (r *Reconciler) reconcileServiceAccount(ctx context.Context, s *scope) error {
 	token := s.token
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: token.Namespace}
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: meta(token.Name)}
+	key := r.serviceAccountKey(token)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
 	role := &rbacv1.Role{ObjectMeta: meta(RoleName(token))}
 	binding := &rbacv1.RoleBinding{ObjectMeta: meta(RoleName(token))}
-	// Checked all before any is written: a token named after somebody
-	// else's ServiceAccount gets nothing made for it.
+	// Checked all before any is written: a token whose names are taken by
+	// somebody else's objects gets nothing made for it.
 	for _, obj := range []client.Object{sa, role, binding, &corev1.Secret{ObjectMeta: meta(SecretName(token))}} {
 		if err := r.checkOwned(ctx, token, obj); err != nil {
 			return err
 		}
 	}
-	for _, obj := range []client.Object{sa, role, binding} {
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, sa, func() error {
+		if sa.ResourceVersion != "" && !ownedServiceAccount(token, sa) {
+			return notOwned(token, sa) // made meanwhile by someone else
+		}
+		sa.Labels = serviceAccountLabels(token)
+		sa.Annotations = map[string]string{tokenUIDAnnotation: string(token.UID)}
+		return nil
+	})
+	if outcome.IsStalling(err) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("ensuring ServiceAccount %s for token %s: %w", sa.Name, token.Name, err)
+	}
+	for _, obj := range []client.Object{role, binding} {
 		_, err := controllerutil.CreateOrPatch(ctx, r.Client, obj, func() error {
 			if obj.GetResourceVersion() != "" && !owned(token, obj) {
 				return notOwned(token, obj) // made meanwhile by someone else
@@ -87,9 +135,13 @@ func (r *Reconciler) reconcileServiceAccount(ctx context.Context, s *scope) erro
 	return nil
 }
 
-// owned tells whether obj was made by the manager for token: it carries
-// the managed label and token is its controller.
+// owned tells whether obj, in the token's namespace, was made by the
+// manager for token: it carries the managed label and token is its
+// controller.
 func owned(token *fleet.ClusterRegistrationToken, obj client.Object) bool {
+	if sa, ok := obj.(*corev1.ServiceAccount); ok {
+		return ownedServiceAccount(token, sa)
+	}
 	ref := metav1.GetControllerOf(obj)
 	return obj.GetLabels()[fleet.ManagedLabel] == "true" && ref != nil && ref.UID == token.UID
 }
@@ -120,7 +172,7 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 	token := s.token
 	name := SecretName(token)
 	sa := &corev1.ServiceAccount{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: token.Namespace, Name: token.Name}, sa); err != nil {
+	if err := r.Client.Get(ctx, r.serviceAccountKey(token), sa); err != nil {
 		return err
 	}
 	secret := &corev1.Secret{}
@@ -143,7 +195,7 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 	if s.expires != nil {
 		lifetime = s.expires.Sub(r.Now())
 	}
-	bearer, err := satoken.Mint(ctx, r.Client, token.Namespace, token.Name, lifetime)
+	bearer, err := satoken.Mint(ctx, r.Client, sa.Namespace, sa.Name, lifetime)
 	if err != nil {
 		return err
 	}
@@ -187,8 +239,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, token *fleet.ClusterRe
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: token.Namespace}
 	}
+	key := r.serviceAccountKey(token)
 	for _, obj := range []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: meta(token.Name)},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}},
 		&rbacv1.RoleBinding{ObjectMeta: meta(RoleName(token))},
 		&rbacv1.Role{ObjectMeta: meta(RoleName(token))},
 		&corev1.Secret{ObjectMeta: meta(SecretName(token))},
@@ -218,9 +271,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, token *fleet.ClusterRe
 // no agent fetched yet, and the Roles and RoleBindings letting the token
 // read them (each named after its secret).
 func (r *Reconciler) withdrawPending(ctx context.Context, token *fleet.ClusterRegistrationToken) error {
-	if r.SystemRegistrationNamespace == "" {
-		return nil
-	}
 	sel := client.MatchingLabels{fleet.ManagedLabel: "true", fleet.RegistrationTokenLabel: token.Name, registration.RequestNamespaceLabel: token.Namespace}
 	bindings := &rbacv1.RoleBindingList{}
 	if err := r.Client.List(ctx, bindings, client.InNamespace(r.SystemRegistrationNamespace), sel); err != nil {

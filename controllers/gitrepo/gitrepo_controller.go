@@ -48,8 +48,9 @@ type Fetcher interface {
 // status up into the GitRepo's.
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads Secrets (clientSecretName, helmSecretName) and, on
-	// delete, Bundles, bypassing the cache; default mgr.GetAPIReader().
+	// APIReader reads Secrets (clientSecretName or gitcredential,
+	// helmSecretName), the known-hosts ConfigMap and, on delete, Bundles,
+	// bypassing the cache; default mgr.GetAPIReader().
 	APIReader client.Reader
 	// Fetcher talks to git; default a gitfetch.Fetcher over CacheDir.
 	Fetcher Fetcher
@@ -64,6 +65,12 @@ type Reconciler struct {
 	// AllowLocalRepos lets GitRepos name local paths and file:// URLs (for
 	// demos and tests): they read whatever the manager can read.
 	AllowLocalRepos bool
+	// SystemNamespace holds the known-hosts ConfigMap (SSH host keys trusted
+	// for every GitRepo); default fleet.DefaultSystemNamespace.
+	SystemNamespace string
+	// GitHubAPIURL is where installation tokens for GitHub App credentials
+	// come from; default https://api.<repository host> (see gitfetch).
+	GitHubAPIURL string
 	// FetchTimeout bounds one git fetch; default gitfetch.DefaultFetchTimeout.
 	FetchTimeout time.Duration
 	// MaxBundles is the most bundles one GitRepo may produce; default
@@ -120,7 +127,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.CacheDir = filepath.Join(os.TempDir(), "fleet-gitrepos")
 	}
 	if r.Fetcher == nil {
-		r.Fetcher = &gitfetch.Fetcher{CacheDir: r.CacheDir, AllowLocal: r.AllowLocalRepos, FetchTimeout: r.FetchTimeout}
+		r.Fetcher = &gitfetch.Fetcher{CacheDir: r.CacheDir, AllowLocal: r.AllowLocalRepos, FetchTimeout: r.FetchTimeout, GitHubAPIURL: r.GitHubAPIURL}
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-gitrepo")

@@ -147,10 +147,10 @@ func TestKeepsTheLastGoodBundlesOnErrors(t *testing.T) {
 	g.Eventually(bundleCommits(g, ns, "keep"), eventually, poll).Should(Equal(good))
 
 	t.Log("reporting a malformed fleet.yaml with file and line")
-	commit(g, repo, map[string]string{"apps/one/fleet.yaml": "defaultNamespace: one\nnotAField: true\n"})
+	commit(g, repo, map[string]string{"apps/one/fleet.yaml": "defaultNamespace: one\nkeepResources: sometimes\n"})
 	g.Eventually(getGitRepo(g, ns, "keep"), eventually, poll).Should(And(
 		condition(fleet.ConditionAccepted, metav1.ConditionFalse, "apps/one/fleet.yaml: line 2"),
-		condition(fleet.ConditionReady, metav1.ConditionFalse, "notAField"),
+		condition(fleet.ConditionReady, metav1.ConditionFalse, "keepResources"),
 		condition(fleet.ConditionGitPolling, metav1.ConditionTrue, ""),
 		HaveField("Status.Commit", first),
 		HaveField("Status.Display.Error", BeTrue()),
@@ -192,6 +192,44 @@ func TestKeepsTheLastGoodBundlesOnErrors(t *testing.T) {
 	g.Eventually(getGitRepo(g, ns, "keep"), eventually, poll).Should(
 		condition(fleet.ConditionAccepted, metav1.ConditionFalse, "clientSecretName: Secret missing not found"))
 	g.Expect(bundleCommits(g, ns, "keep")()).To(Equal(good))
+}
+
+// TestWarnsAboutIgnoredFleetYAMLKeys: a fleet.yaml with a key that is
+// ignored (unknown, or a Fleet field not implemented here) still deploys;
+// the GitRepo stays Ready and Accepted and says so in a Warning condition,
+// which goes away with a commit that removes the key.
+func TestWarnsAboutIgnoredFleetYAMLKeys(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	repo, first := newGitRepo(g, ns+"-warn", merge(appFiles("two", "2"), map[string]string{
+		"apps/one/fleet.yaml": "defaultNamespace: one\nnotAField: true\nimageScans:\n- {image: x, tagName: t}\n",
+		"apps/one/cm.yaml":    fmt.Sprintf(configMap, "one", "1"),
+	}))
+	createGitRepo(g, ns, "lenient", fleet.GitRepoSpec{Repo: repo.Dir, Paths: []string{"apps"}, PollingInterval: every(time.Second)})
+
+	t.Log("deploying the bundles and warning about the ignored keys")
+	g.Eventually(bundleCommits(g, ns, "lenient"), eventually, poll).Should(Equal(map[string]string{
+		"lenient-apps-one": first, "lenient-apps-two": first,
+	}))
+	g.Expect(bundles(g, ns, "lenient")["lenient-apps-one"].Spec.DefaultNamespace).To(Equal("one"))
+	g.Eventually(getGitRepo(g, ns, "lenient"), eventually, poll).Should(And(
+		condition(fleet.ConditionWarning, metav1.ConditionTrue,
+			`2 fleet.yaml keys ignored: apps/one/fleet.yaml: line 2: unknown field "notAField" is ignored (a typo?); `+
+				"apps/one/fleet.yaml: line 3: imageScans is not implemented here and is ignored"),
+		HaveField("Status.Conditions", ContainElement(And(HaveField("Type", fleet.ConditionWarning), HaveField("Reason", fleet.ReasonIgnoredFields)))),
+		condition(fleet.ConditionAccepted, metav1.ConditionTrue, first[:12]),
+		condition(fleet.ConditionReady, metav1.ConditionTrue, ""),
+		HaveField("Status.Display.Error", BeFalse()),
+	))
+
+	t.Log("clearing the warning when a commit removes the keys")
+	second := commit(g, repo, map[string]string{"apps/one/fleet.yaml": "defaultNamespace: one\n"})
+	g.Eventually(bundleCommits(g, ns, "lenient"), eventually, poll).Should(Equal(map[string]string{
+		"lenient-apps-one": second, "lenient-apps-two": second,
+	}))
+	g.Eventually(func() []metav1.Condition { return getGitRepo(g, ns, "lenient")().Status.Conditions }, eventually, poll).ShouldNot(
+		ContainElement(HaveField("Type", fleet.ConditionWarning)))
+	g.Expect(getGitRepo(g, ns, "lenient")()).To(condition(fleet.ConditionReady, metav1.ConditionTrue, ""))
 }
 
 // TestCredentialsAndWebhook: the controller fetches over HTTP with credentials and syncs at once when a signed webhook arrives.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,6 +85,12 @@ type repoState struct {
 	// when they succeeded: with a stalling gitErr, it is what Accepted
 	// reports.
 	syncErr error
+	// warnings are what the last successful read of the bundles warned
+	// about its fleet.yaml files; warningsRead says there was such a read
+	// since the manager started (before it, the Warning condition in the
+	// status is left as it is).
+	warnings     []string
+	warningsRead bool
 }
 
 // failGit records the error of a git phase: a transient one asks for the
@@ -240,7 +247,14 @@ func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	bundles, err := bundlereader.Read(ctx, s.dir, repo.Spec.Paths, ro)
+	var warnings []string
+	ro.Warn = func(w bundlereader.Warning) { warnings = append(warnings, w.String()) }
+	var bundles []*fleet.Bundle
+	if len(repo.Spec.Bundles) > 0 {
+		bundles, err = bundlereader.ReadDriven(ctx, s.dir, repo.Spec.Bundles, ro)
+	} else {
+		bundles, err = bundlereader.Read(ctx, s.dir, repo.Spec.Paths, ro)
+	}
 	if err != nil {
 		return fmt.Errorf("reading the bundles of commit %s: %w", shortSHA(commit), err)
 	}
@@ -252,10 +266,17 @@ func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
 		if len(paths) == 0 {
 			paths = []string{"."}
 		}
+		if len(repo.Spec.Bundles) > 0 {
+			paths = nil
+			for _, b := range repo.Spec.Bundles {
+				paths = append(paths, b.Base)
+			}
+		}
 		return outcome.Stallf(fleet.ReasonInvalidBundle, "no bundle found in %s of commit %s: add a fleet.yaml or manifests",
 			strings.Join(paths, ", "), shortSHA(commit))
 	}
 	s.bundles = bundles
+	s.state.warnings, s.state.warningsRead = warnings, true
 	return nil
 }
 
@@ -275,8 +296,45 @@ func (r *Reconciler) fetchOptions(ctx context.Context, repo *fleet.GitRepo) (git
 			return o, err
 		}
 		o.Secret = secret
+	} else {
+		// As in Fleet: without clientSecretName, the gitcredential Secret of
+		// the namespace is used when there is one; no credentials otherwise.
+		secret := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: gitfetch.DefaultClientSecretName}, secret)
+		switch {
+		case err == nil:
+			o.Secret = secret
+		case !apierrors.IsNotFound(err):
+			return o, fmt.Errorf("reading the %s Secret: %w", gitfetch.DefaultClientSecretName, err)
+		}
+	}
+	if isSSH(repo.Spec.Repo) && (o.Secret == nil || len(o.Secret.Data[gitfetch.KnownHostsKey]) == 0) {
+		// As in Fleet, host keys the Secret lacks come from the known-hosts
+		// ConfigMap of the system namespace.
+		cm := &corev1.ConfigMap{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.systemNamespace(), Name: gitfetch.KnownHostsConfigMap}, cm)
+		switch {
+		case err == nil:
+			o.KnownHosts = []byte(cm.Data[gitfetch.KnownHostsKey])
+		case !apierrors.IsNotFound(err):
+			return o, fmt.Errorf("reading the %s ConfigMap: %w", gitfetch.KnownHostsConfigMap, err)
+		}
 	}
 	return o, nil
+}
+
+// isSSH tells whether a repository URL is an SSH one (ssh:// or the scp-like
+// user@host:path).
+func isSSH(url string) bool {
+	ep, err := transport.NewEndpoint(url)
+	return err == nil && ep.Protocol == "ssh"
+}
+
+func (r *Reconciler) systemNamespace() string {
+	if r.SystemNamespace == "" {
+		return fleet.DefaultSystemNamespace
+	}
+	return r.SystemNamespace
 }
 
 // readOptions are the bundlereader options of a GitRepo at commit.
@@ -286,7 +344,7 @@ func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commi
 		Namespace:           repo.Namespace,
 		Labels:              map[string]string{fleet.RepoLabel: repo.Name},
 		Commit:              commit,
-		TargetsFromRepo:     repo.Spec.Targets,
+		TargetsFromRepo:     bundlereader.RepoTargets(repo.Spec.Targets),
 		TargetNamespace:     repo.Spec.TargetNamespace,
 		ServiceAccount:      repo.Spec.ServiceAccount,
 		KeepResources:       repo.Spec.KeepResources,

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
 
@@ -46,7 +47,13 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.GitRepoSpec) er
 	if err := allowed(res, "serviceAccount", spec.ServiceAccount, res.AllowedServiceAccounts); err != nil {
 		return err
 	}
-	if err := allowed(res, "clientSecretName", spec.ClientSecretName, res.AllowedClientSecretNames); err != nil {
+	// Without clientSecretName the GitRepo uses the gitcredential Secret when
+	// there is one: allowed where that name is.
+	secretName := spec.ClientSecretName
+	if secretName == "" && slices.Contains(res.AllowedClientSecretNames, gitfetch.DefaultClientSecretName) {
+		secretName = gitfetch.DefaultClientSecretName
+	}
+	if err := allowed(res, "clientSecretName", secretName, res.AllowedClientSecretNames); err != nil {
 		return err
 	}
 	if len(res.AllowedTargetNamespaces) > 0 {

@@ -53,4 +53,13 @@ func TestApplyRestriction(t *testing.T) {
 	g := NewWithT(t)
 	empty := fleet.GitRepoSpec{Repo: "anything"}
 	g.Expect(applyRestriction(&fleet.GitRepoRestriction{}, &empty)).To(Succeed(), "empty lists allow anything")
+	g.Expect(empty.ClientSecretName).To(BeEmpty(), "no clientSecretName: the gitcredential Secret, if any, is used")
+
+	// Without clientSecretName the GitRepo would use the default
+	// gitcredential Secret: only where the restriction allows that name.
+	noSecret := fleet.GitRepoSpec{Repo: "anything"}
+	g.Expect(applyRestriction(&fleet.GitRepoRestriction{ObjectMeta: metav1.ObjectMeta{Name: "r"}, AllowedClientSecretNames: []string{"creds"}}, &noSecret)).
+		To(MatchError(ContainSubstring("does not allow clientSecretName (none): use one of creds")))
+	g.Expect(applyRestriction(&fleet.GitRepoRestriction{AllowedClientSecretNames: []string{"creds", "gitcredential"}}, &noSecret)).To(Succeed())
+	g.Expect(noSecret.ClientSecretName).To(BeEmpty())
 }

@@ -50,6 +50,45 @@ func readyCondition(conds []metav1.Condition, r rollup) metav1.Condition {
 	return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionTrue, Reason: fleet.ReasonReady}
 }
 
+// Bounds of the Warning condition's message: a repository with many broken
+// fleet.yaml files must not make the status too large to write.
+const (
+	maxWarningsListed    = 10
+	maxWarningMessageLen = 300
+)
+
+// warningCondition is the Warning condition for the warnings of the last
+// read of the bundles (True, listing the first of them), and false when
+// there were none: the condition is then removed.
+func warningCondition(warnings []string) (metav1.Condition, bool) {
+	if len(warnings) == 0 {
+		return metav1.Condition{}, false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d fleet.yaml %s ignored: ", len(warnings), plural(len(warnings), "key", "keys"))
+	for i, w := range warnings {
+		if i == maxWarningsListed {
+			fmt.Fprintf(&b, "; and %d more", len(warnings)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		if len(w) > maxWarningMessageLen {
+			w = strings.ToValidUTF8(w[:maxWarningMessageLen], "") + "..."
+		}
+		b.WriteString(w)
+	}
+	return metav1.Condition{Type: fleet.ConditionWarning, Status: metav1.ConditionTrue, Reason: fleet.ReasonIgnoredFields, Message: b.String()}, true
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // rollup is what a GitRepo's status shows of its Bundles.
 type rollup struct {
 	summary              fleet.BundleSummary
@@ -190,6 +229,14 @@ func setStatus(repo *fleet.GitRepo, st *repoState, bundles []fleet.Bundle) {
 		} {
 			c.ObservedGeneration = repo.Generation
 			meta.SetStatusCondition(&s.Conditions, c)
+		}
+	}
+	if st.warningsRead {
+		if c, ok := warningCondition(st.warnings); ok {
+			c.ObservedGeneration = repo.Generation
+			meta.SetStatusCondition(&s.Conditions, c)
+		} else {
+			meta.RemoveStatusCondition(&s.Conditions, fleet.ConditionWarning)
 		}
 	}
 	ready := readyCondition(s.Conditions, r)

@@ -3,8 +3,10 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -315,4 +317,74 @@ func TestFailedPhasesAreRemembered(t *testing.T) {
 	g.Expect(st.synced).To(BeTrue(), "a stalled commit is not read again until it or the spec changes")
 	g.Expect(syncNeeded(st, s.repo, "c2")).To(BeFalse())
 	g.Expect(syncNeeded(st, s.repo, "c3")).To(BeTrue())
+}
+
+func TestWarningCondition(t *testing.T) {
+	many := make([]string, 12)
+	for i := range many {
+		many[i] = fmt.Sprintf("app%d/fleet.yaml: line 1: unknown field \"x\" is ignored (a typo?)", i)
+	}
+	long := "app/fleet.yaml: line 2: " + strings.Repeat("é", 400)
+	for name, tc := range map[string]struct {
+		warnings []string
+		want     bool
+		message  string
+	}{
+		"none: no condition": {},
+		"one": {
+			warnings: []string{`app/fleet.yaml: line 3: unknown field "helm.chartt" is ignored (a typo?)`},
+			want:     true,
+			message:  `1 fleet.yaml key ignored: app/fleet.yaml: line 3: unknown field "helm.chartt" is ignored (a typo?)`,
+		},
+		"two": {
+			warnings: []string{"a/fleet.yaml: line 1: x", "b/fleet.yaml: line 2: y"},
+			want:     true,
+			message:  "2 fleet.yaml keys ignored: a/fleet.yaml: line 1: x; b/fleet.yaml: line 2: y",
+		},
+		"more than ten are counted, not listed": {
+			warnings: many,
+			want:     true,
+			message:  "12 fleet.yaml keys ignored: " + strings.Join(many[:10], "; ") + "; and 2 more",
+		},
+		"a long one is cut, on a character boundary": {
+			warnings: []string{long},
+			want:     true,
+			message:  "1 fleet.yaml key ignored: " + strings.ToValidUTF8(long[:300], "") + "...",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			c, ok := warningCondition(tc.warnings)
+			g.Expect(ok).To(Equal(tc.want))
+			if !tc.want {
+				return
+			}
+			g.Expect(c.Type).To(Equal(fleet.ConditionWarning))
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(fleet.ReasonIgnoredFields))
+			g.Expect(c.Message).To(Equal(tc.message))
+			g.Expect(utf8.ValidString(c.Message)).To(BeTrue())
+		})
+	}
+}
+
+// TestSetStatusWarning: the Warning condition follows the last read of the
+// bundles, is removed when a read has none, is kept as it is until a read
+// since the manager started, and never makes the GitRepo not Ready.
+func TestSetStatusWarning(t *testing.T) {
+	g := NewWithT(t)
+	repo := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+	setStatus(repo, &repoState{polled: true, warningsRead: true, warnings: []string{"app/fleet.yaml: line 1: x"}}, nil)
+	w := meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionWarning)
+	g.Expect(w).NotTo(BeNil())
+	g.Expect(w.Message).To(Equal("1 fleet.yaml key ignored: app/fleet.yaml: line 1: x"))
+	g.Expect(w.ObservedGeneration).To(BeEquivalentTo(2))
+	g.Expect(meta.IsStatusConditionTrue(repo.Status.Conditions, fleet.ConditionReady)).To(BeTrue())
+
+	// A restarted manager has not read the bundles yet: the condition stays.
+	setStatus(repo, &repoState{polled: true}, nil)
+	g.Expect(meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionWarning)).NotTo(BeNil())
+
+	setStatus(repo, &repoState{polled: true, warningsRead: true}, nil)
+	g.Expect(meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionWarning)).To(BeNil())
 }

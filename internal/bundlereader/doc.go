@@ -2,13 +2,23 @@
 // given to `fleet apply`, into Bundles, the way Rancher Fleet does, so that
 // repositories written for Fleet produce the same Bundles here.
 //
-// Read finds the bundle directories below each path (every directory with a
-// fleet.yaml or fleet.yml; else the path itself when it holds manifests) and
-// ReadDir builds one Bundle from one of them: its name, labels, deployment
-// options and targets from fleet.yaml and the GitRepo, and its files as
-// resources. Remote Helm charts are fetched at read time and carried as
-// resources, so the agent needs no network path to the chart repository, and
+// Read expands each path (globs, a leading "/" for the root) and finds the
+// bundle directories below it by Fleet's rule (every directory with a
+// fleet.yaml or fleet.yml; the path itself also when it, or a sub-directory
+// not below a fleet.yaml, holds a .yaml or .yml file); ReadDriven takes the
+// bundles a GitRepo's spec.bundles names instead (Fleet's driven scan). Each
+// bundle gets its name, labels, deployment options and targets from its
+// fleet.yaml (or options file) and the GitRepo, and its files as resources.
+// Remote Helm charts are fetched at read time and carried as resources, so
+// the agent needs no network path to the chart repository, and
 // helm.valuesFiles are merged into helm.values.
+//
+// fleet.yaml is read as Fleet reads it: every field Fleet knows is accepted.
+// A key no field takes, and a Fleet field not implemented here (see
+// ignoredFields), is ignored with a Warning, passed to Options.Warn: the
+// GitRepo controller shows them in a Warning condition, `fleet apply` on
+// standard error. Values Fleet would refuse (a wrong type, an invalid label
+// selector) are errors.
 //
 // An error that a change to the files or fleet.yaml must fix (a malformed
 // fleet.yaml, a path outside the repository, a chart version that does not

@@ -32,6 +32,7 @@ type fetchedChart struct {
 	name    string
 	version string
 	files   []*loader.BufferedFile // named relative to the chart directory
+	archive []byte                 // the packaged chart as downloaded
 }
 
 // fetcher downloads charts from Helm repositories, OCI registries and
@@ -244,7 +245,7 @@ func unpack(source string, tgz []byte) (*fetchedChart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chart from %s: %w", source, err)
 	}
-	return &fetchedChart{ref: source, name: ch.Name(), version: ch.Metadata.Version, files: files}, nil
+	return &fetchedChart{ref: source, name: ch.Name(), version: ch.Metadata.Version, files: files, archive: tgz}, nil
 }
 
 // httpGet downloads u, at most maxBytes of it. Credentials go only where

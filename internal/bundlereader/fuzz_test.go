@@ -20,16 +20,19 @@ var fleetYAMLSeeds = []string{
 	": : :\n",
 	"helm: [1, 2]\n",
 	"a: &a [*a]\n",
+	"imageScans: [{tagName: t, image: x, interval: 5m, policy: {semver: {range: '>=1'}}}]\ndownstreamResources: [{kind: Secret, name: s}]\n",
+	"helm: {templateValues: {a: '${ .ClusterName }'}, disableDependencyUpdate: true}\ndeleteCRDResources: true\ntypo: 1\n",
+	"overrideTargets: [{clusterSelector: {matchExpressions: [{key: a, operator: In, values: [b]}]}}]\ntargets: [{clusterGroup: g}]\n",
 }
 
 // FuzzParseFleetYAML: any input gives a FleetYAML or an error, never a panic,
-// and errors name the file.
+// and errors and warnings name the file.
 func FuzzParseFleetYAML(f *testing.F) {
 	for _, s := range fleetYAMLSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fy, err := ParseFleetYAML(data, "dir/fleet.yaml")
+		fy, warnings, err := ParseFleetYAML(data, "dir/fleet.yaml")
 		if err != nil {
 			if !strings.Contains(err.Error(), "fleet.yaml") {
 				t.Fatalf("error does not name the file: %v", err)
@@ -38,6 +41,11 @@ func FuzzParseFleetYAML(f *testing.F) {
 		}
 		if fy == nil {
 			t.Fatal("nil FleetYAML without an error")
+		}
+		for _, w := range warnings {
+			if w.File != "dir/fleet.yaml" || w.Message == "" {
+				t.Fatalf("warning without file or message: %+v", w)
+			}
 		}
 	})
 }

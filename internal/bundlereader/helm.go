@@ -12,9 +12,10 @@ import (
 )
 
 // prepareHelm makes a bundle's Helm options self-contained: values files are
-// merged into values, and remote charts, the bundle's and those of its
-// targets, are fetched and added to the files, with helm.chart pointing at
-// them.
+// merged into values, remote charts, the bundle's and those of its targets,
+// are fetched and added to the files, with helm.chart pointing at them, and
+// the charts' missing dependencies are fetched into their charts/ directories
+// unless helm.disableDependencyUpdate (see updateDependencies).
 func (r *reader) prepareHelm(ctx context.Context, rel string, spec *fleet.BundleSpec, files *fileSet) error {
 	bundleAbs := r.abs(rel)
 	c := &chartCollector{fetcher: &fetcher{auth: r.o.HelmAuth, maxBytes: r.o.MaxDownloadBytes}, files: *files, dirs: map[string]string{}}
@@ -59,6 +60,11 @@ func (r *reader) prepareHelm(ctx context.Context, rel string, spec *fleet.Bundle
 		}
 		h.Chart, h.Repo, h.Version = dir, "", ""
 	}
+	if spec.Helm == nil || !spec.Helm.DisableDependencyUpdate {
+		if err := r.updateDependencies(ctx, rel, c); err != nil {
+			return err
+		}
+	}
 	*files = c.files
 	return nil
 }
@@ -93,14 +99,21 @@ func (r *reader) checkLocalChart(bundleAbs, chart string) error {
 	return nil
 }
 
-// mergeValuesFiles reads h.ValuesFiles (relative to the bundle directory) and
-// merges them, in order, into h.Values, whose own values win. The files are
-// then no longer needed, so h.ValuesFiles is cleared.
+// mergeValuesFiles reads h.ValuesFiles, relative to the bundle directory
+// (also when they sit in a chart inside it), and merges them, in order, over
+// h.Values: as in Fleet, a values file wins over the values of fleet.yaml.
+// The files are then no longer needed, so h.ValuesFiles is cleared.
 func (r *reader) mergeValuesFiles(bundleAbs, field string, h *fleet.HelmOptions) error {
 	if len(h.ValuesFiles) == 0 {
 		return nil
 	}
 	merged := map[string]interface{}{}
+	if h.Values != nil {
+		merged = h.Values.DeepCopy().Data
+		if merged == nil {
+			merged = map[string]interface{}{}
+		}
+	}
 	for _, f := range h.ValuesFiles {
 		data, err := r.readFile(bundleAbs, f)
 		if err != nil {
@@ -111,9 +124,6 @@ func (r *reader) mergeValuesFiles(bundleAbs, field string, h *fleet.HelmOptions)
 			return invalidf("%s.valuesFiles: %s: %v", field, f, err)
 		}
 		merged = mergeValues(merged, values)
-	}
-	if h.Values != nil {
-		merged = mergeValues(merged, h.Values.Data)
 	}
 	h.Values = &fleet.GenericMap{Data: merged}
 	h.ValuesFiles = nil

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
@@ -39,9 +40,15 @@ type Options struct {
 	Labels map[string]string
 	// Commit, when known, is set as the label fleet.cattle.io/commit.
 	Commit string
-	// TargetsFromRepo are the GitRepo's targets: appended after the
-	// targetCustomizations of fleet.yaml and copied to targetRestrictions.
+	// TargetsFromRepo are the GitRepo's targets (see RepoTargets): appended
+	// after the targetCustomizations of fleet.yaml and copied to
+	// targetRestrictions, unless fleet.yaml has overrideTargets. Nil for
+	// `fleet apply`.
 	TargetsFromRepo []fleet.GitTarget
+	// TargetsFile, when set, holds targets and target restrictions appended as
+	// they are, where TargetsFromRepo's go: `fleet apply --targets-file`, the
+	// way Fleet's GitRepo job passes a GitRepo's targets.
+	TargetsFile *TargetsFile
 	// TargetNamespace, when set, forces the namespace option of the bundle
 	// and of every target (GitRepo spec.targetNamespace).
 	TargetNamespace string
@@ -70,6 +77,9 @@ type Options struct {
 	// MaxBundles is the most bundle directories Read accepts; 0 means no
 	// limit.
 	MaxBundles int
+	// Warn, when set, is given each Warning about a fleet.yaml: something
+	// ignored rather than refused. Nil drops them.
+	Warn func(Warning)
 }
 
 // DefaultMaxFileBytes bounds the files read on their own: a file larger than
@@ -107,51 +117,105 @@ func invalidf(format string, args ...any) error {
 
 var fleetYAMLNames = []string{"fleet.yaml", "fleet.yml"}
 
-// Read returns the Bundles of the bundle directories found below each of
-// paths (default "."), which are relative to root and may not leave it, sorted
-// by name. Every directory with a fleet.yaml is a bundle; a path with none
-// below it is itself one bundle when it holds manifests.
+// Read returns the Bundles found below each of paths (default "."), sorted
+// by name, as Fleet's scan finds them: see expandPaths for the paths and
+// findBundleDirs for which directories are bundles. A bundle without any
+// resource is left out, as Fleet leaves it out.
 func Read(ctx context.Context, root string, paths []string, o Options) ([]*fleet.Bundle, error) {
 	r, err := newReader(root, o)
 	if err != nil {
 		return nil, err
 	}
-	if len(paths) == 0 {
-		paths = []string{"."}
+	bases, err := r.expandPaths(paths)
+	if err != nil {
+		return nil, err
 	}
-	var dirs []string
+	var srcs []source
 	seen := map[string]bool{}
-	for _, p := range paths {
-		rel, err := r.checkPath(p)
-		if err != nil {
-			return nil, err
-		}
-		found, err := r.findBundleDirs(ctx, rel)
+	for _, base := range bases {
+		found, err := r.findBundleDirs(ctx, base)
 		if err != nil {
 			return nil, err
 		}
 		for _, d := range found {
 			if !seen[d] {
 				seen[d] = true
-				dirs = append(dirs, d)
+				srcs = append(srcs, source{dir: d})
 			}
 		}
 	}
-	if limit := r.o.MaxBundles; limit > 0 && len(dirs) > limit {
-		return nil, invalidf("%d bundle directories found, more than the limit of %d per GitRepo: narrow spec.paths, "+
-			"or ask the operator to raise the manager's --max-bundles-per-gitrepo", len(dirs), limit)
+	return r.readAll(ctx, srcs)
+}
+
+// ReadDriven returns the Bundles that bundles name, sorted by name, as
+// Fleet's driven scan makes them (GitRepo spec.bundles, `fleet apply
+// --driven-scan`): each base directory, relative to root, is one bundle with
+// every file below it, configured by its options file (relative to the base;
+// default its fleet.yaml) and named after the base and the options file.
+// Nothing below a base is searched for other bundles.
+func ReadDriven(ctx context.Context, root string, bundles []fleet.BundlePath, o Options) ([]*fleet.Bundle, error) {
+	r, err := newReader(root, o)
+	if err != nil {
+		return nil, err
 	}
-	var bundles []*fleet.Bundle
-	byName := map[string]string{}
-	for _, d := range dirs {
-		b, err := r.readDir(ctx, d)
+	var srcs []source
+	for _, b := range bundles {
+		rel, err := r.checkPath(b.Base)
 		if err != nil {
 			return nil, err
 		}
-		if other, dup := byName[b.Name]; dup {
-			return nil, invalidf("bundle name %q is used by both %s and %s: set a different name in one of their fleet.yaml", b.Name, other, d)
+		src := source{dir: rel, driven: true}
+		if b.Options != "" {
+			full, err := r.secureFile(r.abs(rel), b.Options)
+			if err != nil {
+				return nil, fmt.Errorf("options file of bundle %s: %w", b.Base, err)
+			}
+			optRel, _ := r.rel(full)
+			src.options = path.Clean(filepath.ToSlash(b.Options))
+			src.optionsRel = optRel
 		}
-		byName[b.Name] = d
+		srcs = append(srcs, src)
+	}
+	return r.readAll(ctx, srcs)
+}
+
+// source is one bundle to read: its directory and, in a driven scan, its
+// options file.
+type source struct {
+	dir string // relative to the root
+	// options is the options file relative to dir, "" for fleet.yaml;
+	// optionsRel the same relative to the root.
+	options, optionsRel string
+	// driven bundles take every file below dir: nothing below is a bundle of
+	// its own.
+	driven bool
+}
+
+// readAll reads the sources into Bundles sorted by name, leaving out those
+// without resources.
+func (r *reader) readAll(ctx context.Context, srcs []source) ([]*fleet.Bundle, error) {
+	if limit := r.o.MaxBundles; limit > 0 && len(srcs) > limit {
+		return nil, invalidf("%d bundle directories found, more than the limit of %d per GitRepo: narrow spec.paths, "+
+			"or ask the operator to raise the manager's --max-bundles-per-gitrepo", len(srcs), limit)
+	}
+	var bundles []*fleet.Bundle
+	byName := map[string]string{}
+	for _, src := range srcs {
+		b, err := r.readDir(ctx, src)
+		if err != nil {
+			return nil, err
+		}
+		if len(b.Spec.Resources) == 0 {
+			continue
+		}
+		where := displayDir(src.dir)
+		if src.options != "" {
+			where += " with " + src.options
+		}
+		if other, dup := byName[b.Name]; dup {
+			return nil, invalidf("bundle name %q is used by both %s and %s: set a different name in one of their fleet.yaml", b.Name, other, where)
+		}
+		byName[b.Name] = where
 		bundles = append(bundles, b)
 	}
 	sort.Slice(bundles, func(i, j int) bool { return bundles[i].Name < bundles[j].Name })
@@ -169,7 +233,7 @@ func ReadDir(ctx context.Context, root, dir string, o Options) (*fleet.Bundle, e
 	if err != nil {
 		return nil, err
 	}
-	return r.readDir(ctx, rel)
+	return r.readDir(ctx, source{dir: rel})
 }
 
 // reader reads bundles below one root.
@@ -247,97 +311,19 @@ func (r *reader) abs(rel string) string {
 	return filepath.Join(r.root, filepath.FromSlash(rel))
 }
 
-// findBundleDirs lists the bundle directories below rel.
-func (r *reader) findBundleDirs(ctx context.Context, rel string) ([]string, error) {
-	var dirs []string
-	err := filepath.WalkDir(r.abs(rel), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			return nil // symlinked directories are not followed
-		}
-		if d.Name() == ".git" {
-			return filepath.SkipDir
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		ok, err := hasFleetYAML(p)
-		if err != nil {
-			return err
-		}
-		if ok {
-			dr, _ := r.rel(p)
-			dirs = append(dirs, dr)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(dirs) > 0 {
-		return dirs, nil
-	}
-	manifests, err := hasManifests(r.abs(rel))
-	if err != nil || !manifests {
-		return nil, err
-	}
-	return []string{rel}, nil
-}
-
-// hasFleetYAML tells whether dir holds a fleet.yaml or fleet.yml.
-func hasFleetYAML(dir string) (bool, error) {
-	for _, n := range fleetYAMLNames {
-		st, err := os.Stat(filepath.Join(dir, n))
-		if err == nil && !st.IsDir() {
-			return true, nil
-		}
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, err
-		}
-	}
-	return false, nil
-}
-
-// hasManifests tells whether dir directly holds a file that can be a
-// manifest (YAML or JSON), a chart or a kustomization.
-func hasManifests(dir string) (bool, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false, err
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		switch strings.ToLower(filepath.Ext(e.Name())) {
-		case ".yaml", ".yml", ".json":
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// readDir builds the Bundle of the bundle directory rel.
-func (r *reader) readDir(ctx context.Context, rel string) (*fleet.Bundle, error) {
-	fy, err := r.readFleetYAML(rel)
+// readDir builds the Bundle of one source.
+func (r *reader) readDir(ctx context.Context, src source) (*fleet.Bundle, error) {
+	rel := src.dir
+	fy, file, err := r.readFleetYAML(src)
 	if err != nil {
 		return nil, err
 	}
 	name := fy.Name
 	if name == "" {
-		name = names.Bundle(r.o.Name, rel)
+		name = names.Bundle(r.o.Name, bundleID(src))
 	} else if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 || len(name) > names.MaxBundleNameLength {
 		return nil, invalidf("%s: name %q is not a valid bundle name: it must be at most %d lower-case letters, digits, '-' or '.', starting and ending with a letter or digit",
-			path.Join(rel, "fleet.yaml"), name, names.MaxBundleNameLength)
-	}
-	files, total, err := r.collectFiles(ctx, rel)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.checkSize(name, rel, total); err != nil {
-		return nil, err
+			file, name, names.MaxBundleNameLength)
 	}
 	spec := fleet.BundleSpec{
 		BundleDeploymentOptions: fy.BundleDeploymentOptions,
@@ -346,7 +332,14 @@ func (r *reader) readDir(ctx context.Context, rel string) (*fleet.Bundle, error)
 		DependsOn:               fy.DependsOn,
 		TargetCustomizationMode: fy.TargetCustomizationMode,
 	}
-	spec.Targets, spec.TargetRestrictions = targets(fy, r.o.TargetsFromRepo)
+	spec.Targets, spec.TargetRestrictions = targets(fy, r.o.repoTargets())
+	files, total, err := r.collectFiles(ctx, rel, !src.driven, configFiles(src, &spec))
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkSize(name, rel, total); err != nil {
+		return nil, err
+	}
 	if err := r.prepareHelm(ctx, rel, &spec, &files); err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", displayDir(rel), err)
 	}
@@ -368,6 +361,46 @@ func (r *reader) readDir(ctx context.Context, rel string) (*fleet.Bundle, error)
 	return b, nil
 }
 
+// bundleID is what a bundle's default name is made from, after the base
+// name: its directory and, in a driven scan, its options file without the
+// extension, so that one directory can give a bundle per options file.
+func bundleID(src source) string {
+	if src.options == "" {
+		return src.dir
+	}
+	return path.Join(src.dir, strings.TrimSuffix(src.options, path.Ext(src.options)))
+}
+
+// configFiles are the files of a bundle that configure it rather than being
+// deployed, relative to its directory: fleet.yaml, the options file of a
+// driven scan, and the Helm values files. As in Fleet, a values file is
+// also left out by its base name at the bundle's top, since a fleet.yaml
+// may name it either way.
+func configFiles(src source, spec *fleet.BundleSpec) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range fleetYAMLNames {
+		out[n] = true
+	}
+	if src.options != "" {
+		out[src.options] = true
+	}
+	add := func(h *fleet.HelmOptions) {
+		if h == nil {
+			return
+		}
+		for _, f := range h.ValuesFiles {
+			clean := path.Clean(filepath.ToSlash(f))
+			out[clean] = true
+			out[path.Base(clean)] = true
+		}
+	}
+	add(spec.Helm)
+	for i := range spec.Targets {
+		add(spec.Targets[i].Helm)
+	}
+	return out
+}
+
 // checkSize fails when a bundle's resources are larger than the limit.
 func (r *reader) checkSize(name, rel string, total int) error {
 	if limit := r.o.MaxResourceBytes; limit > 0 && total > limit {
@@ -378,30 +411,42 @@ func (r *reader) checkSize(name, rel string, total int) error {
 	return nil
 }
 
-// readFleetYAML parses the fleet.yaml of rel, or returns an empty one.
-func (r *reader) readFleetYAML(rel string) (*FleetYAML, error) {
+// readFleetYAML parses the options of a source (its fleet.yaml, or the
+// options file of a driven scan), or returns empty ones, and the file's
+// path relative to the root for messages.
+func (r *reader) readFleetYAML(src source) (*FleetYAML, string, error) {
+	rel := src.dir
 	var found []string
-	for _, n := range fleetYAMLNames {
-		if st, err := os.Stat(filepath.Join(r.abs(rel), n)); err == nil && !st.IsDir() {
-			found = append(found, n)
+	if src.options != "" {
+		found = []string{src.options}
+	} else {
+		for _, n := range fleetYAMLNames {
+			if st, err := os.Stat(filepath.Join(r.abs(rel), n)); err == nil && !st.IsDir() {
+				found = append(found, n)
+			}
 		}
 	}
 	switch len(found) {
 	case 0:
-		return &FleetYAML{}, nil
+		return &FleetYAML{}, path.Join(rel, "fleet.yaml"), nil
 	case 2:
-		return nil, invalidf("%s has both fleet.yaml and fleet.yml: keep one", displayDir(rel))
+		return nil, "", invalidf("%s has both fleet.yaml and fleet.yml: keep one", displayDir(rel))
 	}
 	file := path.Join(rel, found[0])
 	data, err := r.readFile(r.abs(rel), found[0])
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	fy, err := ParseFleetYAML(data, file)
+	fy, warnings, err := ParseFleetYAML(data, file)
 	if err != nil {
-		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
+		return nil, "", outcome.Stall(fleet.ReasonInvalidBundle, err)
 	}
-	return fy, nil
+	for _, w := range warnings {
+		if r.o.Warn != nil {
+			r.o.Warn(w)
+		}
+	}
+	return fy, file, nil
 }
 
 // secureFile joins dir and the relative name and checks that the file, with
@@ -470,58 +515,106 @@ func CompileURLRegex(expr string) (*regexp.Regexp, error) {
 	return regexp.Compile(`^(?:` + expr + `)$`)
 }
 
-// targets computes a bundle's targets and target restrictions from
-// fleet.yaml and the GitRepo's targets.
-func targets(fy *FleetYAML, fromRepo []fleet.GitTarget) ([]fleet.BundleTarget, []fleet.BundleTargetRestriction) {
-	if len(fy.OverrideTargets) > 0 {
-		var ts []fleet.BundleTarget
-		var rs []fleet.BundleTargetRestriction
-		for i, t := range fy.OverrideTargets {
-			ts = append(ts, bundleTarget(t, i))
-			rs = append(rs, restriction(t, i))
+// targets computes a bundle's targets and target restrictions as Fleet
+// does: the targets of fleet.yaml, then its targetCustomizations (unnamed
+// ones named target000, target001, ... by their place in that list); then
+// the overrideTargets of fleet.yaml, each also a target restriction, when it
+// has the key, else the GitRepo's targets and restrictions (repo); and only
+// when that leaves no target at all, the default target {name: default,
+// clusterGroup: default}. repo is empty for `fleet apply`; the GitRepo
+// controller passes the GitRepo's targets, or the default target when it has
+// none, as Fleet's GitRepo does (RepoTargets).
+func targets(fy *FleetYAML, repo TargetsFile) ([]fleet.BundleTarget, []fleet.BundleTargetRestriction) {
+	var ts []fleet.BundleTarget
+	ts = append(ts, fy.Targets...)
+	ts = append(ts, fy.TargetCustomizations...)
+	for i := range ts {
+		if ts[i].Name == "" {
+			ts[i].Name = fmt.Sprintf("target%03d", i)
 		}
-		return ts, rs
 	}
-	ts := append([]fleet.BundleTarget(nil), fy.TargetCustomizations...)
 	var rs []fleet.BundleTargetRestriction
-	for i, t := range fromRepo {
-		ts = append(ts, bundleTarget(t, i))
-		rs = append(rs, restriction(t, i))
+	if fy.OverrideTargets != nil {
+		o := targetsOf(fy.OverrideTargets)
+		ts, rs = append(ts, o.Targets...), o.TargetRestrictions
+	} else {
+		ts = append(ts, repo.Targets...)
+		rs = append(rs, repo.TargetRestrictions...)
 	}
-	if len(fromRepo) == 0 {
-		// A GitRepo without targets targets the default cluster group, as
-		// Fleet's GitRepo default does; customizations stay in front of it.
-		ts = append(ts, fleet.BundleTarget{Name: fleet.DefaultTargetName, ClusterGroup: fleet.DefaultClusterGroup})
+	if len(ts) == 0 {
+		ts = []fleet.BundleTarget{DefaultTarget()}
 	}
 	return ts, rs
 }
 
-// targetName names unnamed GitRepo targets as Fleet does: target000, ...
-func targetName(name string, i int) string {
-	if name != "" {
-		return name
-	}
-	return fmt.Sprintf("target%03d", i)
+// TargetsFile is the file of `fleet apply --targets-file`, the part of a
+// BundleSpec that Fleet's GitRepo job writes: the GitRepo's targets, and the
+// same again as target restrictions.
+type TargetsFile struct {
+	Targets            []fleet.BundleTarget            `json:"targets,omitempty"`
+	TargetRestrictions []fleet.BundleTargetRestriction `json:"targetRestrictions,omitempty"`
 }
 
-func bundleTarget(t fleet.GitTarget, i int) fleet.BundleTarget {
-	return fleet.BundleTarget{
-		Name:                 targetName(t.Name, i),
-		ClusterName:          t.ClusterName,
-		ClusterSelector:      t.ClusterSelector.DeepCopy(),
-		ClusterGroup:         t.ClusterGroup,
-		ClusterGroupSelector: t.ClusterGroupSelector.DeepCopy(),
+// ReadTargetsFile reads a TargetsFile, JSON or YAML.
+func ReadTargetsFile(file string) (*TargetsFile, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
 	}
+	tf := &TargetsFile{}
+	if err := yaml.UnmarshalStrict(data, tf); err != nil {
+		return nil, fmt.Errorf("targets file %s: %w", file, err)
+	}
+	return tf, nil
 }
 
-func restriction(t fleet.GitTarget, i int) fleet.BundleTargetRestriction {
-	return fleet.BundleTargetRestriction{
-		Name:                 targetName(t.Name, i),
-		ClusterName:          t.ClusterName,
-		ClusterSelector:      t.ClusterSelector.DeepCopy(),
-		ClusterGroup:         t.ClusterGroup,
-		ClusterGroupSelector: t.ClusterGroupSelector.DeepCopy(),
+// targetsOf turns GitRepo targets into bundle targets and the same target
+// restrictions, names as given.
+func targetsOf(gts []fleet.GitTarget) TargetsFile {
+	var tf TargetsFile
+	for _, t := range gts {
+		tf.Targets = append(tf.Targets, fleet.BundleTarget{
+			Name:                 t.Name,
+			ClusterName:          t.ClusterName,
+			ClusterSelector:      t.ClusterSelector.DeepCopy(),
+			ClusterGroup:         t.ClusterGroup,
+			ClusterGroupSelector: t.ClusterGroupSelector.DeepCopy(),
+		})
+		tf.TargetRestrictions = append(tf.TargetRestrictions, fleet.BundleTargetRestriction{
+			Name:                 t.Name,
+			ClusterName:          t.ClusterName,
+			ClusterSelector:      t.ClusterSelector.DeepCopy(),
+			ClusterGroup:         t.ClusterGroup,
+			ClusterGroupSelector: t.ClusterGroupSelector.DeepCopy(),
+		})
 	}
+	return tf
+}
+
+// repoTargets are the targets and restrictions the options give the
+// bundles, from the GitRepo and the targets file.
+func (o Options) repoTargets() TargetsFile {
+	tf := targetsOf(o.TargetsFromRepo)
+	if f := o.TargetsFile; f != nil {
+		tf.Targets = append(tf.Targets, f.Targets...)
+		tf.TargetRestrictions = append(tf.TargetRestrictions, f.TargetRestrictions...)
+	}
+	return tf
+}
+
+// DefaultTarget is the target of a bundle that has no other: the cluster
+// group "default".
+func DefaultTarget() fleet.BundleTarget {
+	return fleet.BundleTarget{Name: fleet.DefaultTargetName, ClusterGroup: fleet.DefaultClusterGroup}
+}
+
+// RepoTargets are the targets a GitRepo gives its bundles: its own, or, when
+// it has none, the default target, as Fleet's GitRepo does.
+func RepoTargets(targets []fleet.GitTarget) []fleet.GitTarget {
+	if len(targets) == 0 {
+		return []fleet.GitTarget{{Name: fleet.DefaultTargetName, ClusterGroup: fleet.DefaultClusterGroup}}
+	}
+	return targets
 }
 
 // applyRepoOptions copies the GitRepo-level options that are set into the

@@ -151,12 +151,10 @@ func TestFleetIgnore(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bundles).To(HaveLen(1))
 	g.Expect(resourceNames(bundles[0])).To(Equal([]string{
-		".fleetignore",
 		"KEEP.md",
 		"cm.yaml",
 		"docs/a/final.yaml",
 		"local.yaml",
-		"nested/.fleetignore",
 		"nested/deeper/KEEP.md",
 		"nested/deeper/other.yaml",
 		"nested/kept.yaml",
@@ -243,16 +241,16 @@ func TestErrors(t *testing.T) {
 			wantErr: []string{`path "a/../../x" leaves the repository root`},
 		},
 		{
-			name:    "absolute path",
+			name:    "glob leaving the root",
 			files:   map[string]string{"cm.yaml": cm},
-			paths:   []string{"/etc"},
-			wantErr: []string{`path "/etc" must be relative to the repository root`},
+			paths:   []string{"../*"},
+			wantErr: []string{`path "../*" leaves the repository root`},
 		},
 		{
-			name:    "missing path",
+			name:    "malformed glob",
 			files:   map[string]string{"cm.yaml": cm},
-			paths:   []string{"nope"},
-			wantErr: []string{`path "nope" does not exist`},
+			paths:   []string{"a/[x"},
+			wantErr: []string{`path "a/[x" is not a valid glob`},
 		},
 		{
 			name:    "malformed fleet.yaml",
@@ -260,9 +258,9 @@ func TestErrors(t *testing.T) {
 			wantErr: []string{"app/fleet.yaml", "line 3", "invalid YAML"},
 		},
 		{
-			name:    "unknown field",
-			files:   map[string]string{"app/fleet.yaml": "defaultNamespace: a\nhelm:\n  chartt: x\n"},
-			wantErr: []string{"app/fleet.yaml", "line 3", `unknown field "helm.chartt"`},
+			name:    "invalid selector",
+			files:   map[string]string{"app/fleet.yaml": "defaultNamespace: a\ntargetCustomizations:\n- clusterSelector: {matchLabels: {'a b': c}}\n"},
+			wantErr: []string{"app/fleet.yaml", "line 3", "targetCustomizations[0].clusterSelector is not a valid label selector"},
 		},
 		{
 			name:    "both fleet.yaml and fleet.yml",
@@ -281,7 +279,7 @@ func TestErrors(t *testing.T) {
 		},
 		{
 			name:    "same name twice",
-			files:   map[string]string{"a/fleet.yaml": "name: same", "b/fleet.yaml": "name: same"},
+			files:   map[string]string{"a/fleet.yaml": "name: same", "a/cm.yaml": cm, "b/fleet.yaml": "name: same", "b/cm.yaml": cm},
 			wantErr: []string{`bundle name "same" is used by both a and b`},
 		},
 		{
@@ -407,6 +405,8 @@ targetCustomizations:
 		Namespace: "fleet-default",
 		Labels:    map[string]string{fleet.RepoLabel: "repo", "team": "from-repo-wins"},
 		Commit:    "abc123",
+		// A GitRepo without targets, as the GitRepo controller passes it.
+		TargetsFromRepo: RepoTargets(nil),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bundles).To(HaveLen(1))
@@ -446,7 +446,8 @@ targetCustomizations:
 	g.Expect(s.Targets[0].Name).To(Equal("prod"))
 	g.Expect(s.Targets[0].Helm.Values.Data).To(Equal(map[string]interface{}{"replicas": float64(5)}))
 	g.Expect(s.Targets[1]).To(Equal(fleet.BundleTarget{Name: "skip", ClusterName: "old", DoNotDeploy: true}))
-	g.Expect(s.TargetRestrictions).To(BeEmpty())
+	g.Expect(s.TargetRestrictions).To(Equal([]fleet.BundleTargetRestriction{{Name: "default", ClusterGroup: "default"}}),
+		"as in Fleet, the GitRepo's default target restricts the bundle too")
 	g.Expect(resourceNames(b)).To(Equal([]string{
 		"Chart.yaml", "overlays/dev/cm.yaml", "overlays/dev/deployment_patch.yaml", "overlays/prod/kustomization.yaml", "templates/deploy.yaml",
 	}))
@@ -472,11 +473,11 @@ func TestTargets(t *testing.T) {
 			o:    Options{TargetsFromRepo: repoTargets},
 			wantTargets: []fleet.BundleTarget{
 				{Name: "prod", ClusterSelector: selector},
-				{Name: "target001", ClusterGroup: "edge"},
+				{ClusterGroup: "edge"},
 			},
 			wantRestrictions: []fleet.BundleTargetRestriction{
 				{Name: "prod", ClusterSelector: selector},
-				{Name: "target001", ClusterGroup: "edge"},
+				{ClusterGroup: "edge"},
 			},
 		},
 		{
@@ -486,18 +487,18 @@ func TestTargets(t *testing.T) {
 			wantTargets: []fleet.BundleTarget{
 				{Name: "big", ClusterName: "big", BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"size": float64(3)}}}}},
 				{Name: "prod", ClusterSelector: selector},
-				{Name: "target001", ClusterGroup: "edge"},
+				{ClusterGroup: "edge"},
 			},
 			wantRestrictions: []fleet.BundleTargetRestriction{
 				{Name: "prod", ClusterSelector: selector},
-				{Name: "target001", ClusterGroup: "edge"},
+				{ClusterGroup: "edge"},
 			},
 		},
 		{
-			name:             "overrideTargets replace everything",
+			name:             "overrideTargets replace the GitRepo's targets, after the customizations",
 			fleetYAML:        "targetCustomizations:\n- {name: big, clusterName: big}\noverrideTargets:\n- {name: only, clusterName: one}\n",
 			o:                Options{TargetsFromRepo: repoTargets},
-			wantTargets:      []fleet.BundleTarget{{Name: "only", ClusterName: "one"}},
+			wantTargets:      []fleet.BundleTarget{{Name: "big", ClusterName: "big"}, {Name: "only", ClusterName: "one"}},
 			wantRestrictions: []fleet.BundleTargetRestriction{{Name: "only", ClusterName: "one"}},
 		},
 		{
@@ -513,7 +514,6 @@ func TestTargets(t *testing.T) {
 			wantTargets: []fleet.BundleTarget{
 				{Name: "a", ClusterName: "a", BundleDeploymentOptions: fleet.BundleDeploymentOptions{TargetNamespace: "ns", ServiceAccount: "sa"}},
 				{Name: "b", ClusterName: "b"},
-				{Name: "default", ClusterGroup: "default"},
 			},
 		},
 	}
@@ -598,14 +598,14 @@ targetCustomizations:
 	g.Expect(h.ValuesFiles).To(BeEmpty(), "merged into values")
 	g.Expect(h.Values.Data).To(Equal(map[string]interface{}{
 		"replicas": float64(3),
-		"image":    map[string]interface{}{"repo": "nginx", "tag": "inline"},
+		"image":    map[string]interface{}{"repo": "nginx", "tag": "prod"},
 		"list":     []interface{}{float64(3)},
 		"extra":    true,
 	}))
 	th := bundles[0].Spec.Targets[0].Helm
 	g.Expect(th.ValuesFiles).To(BeEmpty())
-	g.Expect(th.Values.Data).To(Equal(map[string]interface{}{"region": "inline-eu", "zone": "a"}))
-	g.Expect(resourceNames(bundles[0])).To(ContainElements("chart/Chart.yaml", "values/base.yaml"))
+	g.Expect(th.Values.Data).To(Equal(map[string]interface{}{"region": "eu", "zone": "a"}))
+	g.Expect(resourceNames(bundles[0])).To(Equal([]string{"chart/Chart.yaml", "chart/templates/x.yaml"}), "values files configure the bundle; they are not resources")
 }
 
 func TestEncodeDecodeResource(t *testing.T) {
@@ -665,7 +665,7 @@ func TestFilesReadOnTheirOwnAreBounded(t *testing.T) {
 
 func TestMaxBundles(t *testing.T) {
 	g := NewWithT(t)
-	root := tree(t, map[string]string{"a/fleet.yaml": "", "b/fleet.yaml": "", "c/fleet.yaml": ""})
+	root := tree(t, map[string]string{"a/fleet.yaml": "", "a/cm.yaml": cm, "b/fleet.yaml": "", "b/cm.yaml": cm, "c/fleet.yaml": "", "c/cm.yaml": cm})
 	_, err := Read(context.Background(), root, nil, Options{Name: "m", MaxBundles: 2})
 	g.Expect(err).To(MatchError(ContainSubstring("3 bundle directories found, more than the limit of 2")))
 	bs, err := Read(context.Background(), root, nil, Options{Name: "m", MaxBundles: 3})

@@ -1,6 +1,7 @@
 package gitfetch
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -15,22 +16,37 @@ import (
 	"github.com/gitfleet/fleet/internal/outcome"
 )
 
-// KnownHostsKey is the key of an SSH Secret that holds the server's host keys
-// in known_hosts format.
+// KnownHostsKey is the key of an SSH Secret (and of the KnownHostsConfigMap)
+// that holds the server's host keys in known_hosts format.
 const KnownHostsKey = "known_hosts"
 
-// authMethod builds the go-git credentials for ep from the Secret, if any.
-// SSH always verifies the server's host key: without known_hosts it fails
-// rather than trust whatever key the server shows.
-func authMethod(ep *transport.Endpoint, repo string, secret *corev1.Secret) (transport.AuthMethod, error) {
+// KnownHostsConfigMap is the ConfigMap of the system namespace whose
+// known_hosts are trusted for SSH repositories whose Secret has none: where
+// Fleet keeps the host keys of the well-known git hosts.
+const KnownHostsConfigMap = "known-hosts"
+
+// DefaultClientSecretName is the Secret a GitRepo without clientSecretName
+// takes its credentials from when it exists in the GitRepo's namespace, as
+// in Fleet.
+const DefaultClientSecretName = "gitcredential"
+
+// authMethod builds the go-git credentials for ep from the options' Secret,
+// if any. SSH always verifies the server's host key: without known_hosts
+// (from the Secret or o.KnownHosts) it fails rather than trust whatever key
+// the server shows.
+func (f *Fetcher) authMethod(ctx context.Context, ep *transport.Endpoint, o Options) (transport.AuthMethod, error) {
+	repo, secret := o.URL, o.Secret
 	switch ep.Protocol {
 	case "file":
 		return nil, nil
 	case "ssh":
-		return sshAuth(ep, repo, secret)
+		return sshAuth(ep, repo, secret, o.KnownHosts)
 	case "http", "https":
 		if secret == nil {
 			return nil, nil
+		}
+		if isGitHubApp(secret) {
+			return f.gitHubAppAuth(ctx, secret, ep.Host, o.CABundle)
 		}
 		if _, ok := secret.Data[corev1.SSHAuthPrivateKey]; ok || secret.Type == corev1.SecretTypeSSHAuth {
 			return nil, outcome.Stallf(fleet.ReasonInvalidOptions,
@@ -40,8 +56,8 @@ func authMethod(ep *transport.Endpoint, repo string, secret *corev1.Secret) (tra
 		user, password := secret.Data[corev1.BasicAuthUsernameKey], secret.Data[corev1.BasicAuthPasswordKey]
 		if len(password) == 0 {
 			return nil, outcome.Stallf(fleet.ReasonInvalidOptions,
-				"Secret %s has no %q key: a clientSecretName for an %s repository must be a kubernetes.io/basic-auth Secret with username and password (a token as password)",
-				secret.Name, corev1.BasicAuthPasswordKey, ep.Protocol)
+				"Secret %s has no %q key: a clientSecretName for an %s repository must be a kubernetes.io/basic-auth Secret with username and password (a token as password), or hold GitHub App credentials (%s, %s, %s)",
+				secret.Name, corev1.BasicAuthPasswordKey, ep.Protocol, GitHubAppIDKey, GitHubAppInstallationIDKey, GitHubAppPrivateKeyKey)
 		}
 		return &githttp.BasicAuth{Username: string(user), Password: string(password)}, nil
 	default:
@@ -49,17 +65,20 @@ func authMethod(ep *transport.Endpoint, repo string, secret *corev1.Secret) (tra
 	}
 }
 
-func sshAuth(ep *transport.Endpoint, repo string, secret *corev1.Secret) (transport.AuthMethod, error) {
+func sshAuth(ep *transport.Endpoint, repo string, secret *corev1.Secret, fallback []byte) (transport.AuthMethod, error) {
 	if secret == nil {
 		return nil, outcome.Stallf(fleet.ReasonInvalidOptions,
-			"%s is an SSH repository but the GitRepo has no clientSecretName: create a kubernetes.io/ssh-auth Secret with %s and %s keys and name it in clientSecretName",
-			repo, corev1.SSHAuthPrivateKey, KnownHostsKey)
+			"%s is an SSH repository but the GitRepo has no clientSecretName (and there is no %s Secret): create a kubernetes.io/ssh-auth Secret with %s and %s keys and name it in clientSecretName",
+			repo, DefaultClientSecretName, corev1.SSHAuthPrivateKey, KnownHostsKey)
 	}
 	knownHosts := secret.Data[KnownHostsKey]
 	if len(knownHosts) == 0 {
+		knownHosts = fallback
+	}
+	if len(knownHosts) == 0 {
 		return nil, outcome.Stallf(fleet.ReasonHostKey,
-			"Secret %s has no %s key: add the SSH host keys of %s (e.g. the output of `ssh-keyscan %s`) under %s; host keys are never trusted blindly",
-			secret.Name, KnownHostsKey, ep.Host, ep.Host, KnownHostsKey)
+			"Secret %s has no %s key and the %s ConfigMap of the system namespace has none either: add the SSH host keys of %s (e.g. the output of `ssh-keyscan %s`) under %s; host keys are never trusted blindly",
+			secret.Name, KnownHostsKey, KnownHostsConfigMap, ep.Host, ep.Host, KnownHostsKey)
 	}
 	user := ep.User
 	if user == "" {

@@ -12,6 +12,15 @@
 // cannot do that, or the wanted commit is no longer the tip, the cache is
 // rebuilt with a full fetch.
 //
+// Credentials are Fleet's: a kubernetes.io/basic-auth Secret (username and
+// password, or a token as password), a kubernetes.io/ssh-auth Secret whose
+// host keys come from its known_hosts key or Options.KnownHosts (Fleet's
+// known-hosts ConfigMap), or GitHub App credentials, for which an
+// installation token is minted from the GitHub API (Fetcher.GitHubAPIURL)
+// and cached until shortly before it expires. Choosing the Secret (the
+// GitRepo's clientSecretName, else DefaultClientSecretName) is the caller's
+// job.
+//
 // Errors come in two kinds. Those only a person can fix (authentication,
 // host key or TLS verification, a missing repository, branch or revision, a
 // malformed credentials Secret) are outcome.Stalling errors with one of the

@@ -63,9 +63,14 @@ type Options struct {
 	// Revision is a tag, a ref name or a full commit sha; it wins over Branch.
 	Revision string
 	// Secret holds the credentials: kubernetes.io/basic-auth (username,
-	// password) for http(s), kubernetes.io/ssh-auth (ssh-privatekey and the
-	// required known_hosts) for ssh.
+	// password, or a token as password) or GitHub App credentials
+	// (GitHubAppIDKey, GitHubAppInstallationIDKey, GitHubAppPrivateKeyKey)
+	// for http(s), kubernetes.io/ssh-auth (ssh-privatekey, and known_hosts
+	// unless KnownHosts has the host) for ssh.
 	Secret *corev1.Secret
+	// KnownHosts are host keys, in known_hosts format, trusted for ssh when
+	// the Secret has no known_hosts key: Fleet's known-hosts ConfigMap.
+	KnownHosts []byte
 	// CABundle holds PEM certificates trusted in addition to the system's.
 	CABundle []byte
 	// InsecureSkipTLSVerify turns off TLS certificate verification.
@@ -85,9 +90,14 @@ type Fetcher struct {
 	// they read whatever the manager can read, the git caches of other
 	// GitRepos included.
 	AllowLocal bool
+	// GitHubAPIURL is the base URL of the GitHub API that mints installation
+	// tokens for GitHub App credentials, e.g. https://api.github.com; default,
+	// as in Fleet, https://api.<host of the repository>.
+	GitHubAPIURL string
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	mu     sync.Mutex
+	locks  map[string]*sync.Mutex
+	tokens map[tokenKey]cachedToken
 }
 
 // LatestCommit returns the commit the options point to on the remote now: the
@@ -95,7 +105,7 @@ type Fetcher struct {
 // a full sha (without asking the remote).
 func (f *Fetcher) LatestCommit(ctx context.Context, o Options) (string, error) {
 	if isFullSHA(o.Revision) {
-		if _, _, err := f.prepare(o); err != nil {
+		if _, _, err := f.prepare(ctx, o); err != nil {
 			return "", err
 		}
 		return strings.ToLower(o.Revision), nil
@@ -109,7 +119,7 @@ func (f *Fetcher) LatestCommit(ctx context.Context, o Options) (string, error) {
 
 // resolve lists the remote's refs and finds the one the options point to.
 func (f *Fetcher) resolve(ctx context.Context, o Options) (plumbing.ReferenceName, plumbing.Hash, error) {
-	ep, auth, err := f.prepare(o)
+	ep, auth, err := f.prepare(ctx, o)
 	if err != nil {
 		return "", plumbing.ZeroHash, err
 	}
@@ -230,7 +240,7 @@ func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (strin
 		}
 	}
 
-	ep, auth, err := f.prepare(o)
+	ep, auth, err := f.prepare(ctx, o)
 	if err != nil {
 		return "", err
 	}
@@ -404,16 +414,7 @@ const localDisabled = "local repository %s refused: local paths and file:// URLs
 	"use an http(s) or ssh URL (an operator may allow them with the manager's --allow-local-repos)"
 
 // prepare parses the URL and builds the credentials.
-func (f *Fetcher) prepare(o Options) (*transport.Endpoint, transport.AuthMethod, error) {
-	ep, auth, err := prepare(o)
-	if err == nil && ep.Protocol == "file" && !f.AllowLocal {
-		return nil, nil, outcome.Stallf(fleet.ReasonLocalRepoDisabled, localDisabled, o.URL)
-	}
-	return ep, auth, err
-}
-
-// prepare parses the URL and builds the credentials.
-func prepare(o Options) (*transport.Endpoint, transport.AuthMethod, error) {
+func (f *Fetcher) prepare(ctx context.Context, o Options) (*transport.Endpoint, transport.AuthMethod, error) {
 	if o.URL == "" {
 		return nil, nil, outcome.Stallf(fleet.ReasonInvalidOptions, "no repository URL: set spec.repo")
 	}
@@ -421,7 +422,10 @@ func prepare(o Options) (*transport.Endpoint, transport.AuthMethod, error) {
 	if err != nil {
 		return nil, nil, outcome.Stallf(fleet.ReasonInvalidOptions, "invalid repository URL %s: %w", o.URL, err)
 	}
-	auth, err := authMethod(ep, o.URL, o.Secret)
+	if ep.Protocol == "file" && !f.AllowLocal {
+		return nil, nil, outcome.Stallf(fleet.ReasonLocalRepoDisabled, localDisabled, o.URL)
+	}
+	auth, err := f.authMethod(ctx, ep, o)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/config/crd"
 	"github.com/gitfleet/fleet/config/rbac"
+	"github.com/gitfleet/fleet/internal/names"
 )
 
 // DefaultControllerImage is the manager image used when none is given.
@@ -82,7 +83,7 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 	}
 	labels := map[string]string{"app": ManagerName}
 	meta := metav1.ObjectMeta{Name: ManagerName, Namespace: ns, Labels: labels}
-	return []client.Object{
+	objs := []client.Object{
 		&corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: ns},
@@ -101,6 +102,9 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 		},
 		tokenScopePolicy(ns),
 		tokenScopeBinding(),
+	}
+	objs = append(objs, localAgentObjects(ns)...)
+	return append(objs,
 		&appsv1.Deployment{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 			ObjectMeta: meta,
@@ -153,7 +157,47 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 				},
 			},
 		},
-	}, nil
+	), nil
+}
+
+// LocalAgentRoleName names the Role that lets the manager install the local
+// cluster's agent into its own namespace.
+const LocalAgentRoleName = "fleet-manager-local-agent"
+
+// localAgentObjects are what the local cluster's agent (installed by the
+// manager into the cluster it runs in, as Fleet does) needs beyond what the
+// manager writes: its ServiceAccount bound to cluster-admin, made here by
+// whoever installs the manager, and a Role that lets the manager write the
+// agent's ConfigMap, bootstrap Secret and Deployment in its own namespace
+// only. So the manager never needs the right to bind cluster-admin, which
+// would let a stolen manager credential grant it to anyone.
+func localAgentObjects(ns string) []client.Object {
+	labels := map[string]string{"app": ManagerName}
+	agentLabels := map[string]string{agentinstall.ManagedByLabel: "fleet", "app": fleet.AgentName}
+	return []client.Object{
+		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: metav1.ObjectMeta{Name: fleet.AgentName, Namespace: ns, Labels: agentLabels}},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: fleet.AgentName + "-" + ns, Labels: agentLabels},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fleet.AgentName, Namespace: ns}},
+		},
+		&rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: metav1.ObjectMeta{Name: LocalAgentRoleName, Namespace: ns, Labels: labels},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "create", "patch"}},
+				{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "create", "patch"}},
+			},
+		},
+		&rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: LocalAgentRoleName, Namespace: ns, Labels: labels},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: LocalAgentRoleName},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ManagerName, Namespace: ns}},
+		},
+	}
 }
 
 func firstNonEmpty(s ...string) string {
@@ -169,14 +213,23 @@ func firstNonEmpty(s ...string) string {
 // from minting ServiceAccount tokens where it never needs to.
 const TokenScopePolicyName = "fleet-manager-token-scope"
 
-// tokenScopePolicy refuses TokenRequests by the manager's ServiceAccount in
-// the Kubernetes system namespaces and in the manager's own namespace. RBAC
-// cannot say this: the manager mints tokens in namespaces made at run time
-// (cluster namespaces, and wherever a registration token is created), so its
-// ClusterRole grants serviceaccounts/token everywhere; the admission policy
-// takes back the namespaces whose ServiceAccounts hold the most power.
+// tokenScopePolicy confines the manager's ServiceAccount where RBAC cannot:
+// its ClusterRole grants serviceaccounts/token and namespace deletion
+// everywhere, because it works in namespaces made at run time. The policy
+// allows the manager to mint tokens only in the system registration
+// namespace (registration tokens' ServiceAccounts) and in cluster namespaces
+// (agents' ServiceAccounts), and to delete only cluster namespaces. Cluster
+// namespaces are the ones labelled fleet.cattle.io/managed=true; the manager
+// sets that label only on namespaces it creates (it has no right to change
+// an existing namespace), so a stolen manager credential can mint tokens
+// only for ServiceAccounts the manager made itself.
 func tokenScopePolicy(ns string) *admissionv1.ValidatingAdmissionPolicy {
 	fail := admissionv1.Fail
+	managed := func(obj string) string {
+		return fmt.Sprintf("(%[1]s != null && has(%[1]s.metadata.labels) && '%[2]s' in %[1]s.metadata.labels && %[1]s.metadata.labels['%[2]s'] == 'true')",
+			obj, fleet.ManagedLabel)
+	}
+	regNS := names.SystemRegistrationNamespace(ns)
 	return &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: TokenScopePolicyName, Labels: map[string]string{"app": ManagerName}},
@@ -188,14 +241,25 @@ func tokenScopePolicy(ns string) *admissionv1.ValidatingAdmissionPolicy {
 					Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
 						Resources: []string{"serviceaccounts/token"}},
 				},
+			}, {
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Delete},
+					Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+						Resources: []string{"namespaces"}},
+				},
 			}}},
 			MatchConditions: []admissionv1.MatchCondition{{
 				Name:       "fleet-manager",
 				Expression: fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", ns, ManagerName),
 			}},
 			Validations: []admissionv1.Validation{{
-				Expression: fmt.Sprintf("!(request.namespace in ['kube-system', 'kube-public', 'kube-node-lease', '%s'])", ns),
-				Message:    "the fleet manager mints tokens only for agents and registration tokens, never in the system namespaces or its own",
+				Expression: fmt.Sprintf("request.resource.resource != 'serviceaccounts' || request.namespace == '%s' || %s", regNS, managed("namespaceObject")),
+				Message: fmt.Sprintf("the fleet manager mints tokens only in %s (registration tokens) and in the cluster namespaces it made (labelled %s=true)",
+					regNS, fleet.ManagedLabel),
+				Reason: ptrTo(metav1.StatusReasonForbidden),
+			}, {
+				Expression: "request.resource.resource != 'namespaces' || " + managed("oldObject"),
+				Message:    fmt.Sprintf("the fleet manager deletes only the cluster namespaces it made (labelled %s=true)", fleet.ManagedLabel),
 				Reason:     ptrTo(metav1.StatusReasonForbidden),
 			}},
 		},

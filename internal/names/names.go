@@ -77,6 +77,18 @@ func AgentServiceAccount(workspace, cluster, clientID, clientRandom string) stri
 	return "fleet-agent-" + sha256Hex(workspace + "\x00" + cluster + "\x00" + clientID + "\x00" + clientRandom)[:16]
 }
 
+// RegistrationTokenServiceAccount names the ServiceAccount behind the
+// registration token namespace/name. It lives in the system registration
+// namespace, so the name carries the token's namespace, and a 64-bit hash of
+// both keeps tokens of the same name in different namespaces apart.
+func RegistrationTokenServiceAccount(namespace, name string) string {
+	readable := "token-" + namespace + "-" + name
+	if len(readable) > 46 {
+		readable = strings.TrimRight(readable[:46], "-.")
+	}
+	return readable + "-" + sha256Hex(namespace + "/" + name)[:16]
+}
+
 // ClusterForClientID names the Cluster a token registration creates.
 func ClusterForClientID(clientID string) string {
 	return "cluster-" + sha256Hex(clientID)[:12]

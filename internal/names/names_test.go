@@ -67,4 +67,13 @@ func TestOthers(t *testing.T) {
 	sa := AgentServiceAccount("ws", "c", "id", "random")
 	g.Expect(sa).To(MatchRegexp(`^fleet-agent-[0-9a-f]{16}$`))
 	g.Expect(AgentServiceAccount("ws", "c", "id", "random2")).NotTo(Equal(sa))
+
+	// Registration tokens' ServiceAccounts share one namespace: the token's
+	// namespace is part of the name, and the hash keeps apart what joining
+	// with "-" would not.
+	g.Expect(RegistrationTokenServiceAccount("fleet-default", "edge")).To(MatchRegexp(`^token-fleet-default-edge-[0-9a-f]{16}$`))
+	g.Expect(RegistrationTokenServiceAccount("a-b", "c")).NotTo(Equal(RegistrationTokenServiceAccount("a", "b-c")))
+	long := RegistrationTokenServiceAccount(strings.Repeat("n", 63), strings.Repeat("t", 253))
+	g.Expect(len(long)).To(BeNumerically("<=", 63))
+	g.Expect(long).To(MatchRegexp(`^token-n+-[0-9a-f]{16}$`))
 }

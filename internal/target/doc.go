@@ -23,9 +23,12 @@
 //  2. ClusterInfoFor (or a ClusterInfo built by hand) describes the cluster and
 //     the ClusterGroups it belongs to; Match decides whether it is targeted and
 //     with which options.
-//  3. Unless helm.disablePreProcess is set, ProcessTemplateValues renders the
-//     ${ } templates of the Helm values for that cluster (on a copy of the
-//     options, since Results are shared).
+//  3. When DependsOnCluster says the Helm values differ per cluster,
+//     RenderHelmValues computes them for that cluster as Fleet does
+//     (global.fleet.clusterLabels.<label> values, then, unless
+//     helm.disablePreProcess, the ${ } templates of values and
+//     helm.templateValues), on a copy of the options, since Results are
+//     shared.
 //  4. DeploymentID names what the agent must deploy.
 //
 // Which bundles to re-match when a Cluster or ClusterGroup changes (indexing)

@@ -11,8 +11,8 @@ import (
 //   - strings and numbers: a non-empty, non-zero override replaces;
 //   - booleans: true in the override sets true; an override cannot turn a
 //     base true off, since false and unset look the same;
-//   - maps (namespaceLabels, namespaceAnnotations): merged, override wins per
-//     key;
+//   - maps (namespaceLabels, namespaceAnnotations, helm.templateValues):
+//     merged, override wins per key;
 //   - lists (ignore.conditions, diff.comparePatches, yaml.overlays,
 //     helm.valuesFiles, helm.valuesFrom): a non-empty override replaces the
 //     whole list;
@@ -29,6 +29,7 @@ func Merge(base, override fleet.BundleDeploymentOptions) fleet.BundleDeploymentO
 	setString(&out.ServiceAccount, o.ServiceAccount)
 	setBool(&out.KeepResources, o.KeepResources)
 	setBool(&out.DeleteNamespace, o.DeleteNamespace)
+	setBool(&out.DeleteCRDResources, o.DeleteCRDResources)
 	setBool(&out.CreateNamespace, o.CreateNamespace)
 	out.NamespaceLabels = mergeStrings(out.NamespaceLabels, o.NamespaceLabels)
 	out.NamespaceAnnotations = mergeStrings(out.NamespaceAnnotations, o.NamespaceAnnotations)
@@ -95,6 +96,7 @@ func mergeHelm(out, o *fleet.HelmOptions) {
 		}
 		MergeValues(out.Values.Data, o.Values.Data)
 	}
+	out.TemplateValues = mergeStrings(out.TemplateValues, o.TemplateValues)
 	if len(o.ValuesFiles) > 0 {
 		out.ValuesFiles = o.ValuesFiles
 	}
@@ -108,6 +110,7 @@ func mergeHelm(out, o *fleet.HelmOptions) {
 	setBool(&out.DisablePreProcess, o.DisablePreProcess)
 	setBool(&out.DisableDNS, o.DisableDNS)
 	setBool(&out.SkipSchemaValidation, o.SkipSchemaValidation)
+	setBool(&out.DisableDependencyUpdate, o.DisableDependencyUpdate)
 }
 
 // MergeValues deep-merges Helm values from override into dst, in place: where

@@ -2,11 +2,13 @@ package target
 
 import (
 	"fmt"
-	"reflect"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"text/template"
-	"text/template/parse"
+
+	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
@@ -20,21 +22,26 @@ type TemplateContext struct {
 	// ClusterNamespace is the Cluster's namespace (its workspace), not its
 	// cluster namespace.
 	ClusterNamespace string
-	// ClusterLabels are the Cluster's labels.
+	// ClusterLabels are the Cluster's labels, as Fleet shows them (see
+	// TemplateContextFor).
 	ClusterLabels map[string]string
-	// ClusterAnnotations are the Cluster's annotations.
+	// ClusterAnnotations are the Cluster's annotations, as Fleet shows them.
 	ClusterAnnotations map[string]string
 	// ClusterValues are the Cluster's spec.templateValues.
 	ClusterValues map[string]interface{}
 }
 
-// TemplateContextFor is the TemplateContext of cluster.
+// TemplateContextFor is the TemplateContext of cluster. As Fleet does, it
+// leaves out labels and annotations of tools (those starting with
+// kubectl.kubernetes.io/ or holding cattle.io/), but keeps the labels starting
+// with fleet.cattle.io/ and management.cattle.io/, which Rancher users
+// select on.
 func TemplateContextFor(cluster *fleet.Cluster) TemplateContext {
 	c := TemplateContext{
 		ClusterName:        cluster.Name,
 		ClusterNamespace:   cluster.Namespace,
-		ClusterLabels:      cluster.Labels,
-		ClusterAnnotations: cluster.Annotations,
+		ClusterLabels:      exportable(cluster.Labels, true),
+		ClusterAnnotations: exportable(cluster.Annotations, false),
 	}
 	if cluster.Spec.TemplateValues != nil {
 		c.ClusterValues = cluster.Spec.TemplateValues.Data
@@ -42,293 +49,250 @@ func TemplateContextFor(cluster *fleet.Cluster) TemplateContext {
 	return c
 }
 
+func exportable(in map[string]string, labels bool) map[string]string {
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		keep := !strings.HasPrefix(k, "kubectl.kubernetes.io/") && !strings.Contains(k, "cattle.io/")
+		if labels && (strings.HasPrefix(k, "fleet.cattle.io/") || strings.HasPrefix(k, "management.cattle.io/")) {
+			keep = true
+		}
+		if keep {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// ClusterLabelPrefix starts a Helm value that Fleet replaces by a cluster's
+// label: "global.fleet.clusterLabels.env" becomes the value of label env.
+const ClusterLabelPrefix = "global.fleet.clusterLabels."
+
 const (
 	leftDelim  = "${"
 	rightDelim = "}"
-	// captureFunc is appended to a lone action's pipeline to get its value
-	// with its type; the leading underscores keep it out of users' way.
-	captureFunc = "__fleetCapture"
 	// rangeFunc is appended to the pipeline of every range to count its
-	// iterations against the budget before the loop starts.
+	// iterations against the budget before the loop starts; the leading
+	// underscores keep it out of users' way.
 	rangeFunc = "__fleetRange"
 )
 
-// Bounds of one ProcessTemplateValues call, over all its templates: values
-// come from git, and a template such as ${ range 100000000000 } must fail at
-// once rather than occupy the manager.
-const (
-	// MaxTemplateIterations is the most iterations all ranges may take.
-	MaxTemplateIterations = 100000
-	// MaxTemplateOutput is the most bytes all templates may print.
-	MaxTemplateOutput = 1 << 20
-	// maxPrintfWidth bounds the width and precision of printf verbs, which
-	// would otherwise make a huge string in one call.
-	maxPrintfWidth = 1000
-)
-
-// budget is what is left of the bounds of one ProcessTemplateValues call.
-type budget struct {
-	iterations int
-	output     int
-}
-
-func newBudget() *budget {
-	return &budget{iterations: MaxTemplateIterations, output: MaxTemplateOutput}
-}
-
-// take counts n bytes printed against the output bound.
-func (b *budget) take(n int) error {
-	b.output -= n
-	if b.output < 0 {
-		return fmt.Errorf("templates print more than %d bytes: make the values smaller", MaxTemplateOutput)
+// DependsOnCluster tells whether Helm values computed from h differ from
+// cluster to cluster: they hold a global.fleet.clusterLabels. value, or,
+// unless disablePreProcess, ${ } templates or templateValues.
+func DependsOnCluster(h *fleet.HelmOptions) bool {
+	if h == nil {
+		return false
 	}
-	return nil
-}
-
-// limitedWriter writes into a strings.Builder while the budget lasts.
-type limitedWriter struct {
-	sb *strings.Builder
-	b  *budget
-}
-
-func (w limitedWriter) Write(p []byte) (int, error) {
-	if err := w.b.take(len(p)); err != nil {
-		return 0, err
+	if !h.DisablePreProcess && len(h.TemplateValues) > 0 {
+		return true
 	}
-	return w.sb.Write(p)
-}
-
-// rangeCheck counts the iterations of a range over v against the budget.
-func (b *budget) rangeCheck(v interface{}) (interface{}, error) {
-	n := 0
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n = int(min(max(rv.Int(), 0), MaxTemplateIterations+1))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		n = int(min(rv.Uint(), MaxTemplateIterations+1))
-	case reflect.Slice, reflect.Array, reflect.Map, reflect.String:
-		n = rv.Len()
-	case reflect.Invalid:
-	default:
-		return nil, fmt.Errorf("range over %s is not allowed: range over a number, list or map", rv.Kind())
+	if h.Values == nil || len(h.Values.Data) == 0 {
+		return false
 	}
-	b.iterations -= n
-	if b.iterations < 0 {
-		return nil, fmt.Errorf("templates iterate more than %d times: use smaller ranges", MaxTemplateIterations)
-	}
-	return v, nil
-}
-
-// boundedPrintf is printf with widths and precisions of at most
-// maxPrintfWidth and no "*" (a width taken from the arguments).
-func boundedPrintf(format string, args ...interface{}) (string, error) {
-	digits := 0
-	inVerb := false
-	for _, c := range format {
-		switch {
-		case !inVerb:
-			inVerb = c == '%'
-		case c == '*':
-			return "", fmt.Errorf("printf: widths from arguments (*) are not allowed")
-		case c >= '0' && c <= '9':
-			digits = digits*10 + int(c-'0')
-			if digits > maxPrintfWidth {
-				return "", fmt.Errorf("printf: widths and precisions above %d are not allowed", maxPrintfWidth)
-			}
-		case c == '.':
-			digits = 0
-		case strings.ContainsRune("+-# ", c):
-		default:
-			inVerb, digits = false, 0
+	templated := false
+	walkStrings(h.Values.Data, func(s string, inMap bool) {
+		if (inMap && strings.HasPrefix(s, ClusterLabelPrefix)) || (!h.DisablePreProcess && strings.Contains(s, leftDelim)) {
+			templated = true
 		}
-	}
-	return fmt.Sprintf(format, args...), nil
+	})
+	return templated
 }
 
-// checkNodes rejects template calls (and so definitions, which only they
-// could run): they would allow recursion.
-func checkNodes(n parse.Node) error {
-	switch n := n.(type) {
-	case *parse.ListNode:
-		if n == nil {
-			return nil
-		}
-		for _, c := range n.Nodes {
-			if err := checkNodes(c); err != nil {
-				return err
+// walkStrings calls f with every string in v, map keys included; inMap says
+// the string is the value of a map key.
+func walkStrings(v interface{}, f func(s string, inMap bool)) {
+	switch v := v.(type) {
+	case map[string]interface{}:
+		for k, e := range v {
+			f(k, false)
+			if s, ok := e.(string); ok {
+				f(s, true)
+			} else {
+				walkStrings(e, f)
 			}
 		}
-	case *parse.TemplateNode:
-		return fmt.Errorf("template calls are not allowed in values")
-	case *parse.IfNode:
-		return checkBranch(&n.BranchNode)
-	case *parse.WithNode:
-		return checkBranch(&n.BranchNode)
-	case *parse.RangeNode:
-		return checkBranch(&n.BranchNode)
-	}
-	return nil
-}
-
-func checkBranch(b *parse.BranchNode) error {
-	if err := checkNodes(b.List); err != nil {
-		return err
-	}
-	return checkNodes(b.ElseList)
-}
-
-// boundRanges appends rangeFunc to the pipeline of every range in n.
-func boundRanges(t *parse.Tree, n parse.Node) {
-	switch n := n.(type) {
-	case *parse.ListNode:
-		if n == nil {
-			return
+	case []interface{}:
+		for _, e := range v {
+			walkStrings(e, f)
 		}
-		for _, c := range n.Nodes {
-			boundRanges(t, c)
-		}
-	case *parse.IfNode:
-		boundRanges(t, n.List)
-		boundRanges(t, n.ElseList)
-	case *parse.WithNode:
-		boundRanges(t, n.List)
-		boundRanges(t, n.ElseList)
-	case *parse.RangeNode:
-		ident := parse.NewIdentifier(rangeFunc).SetTree(t).SetPos(n.Pos)
-		n.Pipe.Cmds = append(n.Pipe.Cmds, &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{ident}})
-		boundRanges(t, n.List)
-		boundRanges(t, n.ElseList)
+	case string:
+		f(v, false)
 	}
 }
 
-// templateFuncs are the functions templates may call besides text/template's
-// builtins; a small subset of sprig's, same semantics.
-var templateFuncs = template.FuncMap{
-	// default DEFAULT VALUE: VALUE unless it is empty (nil, zero, "", empty
-	// map or list), else DEFAULT.
-	"default": func(def interface{}, v ...interface{}) interface{} {
-		if len(v) == 0 || isEmpty(v[0]) {
-			return def
+// RenderHelmValues returns the Helm values of h for one cluster, computed as
+// Fleet computes them in its manager:
+//
+//  1. Every string value of a map in Values (at any depth, maps inside lists
+//     included) that starts with "global.fleet.clusterLabels." becomes the
+//     value of the cluster label named by the rest, or "" when the cluster
+//     has no such label. This happens even with disablePreProcess.
+//  2. Unless disablePreProcess, Values are rendered by ProcessTemplateValues.
+//  3. Unless disablePreProcess, each TemplateValues entry is rendered as a
+//     template, its output read as YAML, and the result set at the top level
+//     of the values under the entry's key, replacing what was there.
+//
+// h and c are not changed; the result shares nothing with them. All
+// templates of one call share one budget (see MaxTemplateIterations and the
+// other bounds).
+func RenderHelmValues(h *fleet.HelmOptions, c TemplateContext) (map[string]interface{}, error) {
+	var values map[string]interface{}
+	if h.Values != nil && h.Values.Data != nil {
+		values = deepCopyMap(h.Values.Data)
+	}
+	if values != nil {
+		replaceLabelValues(values, c.ClusterLabels)
+	}
+	if h.DisablePreProcess {
+		return values, nil
+	}
+	r := newRenderer(c)
+	if len(values) > 0 {
+		var err error
+		if values, err = r.renderValues(values); err != nil {
+			return nil, err
 		}
-		return v[0]
-	},
-	// quote VALUE: VALUE as a double-quoted Go string.
-	"quote": func(v interface{}) string {
-		if v == nil {
-			return `""`
+	}
+	if len(h.TemplateValues) == 0 {
+		return values, nil
+	}
+	if values == nil {
+		values = map[string]interface{}{}
+	}
+	keys := make([]string, 0, len(h.TemplateValues))
+	for k := range h.TemplateValues {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		text, err := r.render(h.TemplateValues[k])
+		if err != nil {
+			return nil, fmt.Errorf("helm templateValues %s: template %q: %w", k, h.TemplateValues[k], err)
 		}
-		return strconv.Quote(fmt.Sprint(v))
-	},
-	"upper": strings.ToUpper,
-	"lower": strings.ToLower,
+		var v interface{}
+		if err := yaml.Unmarshal([]byte(text), &v); err != nil {
+			return nil, fmt.Errorf("helm templateValues %s: the template renders %q, which is not YAML: %w", k, text, err)
+		}
+		values[k] = v
+	}
+	return values, nil
 }
 
-// ProcessTemplateValues renders, for one cluster, the templates in Helm values:
-// every string of values, map keys included and at any depth, that contains
-// "${" is a Go text/template with delimiters "${" and "}". values is not
-// changed; the result is a new map sharing nothing with values or c.
+// replaceLabelValues does step 1 of RenderHelmValues in place, as Fleet does:
+// only strings that are values of a map count (not items of a list).
+func replaceLabelValues(m map[string]interface{}, labels map[string]string) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case string:
+			if name, ok := strings.CutPrefix(v, ClusterLabelPrefix); ok {
+				m[k] = labels[name]
+			}
+		case map[string]interface{}:
+			replaceLabelValues(v, labels)
+		case []interface{}:
+			for _, e := range v {
+				if em, ok := e.(map[string]interface{}); ok {
+					replaceLabelValues(em, labels)
+				}
+			}
+		}
+	}
+}
+
+// ProcessTemplateValues renders, for one cluster, the ${ } templates in Helm
+// values the way Fleet does: values are written as YAML, that text is one Go
+// text/template with delimiters "${" and "}", and its output is read back as
+// YAML. So a template's output is typed as YAML types it: "${ .ClusterValues.
+// replicas }" gives a number, "${ if ... }true${ else }false${ end }" a bool,
+// and "${ toJson .ClusterValues.tolerations }" a list. values is not changed;
+// the result shares nothing with values or c.
 //
 // Templates run with missingkey=error, so a missing label or value is an error
-// that names the template and where it is in values. To fall back to a
+// that names the line of the values YAML it is on. To fall back to a
 // default, use index, which yields the zero value for a missing key:
 // ${ index .ClusterLabels "env" | default "dev" }.
 //
-// Types are kept where a template is the whole string: a value that is exactly
-// one action, such as "${ .ClusterValues.replicas }", becomes the action's
-// value as it is (a number, bool, map or list), not its printed form; the
-// action's pipeline is extended with a function that captures its result.
-// Any other template (text around the action, several actions, if/range) and
-// every key renders to a string.
-//
-// Besides text/template's builtins, templates may call default, quote, upper
-// and lower (as in sprig). Values come from git, so templates are bounded:
-// no template calls (no recursion), at most MaxTemplateIterations range
-// iterations and MaxTemplateOutput bytes printed over the whole call, and
-// printf widths of at most 1000. Honouring helm.disablePreProcess is the caller's
-// job: do not call this when it is set.
+// Templates may call sprig's functions, as in Fleet, except those listed in
+// refusedFuncs. Values come from git, so templates are bounded: no template
+// calls (no recursion), at most MaxTemplateIterations range iterations and
+// MaxTemplateOutput bytes printed, function arguments and results of at most
+// MaxTemplateValue bytes and MaxTemplateWork bytes in all, printf widths of
+// at most 1000. Honouring helm.disablePreProcess is the caller's job: do not
+// call this when it is set (RenderHelmValues does not).
 func ProcessTemplateValues(values map[string]interface{}, c TemplateContext) (map[string]interface{}, error) {
 	if values == nil {
 		return nil, nil
 	}
-	data := map[string]interface{}{
-		"ClusterName":        c.ClusterName,
-		"ClusterNamespace":   c.ClusterNamespace,
-		"ClusterLabels":      c.ClusterLabels,
-		"ClusterAnnotations": c.ClusterAnnotations,
-		"ClusterValues":      c.ClusterValues,
-	}
-	return processMap(values, &renderer{data: data, budget: newBudget()}, "")
+	return newRenderer(c).renderValues(values)
 }
 
-// renderer renders the templates of one ProcessTemplateValues call.
+// renderer renders the templates of one cluster's values, on one budget.
 type renderer struct {
 	data   map[string]interface{}
 	budget *budget
+	funcs  template.FuncMap
 }
 
-func processMap(m map[string]interface{}, data *renderer, path string) (map[string]interface{}, error) {
-	out := make(map[string]interface{}, len(m))
-	origin := make(map[string]string, len(m)) // rendered key -> key as written
-	for k, v := range m {
-		key := k
-		if strings.Contains(k, leftDelim) {
-			rendered, err := render(k, data, path, false)
-			if err != nil {
-				return nil, err
+func newRenderer(c TemplateContext) *renderer {
+	b := newBudget()
+	funcs := guardFuncs(b)
+	funcs[rangeFunc] = b.rangeCheck
+	return &renderer{
+		// Copies, since sprig's set and merge change dicts in place.
+		data: map[string]interface{}{
+			"ClusterName":        c.ClusterName,
+			"ClusterNamespace":   c.ClusterNamespace,
+			"ClusterLabels":      toDict(c.ClusterLabels),
+			"ClusterAnnotations": toDict(c.ClusterAnnotations),
+			"ClusterValues":      deepCopyMap(c.ClusterValues),
+		},
+		budget: b,
+		funcs:  funcs,
+	}
+}
+
+// toDict makes labels a map sprig's dict functions (hasKey, get, ...) take.
+func toDict(in map[string]string) map[string]interface{} {
+	out := make(map[string]interface{}, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
+
+var templateLine = regexp.MustCompile(`template: values:(\d+)`)
+
+func (r *renderer) renderValues(values map[string]interface{}) (map[string]interface{}, error) {
+	doc, err := yaml.Marshal(values)
+	if err != nil {
+		return nil, fmt.Errorf("helm values cannot be written as YAML: %w", err)
+	}
+	if !strings.Contains(string(doc), leftDelim) {
+		return deepCopyMap(values), nil
+	}
+	text, err := r.render(string(doc))
+	if err != nil {
+		where := ""
+		if m := templateLine.FindStringSubmatch(err.Error()); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n > 0 && n <= strings.Count(string(doc), "\n")+1 {
+				where = fmt.Sprintf(", line %d %q", n, strings.TrimSpace(strings.Split(string(doc), "\n")[n-1]))
 			}
-			key = rendered.(string)
 		}
-		if other, dup := origin[key]; dup {
-			return nil, fmt.Errorf("helm values %s: keys %q and %q both render to %q", pathOrRoot(path), other, k, key)
-		}
-		origin[key] = k
-		nv, err := processValue(v, data, path+"."+key)
-		if err != nil {
-			return nil, err
-		}
-		out[key] = nv
+		return nil, fmt.Errorf("helm values%s: %w", where, err)
+	}
+	out := map[string]interface{}{}
+	if err := yaml.Unmarshal([]byte(text), &out); err != nil {
+		return nil, fmt.Errorf("helm values render to invalid YAML (a template printed YAML syntax?): %w", err)
 	}
 	return out, nil
 }
 
-func processValue(v interface{}, data *renderer, path string) (interface{}, error) {
-	switch v := v.(type) {
-	case string:
-		if !strings.Contains(v, leftDelim) {
-			return v, nil
-		}
-		return render(v, data, path, true)
-	case map[string]interface{}:
-		return processMap(v, data, path)
-	case []interface{}:
-		out := make([]interface{}, len(v))
-		for i := range v {
-			nv, err := processValue(v[i], data, fmt.Sprintf("%s[%d]", path, i))
-			if err != nil {
-				return nil, err
-			}
-			out[i] = nv
-		}
-		return out, nil
-	default:
-		return v, nil
-	}
-}
-
-// render executes text as a template. With keepType, a text that is one lone
-// action yields the action's value with its type.
-func render(text string, rd *renderer, path string, keepType bool) (interface{}, error) {
-	var captured interface{}
+// render executes text as a template on the renderer's data and budget.
+func (r *renderer) render(text string) (string, error) {
 	t, err := template.New("values").
 		Delims(leftDelim, rightDelim).
 		Option("missingkey=error").
-		Funcs(templateFuncs).
-		Funcs(template.FuncMap{
-			captureFunc: func(v interface{}) string { captured = v; return "" },
-			rangeFunc:   rd.budget.rangeCheck,
-			"printf":    boundedPrintf,
-		}).
+		Funcs(r.funcs).
 		Parse(text)
 	if err == nil && len(t.Templates()) > 1 {
 		err = fmt.Errorf("template definitions are not allowed in values")
@@ -336,85 +300,44 @@ func render(text string, rd *renderer, path string, keepType bool) (interface{},
 	if err == nil {
 		err = checkNodes(t.Tree.Root)
 	}
+	if err == nil {
+		err = checkRefused(t.Tree.Root)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("helm values %s: template %q: %w", pathOrRoot(path), text, err)
+		return "", err
 	}
 	boundRanges(t.Tree, t.Tree.Root)
-	lone := keepType && captureLoneAction(t)
 	var sb strings.Builder
-	if err := t.Execute(limitedWriter{sb: &sb, b: rd.budget}, rd.data); err != nil {
-		return nil, fmt.Errorf("helm values %s: template %q: %w", pathOrRoot(path), text, err)
+	if err := t.Execute(limitedWriter{sb: &sb, b: r.budget}, r.data); err != nil {
+		return "", err
 	}
-	if !lone {
-		return sb.String(), nil
-	}
-	return copyValue(captured), nil
+	return sb.String(), nil
 }
 
-// captureLoneAction appends captureFunc to the pipeline of t when t is exactly
-// one action that prints its value, and reports whether it did.
-func captureLoneAction(t *template.Template) bool {
-	nodes := t.Tree.Root.Nodes
-	if len(nodes) != 1 {
-		return false
+// deepCopyMap copies Helm values (maps, lists and scalars, as decoded from
+// JSON or YAML).
+func deepCopyMap(m map[string]interface{}) map[string]interface{} {
+	if m == nil {
+		return nil
 	}
-	action, ok := nodes[0].(*parse.ActionNode)
-	if !ok || len(action.Pipe.Decl) > 0 {
-		return false
-	}
-	ident := parse.NewIdentifier(captureFunc).SetTree(t.Tree).SetPos(action.Pos)
-	action.Pipe.Cmds = append(action.Pipe.Cmds, &parse.CommandNode{
-		NodeType: parse.NodeCommand,
-		Pos:      action.Pos,
-		Args:     []parse.Node{ident},
-	})
-	return true
+	return deepCopyValue(m).(map[string]interface{})
 }
 
-// copyValue deep-copies a captured value so the result does not share maps or
-// lists with the TemplateContext; map[string]string (labels) becomes a values
-// map.
-func copyValue(v interface{}) interface{} {
+func deepCopyValue(v interface{}) interface{} {
 	switch v := v.(type) {
 	case map[string]interface{}:
 		out := make(map[string]interface{}, len(v))
 		for k, e := range v {
-			out[k] = copyValue(e)
-		}
-		return out
-	case map[string]string:
-		out := make(map[string]interface{}, len(v))
-		for k, e := range v {
-			out[k] = e
+			out[k] = deepCopyValue(e)
 		}
 		return out
 	case []interface{}:
 		out := make([]interface{}, len(v))
 		for i, e := range v {
-			out[i] = copyValue(e)
+			out[i] = deepCopyValue(e)
 		}
 		return out
 	default:
 		return v
 	}
-}
-
-func isEmpty(v interface{}) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Map, reflect.Slice, reflect.Array, reflect.String:
-		return rv.Len() == 0
-	default:
-		return rv.IsZero()
-	}
-}
-
-func pathOrRoot(path string) string {
-	if path == "" {
-		return "."
-	}
-	return path
 }

@@ -65,18 +65,22 @@ func ManagerConfig(ctx context.Context, admin *rest.Config) (*rest.Config, error
 	if err != nil {
 		return nil, err
 	}
-	var user string
-	var rules []rbacv1.PolicyRule
+	var user, roleNS string
+	var rules, nsRules []rbacv1.PolicyRule
 	for _, obj := range objs {
 		if role, ok := obj.(*rbacv1.ClusterRole); ok {
 			rules = role.Rules
 		}
+		if role, ok := obj.(*rbacv1.Role); ok {
+			nsRules, roleNS = role.Rules, role.Namespace
+		}
 		switch obj.GetObjectKind().GroupVersionKind().Kind {
-		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 		default:
 			continue
 		}
-		if obj.GetObjectKind().GroupVersionKind().Kind == "ServiceAccount" {
+		if obj.GetObjectKind().GroupVersionKind().Kind == "ServiceAccount" && obj.GetName() == install.ManagerName {
 			user = fmt.Sprintf("system:serviceaccount:%s:%s", obj.GetNamespace(), obj.GetName())
 		}
 		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("fleet-e2e"), client.ForceOwnership); err != nil {
@@ -84,7 +88,10 @@ func ManagerConfig(ctx context.Context, admin *rest.Config) (*rest.Config, error
 		}
 	}
 	groups := []string{"system:serviceaccounts", "system:authenticated"}
-	if err := waitAuthorized(ctx, c, user, groups, rules); err != nil {
+	if err := waitAuthorized(ctx, c, user, groups, "", rules); err != nil {
+		return nil, err
+	}
+	if err := waitAuthorized(ctx, c, user, groups, roleNS, nsRules); err != nil {
 		return nil, err
 	}
 	cfg := rest.CopyConfig(admin)
@@ -96,7 +103,7 @@ func ManagerConfig(ctx context.Context, admin *rest.Config) (*rest.Config, error
 // verb of rules: it learns of new RBAC objects from its own informers, a
 // moment after they were written, and a manager started in that moment is
 // refused.
-func waitAuthorized(ctx context.Context, c client.Client, user string, groups []string, rules []rbacv1.PolicyRule) error {
+func waitAuthorized(ctx context.Context, c client.Client, user string, groups []string, namespace string, rules []rbacv1.PolicyRule) error {
 	var pending []authorizationv1.ResourceAttributes
 	for _, r := range rules {
 		// A rule for some names only is granted for those names only.
@@ -109,7 +116,7 @@ func waitAuthorized(ctx context.Context, c client.Client, user string, groups []
 				resource, sub, _ := strings.Cut(res, "/")
 				for _, v := range r.Verbs {
 					for _, name := range names {
-						pending = append(pending, authorizationv1.ResourceAttributes{Group: g, Resource: resource, Subresource: sub, Verb: v, Name: name})
+						pending = append(pending, authorizationv1.ResourceAttributes{Namespace: namespace, Group: g, Resource: resource, Subresource: sub, Verb: v, Name: name})
 					}
 				}
 			}

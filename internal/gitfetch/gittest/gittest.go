@@ -119,6 +119,7 @@ type Server struct {
 
 	mu                 sync.Mutex
 	username, password string
+	anyUser            bool
 	uploads            atomic.Int64
 	loader             loader
 	srv                transport.Transport
@@ -156,7 +157,16 @@ func (l loader) Load(ep *transport.Endpoint) (storer.Storer, error) {
 func (s *Server) SetBasicAuth(username, password string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.username, s.password = username, password
+	s.username, s.password, s.anyUser = username, password, false
+}
+
+// SetToken makes the server require this token as the basic auth
+// password, whatever the user name, as GitHub and GitLab take personal access
+// tokens; an empty token turns authentication off.
+func (s *Server) SetToken(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.username, s.password, s.anyUser = "", token, true
 }
 
 // RepoURL is the URL of the repository ROOT/name.
@@ -172,11 +182,12 @@ func (s *Server) Fetches() int64 {
 // ServeHTTP implements the two requests of a smart-HTTP fetch.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	s.mu.Lock()
-	username, password := s.username, s.password
+	username, password, anyUser := s.username, s.password, s.anyUser
 	s.mu.Unlock()
 	if password != "" {
 		u, p, ok := req.BasicAuth()
-		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(username)) != 1 || subtle.ConstantTimeCompare([]byte(p), []byte(password)) != 1 {
+		userOK := anyUser || subtle.ConstantTimeCompare([]byte(u), []byte(username)) == 1
+		if !ok || !userOK || subtle.ConstantTimeCompare([]byte(p), []byte(password)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 			return

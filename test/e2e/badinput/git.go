@@ -30,6 +30,10 @@ const (
 	// agentLevel: the agent's BundleDeployment has Deployed False with the
 	// message.
 	agentLevel
+	// warnLevel: nothing fails: the Bundle is written, the GitRepo is
+	// Accepted and Ready, and its Warning condition says what fleet.yaml
+	// holds that is ignored (as Fleet ignores it).
+	warnLevel
 )
 
 // gitCase is one GitRepo over a repository holding one kind of bad input.
@@ -97,14 +101,31 @@ func (f *fixture) gitCases() []gitCase {
 			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: invalid YAML", "tab character"}},
 		{name: "not-a-mapping", files: app("- defaultNamespace: a\n"),
 			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 1: expected a mapping of fleet.yaml fields, got a list"}},
-		{name: "unknown-field", files: app("defaultNamespace: a\nhelm:\n  chartt: x\n"),
-			cond: fleet.ConditionAccepted, msg: []string{`app/fleet.yaml: line 3: unknown field "helm.chartt"`}},
+		{name: "unknown-field", files: app("defaultNamespace: lenient\nhelm:\n  chartt: x\nimageScans: [{image: x, tagName: t}]\n"),
+			level: warnLevel, bundle: "unknown-field-app",
+			msg: []string{`app/fleet.yaml: line 3: unknown field "helm.chartt" is ignored`, "app/fleet.yaml: line 4: imageScans is not implemented here and is ignored"}},
+		{name: "ignored-field-type", files: app("defaultNamespace: a\ndeleteCRDResources: sometimes\n"),
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: field deleteCRDResources: cannot use a string as a boolean"}},
+		{name: "downstream-resources-type", files: app("downstreamResources: {kind: Secret, name: s}\n"),
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 1: field downstreamResources: cannot use a object as a list"}},
+		{name: "template-values-type", files: app("helm:\n  templateValues:\n    replicas: {from: cluster}\n"),
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: field helm.templateValues: cannot use a object as a string"}},
+		{name: "image-scan-interval", files: app("imageScans:\n- image: x\n  tagName: t\n  interval: soon\n"),
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: field imageScans:", "invalid duration"}},
+		{name: "targets-type", files: app("targets: {clusterGroup: g}\n"),
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 1: field targets: cannot use a object as a list"}},
+		{name: "targets-selector", files: app("targets:\n- clusterSelector:\n    matchExpressions: [{key: env, operator: Near}]\n"),
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: targets[0].clusterSelector is not a valid label selector", `"Near" is not a valid label selector operator`}},
+		{name: "override-selector", files: app("overrideTargets:\n- name: a\n  clusterGroupSelector: {matchLabels: {\"bad key!\": x}}\n"),
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 3: overrideTargets[0].clusterGroupSelector is not a valid label selector"}},
+		{name: "depends-on-nothing", files: app("dependsOn:\n- acceptedStates: [Ready]\n"),
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: dependsOn[0] must set name or selector"}},
 		{name: "duplicate-key", files: app("defaultNamespace: a\ndefaultNamespace: b\n"),
 			cond: fleet.ConditionAccepted, msg: []string{`app/fleet.yaml: line 2: key "defaultNamespace" is given twice (first at line 1)`}},
 		{name: "values-type", files: app("helm:\n  values: [1, 2]\n"),
 			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: field helm.values: cannot use a array as a mapping"}},
 		{name: "release-name", files: app("helm:\n  releaseName: " + strings.Repeat("r", 60) + "\n"),
-			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: helm.releaseName", "is longer than 53 characters"}},
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: helm.releaseName", "is longer than 53 characters"}},
 		{name: "mode-enum", files: app("targetCustomizationMode: Sometimes\n"),
 			cond: fleet.ConditionAccepted, msg: []string{`targetCustomizationMode "Sometimes": must be FirstMatch or AllMatches`}},
 		{name: "bundle-name", files: app("name: My_App\n"),
@@ -149,14 +170,18 @@ func (f *fixture) gitCases() []gitCase {
 			cond: fleet.ConditionAccepted, msg: []string{`path "../../etc" leaves the repository root`}},
 		{name: "path-traversal-hidden", files: app(""), spec: paths("app/../../etc"),
 			cond: fleet.ConditionAccepted, msg: []string{`path "app/../../etc" leaves the repository root`}},
+		// As in Fleet, a leading "/" is the repository root, and a path that is
+		// no directory of it adds nothing.
 		{name: "path-absolute", files: app(""), spec: paths("/etc"),
-			cond: fleet.ConditionAccepted, msg: []string{`path "/etc" must be relative to the repository root`}},
+			cond: fleet.ConditionAccepted, msg: []string{"no bundle found in /etc of commit"}},
 		{name: "path-symlink-out", files: app(""), links: map[string]string{"escape": "/etc"}, spec: paths("escape"),
 			cond: fleet.ConditionAccepted, msg: []string{`path "escape" leaves the repository root through a symlink`}},
-		{name: "path-missing", files: app(""), spec: paths("app", "nope"),
-			cond: fleet.ConditionAccepted, msg: []string{`path "nope" does not exist`}},
+		{name: "path-missing", files: app(""), spec: paths("nope", "nope/*"),
+			cond: fleet.ConditionAccepted, msg: []string{"no bundle found in nope, nope/* of commit"}},
 		{name: "path-file", files: app(""), spec: paths("app/cm.yaml"),
-			cond: fleet.ConditionAccepted, msg: []string{`path "app/cm.yaml" is not a directory`}},
+			cond: fleet.ConditionAccepted, msg: []string{"no bundle found in app/cm.yaml of commit"}},
+		{name: "path-glob", files: app(""), spec: paths("app/[x"),
+			cond: fleet.ConditionAccepted, msg: []string{`path "app/[x" is not a valid glob`}},
 		{name: "path-without-bundle", files: app("", "docs/README.md", "no bundle here"), spec: paths("docs"),
 			cond: fleet.ConditionAccepted, msg: []string{"no bundle found in docs of commit", "add a fleet.yaml or manifests"}},
 
@@ -215,9 +240,12 @@ func (f *fixture) gitCases() []gitCase {
 				s.Targets = []fleet.GitTarget{{Name: "spaces", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "not a value"}}}}
 			},
 			msg: []string{`invalid targets: target "spaces"`, "not a value"}},
-		{name: "customization-selector", level: bundleLevel, bundle: "customization-selector-app", spec: toAgent,
+		// An invalid selector in fleet.yaml is refused when it is read, with
+		// file and line (Fleet only finds it when targeting the Bundle).
+		{name: "customization-selector", spec: toAgent,
 			files: app("targetCustomizations:\n- name: broken\n  clusterSelector:\n    matchExpressions: [{key: env, operator: Near}]\n"),
-			msg:   []string{`invalid targets: target "broken"`, `"Near" is not a valid label selector operator`}},
+			cond:  fleet.ConditionAccepted,
+			msg:   []string{"app/fleet.yaml: line 3: targetCustomizations[0].clusterSelector is not a valid label selector", `"Near" is not a valid label selector operator`}},
 		{name: "values-template", level: bundleLevel, bundle: "values-template-app", spec: toAgent,
 			files: app("helm:\n  values:\n    cluster: ${ .ClusterName | nosuchfunc }\n"),
 			msg:   []string{"helm values", "nosuchfunc"}},
@@ -332,6 +360,19 @@ func (f *fixture) gitSurface() {
 			Expect(f.deploymentsOf(c.bundle)).To(HaveLen(1), "only the agent's cluster is targeted")
 			err := f.local.Get(f.ctx, types.NamespacedName{Namespace: "bad", Name: "app"}, &corev1.ConfigMap{})
 			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing of a bundle that failed to render was applied: %v", err)
+		case warnLevel:
+			Eventually(func(g Gomega) {
+				gr := f.getGitRepo(ws, c.name)
+				warning := conditionOf(gr.Status.Conditions, fleet.ConditionWarning)
+				g.Expect(warning.Status).To(Equal(metav1.ConditionTrue), "%+v", gr.Status.Conditions)
+				g.Expect(warning.Reason).To(Equal(fleet.ReasonIgnoredFields))
+				g.Expect(warning.Message).To(containsAll(c.msg...))
+				g.Expect(conditionOf(gr.Status.Conditions, fleet.ConditionAccepted).Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(conditionOf(gr.Status.Conditions, fleet.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "%+v", gr.Status.Conditions)
+				g.Expect(gr.Status.Display.Error).To(BeFalse())
+				g.Expect(f.bundlesOf(ws, c.name)).To(HaveKey(c.bundle))
+			}, timeout, poll).Should(Succeed())
+			By("The GitRepo warns: " + conditionOf(f.getGitRepo(ws, c.name).Status.Conditions, fleet.ConditionWarning).Message)
 		}
 		f.expectUndisturbed()
 	}, f.gitEntries())

@@ -200,7 +200,8 @@ func (f *fixture) registrationSurface() {
 		}),
 		Entry("a valid token with another signature", func() string { return withSignature(f.validBoot.Token) }),
 		Entry("a valid token with altered claims (another ServiceAccount)", func() string {
-			return withClaims(f.validBoot.Token, `"name":"valid"`, `"name":"victim"`)
+			sa := names.RegistrationTokenServiceAccount(regWS, "valid")
+			return withClaims(f.validBoot.Token, `"name":"`+sa+`"`, `"name":"victim"`)
 		}),
 		Entry("an expired token", func() string { return f.expiredBoot.Token }),
 		Entry("a token deleted by an admin", func() string { return f.revokedBoot.Token }),

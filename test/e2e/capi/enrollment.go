@@ -120,7 +120,8 @@ func EnrollmentSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Eventually(func() error { var err error; fc, err = getFleetCluster(ns, "alpha"); return err }, 10*time.Second, 50*time.Millisecond).Should(Succeed())
 		enrolled = time.Now()
 		alphaUID = fc.UID
-		Expect(metav1.IsControlledBy(fc, alpha)).To(BeTrue(), "owned by the Cluster API Cluster")
+		Expect(fc.Annotations).To(HaveKeyWithValue(capi.CAPIClusterUIDAnnotation, string(alpha.UID)), "enrolled for the Cluster API Cluster")
+		Expect(fc.OwnerReferences).To(BeEmpty(), "no owner reference for a garbage collector to follow on a move")
 		Expect(fc.Spec.KubeConfigSecret).To(Equal("alpha-kubeconfig"))
 		Expect(fc.Labels).To(Equal(map[string]string{"env": "dev", "tier": "web", capi.ClusterClassLabel: "quick-start"}))
 

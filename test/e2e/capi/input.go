@@ -29,6 +29,11 @@ type SpecInput struct {
 	// ImportStaleAfter is the manager's stale-agent time (its
 	// ImportStaleAfter): short, so that healing can be watched.
 	ImportStaleAfter time.Duration
+	// Target is a second management cluster like Upstream, with a manager
+	// of its own, and TargetAdmin its admin client: MoveSpec moves a
+	// Cluster API Cluster there.
+	Target      *controlplane.ControlPlane
+	TargetAdmin client.WithWatch
 }
 
 func (in SpecInput) validate(spec string) {

@@ -9,8 +9,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -25,9 +27,10 @@ import (
 // short, so that healing can be watched.
 const staleAfter = 12 * time.Second
 
-// suite is what BeforeSuite sets up: a manager control plane with Cluster
-// API's CRD and the manager's controllers in this process, three workload
-// control planes, and the binaries.
+// suite is what BeforeSuite sets up: two manager control planes with Cluster
+// API's CRD, each with the manager's controllers in this process (the second
+// is where MoveSpec moves a cluster to), three workload control planes, and
+// the binaries.
 type suite struct {
 	cancel      context.CancelFunc
 	upstream    *controlplane.ControlPlane
@@ -35,6 +38,11 @@ type suite struct {
 	admin       client.WithWatch // manager cluster, admin, with Cluster API types
 	logDir      string
 	managerDone chan error
+	// The management cluster Cluster API Clusters are moved to, with its own
+	// manager.
+	target      *controlplane.ControlPlane
+	targetAdmin client.WithWatch
+	targetDone  chan error
 }
 
 func (s *suite) setUp(ctx context.Context) {
@@ -53,49 +61,70 @@ func (s *suite) setUp(ctx context.Context) {
 		s.upstream, err = controlplane.Start(controlplane.Options{Name: "manager", CAPI: true})
 		up <- err
 	}()
+	targetUp := make(chan error, 1)
+	go func() {
+		var err error
+		s.target, err = controlplane.Start(controlplane.Options{Name: "target", CAPI: true})
+		targetUp <- err
+	}()
 	s.workloads, err = controlplane.StartN(3, "workload", controlplane.Options{NoCRDs: true})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(<-up).To(Succeed())
+	Expect(<-targetUp).To(Succeed())
 	Expect(<-built).To(Succeed())
 
-	scheme := controllers.Scheme()
-	Expect(capi.AddToScheme(scheme)).To(Succeed())
-	s.admin, err = client.NewWithWatch(s.upstream.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-
-	// The manager as controllers.Setup wires it, the clusterimport and capi
-	// reconcilers included.
-	mgr, err := ctrl.NewManager(s.upstream.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	Expect(err).NotTo(HaveOccurred())
-	installed, err := capi.Installed(mgr.GetRESTMapper())
-	Expect(err).NotTo(HaveOccurred())
-	Expect(installed).To(BeTrue())
-	Expect(controllers.Setup(ctx, mgr, controllers.Options{
-		APIServerURL: s.upstream.Config.Host, APIServerCA: s.upstream.Config.CAData, ImportStaleAfter: staleAfter,
-	})).To(Succeed())
-	s.managerDone = make(chan error, 1)
-	go func() { s.managerDone <- mgr.Start(ctx) }()
-	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+	s.admin, s.managerDone = startManager(ctx, s.upstream)
+	s.targetAdmin, s.targetDone = startManager(ctx, s.target)
 
 	GinkgoWriter.Printf("Logs of agents are in %s\n", s.logDir)
 	fmt.Println("Logs of agents are in", s.logDir)
 }
 
+// startManager runs the manager on cp as controllers.Setup wires it, the
+// clusterimport and capi reconcilers included, and returns an admin client
+// of cp that knows Cluster API's types.
+func startManager(ctx context.Context, cp *controlplane.ControlPlane) (client.WithWatch, chan error) {
+	GinkgoHelper()
+	scheme := controllers.Scheme()
+	Expect(capi.AddToScheme(scheme)).To(Succeed())
+	admin, err := client.NewWithWatch(cp.Config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	// Two managers in one process have controllers of the same names.
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	Expect(err).NotTo(HaveOccurred())
+	installed, err := capi.Installed(mgr.GetRESTMapper())
+	Expect(err).NotTo(HaveOccurred())
+	Expect(installed).To(BeTrue())
+	Expect(controllers.Setup(ctx, mgr, controllers.Options{
+		APIServerURL: cp.Config.Host, APIServerCA: cp.Config.CAData, ImportStaleAfter: staleAfter,
+	})).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+	return admin, done
+}
+
 func (s *suite) tearDown() {
 	if s.cancel != nil {
 		s.cancel()
-		if s.managerDone != nil {
-			<-s.managerDone
+		for _, done := range []chan error{s.managerDone, s.targetDone} {
+			if done != nil {
+				<-done
+			}
 		}
 	}
-	for _, cp := range append([]*controlplane.ControlPlane{s.upstream}, s.workloads...) {
-		_ = cp.Stop()
+	for _, cp := range append([]*controlplane.ControlPlane{s.upstream, s.target}, s.workloads...) {
+		if cp != nil {
+			_ = cp.Stop()
+		}
 	}
 	framework.RemoveBinaries()
 }
 
 func (s *suite) input() capie2e.SpecInput {
-	return capie2e.SpecInput{Upstream: s.upstream, Workloads: s.workloads, Admin: s.admin, LogDir: s.logDir, ImportStaleAfter: staleAfter}
+	return capie2e.SpecInput{Upstream: s.upstream, Workloads: s.workloads, Admin: s.admin, LogDir: s.logDir, ImportStaleAfter: staleAfter,
+		Target: s.target, TargetAdmin: s.targetAdmin}
 }
 
 func TestCAPI(t *testing.T) {
@@ -106,5 +135,6 @@ func TestCAPI(t *testing.T) {
 	AfterSuite(s.tearDown)
 	Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() { capie2e.EnrollmentSpec(ctx, s.input) })
 	Describe("An onboarding storm", func() { capie2e.OnboardingStormSpec(ctx, s.input) })
+	Describe("clusterctl move", Ordered, ContinueOnFailure, func() { capie2e.MoveSpec(ctx, s.input) })
 	RunSpecs(t, "Manager-initiated registration and Cluster API enrollment")
 }

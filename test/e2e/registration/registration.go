@@ -49,7 +49,7 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 	// agentArgs are the flags of every agent here: quick check-ins and
 	// retries.
-	agentArgs := []string{"--checkin-interval", "2s", "--min-backoff", "100ms", "--max-backoff", "2s"}
+	agentArgs := []string{"--checkin-interval", "2s", "--min-backoff", "100ms", "--max-backoff", "2s", "--bootstrap-check-interval", "500ms"}
 	// start starts an agent for j that stops when the spec ends.
 	start := func(j *e2e.JoinedCluster) {
 		GinkgoHelper()
@@ -216,7 +216,8 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 			err := admin.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultWorkspace, Name: tokenName}, &fleet.ClusterRegistrationToken{})
 			return apierrors.IsNotFound(err)
 		}, 30*time.Second, 200*time.Millisecond).Should(BeTrue())
-		err = admin.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultWorkspace, Name: tokenName}, &corev1.ServiceAccount{})
+		err = admin.Get(ctx, types.NamespacedName{Namespace: names.SystemRegistrationNamespace(fleet.DefaultSystemNamespace),
+			Name: names.RegistrationTokenServiceAccount(fleet.DefaultWorkspace, tokenName)}, &corev1.ServiceAccount{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the token's ServiceAccount goes with it")
 
 		Expect(framework.ApplyYAML(ctx, j.Local, tokenYAML)).To(Succeed())
@@ -257,6 +258,39 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 			return registration.Check(ctx, oldCred)
 		}, 30*time.Second, 200*time.Millisecond).Should(MatchError(registration.ErrRejected), "the old credential is revoked")
 		Expect(registration.Check(ctx, prod.Cred)).To(Succeed())
+	})
+
+	It("re-registers, while it runs, with a generic token placed beside its working credential, proving itself, as the same Cluster", func() {
+		before := prod.Cluster.DeepCopy()
+		oldCred := prod.Cred
+		start(prod)
+		e2e.WaitFor("the agent to check in", func(g Gomega) {
+			g.Expect(prod.Agent.Output()).To(ContainSubstring("Agent running"))
+		}, registerTimeout, 200*time.Millisecond)
+
+		// A token for any cluster of the workspace: on its own it may not
+		// take a Cluster whose agent has checked in; the running agent
+		// proves with its credential that it is that Cluster's agent.
+		prod.ApplyToken(ctx)
+		e2e.WaitFor("the running agent to register with the new token", func(g Gomega) {
+			cred, err := registration.LoadStored(ctx, prod.Local, fleet.DefaultSystemNamespace)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cred.Token).NotTo(Equal(oldCred.Token), "agent log:\n%s", prod.Agent.Tail(4000))
+			err = prod.Local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, &corev1.Secret{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the used bootstrap is forgotten: %v", err)
+		}, registerTimeout, 200*time.Millisecond)
+		prod.WaitRegistered(ctx, registerTimeout)
+		Expect(prod.Cluster.UID).To(Equal(before.UID), "same Cluster object")
+		Expect(prod.Agent.Output()).To(ContainSubstring("A new bootstrap secret was placed"))
+		e2e.WaitFor("the old credential to be revoked", func(g Gomega) {
+			g.Expect(registration.Check(ctx, oldCred)).To(MatchError(registration.ErrRejected))
+		}, 30*time.Second, 200*time.Millisecond)
+		Expect(registration.Check(ctx, prod.Cred)).To(Succeed())
+		e2e.WaitFor("the agent to check in with the new credential", func(g Gomega) {
+			c := &fleet.Cluster{}
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(before), c)).To(Succeed())
+			g.Expect(c.Status.Agent.LastSeen.Time).To(BeTemporally(">", time.Now().Add(-10*time.Second)))
+		}, 30*time.Second, 500*time.Millisecond)
 	})
 
 	It("registers fifty clusters at once", func() {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitfleet/fleet/agent/registration"
 	"github.com/gitfleet/fleet/agentinstall"
@@ -166,6 +167,48 @@ var _ = Describe("Registration", func() {
 		Expect(registration.Check(ctx, recovered)).To(Succeed())
 	})
 
+	It("6: the cluster's own agent, holding a working credential, registers again with a generic token as the same Cluster", func(ctx SpecContext) {
+		ws := workspace(ctx, "sec-reg-renewal")
+		// The agent's own cluster, where its bootstrap and credential live.
+		local, err := env.Downstreams[1].Client(registration.Scheme())
+		Expect(err).NotTo(HaveOccurred())
+		const agentNS = "sec-renewal-agent"
+		place := func(boot *agentinstall.Bootstrap) {
+			objs, err := agentinstall.Objects(agentinstall.Options{Namespace: agentNS, NoDeployment: true,
+				Config: &agentinstall.AgentConfig{ClientID: "sec-reg-6-renewal"}, Bootstrap: boot})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(agentinstall.Apply(ctx, local, objs)).To(Succeed())
+		}
+		ensure := func() *registration.Credential {
+			cred, err := registration.Ensure(ctx, registration.Options{Namespace: agentNS, Local: local,
+				MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
+			Expect(err).NotTo(HaveOccurred())
+			return cred
+		}
+		_, first := issueToken(ctx, ws, "")
+		place(first.boot)
+		old := ensure()
+		checkIn(ctx, old)
+
+		// A newer generic token placed beside the working credential (an
+		// admin renewing the cluster's registration). Alone it could not
+		// take a checked-in Cluster (the spec above); with the agent's
+		// proof, written with its credential, it can.
+		_, second := issueToken(ctx, ws, "")
+		place(second.boot)
+		renewed := ensure()
+		Expect(renewed.ClusterName).To(Equal(old.ClusterName), "the same Cluster")
+		Expect(renewed.Token).NotTo(Equal(old.Token))
+		Expect(registration.Check(ctx, renewed)).To(Succeed())
+		err = local.Get(ctx, types.NamespacedName{Namespace: agentNS, Name: fleet.AgentBootstrapSecretName}, &corev1.Secret{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the used bootstrap is forgotten: %v", err)
+		Eventually(func() error { return registration.Check(ctx, old) }, 30*time.Second, 250*time.Millisecond).
+			Should(MatchError(registration.ErrRejected), "the old credential is revoked once the new one is granted")
+		clusters := &fleet.ClusterList{}
+		Expect(env.Admin.List(ctx, clusters, client.InNamespace(ws))).To(Succeed())
+		Expect(clusters.Items).To(HaveLen(1), "no second Cluster")
+	})
+
 	It("8: one token's flood of registrations does not hold back another token's", func(ctx SpecContext) {
 		ws := workspace(ctx, "sec-reg-flood")
 		perToken := env.Options.RegistrationMaxPendingPerToken
@@ -260,7 +303,7 @@ var _ = Describe("Registration", func() {
 		Expect(after.ResourceVersion).To(Equal(taken.ResourceVersion), "the namespace is not relabelled")
 	})
 
-	It("10: a token named after an existing ServiceAccount mints nothing for it and does not delete it", func(ctx SpecContext) {
+	It("10: a token named after an existing ServiceAccount is issued for a ServiceAccount of its own, and leaves that one alone", func(ctx SpecContext) {
 		const ns = "sec-reg-sa"
 		workspace(ctx, ns)
 		// A tenant that may create (and read) registration tokens here, and
@@ -280,22 +323,21 @@ var _ = Describe("Registration", func() {
 		token := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ciBot.Name},
 			Spec: fleet.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: 15 * time.Second}}}
 		Expect(tenant.Create(ctx, token)).To(Succeed())
+		// The token is issued, for a ServiceAccount of its own in the
+		// registration namespace: its name is no way to reach ci-bot.
+		values := &agentinstall.Bootstrap{}
 		Eventually(func(g Gomega) {
 			got := &fleet.ClusterRegistrationToken{}
 			g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(token), got)).To(Succeed())
-			c := meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionIssued)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(fleet.ReasonNotOwned))
-			g.Expect(c.Message).To(ContainSubstring("ci-bot"))
-			g.Expect(got.Status.SecretName).To(BeEmpty())
+			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, fleet.ConditionIssued)).To(BeTrue())
+			g.Expect(got.Status.SecretName).NotTo(BeEmpty())
+			secret := &corev1.Secret{}
+			g.Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: got.Status.SecretName}, secret)).To(Succeed())
+			g.Expect(yaml.Unmarshal(secret.Data[fleet.RegistrationTokenSecretValuesKey], values)).To(Succeed())
+			g.Expect(values.Token).NotTo(BeEmpty())
 		}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
-		secrets := &corev1.SecretList{}
-		Expect(env.Admin.List(ctx, secrets, client.InNamespace(ns))).To(Succeed())
-		for _, s := range secrets.Items {
-			Expect(s.Name).NotTo(Equal(ciBot.Name+"-token"), "no values Secret holding a token for ci-bot")
-			Expect(s.Annotations).NotTo(HaveKeyWithValue(corev1.ServiceAccountNameKey, ciBot.Name))
-		}
+		Expect(whoAmI(values.Token)).To(Equal("system:serviceaccount:" + names.SystemRegistrationNamespace(fleet.DefaultSystemNamespace) +
+			":" + names.RegistrationTokenServiceAccount(ns, ciBot.Name)))
 
 		Eventually(func() bool {
 			return apierrors.IsNotFound(env.Admin.Get(ctx, client.ObjectKeyFromObject(token), &fleet.ClusterRegistrationToken{}))

@@ -1,0 +1,107 @@
+package gitrepo_test
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
+)
+
+// A GitRepo without clientSecretName takes its credentials from the
+// gitcredential Secret of its namespace, as in Fleet; a GitRepoRestriction's
+// allowedClientSecretNames still decides whether it may.
+func TestDefaultGitCredential(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	name := ns + "-private"
+	_, first := newGitRepo(g, name, appFiles("web", "1"))
+	// A server of its own, so that other tests' repositories stay public.
+	srv := gittest.NewServer(gitRoot)
+	t.Cleanup(srv.Close)
+	srv.SetBasicAuth("fleet", "t0ken")
+
+	createGitRepo(g, ns, "private", fleet.GitRepoSpec{Repo: srv.RepoURL(name), PollingInterval: every(time.Second)})
+	g.Eventually(getGitRepo(g, ns, "private"), eventually, poll).Should(
+		condition(fleet.ConditionAccepted, metav1.ConditionFalse, "authentication failed for "+srv.RepoURL(name)))
+
+	g.Expect(env.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gitcredential"},
+		Type:       corev1.SecretTypeBasicAuth,
+		Data:       map[string][]byte{"username": []byte("fleet"), "password": []byte("t0ken")},
+	})).To(Succeed())
+	g.Eventually(bundleCommits(g, ns, "private"), eventually, poll).Should(Equal(map[string]string{"private-apps-web": first}))
+
+	// A restriction that allows only other names refuses the implicit
+	// gitcredential; allowing it lets the GitRepo through again.
+	res := &fleet.GitRepoRestriction{
+		ObjectMeta:               metav1.ObjectMeta{Namespace: ns, Name: "only-creds"},
+		AllowedClientSecretNames: []string{"creds"},
+	}
+	g.Expect(env.Create(ctx, res)).To(Succeed())
+	g.Eventually(getGitRepo(g, ns, "private"), eventually, poll).Should(
+		condition(fleet.ConditionAccepted, metav1.ConditionFalse, "GitRepoRestriction only-creds does not allow clientSecretName (none)"))
+	g.Eventually(func() error {
+		if err := env.Get(ctx, client.ObjectKey{Namespace: ns, Name: "only-creds"}, res); err != nil {
+			return err
+		}
+		res.AllowedClientSecretNames = []string{"creds", "gitcredential"}
+		return env.Update(ctx, res)
+	}, eventually, poll).Should(Succeed())
+	g.Eventually(getGitRepo(g, ns, "private"), eventually, poll).Should(condition(fleet.ConditionAccepted, metav1.ConditionTrue, ""))
+}
+
+// SSH host keys the Secret lacks come from the known-hosts ConfigMap of the
+// system namespace, as in Fleet. No SSH server runs here: the port is
+// closed, so once the host key is known the GitRepo gets as far as a refused
+// connection instead of failing host key verification.
+func TestKnownHostsFromConfigMap(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	addr := l.Addr().String()
+	g.Expect(l.Close()).To(Succeed())
+	_, clientKey, err := ed25519.GenerateKey(rand.Reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	block, err := ssh.MarshalPrivateKey(clientKey, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ssh"},
+		Type:       corev1.SecretTypeSSHAuth,
+		Data:       map[string][]byte{corev1.SSHAuthPrivateKey: pem.EncodeToMemory(block)},
+	})).To(Succeed())
+	url := fmt.Sprintf("ssh://git@%s/repo.git", addr)
+	createGitRepo(g, ns, "ssh", fleet.GitRepoSpec{Repo: url, ClientSecretName: "ssh", PollingInterval: every(time.Second)})
+	g.Eventually(getGitRepo(g, ns, "ssh"), eventually, poll).Should(
+		condition(fleet.ConditionAccepted, metav1.ConditionFalse, "Secret ssh has no known_hosts key and the known-hosts ConfigMap"))
+
+	hostPub, _, err := ed25519.GenerateKey(rand.Reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	pub, err := ssh.NewPublicKey(hostPub)
+	g.Expect(err).NotTo(HaveOccurred())
+	if err := env.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleet.DefaultSystemNamespace}}); err != nil {
+		g.Expect(apierrors.IsAlreadyExists(err)).To(BeTrue(), "%v", err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemNamespace, Name: "known-hosts"},
+		Data:       map[string]string{"known_hosts": knownhosts.Line([]string{knownhosts.Normalize(addr)}, pub) + "\n"},
+	}
+	g.Expect(env.Create(ctx, cm)).To(Succeed())
+	t.Cleanup(func() { _ = env.Delete(ctx, cm) })
+	g.Eventually(getGitRepo(g, ns, "ssh"), eventually, poll).Should(
+		condition(fleet.ConditionGitPolling, metav1.ConditionFalse, "connection refused"))
+}
