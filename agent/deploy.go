@@ -18,6 +18,7 @@ import (
 	"github.com/gitfleet/fleet/agent/monitor"
 	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/enqueue"
 )
 
 // runDeployer runs the BundleDeployment controller until ctx ends. Should the
@@ -58,7 +59,8 @@ func startDeployer(ctx context.Context, o Options, cred *registration.Credential
 	upstream.Timeout = 0
 	upstream.QPS, upstream.Burst = 20, 40
 	mgr, err := ctrl.NewManager(upstream, ctrl.Options{
-		Scheme: registration.Scheme(),
+		Scheme:     registration.Scheme(),
+		Controller: enqueue.ControllerDefaults(),
 		// The kinds are known: no discovery requests when thousands of
 		// agents start at once.
 		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return registration.UpstreamMapper(), nil },

@@ -35,6 +35,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/content"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/controllers/localcluster"
+	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/secretmeta"
 )
@@ -341,6 +342,7 @@ func Run(ctx context.Context, cfg *rest.Config, o RunOptions) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
+		Controller:                    enqueue.ControllerDefaults(),
 		Cache:                         CacheOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,

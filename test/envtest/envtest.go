@@ -40,6 +40,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/test/controlplane"
 )
 
@@ -111,9 +112,10 @@ func start(ctx context.Context, in RunInput) (*Environment, func(), error) {
 		}
 	}
 	env.Manager, err = ctrl.NewManager(cp.Config, ctrl.Options{
-		Scheme:  controllers.Scheme(),
-		Cache:   controllers.CacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Scheme:     controllers.Scheme(),
+		Controller: enqueue.ControllerDefaults(),
+		Cache:      controllers.CacheOptions(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
 		return fail(err)

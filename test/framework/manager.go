@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/install"
 )
 
@@ -32,9 +33,10 @@ func StartManager(ctx context.Context, cfg *rest.Config, o controllers.Options) 
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
-		Scheme:  controllers.Scheme(),
-		Cache:   controllers.CacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Scheme:     controllers.Scheme(),
+		Controller: enqueue.ControllerDefaults(),
+		Cache:      controllers.CacheOptions(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
 		return nil, err
