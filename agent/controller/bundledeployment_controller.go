@@ -200,7 +200,7 @@ type scope struct {
 // patch them once. A Stalling error (the bundle's author must change
 // something) stops until the BundleDeployment changes or the resync looks
 // again; other errors back off.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	bd := &fleet.BundleDeployment{}
 	if err := r.Upstream.Get(ctx, req.NamespacedName, bd); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -215,7 +215,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	var err error
 	defer func() {
 		computeStatus(s, err)
-		if perr := r.patchStatus(ctx, s); perr != nil && reterr == nil {
+		perr := r.patchStatus(ctx, s)
+		switch {
+		case apierrors.IsConflict(perr):
+			// The status was computed from an object the cache had not
+			// caught up with: read it again soon, without logging an error.
+			res, reterr = ctrl.Result{RequeueAfter: time.Second}, nil
+		case perr != nil && reterr == nil:
 			reterr = perr
 		}
 	}()
@@ -237,14 +243,18 @@ func (r *Reconciler) reconcilePhases(ctx context.Context, s *scope) error {
 }
 
 // patchStatus writes the status when this reconcile changed it. The agent
-// is the only writer of a BundleDeployment's status.
+// is the only writer of a BundleDeployment's status, but its cache may be
+// behind its own last write: a merge patch holds only what differs from the
+// base, so against a stale base it could leave a field of the newer stored
+// status in place (ready: false under Ready=True). The patch carries the
+// base's resourceVersion, and a stale base is refused with a conflict.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.before.Status, s.bd.Status) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	if err := r.Upstream.Status().Patch(ctx, s.bd, client.MergeFrom(s.before)); err != nil {
+	if err := r.Upstream.Status().Patch(ctx, s.bd, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("writing the status of BundleDeployment %s: %w", s.bd.Name, err))
 	}
 	return nil
