@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -363,8 +364,14 @@ func (c fetchCall) fetch(ctx context.Context, shallow bool) (*git.Repository, er
 		return nil, outcome.Stallf(fleet.ReasonBranchNotFound, "%s not found in %s", what, c.o.URL)
 	}
 	if err != nil {
+		answered := !isNetworkError(err)
 		err = classify(c.o.URL, "fetching", err)
-		if depth > 0 && !outcome.IsStalling(err) && ctx.Err() == nil {
+		// A shallow fetch that failed, or a fetch into an existing cache
+		// that the remote refused (the cache's history was replaced at the
+		// same URL: the remote does not know the commits it offers), is
+		// tried again from an empty cache. A network failure keeps the
+		// cache: the next poll resumes from it.
+		if (depth > 0 || (!fresh && answered)) && !outcome.IsStalling(err) && ctx.Err() == nil {
 			return nil, errIncomplete
 		}
 		return nil, err
@@ -396,6 +403,13 @@ func openOrInit(dir, url string) (*git.Repository, bool, error) {
 		return nil, false, fmt.Errorf("creating the git cache in %s: %w", dir, err)
 	}
 	return repo, true, nil
+}
+
+// isNetworkError says whether err came from the connection rather than from
+// what the remote answered.
+func isNetworkError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 func hasCommit(repo *git.Repository, h plumbing.Hash) bool {

@@ -322,3 +322,38 @@ func TestLocalRepositoriesRefusedByDefault(t *testing.T) {
 		g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonLocalRepoDisabled), url)
 	}
 }
+
+// A repository whose history is replaced at the same URL (a force-push of
+// unrelated history, or a repository made anew) is fetched again: the cache
+// of the old history must not stand in the way.
+func TestHistoryReplacedAtSameURL(t *testing.T) {
+	for _, transport := range []string{"file", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			root := t.TempDir()
+			repo := newRepo(t, g, root, "src")
+			first := commit(g, repo, map[string]string{"cm.yaml": "old"})
+			url := repo.Dir
+			if transport == "http" {
+				srv := httptest.NewServer(gittest.NewServer(root))
+				defer srv.Close()
+				url = srv.URL + "/src"
+			}
+			f := &gitfetch.Fetcher{CacheDir: filepath.Join(root, "cache"), AllowLocal: true}
+			o := gitfetch.Options{Key: "ns/repo", URL: url}
+			_, err := f.Checkout(ctx, o, first)
+			g.Expect(err).NotTo(HaveOccurred())
+
+			g.Expect(os.RemoveAll(repo.Dir)).To(Succeed())
+			repo = newRepo(t, g, root, "src")
+			replaced := commit(g, repo, map[string]string{"cm.yaml": "new"})
+			latest, err := f.LatestCommit(ctx, o)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(latest).To(Equal(replaced))
+			dir, err := f.Checkout(ctx, o, latest)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(readFile(g, dir, "cm.yaml")).To(Equal("new"))
+		})
+	}
+}
