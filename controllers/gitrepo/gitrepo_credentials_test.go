@@ -4,20 +4,19 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
-	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/knownhosts"
+	xknownhosts "golang.org/x/crypto/ssh/knownhosts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/config/knownhosts"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
 )
 
@@ -65,43 +64,55 @@ func TestDefaultGitCredential(t *testing.T) {
 }
 
 // SSH host keys the Secret lacks come from the known-hosts ConfigMap of the
-// system namespace, as in Fleet. No SSH server runs here: the port is
-// closed, so once the host key is known the GitRepo gets as far as a refused
-// connection instead of failing host key verification.
+// system namespace, as in Fleet; the repository is served by a real SSH
+// server on loopback. Without an entry for the host the GitRepo says where
+// to put one; with another key for it (an impostor) the fetch is refused;
+// with the ConfigMap as the install ships it plus the server's key, the
+// GitRepo syncs.
 func TestKnownHostsFromConfigMap(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	g.Expect(err).NotTo(HaveOccurred())
-	addr := l.Addr().String()
-	g.Expect(l.Close()).To(Succeed())
-	_, clientKey, err := ed25519.GenerateKey(rand.Reader)
+	name := ns + "-ssh"
+	_, first := newGitRepo(g, name, appFiles("web", "1"))
+	pub, clientKey, err := ed25519.GenerateKey(rand.Reader)
 	g.Expect(err).NotTo(HaveOccurred())
 	block, err := ssh.MarshalPrivateKey(clientKey, "")
 	g.Expect(err).NotTo(HaveOccurred())
+	authorized, err := ssh.NewPublicKey(pub)
+	g.Expect(err).NotTo(HaveOccurred())
+	srv, err := gittest.NewSSHServer(gitRoot, authorized)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(srv.Close)
 	g.Expect(env.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ssh"},
 		Type:       corev1.SecretTypeSSHAuth,
 		Data:       map[string][]byte{corev1.SSHAuthPrivateKey: pem.EncodeToMemory(block)},
 	})).To(Succeed())
-	url := fmt.Sprintf("ssh://git@%s/repo.git", addr)
-	createGitRepo(g, ns, "ssh", fleet.GitRepoSpec{Repo: url, ClientSecretName: "ssh", PollingInterval: every(time.Second)})
+	createGitRepo(g, ns, "ssh", fleet.GitRepoSpec{Repo: srv.RepoURL(name), ClientSecretName: "ssh", PollingInterval: every(time.Second)})
 	g.Eventually(getGitRepo(g, ns, "ssh"), eventually, poll).Should(
 		condition(fleet.ConditionAccepted, metav1.ConditionFalse, "Secret ssh has no known_hosts key and the known-hosts ConfigMap"))
 
-	hostPub, _, err := ed25519.GenerateKey(rand.Reader)
-	g.Expect(err).NotTo(HaveOccurred())
-	pub, err := ssh.NewPublicKey(hostPub)
-	g.Expect(err).NotTo(HaveOccurred())
 	if err := env.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleet.DefaultSystemNamespace}}); err != nil {
 		g.Expect(apierrors.IsAlreadyExists(err)).To(BeTrue(), "%v", err)
 	}
+	impostor, _, err := ed25519.GenerateKey(rand.Reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	impostorKey, err := ssh.NewPublicKey(impostor)
+	g.Expect(err).NotTo(HaveOccurred())
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemNamespace, Name: "known-hosts"},
-		Data:       map[string]string{"known_hosts": knownhosts.Line([]string{knownhosts.Normalize(addr)}, pub) + "\n"},
+		Data:       map[string]string{"known_hosts": knownhosts.Data + xknownhosts.Line([]string{xknownhosts.Normalize(srv.Addr)}, impostorKey) + "\n"},
 	}
 	g.Expect(env.Create(ctx, cm)).To(Succeed())
 	t.Cleanup(func() { _ = env.Delete(ctx, cm) })
 	g.Eventually(getGitRepo(g, ns, "ssh"), eventually, poll).Should(
-		condition(fleet.ConditionGitPolling, metav1.ConditionFalse, "connection refused"))
+		condition(fleet.ConditionAccepted, metav1.ConditionFalse, "host key verification failed for "+srv.RepoURL(name)))
+	g.Expect(getGitRepo(g, ns, "ssh")().Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("knownhosts: key mismatch"))))
+	g.Expect(srv.Fetches()).To(BeZero(), "nothing is asked of a server whose key is not trusted")
+	g.Expect(bundles(g, ns, "ssh")).To(BeEmpty())
+
+	cm.Data["known_hosts"] = knownhosts.Data + srv.KnownHostsLine() + "\n"
+	g.Expect(env.Update(ctx, cm)).To(Succeed())
+	g.Eventually(bundleCommits(g, ns, "ssh"), eventually, poll).Should(Equal(map[string]string{"ssh-apps-web": first}))
+	g.Expect(srv.Fetches()).To(BeNumerically(">", 0))
 }

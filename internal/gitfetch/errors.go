@@ -47,7 +47,7 @@ func classify(repo, op string, err error) error {
 	case strings.Contains(msg, "ssh: unable to authenticate"), strings.Contains(msg, "ssh: no auth"):
 		return outcome.Stallf(fleet.ReasonAuthFailed, "authentication failed for %s: check clientSecretName (%w)", repo, err)
 	case strings.Contains(msg, "knownhosts: key mismatch"), strings.Contains(msg, "knownhosts: key is unknown"):
-		return outcome.Stallf(fleet.ReasonHostKey, "host key verification failed for %s: put the server's current host key in the known_hosts key of the clientSecretName Secret (%w)", repo, err)
+		return outcome.Stallf(fleet.ReasonHostKey, "host key verification failed for %s: put the server's current host key in the known_hosts key of the clientSecretName Secret (it wins over the known-hosts ConfigMap of the system namespace) (%w)", repo, err)
 	}
 	return fmt.Errorf("%s %s: %w", op, repo, err)
 }

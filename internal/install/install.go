@@ -1,5 +1,6 @@
 // Package install renders the manifests that install the manager: the CRDs, its
-// namespace, a least-privilege ClusterRole, and a Deployment with leader
+// namespace, a least-privilege ClusterRole, the known-hosts ConfigMap (SSH
+// host keys of the well-known git hosts), and a Deployment with leader
 // election, metrics and health probes. `fleet install controller` prints them;
 // config/ holds the same objects as kustomize bases.
 package install
@@ -22,7 +23,9 @@ import (
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/config/crd"
+	"github.com/gitfleet/fleet/config/knownhosts"
 	"github.com/gitfleet/fleet/config/rbac"
+	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/names"
 )
 
@@ -102,6 +105,13 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 		},
 		tokenScopePolicy(ns),
 		tokenScopeBinding(),
+		// The host keys of the well-known git hosts, trusted for SSH
+		// repositories whose Secret has no known_hosts, as Fleet ships them.
+		&corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: gitfetch.KnownHostsConfigMap, Namespace: ns, Labels: labels},
+			Data:       map[string]string{gitfetch.KnownHostsKey: knownhosts.Data},
+		},
 	}
 	objs = append(objs, localAgentObjects(ns)...)
 	return append(objs,

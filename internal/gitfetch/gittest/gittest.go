@@ -1,7 +1,8 @@
 // Package gittest makes real git repositories for tests: a repository on disk
-// to commit to with go-git, and a smart-HTTP git server on loopback that
-// serves such repositories with go-git's server (fetch only), optionally
-// behind basic auth. No git binary is needed.
+// to commit to with go-git, a smart-HTTP git server on loopback that serves
+// such repositories with go-git's server (fetch only), optionally behind
+// basic auth, and an SSH server on loopback (SSHServer) that serves them
+// with git's own git-upload-pack. Only SSHServer needs the git binary.
 package gittest
 
 import (

@@ -84,5 +84,6 @@ func TestAgent(t *testing.T) {
 	AfterSuite(s.tearDown)
 	Describe("The agent", Ordered, func() { agent.AgentSpec(ctx, s.input) })
 	Describe("The manager's own cluster", Ordered, func() { agent.LocalClusterSpec(ctx, s.input) })
+	Describe("A repository laid out Fleet's way", Ordered, func() { agent.FleetRepoSpec(ctx, s.input) })
 	RunSpecs(t, "Agent")
 }

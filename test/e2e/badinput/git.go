@@ -110,6 +110,12 @@ func (f *fixture) gitCases() []gitCase {
 			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 1: field downstreamResources: cannot use a object as a list"}},
 		{name: "template-values-type", files: app("helm:\n  templateValues:\n    replicas: {from: cluster}\n"),
 			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: field helm.templateValues: cannot use a object as a string"}},
+		{name: "template-values-list", files: app("helm:\n  templateValues: [a, b]\n"),
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: field helm.templateValues: cannot use a array as a mapping"}},
+		{name: "override-targets-type", files: app("defaultNamespace: a\noverrideTargets: {clusterGroup: g}\n"),
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: field overrideTargets: cannot use a object as a list"}},
+		{name: "override-selector-type", files: app("overrideTargets:\n- name: a\n  clusterSelector: [env]\n"),
+			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 3: field overrideTargets.clusterSelector: cannot use a array as a mapping"}},
 		{name: "image-scan-interval", files: app("imageScans:\n- image: x\n  tagName: t\n  interval: soon\n"),
 			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: line 2: field imageScans:", "invalid duration"}},
 		{name: "targets-type", files: app("targets: {clusterGroup: g}\n"),
@@ -249,6 +255,17 @@ func (f *fixture) gitCases() []gitCase {
 		{name: "values-template", level: bundleLevel, bundle: "values-template-app", spec: toAgent,
 			files: app("helm:\n  values:\n    cluster: ${ .ClusterName | nosuchfunc }\n"),
 			msg:   []string{"helm values", "nosuchfunc"}},
+
+		// A template that fails for every cluster it targets (none has the
+		// label): each cluster is named, nothing is deployed anywhere.
+		{name: "values-template-every-cluster", level: bundleLevel, bundle: "values-template-every-cluster-app",
+			spec: func(s *fleet.GitRepoSpec) {
+				s.Targets = []fleet.GitTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"healthy", agentEnv}}}}}}
+			},
+			files: app("defaultNamespace: bad\nhelm:\n  values:\n    region: ${ .ClusterLabels.region }\n"),
+			msg: []string{"cluster fleet-default/healthy-1: helm values", "cluster fleet-default/healthy-2: helm values",
+				"<.ClusterLabels.region>: map has no entry for key \"region\""}},
 
 		// Rendered by the agent.
 		{name: "chart-parse-error", level: agentLevel, bundle: "chart-parse-error-app", spec: toAgent,
