@@ -21,6 +21,9 @@ type Deployment struct {
 	Cluster *fleet.Cluster
 	// Info is the Cluster as matching saw it, groups included.
 	Info *ClusterInfo
+	// Targets are the names of the bundle's targets whose options were
+	// merged (Result.Targets); shared, read-only.
+	Targets []string
 	// Namespace is the Cluster's cluster namespace, where its
 	// BundleDeployment lives.
 	Namespace string
@@ -74,7 +77,7 @@ func (t *Targeter) Target(cluster *fleet.Cluster, groups []*CompiledGroup) (*Dep
 		return nil, true, fmt.Errorf("cluster %s/%s: %w", cluster.Namespace, cluster.Name, err)
 	}
 	return &Deployment{
-		Cluster: cluster, Info: info, ID: id, Options: opts,
+		Cluster: cluster, Info: info, Targets: res.Targets, ID: id, Options: opts,
 		Namespace: names.ClusterNamespaceFor(cluster.Namespace, cluster.Name, cluster.Status.Namespace),
 	}, true, nil
 }
