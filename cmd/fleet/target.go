@@ -145,7 +145,7 @@ func runTarget(cmd *cobra.Command, o *targetOptions, paths []string) error {
 		if err := writeObjects(out, objs...); err != nil {
 			return err
 		}
-		fmt.Fprintf(errOut, "# bundle %s/%s targets %d of %d clusters\n", b.Namespace, b.Name, len(ds), len(in.Clusters))
+		fmt.Fprintf(errOut, "# bundle %s/%s targets %d cluster(s)\n", b.Namespace, b.Name, len(ds))
 		if o.dumpInputList {
 			if err := dumpTargets(errOut, ds); err != nil {
 				return err
