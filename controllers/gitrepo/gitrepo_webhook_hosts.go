@@ -246,7 +246,7 @@ func parseGitLab(hdr http.Header, body []byte) (p push, ignored string, err erro
 		urls: nonEmpty(pr.GitHTTPURL, pr.GitSSHURL, pr.WebURL, r.GitHTTPURL, r.GitSSHURL, r.URL, r.Homepage)}, "", nil
 }
 
-// parseGogs reads a Gogs (or Gitea, which sends the same) push.
+// parseGogs reads a Gogs push.
 func parseGogs(hdr http.Header, body []byte) (p push, ignored string, err error) {
 	if ev := hdr.Get("X-Gogs-Event"); ev != "push" {
 		return p, fmt.Sprintf("ignored Gogs %s event", ev), nil
