@@ -26,6 +26,11 @@ func DecodeContent(c *fleet.Content) (Files, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FilesOf(resources)
+}
+
+// FilesOf returns the files of a bundle's resources (spec.resources).
+func FilesOf(resources []fleet.BundleResource) (Files, error) {
 	files := make(Files, len(resources))
 	for _, r := range resources {
 		data, err := bundlereader.DecodeResource(r)

@@ -3,12 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,28 +16,16 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers"
-	"github.com/gitfleet/fleet/internal/bundlereader"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 )
 
 type applyOptions struct {
-	namespace  string
+	readOptions
 	output     string
-	labels     map[string]string
-	commit     string
 	kubeconfig string
 	timeout    time.Duration
-	// drivenScan reads each PATH as "base[SEP options]", one bundle each, as
-	// a GitRepo's spec.bundles.
-	drivenScan    bool
-	drivenScanSep string
-	// targetsFile holds the targets and target restrictions of a GitRepo,
-	// as Fleet's GitRepo job passes them.
-	targetsFile string
 }
 
 func newApply() *cobra.Command {
@@ -65,15 +50,11 @@ or updated on the cluster of the kubeconfig (-k, $KUBECONFIG or ~/.kube/config).
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.namespace, "namespace", "n", fleet.DefaultWorkspace, "namespace of the Bundles")
-	f.StringVarP(&o.output, "output", "o", "", `write the Bundles as YAML to this file ("-" for standard output) instead of applying them`)
+	o.readOptions.addFlags(f)
 	f.StringToStringVarP(&o.labels, "label", "l", nil, "label of the Bundles, k=v (repeatable)")
-	f.StringVar(&o.commit, "commit", "", "commit the Bundles are built from, set as label "+fleet.CommitLabel)
+	f.StringVarP(&o.output, "output", "o", "", `write the Bundles as YAML to this file ("-" for standard output) instead of applying them`)
 	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "kubeconfig of the manager's cluster (default $KUBECONFIG or ~/.kube/config)")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long fetching charts and talking to the cluster may take")
-	f.StringVar(&o.targetsFile, "targets-file", "", "YAML or JSON file with targets and targetRestrictions to add to every bundle, as a GitRepo's targets are (unless fleet.yaml has overrideTargets)")
-	f.BoolVar(&o.drivenScan, "driven-scan", false, `read each PATH as one bundle, "DIR" or "DIR:OPTIONS", instead of searching it`)
-	f.StringVar(&o.drivenScanSep, "driven-scan-sep", bundlereader.DefaultDrivenScanSeparator, "separator of DIR and OPTIONS in --driven-scan PATHs")
 	return cmd
 }
 
@@ -86,124 +67,23 @@ func runApply(ctx context.Context, out, errOut io.Writer, o *applyOptions, name 
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	ro := bundlereader.Options{
-		Name:      name,
-		Namespace: o.namespace,
-		Labels:    o.labels,
-		Commit:    o.commit,
-		Warn: func(w bundlereader.Warning) {
-			fmt.Fprintf(errOut, "warning: %s\n", w)
-		},
-	}
-	if o.targetsFile != "" {
-		if ro.TargetsFile, err = bundlereader.ReadTargetsFile(o.targetsFile); err != nil {
-			return err
-		}
-	}
-	var bundles []*fleet.Bundle
-	if o.drivenScan {
-		if len(paths) == 0 {
-			paths = []string{"."}
-		}
-		var descs []fleet.BundlePath
-		for _, p := range paths {
-			d, err := bundlereader.ParseBundlePath(p, o.drivenScanSep)
-			if err != nil {
-				return err
-			}
-			if d.Base, err = relativePath(d.Base); err != nil {
-				return err
-			}
-			descs = append(descs, d)
-		}
-		bundles, err = bundlereader.ReadDriven(ctx, ".", descs, ro)
-	} else {
-		if paths, err = relativePaths(paths); err != nil {
-			return err
-		}
-		bundles, err = bundlereader.Read(ctx, ".", paths, ro)
-	}
+	bundles, err := o.read(ctx, errOut, name, paths)
 	if err != nil {
 		return err
-	}
-	if len(bundles) == 0 {
-		return fmt.Errorf("no bundle found in %s: add a fleet.yaml or manifests", strings.Join(paths, ", "))
 	}
 
 	switch o.output {
 	case "":
 		return applyBundles(ctx, out, o.kubeconfig, bundles)
 	case "-":
-		return writeBundles(out, bundles)
+		return writeObjects(out, objects(bundles)...)
 	default:
 		var buf bytes.Buffer
-		if err := writeBundles(&buf, bundles); err != nil {
+		if err := writeObjects(&buf, objects(bundles)...); err != nil {
 			return err
 		}
 		return os.WriteFile(o.output, buf.Bytes(), 0o644)
 	}
-}
-
-// relativePaths makes absolute paths below the current directory relative
-// to it, since bundles are read, and named, relative to it.
-func relativePaths(paths []string) ([]string, error) {
-	if len(paths) == 0 {
-		return []string{"."}, nil
-	}
-	out := make([]string, 0, len(paths))
-	for _, p := range paths {
-		rel, err := relativePath(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rel)
-	}
-	return out, nil
-}
-
-// relativePath makes an absolute path below the current directory relative
-// to it. Other paths are left as they are: a leading "/" of a path that is
-// not below the current directory means the current directory, as in Fleet.
-func relativePath(p string) (string, error) {
-	if !filepath.IsAbs(p) {
-		return p, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	rel, err := filepath.Rel(wd, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return p, nil
-	}
-	return rel, nil
-}
-
-// writeBundles writes the Bundles as a YAML stream, without the empty status
-// and creation timestamp that typed objects marshal.
-func writeBundles(w io.Writer, bundles []*fleet.Bundle) error {
-	for _, b := range bundles {
-		data, err := json.Marshal(b)
-		if err != nil {
-			return err
-		}
-		var m map[string]interface{}
-		if err := json.Unmarshal(data, &m); err != nil {
-			return err
-		}
-		delete(m, "status")
-		if md, ok := m["metadata"].(map[string]interface{}); ok {
-			delete(md, "creationTimestamp")
-		}
-		doc, err := yaml.Marshal(m)
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "---\n%s", doc); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // applyBundles creates the Bundles, or updates the spec and labels of those
@@ -213,7 +93,7 @@ func applyBundles(ctx context.Context, out io.Writer, kubeconfigPath string, bun
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
 	if err != nil {
 		return err
 	}

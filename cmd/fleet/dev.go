@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/internal/devenv"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 )
@@ -102,7 +101,7 @@ func printDev(ctx context.Context, out io.Writer, st *devenv.State) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/internal/install"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 )
@@ -95,7 +94,7 @@ func runAgentToken(ctx context.Context, cmd *cobra.Command, o *agentTokenOptions
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
 	if err != nil {
 		return err
 	}

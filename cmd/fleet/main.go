@@ -21,6 +21,6 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(newInstall(), newApply(), newDev())
+	root.AddCommand(newInstall(), newApply(), newTarget(), newTest(), newDev())
 	return root
 }

@@ -98,7 +98,7 @@ type scope struct {
 	compiled    *target.CompiledBundle
 	contentName string
 	existing    map[string]*fleet.BundleDeployment // by cluster namespace
-	targets     []clusterTarget
+	targets     []target.Deployment
 	plan        *Plan
 	// errs are the clusters whose options could not be worked out (a Helm
 	// values template that fails for them): the others are still targeted.
@@ -106,14 +106,6 @@ type scope struct {
 	// createOnly: a later batch of the same pass, which only creates what
 	// maxNew held back.
 	createOnly bool
-}
-
-type clusterTarget struct {
-	cluster   *fleet.Cluster
-	info      *target.ClusterInfo
-	namespace string
-	id        string
-	options   *fleet.BundleDeploymentOptions
 }
 
 // Reconcile targets one Bundle: a status pass when nothing targeting reads

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/target"
 )
 
 // A full pass matches every cluster, works out every desired
@@ -26,7 +27,7 @@ type pass struct {
 	generation  int64
 	labels      map[string]string
 	contentName string
-	targets     []clusterTarget // without cluster and options
+	targets     []target.Deployment // without cluster and options
 	at          time.Time
 }
 
@@ -37,9 +38,9 @@ func (r *Reconciler) remember(s *scope, now time.Time) {
 		r.mem.forgetPass(s.bundle.UID)
 		return
 	}
-	targets := make([]clusterTarget, len(s.targets))
+	targets := make([]target.Deployment, len(s.targets))
 	for i, t := range s.targets {
-		targets[i] = clusterTarget{info: t.info, namespace: t.namespace, id: t.id}
+		targets[i] = target.Deployment{Info: t.Info, Namespace: t.Namespace, ID: t.ID}
 	}
 	r.mem.rememberPass(s.bundle.UID, &pass{
 		generation: s.bundle.Generation, labels: maps.Clone(s.bundle.Labels),
@@ -71,17 +72,17 @@ func (r *Reconciler) statusPass(ctx context.Context, s *scope, now time.Time) (b
 
 // needsWrites tells whether a pass with these targets, existing deployments
 // (by cluster namespace) and plan would create, update or delete anything.
-func needsWrites(targets []clusterTarget, existing map[string]*fleet.BundleDeployment, plan *Plan) bool {
+func needsWrites(targets []target.Deployment, existing map[string]*fleet.BundleDeployment, plan *Plan) bool {
 	found := 0
 	for i, t := range targets {
-		bd := existing[t.namespace]
+		bd := existing[t.Namespace]
 		switch {
 		case bd == nil:
 			if plan.Create[i] {
 				return true
 			}
 			continue
-		case bd.Spec.StagedDeploymentID != t.id, plan.Deploy[i] && bd.Spec.DeploymentID != t.id:
+		case bd.Spec.StagedDeploymentID != t.ID, plan.Deploy[i] && bd.Spec.DeploymentID != t.ID:
 			return true
 		}
 		found++

@@ -7,11 +7,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/target"
 )
 
 func TestNeedsWrites(t *testing.T) {
 	g := NewWithT(t)
-	targets := []clusterTarget{{namespace: "a", id: "new"}, {namespace: "b", id: "new"}}
+	targets := []target.Deployment{{Namespace: "a", ID: "new"}, {Namespace: "b", ID: "new"}}
 	bd := func(ns, staged, deployed string) *fleet.BundleDeployment {
 		return &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns},
 			Spec: fleet.BundleDeploymentSpec{StagedDeploymentID: staged, DeploymentID: deployed}}

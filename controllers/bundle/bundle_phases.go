@@ -3,14 +3,11 @@ package bundle
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -18,7 +15,6 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
-	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/internal/target"
@@ -65,9 +61,7 @@ func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	// Clusters matching the same targets share one Result; unless their Helm
-	// values are templated per cluster, they share options and deploymentID.
-	shared := map[*target.Result]sharedOptions{}
+	t := target.NewTargeter(s.compiled, s.contentName)
 	for _, ns := range namespaces {
 		clusters, err := cacheindex.Objects[fleet.Cluster](r.clusters, toolscache.NamespaceIndex, ns)
 		if err != nil {
@@ -78,70 +72,16 @@ func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
 			return err
 		}
 		for _, cluster := range clusters {
-			if !cluster.DeletionTimestamp.IsZero() {
-				continue
+			d, ok, err := t.Target(cluster, groups)
+			switch {
+			case err != nil:
+				s.errs = append(s.errs, err)
+			case ok:
+				s.targets = append(s.targets, *d)
 			}
-			info := target.ClusterInfoFor(cluster, groups)
-			res, ok := s.compiled.Match(info)
-			if !ok {
-				continue
-			}
-			opts, id, err := r.optionsFor(s, res, cluster, shared)
-			if err != nil {
-				s.errs = append(s.errs, fmt.Errorf("cluster %s/%s: %w", cluster.Namespace, cluster.Name, err))
-				continue
-			}
-			s.targets = append(s.targets, clusterTarget{
-				cluster: cluster, info: info, namespace: names.ClusterNamespaceFor(cluster.Namespace, cluster.Name, cluster.Status.Namespace), id: id, options: opts,
-			})
 		}
 	}
-	sort.Slice(s.targets, func(i, j int) bool { return s.targets[i].namespace < s.targets[j].namespace })
-	return nil
-}
-
-type sharedOptions struct {
-	options *fleet.BundleDeploymentOptions
-	id      string
-}
-
-// optionsFor returns a cluster's options and deploymentID, computed once per
-// match result when nothing in them depends on the cluster.
-func (r *Reconciler) optionsFor(s *scope, res *target.Result, cluster *fleet.Cluster, shared map[*target.Result]sharedOptions) (*fleet.BundleDeploymentOptions, string, error) {
-	if so, ok := shared[res]; ok {
-		return so.options, so.id, nil
-	}
-	opts := res.Options.DeepCopy()
-	templated := isTemplated(opts)
-	if templated {
-		if err := templateValues(opts, cluster); err != nil {
-			return opts, "", err
-		}
-	}
-	id, err := target.DeploymentID(s.contentName, *opts)
-	if err != nil {
-		return opts, "", err
-	}
-	if !templated {
-		shared[res] = sharedOptions{options: opts, id: id}
-	}
-	return opts, id, nil
-}
-
-// isTemplated tells whether the Helm values differ from cluster to cluster.
-func isTemplated(opts *fleet.BundleDeploymentOptions) bool {
-	return target.DependsOnCluster(opts.Helm)
-}
-
-func templateValues(opts *fleet.BundleDeploymentOptions, cluster *fleet.Cluster) error {
-	values, err := target.RenderHelmValues(opts.Helm, target.TemplateContextFor(cluster))
-	if err != nil {
-		return err
-	}
-	opts.Helm.Values = nil
-	if values != nil {
-		opts.Helm.Values = &fleet.GenericMap{Data: values}
-	}
+	sort.Slice(s.targets, func(i, j int) bool { return s.targets[i].Namespace < s.targets[j].Namespace })
 	return nil
 }
 
@@ -212,13 +152,13 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 	var writes []func() error
 	wanted := make(map[string]bool, len(s.targets))
 	for i, t := range s.targets {
-		wanted[t.namespace] = true
-		existing := s.existing[t.namespace]
+		wanted[t.Namespace] = true
+		existing := s.existing[t.Namespace]
 		switch {
 		case existing == nil && !plan.Create[i]:
 			// Held back by maxNew; a later pass creates it.
 		case existing == nil:
-			desired := r.desired(s, t)
+			desired := target.BundleDeployment(s.bundle, s.contentName, &t)
 			writes = append(writes, func() error {
 				err := r.Client.Create(ctx, desired)
 				// AlreadyExists: made by another writer and not in the cache
@@ -229,9 +169,9 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 				}
 				return err
 			})
-		case s.createOnly, unchanged(s, t, existing, plan.Deploy[i]):
+		case s.createOnly, target.Unchanged(s.bundle, s.contentName, &t, existing, plan.Deploy[i]):
 		default:
-			desired := r.desired(s, t)
+			desired := target.BundleDeployment(s.bundle, s.contentName, &t)
 			if !plan.Deploy[i] {
 				// Stage only: the cluster keeps what it runs.
 				desired.Spec.DeploymentID, desired.Spec.Options = existing.Spec.DeploymentID, *existing.Spec.Options.DeepCopy()
@@ -257,9 +197,9 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 func (r *Reconciler) planRollout(s *scope) error {
 	cands := make([]Candidate, len(s.targets))
 	for i, t := range s.targets {
-		c := Candidate{Info: t.info, State: fleet.Pending}
-		if bd := s.existing[t.namespace]; bd != nil {
-			c.Exists, c.UpToDate, c.State = true, bd.Spec.DeploymentID == t.id, summary.State(bd)
+		c := Candidate{Info: t.Info, State: fleet.Pending}
+		if bd := s.existing[t.Namespace]; bd != nil {
+			c.Exists, c.UpToDate, c.State = true, bd.Spec.DeploymentID == t.ID, summary.State(bd)
 		}
 		cands[i] = c
 	}
@@ -269,79 +209,6 @@ func (r *Reconciler) planRollout(s *scope) error {
 	}
 	s.plan = &plan
 	return nil
-}
-
-// ownLabels are the labels every BundleDeployment of a pass carries; the
-// bundle's own labels are added where they do not collide.
-func ownLabels(s *scope, t clusterTarget) [6][2]string {
-	return [...][2]string{
-		{fleet.ManagedLabel, "true"},
-		{fleet.BundleNameLabel, s.bundle.Name},
-		{fleet.BundleNamespaceLabel, s.bundle.Namespace},
-		{fleet.ClusterLabel, t.cluster.Name},
-		{fleet.ClusterNamespaceLabel, t.cluster.Namespace},
-		{fleet.ContentNameLabel, s.contentName},
-	}
-}
-
-// unchanged tells whether existing already is what the pass would write for
-// t, looked at in place: building every desired BundleDeployment on every
-// pass was most of a pass's allocations at thousands of clusters.
-func unchanged(s *scope, t clusterTarget, existing *fleet.BundleDeployment, deploy bool) bool {
-	spec, b := &existing.Spec, s.bundle
-	if spec.StagedDeploymentID != t.id || (deploy && spec.DeploymentID != t.id) ||
-		spec.Paused != (b.Spec.Paused || t.cluster.Spec.Paused) ||
-		!equality.Semantic.DeepEqual(&spec.StagedOptions, t.options) ||
-		(deploy && !equality.Semantic.DeepEqual(&spec.Options, t.options)) ||
-		!equality.Semantic.DeepEqual(spec.DependsOn, b.Spec.DependsOn) ||
-		!equality.Semantic.DeepEqual(spec.CorrectDrift, t.options.CorrectDrift) {
-		return false
-	}
-	own := ownLabels(s, t)
-	want := len(own)
-	for _, kv := range own {
-		if v, ok := existing.Labels[kv[0]]; !ok || v != kv[1] {
-			return false
-		}
-	}
-	for k, v := range b.Labels {
-		if slices.ContainsFunc(own[:], func(kv [2]string) bool { return kv[0] == k }) {
-			continue
-		}
-		if have, ok := existing.Labels[k]; !ok || have != v {
-			return false
-		}
-		want++
-	}
-	return len(existing.Labels) == want
-}
-
-// desired is the BundleDeployment the pass writes for t.
-func (r *Reconciler) desired(s *scope, t clusterTarget) *fleet.BundleDeployment {
-	b := s.bundle
-	own := ownLabels(s, t)
-	labels := make(map[string]string, len(own)+len(b.Labels))
-	for _, kv := range own {
-		labels[kv[0]] = kv[1]
-	}
-	bd := &fleet.BundleDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: t.namespace, Labels: labels},
-		Spec: fleet.BundleDeploymentSpec{
-			StagedDeploymentID: t.id,
-			StagedOptions:      *t.options,
-			DeploymentID:       t.id,
-			Options:            *t.options,
-			Paused:             b.Spec.Paused || t.cluster.Spec.Paused,
-			DependsOn:          b.Spec.DependsOn,
-			CorrectDrift:       t.options.CorrectDrift,
-		},
-	}
-	for k, v := range b.Labels {
-		if _, taken := bd.Labels[k]; !taken {
-			bd.Labels[k] = v
-		}
-	}
-	return bd
 }
 
 // runParallel runs fns, at most WriteParallelism at once, and joins their

@@ -10,6 +10,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/summary"
+	"github.com/gitfleet/fleet/internal/target"
 )
 
 // statusInput is what one reconcile saw that the bundle's status shows.
@@ -83,11 +84,11 @@ func readyCondition(sum fleet.BundleSummary, errs []error, generation int64) met
 
 // summarize counts the targeted clusters' deployments; a target without a
 // BundleDeployment yet is Pending.
-func summarize(targets []clusterTarget, existing map[string]*fleet.BundleDeployment) fleet.BundleSummary {
+func summarize(targets []target.Deployment, existing map[string]*fleet.BundleDeployment) fleet.BundleSummary {
 	bds := make([]*fleet.BundleDeployment, 0, len(targets))
 	pending := 0
 	for _, t := range targets {
-		if bd := existing[t.namespace]; bd != nil {
+		if bd := existing[t.Namespace]; bd != nil {
 			bds = append(bds, bd)
 		} else {
 			pending++

@@ -9,6 +9,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/conditions"
+	"github.com/gitfleet/fleet/internal/target"
 )
 
 func TestSetStatus(t *testing.T) {
@@ -17,7 +18,7 @@ func TestSetStatus(t *testing.T) {
 			Spec:   fleet.BundleDeploymentSpec{DeploymentID: "s-abc:1", StagedDeploymentID: "s-abc:1"},
 			Status: fleet.BundleDeploymentStatus{AppliedDeploymentID: "s-abc:1", Ready: true, NonModified: true}}
 	}
-	targets := []clusterTarget{{namespace: "c1"}, {namespace: "c2"}}
+	targets := []target.Deployment{{Namespace: "c1"}, {Namespace: "c2"}}
 	both := map[string]*fleet.BundleDeployment{"c1": ready("c1"), "c2": ready("c2")}
 	earlier := fleet.BundleStatus{
 		ObservedGeneration: 1,

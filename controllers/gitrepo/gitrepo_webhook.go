@@ -2,17 +2,12 @@ package gitrepo
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -62,18 +57,19 @@ type WebhookOptions struct {
 	Burst int
 }
 
-// NewWebhookHandler returns the handler for GitHub and GitLab push webhooks.
+// NewWebhookHandler returns the handler for the push webhooks of GitHub,
+// GitLab, Bitbucket Cloud, Bitbucket Server, Gogs and Azure DevOps.
 // A push to a repository and branch that GitRepos follow sets their
 // status.webhookCommit to the pushed commit; the GitRepo controller sees the
 // change and polls the repository at once, whatever its pollingInterval
 // (also with disablePolling). Writing the status, rather than signalling the
 // controller in memory, works whichever manager replica receives the call.
 //
-// GitHub calls must carry X-Hub-Signature-256 (HMAC-SHA256 of the body) and
-// GitLab calls X-Gitlab-Token, made with the GitRepo's webhookSecret or, for
-// a GitRepo without one, the manager-wide secret; a call that fails
+// Each host's call is checked with its own scheme (see verify) against the
+// GitRepo's webhookSecret Secret (its per-host key, else its shared token)
+// or, for a GitRepo without one, the manager-wide secret; a call that fails
 // verification for every GitRepo it concerns is answered 401. Only without
-// either secret are unsigned calls accepted.
+// either secret are unverified calls accepted.
 //
 // The handler is exposed to anyone who can reach the port: bodies are
 // bounded (413), the commit must be a full hex object name (400), each
@@ -105,7 +101,7 @@ type webhook struct {
 
 // push is what a push event says, whoever sent it.
 type push struct {
-	provider      string // "github" or "gitlab"
+	provider      string // one of the Host constants
 	ref           string
 	commit        string
 	defaultBranch string
@@ -209,24 +205,33 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	reply(w, code, resp)
 }
 
-// secret is the shared secret a call for repo must carry; nil when none is
-// required.
-func (h *webhook) secret(ctx context.Context, repo *fleet.GitRepo) ([]byte, error) {
+// secret is what a call for repo must carry: the manager-wide secret for a
+// GitRepo without webhookSecret, else the Secret's shared key (token) and
+// its per-host keys, which override it for their host. A Secret with
+// neither is an error.
+func (h *webhook) secret(ctx context.Context, repo *fleet.GitRepo) (webhookSecret, error) {
 	if repo.Spec.WebhookSecret == "" {
-		return h.o.Secret, nil
+		return webhookSecret{shared: h.o.Secret}, nil
 	}
 	s := &corev1.Secret{}
 	err := h.o.SecretReader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: repo.Spec.WebhookSecret}, s)
 	if apierrors.IsNotFound(err) {
-		return nil, outcome.Stallf(fleet.ReasonSecretNotFound, "webhookSecret %s not found in namespace %s: create it or fix the name", repo.Spec.WebhookSecret, repo.Namespace)
+		return webhookSecret{}, outcome.Stallf(fleet.ReasonSecretNotFound, "webhookSecret %s not found in namespace %s: create it or fix the name", repo.Spec.WebhookSecret, repo.Namespace)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading webhookSecret %s: %w", repo.Spec.WebhookSecret, err)
+		return webhookSecret{}, fmt.Errorf("reading webhookSecret %s: %w", repo.Spec.WebhookSecret, err)
 	}
-	if len(s.Data[WebhookSecretKey]) == 0 {
-		return nil, outcome.Stallf(fleet.ReasonInvalidOptions, "webhookSecret %s has no %q key: put the shared secret under it", repo.Spec.WebhookSecret, WebhookSecretKey)
+	ws := webhookSecret{shared: s.Data[WebhookSecretKey], hosts: map[string][]byte{}, named: true}
+	for _, k := range hostSecretKeys {
+		if len(s.Data[k]) > 0 {
+			ws.hosts[k] = s.Data[k]
+		}
 	}
-	return s.Data[WebhookSecretKey], nil
+	if len(ws.shared) == 0 && len(ws.hosts) == 0 {
+		return webhookSecret{}, outcome.Stallf(fleet.ReasonInvalidOptions, "webhookSecret %s has no %q key nor a key of one host (%s): put the shared secret under %q",
+			repo.Spec.WebhookSecret, WebhookSecretKey, strings.Join(hostSecretKeys, ", "), WebhookSecretKey)
+	}
+	return ws, nil
 }
 
 // trigger records the pushed commit in the GitRepo's status; the GitRepo
@@ -238,169 +243,6 @@ func (h *webhook) trigger(ctx context.Context, repo *fleet.GitRepo, commit strin
 	patch := client.MergeFrom(repo.DeepCopy())
 	repo.Status.WebhookCommit = commit
 	return h.c.Status().Patch(ctx, repo, patch)
-}
-
-// verify checks the call against secret and says why it fails ("" when it
-// passes). An empty secret accepts any call.
-func verify(provider string, hdr http.Header, body, secret []byte) string {
-	if len(secret) == 0 {
-		return ""
-	}
-	switch provider {
-	case "github":
-		sig := hdr.Get("X-Hub-Signature-256")
-		if sig == "" {
-			return "missing X-Hub-Signature-256 header: set the webhook's secret in GitHub"
-		}
-		if !validGitHubSignature(body, sig, secret) {
-			return "X-Hub-Signature-256 does not match the webhook secret"
-		}
-	case "gitlab":
-		token := hdr.Get("X-Gitlab-Token")
-		if token == "" {
-			return "missing X-Gitlab-Token header: set the webhook's secret token in GitLab"
-		}
-		if subtle.ConstantTimeCompare([]byte(token), secret) != 1 {
-			return "X-Gitlab-Token does not match the webhook secret"
-		}
-	default:
-		return "unknown provider " + provider
-	}
-	return ""
-}
-
-// validGitHubSignature checks a "sha256=<hex HMAC-SHA256 of body>" header.
-func validGitHubSignature(body []byte, header string, secret []byte) bool {
-	sig, ok := strings.CutPrefix(header, "sha256=")
-	if !ok {
-		return false
-	}
-	got, err := hex.DecodeString(sig)
-	if err != nil {
-		return false
-	}
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(body)
-	return hmac.Equal(mac.Sum(nil), got)
-}
-
-// parsePush reads a push event; ignored explains why another event is
-// accepted without action.
-func parsePush(hdr http.Header, body []byte) (p push, ignored string, err error) {
-	switch {
-	case hdr.Get("X-GitHub-Event") != "":
-		ev := hdr.Get("X-GitHub-Event")
-		if ev != "push" {
-			return p, fmt.Sprintf("ignored GitHub %s event", ev), nil
-		}
-		if ct, _, _ := mime.ParseMediaType(hdr.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
-			form, err := url.ParseQuery(string(body))
-			if err != nil {
-				return p, "", fmt.Errorf("invalid form payload: %v", err)
-			}
-			body = []byte(form.Get("payload"))
-		}
-		var ev2 struct {
-			Ref        string `json:"ref"`
-			After      string `json:"after"`
-			Repository struct {
-				CloneURL      string `json:"clone_url"`
-				SSHURL        string `json:"ssh_url"`
-				HTMLURL       string `json:"html_url"`
-				GitURL        string `json:"git_url"`
-				URL           string `json:"url"`
-				DefaultBranch string `json:"default_branch"`
-			} `json:"repository"`
-		}
-		if err := json.Unmarshal(body, &ev2); err != nil {
-			return p, "", fmt.Errorf("invalid GitHub push payload: %v", err)
-		}
-		r := ev2.Repository
-		p = push{provider: "github", ref: ev2.Ref, commit: ev2.After, defaultBranch: r.DefaultBranch,
-			urls: nonEmpty(r.CloneURL, r.SSHURL, r.HTMLURL, r.GitURL, r.URL)}
-	case hdr.Get("X-Gitlab-Event") != "":
-		ev := hdr.Get("X-Gitlab-Event")
-		if ev != "Push Hook" && ev != "Tag Push Hook" {
-			return p, fmt.Sprintf("ignored GitLab %s event", ev), nil
-		}
-		var ev2 struct {
-			Ref         string `json:"ref"`
-			After       string `json:"after"`
-			CheckoutSHA string `json:"checkout_sha"`
-			Project     struct {
-				GitHTTPURL    string `json:"git_http_url"`
-				GitSSHURL     string `json:"git_ssh_url"`
-				WebURL        string `json:"web_url"`
-				DefaultBranch string `json:"default_branch"`
-			} `json:"project"`
-			Repository struct {
-				URL        string `json:"url"`
-				GitHTTPURL string `json:"git_http_url"`
-				GitSSHURL  string `json:"git_ssh_url"`
-				Homepage   string `json:"homepage"`
-			} `json:"repository"`
-		}
-		if err := json.Unmarshal(body, &ev2); err != nil {
-			return p, "", fmt.Errorf("invalid GitLab push payload: %v", err)
-		}
-		commit := ev2.CheckoutSHA
-		if commit == "" {
-			commit = ev2.After
-		}
-		pr, r := ev2.Project, ev2.Repository
-		p = push{provider: "gitlab", ref: ev2.Ref, commit: commit, defaultBranch: pr.DefaultBranch,
-			urls: nonEmpty(pr.GitHTTPURL, pr.GitSSHURL, pr.WebURL, r.GitHTTPURL, r.GitSSHURL, r.URL, r.Homepage)}
-	default:
-		return p, "", errors.New("unsupported webhook: expected a GitHub (X-GitHub-Event) or GitLab (X-Gitlab-Event) call")
-	}
-	if !validCommit(p.commit) {
-		return p, "", errors.New("the push payload's commit is not a full hex object name (40 or 64 hex digits)")
-	}
-	if strings.Trim(p.commit, "0") == "" {
-		return p, "ignored push that deletes " + p.ref, nil
-	}
-	if len(p.urls) == 0 {
-		return p, "", errors.New("the push payload names no repository URL")
-	}
-	return p, "", nil
-}
-
-// NormalizeRepoURL reduces a repository URL to host/path, lower case, so
-// that the https, ssh and web URLs of one repository compare equal: scheme,
-// user, port, trailing slash and .git are dropped, and scp-like
-// git@host:path becomes host/path.
-func NormalizeRepoURL(u string) string {
-	s := strings.TrimSpace(u)
-	if i := strings.Index(s, "://"); i >= 0 {
-		if pu, err := url.Parse(s); err == nil && pu.Host != "" {
-			s = pu.Hostname() + "/" + pu.Path
-		} else {
-			s = s[i+3:]
-		}
-	} else if i := strings.Index(s, ":"); i > 0 && !strings.Contains(s[:i], "/") {
-		host := s[:i]
-		if at := strings.LastIndex(host, "@"); at >= 0 {
-			host = host[at+1:]
-		}
-		s = host + "/" + s[i+1:]
-	}
-	s = strings.ToLower(s)
-	for strings.Contains(s, "//") {
-		s = strings.ReplaceAll(s, "//", "/")
-	}
-	s = strings.TrimSuffix(s, "/")
-	s = strings.TrimSuffix(s, ".git")
-	return strings.TrimSuffix(s, "/")
-}
-
-func urlMatches(repoURL string, urls []string) bool {
-	want := NormalizeRepoURL(repoURL)
-	for _, u := range urls {
-		if NormalizeRepoURL(u) == want {
-			return true
-		}
-	}
-	return false
 }
 
 // refMatches says whether a push to ref concerns repo: a push to the branch

@@ -35,6 +35,22 @@ func TestNormalizeRepoURL(t *testing.T) {
 	g.Expect(NormalizeRepoURL("https://gitlab.com/group/sub/repo.git")).To(Equal("gitlab.com/group/sub/repo"))
 	g.Expect(NormalizeRepoURL("https://github.com/org/other")).NotTo(Equal(want))
 	g.Expect(NormalizeRepoURL("/srv/git/repo")).To(Equal("/srv/git/repo"))
+
+	azure := "dev.azure.com/org/project/repo"
+	for _, u := range []string{
+		"https://dev.azure.com/org/project/_git/repo",
+		"https://org@dev.azure.com/org/project/_git/repo",
+		"https://dev.azure.com/Org/Project/_git/Repo/",
+		"git@ssh.dev.azure.com:v3/org/project/repo",
+		"ssh://git@ssh.dev.azure.com/v3/org/project/repo",
+		"org@vs-ssh.visualstudio.com:v3/org/project/repo",
+		"https://org.visualstudio.com/project/_git/repo",
+		"https://org.visualstudio.com/DefaultCollection/project/_git/repo",
+	} {
+		g.Expect(NormalizeRepoURL(u)).To(Equal(azure), u)
+	}
+	g.Expect(NormalizeRepoURL("https://dev.azure.com/org/project/_git/other")).NotTo(Equal(azure))
+	g.Expect(NormalizeRepoURL("git@ssh.dev.azure.com:v3/org/other/repo")).NotTo(Equal(azure))
 }
 
 func sign(body, secret []byte) string {
@@ -45,7 +61,7 @@ func sign(body, secret []byte) string {
 
 func TestVerify(t *testing.T) {
 	body := []byte(`{"ref":"refs/heads/main"}`)
-	secret := []byte("s3cret")
+	shared := webhookSecret{shared: []byte("s3cret")}
 	hdr := func(kv ...string) http.Header {
 		h := http.Header{}
 		for i := 0; i < len(kv); i += 2 {
@@ -53,21 +69,54 @@ func TestVerify(t *testing.T) {
 		}
 		return h
 	}
+	hex256 := func(secret string) string { return strings.TrimPrefix(sign(body, []byte(secret)), "sha256=") }
+	basic := func(user, pass string) string {
+		r := &http.Request{Header: http.Header{}}
+		r.SetBasicAuth(user, pass)
+		return r.Header.Get("Authorization")
+	}
+	// Every host has its own key here, and the shared token is another.
+	perHost := webhookSecret{shared: []byte("shared"), named: true, hosts: map[string][]byte{
+		HostGitHub: []byte("gh"), HostGitLab: []byte("gl"), HostBitbucket: []byte("{bb-uuid}"), HostBitbucketServer: []byte("bbs"),
+		HostGogs: []byte("gogs"), WebhookAzureUsernameKey: []byte("az-user"), WebhookAzurePasswordKey: []byte("az-pass"),
+	}}
+	onlyGitHub := webhookSecret{named: true, hosts: map[string][]byte{HostGitHub: []byte("gh")}}
 	for name, tc := range map[string]struct {
 		provider string
 		hdr      http.Header
-		secret   []byte
+		secret   webhookSecret
 		fails    string
 	}{
-		"github signed":          {"github", hdr("X-Hub-Signature-256", sign(body, secret)), secret, ""},
-		"github wrong secret":    {"github", hdr("X-Hub-Signature-256", sign(body, []byte("other"))), secret, "does not match"},
-		"github not hex":         {"github", hdr("X-Hub-Signature-256", "sha256=zz"), secret, "does not match"},
-		"github sha1 only":       {"github", hdr("X-Hub-Signature", "sha1=00"), secret, "missing X-Hub-Signature-256"},
-		"github no secret":       {"github", hdr(), nil, ""},
-		"gitlab token":           {"gitlab", hdr("X-Gitlab-Token", "s3cret"), secret, ""},
-		"gitlab wrong token":     {"gitlab", hdr("X-Gitlab-Token", "s3cre"), secret, "does not match"},
-		"gitlab missing token":   {"gitlab", hdr(), secret, "missing X-Gitlab-Token"},
-		"gitlab secret optional": {"gitlab", hdr("X-Gitlab-Token", "anything"), nil, ""},
+		"github signed":          {HostGitHub, hdr("X-Hub-Signature-256", sign(body, []byte("s3cret"))), shared, ""},
+		"github wrong secret":    {HostGitHub, hdr("X-Hub-Signature-256", sign(body, []byte("other"))), shared, "does not match"},
+		"github not hex":         {HostGitHub, hdr("X-Hub-Signature-256", "sha256=zz"), shared, "does not match"},
+		"github sha1 only":       {HostGitHub, hdr("X-Hub-Signature", "sha1=00"), shared, "missing X-Hub-Signature-256"},
+		"github no secret":       {HostGitHub, hdr(), webhookSecret{}, ""},
+		"gitlab token":           {HostGitLab, hdr("X-Gitlab-Token", "s3cret"), shared, ""},
+		"gitlab wrong token":     {HostGitLab, hdr("X-Gitlab-Token", "s3cre"), shared, "does not match"},
+		"gitlab missing token":   {HostGitLab, hdr(), shared, "missing X-Gitlab-Token"},
+		"gitlab secret optional": {HostGitLab, hdr("X-Gitlab-Token", "anything"), webhookSecret{}, ""},
+
+		"per-host github":                 {HostGitHub, hdr("X-Hub-Signature-256", sign(body, []byte("gh"))), perHost, ""},
+		"per-host github, shared key":     {HostGitHub, hdr("X-Hub-Signature-256", sign(body, []byte("shared"))), perHost, "does not match"},
+		"per-host gitlab":                 {HostGitLab, hdr("X-Gitlab-Token", "gl"), perHost, ""},
+		"per-host gitlab, github's key":   {HostGitLab, hdr("X-Gitlab-Token", "gh"), perHost, "does not match"},
+		"bitbucket uuid":                  {HostBitbucket, hdr("X-Hook-UUID", "{bb-uuid}"), perHost, ""},
+		"bitbucket wrong uuid":            {HostBitbucket, hdr("X-Hook-UUID", "{other}"), perHost, "X-Hook-UUID does not match"},
+		"bitbucket shared token":          {HostBitbucket, hdr("X-Hook-UUID", "s3cret"), shared, ""},
+		"bitbucket-server signed":         {HostBitbucketServer, hdr("X-Hub-Signature", sign(body, []byte("bbs"))), perHost, ""},
+		"bitbucket-server, gogs' key":     {HostBitbucketServer, hdr("X-Hub-Signature", sign(body, []byte("gogs"))), perHost, "X-Hub-Signature does not match"},
+		"bitbucket-server missing":        {HostBitbucketServer, hdr(), perHost, "missing X-Hub-Signature"},
+		"gogs signed":                     {HostGogs, hdr("X-Gogs-Signature", hex256("gogs")), perHost, ""},
+		"gogs with sha256= prefix":        {HostGogs, hdr("X-Gogs-Signature", sign(body, []byte("gogs"))), perHost, "does not match"},
+		"gogs, bitbucket-server's key":    {HostGogs, hdr("X-Gogs-Signature", hex256("bbs")), perHost, "does not match"},
+		"azure basic auth":                {HostAzureDevOps, hdr("Authorization", basic("az-user", "az-pass")), perHost, ""},
+		"azure wrong user":                {HostAzureDevOps, hdr("Authorization", basic("other", "az-pass")), perHost, "do not match"},
+		"azure shared key as password":    {HostAzureDevOps, hdr("Authorization", basic("az-user", "shared")), perHost, "do not match"},
+		"azure no auth":                   {HostAzureDevOps, hdr(), perHost, "missing basic auth"},
+		"azure shared token":              {HostAzureDevOps, hdr("Authorization", basic("anyone", "s3cret")), shared, ""},
+		"a host without a key is refused": {HostGogs, hdr("X-Gogs-Signature", hex256("gh")), onlyGitHub, `no "gogs" key`},
+		"azure without a key is refused":  {HostAzureDevOps, hdr("Authorization", basic("a", "gh")), onlyGitHub, "no \"azure-username\""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -117,6 +166,67 @@ func TestParsePush(t *testing.T) {
 	}
 	_, _, err = parsePush(http.Header{"X-Github-Event": {"push"}}, []byte(strings.Replace(github, "abc1230000000000000000000000000000000000", strings.Repeat("0a", 32), 1)))
 	g.Expect(err).NotTo(HaveOccurred(), "a SHA-256 object name")
+}
+
+// The pushes of Bitbucket Cloud, Bitbucket Server, Gogs and Azure DevOps,
+// trimmed from the hosts' documented payloads.
+func TestParsePushOtherHosts(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	for name, tc := range map[string]struct {
+		hdr  http.Header
+		body string
+		want push
+	}{
+		"bitbucket cloud": {
+			http.Header{"X-Hook-Uuid": {"{u}"}, "X-Event-Key": {"repo:push"}},
+			`{"push":{"changes":[{"new":{"type":"branch","name":"main","target":{"hash":"` + sha + `"}}}]},` +
+				`"repository":{"full_name":"org/repo","links":{"html":{"href":"https://bitbucket.org/org/repo"}}}}`,
+			push{provider: HostBitbucket, ref: "refs/heads/main", commit: sha, urls: []string{"https://bitbucket.org/org/repo"}},
+		},
+		"bitbucket cloud tag": {
+			http.Header{"X-Hook-Uuid": {"{u}"}, "X-Event-Key": {"repo:push"}},
+			`{"push":{"changes":[{"new":{"type":"tag","name":"v1","target":{"hash":"` + sha + `"}}}]},"repository":{"links":{"html":{"href":"https://bitbucket.org/org/repo"}}}}`,
+			push{provider: HostBitbucket, ref: "refs/tags/v1", commit: sha, urls: []string{"https://bitbucket.org/org/repo"}},
+		},
+		"bitbucket server": {
+			http.Header{"X-Event-Key": {"repo:refs_changed"}},
+			`{"eventKey":"repo:refs_changed","changes":[{"refId":"refs/heads/main","toHash":"` + sha + `","type":"UPDATE"}],` +
+				`"repository":{"links":{"clone":[{"href":"https://bb.example.com/scm/prj/repo.git","name":"http"},{"href":"ssh://git@bb.example.com:7999/prj/repo.git","name":"ssh"}]}}}`,
+			push{provider: HostBitbucketServer, ref: "refs/heads/main", commit: sha,
+				urls: []string{"https://bb.example.com/scm/prj/repo.git", "ssh://git@bb.example.com:7999/prj/repo.git"}},
+		},
+		"gogs, which also sends GitHub's headers": {
+			http.Header{"X-Gogs-Event": {"push"}, "X-Github-Event": {"push"}},
+			`{"ref":"refs/heads/dev","after":"` + sha + `","repository":{"html_url":"https://gogs.example.com/org/repo","clone_url":"https://gogs.example.com/org/repo.git","default_branch":"main"}}`,
+			push{provider: HostGogs, ref: "refs/heads/dev", commit: sha, defaultBranch: "main",
+				urls: []string{"https://gogs.example.com/org/repo.git", "https://gogs.example.com/org/repo"}},
+		},
+		"azure devops": {
+			http.Header{"X-Vss-Activityid": {"a"}},
+			`{"eventType":"git.push","resource":{"refUpdates":[{"name":"refs/heads/main","newObjectId":"` + sha + `"}],` +
+				`"repository":{"remoteUrl":"https://org@dev.azure.com/org/project/_git/repo","defaultBranch":"refs/heads/main"}}}`,
+			push{provider: HostAzureDevOps, ref: "refs/heads/main", commit: sha, defaultBranch: "main",
+				urls: []string{"https://org@dev.azure.com/org/project/_git/repo"}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			p, ignored, err := parsePush(tc.hdr, []byte(tc.body))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ignored).To(BeEmpty())
+			g.Expect(p).To(Equal(tc.want))
+		})
+	}
+	g := NewWithT(t)
+	_, ignored, err := parsePush(http.Header{"X-Event-Key": {"diagnostics:ping"}}, []byte(`{}`))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ignored).To(Equal("ignored Bitbucket Server diagnostics:ping event"))
+	_, ignored, _ = parsePush(http.Header{"X-Vss-Subscriptionid": {"s"}}, []byte(`{"eventType":"git.pullrequest.created"}`))
+	g.Expect(ignored).To(Equal("ignored Azure DevOps git.pullrequest.created event"))
+	_, ignored, _ = parsePush(http.Header{"X-Hook-Uuid": {"{u}"}, "X-Event-Key": {"repo:push"}}, []byte(`{"push":{"changes":[{"new":null}]}}`))
+	g.Expect(ignored).To(ContainSubstring("deletes"))
+	_, _, err = parsePush(http.Header{"X-Gogs-Event": {"push"}}, []byte(`{"ref":"refs/heads/x","after":"../x","repository":{"html_url":"u"}}`))
+	g.Expect(err).To(MatchError(ContainSubstring("not a full hex object name")))
 }
 
 func TestSourceLimits(t *testing.T) {

@@ -31,6 +31,13 @@
 //     shared.
 //  4. DeploymentID names what the agent must deploy.
 //
+// A Targeter does steps 2 to 4 for the clusters of one pass, sharing the
+// options of clusters that match alike, and BundleDeployment (with
+// Unchanged, its in-place comparison) builds what the manager writes. The
+// bundle controller calls them over its caches; Deployments calls them over
+// plain lists of objects for `fleet target` and `fleet test`, so the
+// command line prints exactly what the manager writes.
+//
 // Which bundles to re-match when a Cluster or ClusterGroup changes (indexing)
 // is the caller's business; this package only keeps each match cheap.
 package target

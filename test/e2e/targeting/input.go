@@ -11,6 +11,9 @@ type SpecInput struct {
 	// Admin is an admin client of the manager's cluster, with the manager's
 	// scheme.
 	Admin client.Client
+	// Kubeconfig is the path of an admin kubeconfig of the manager's
+	// cluster, for the fleet binary (PreviewSpec).
+	Kubeconfig string
 }
 
 func (in SpecInput) validate(spec string) {

@@ -43,9 +43,12 @@ func (s *suite) tearDown() {
 		s.stopManager()
 	}
 	_ = s.cp.Stop()
+	framework.RemoveBinaries()
 }
 
-func (s *suite) input() targeting.SpecInput { return targeting.SpecInput{Admin: s.admin} }
+func (s *suite) input() targeting.SpecInput {
+	return targeting.SpecInput{Admin: s.admin, Kubeconfig: s.cp.Kubeconfig}
+}
 
 func TestTargeting(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -55,5 +58,6 @@ func TestTargeting(t *testing.T) {
 	AfterSuite(s.tearDown)
 	Describe("GitRepo to BundleDeployments", Ordered, func() { targeting.GitOpsSpec(ctx, s.input) })
 	Describe("Targeting", Ordered, func() { targeting.TargetingSpec(ctx, s.input) })
+	Describe("Previewing with fleet target and fleet test", Ordered, func() { targeting.PreviewSpec(ctx, s.input) })
 	RunSpecs(t, "Targeting")
 }
