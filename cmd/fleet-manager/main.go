@@ -16,6 +16,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/version"
 )
 
 func main() {
@@ -28,6 +29,7 @@ func main() {
 		Use:          "fleet-manager",
 		Short:        "Run the fleet manager: GitRepos to Bundles to BundleDeployments, and cluster registration",
 		SilenceUsage: true,
+		Version:      version.Get(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New())
 			cfg, err := kubeconfig.Load(kubeconfigPath)

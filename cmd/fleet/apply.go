@@ -100,6 +100,10 @@ func runApply(ctx context.Context, out, errOut io.Writer, o *applyOptions, name 
 			return err
 		}
 	}
+	// Reading may fetch Helm charts and take a while: say so on stderr, which
+	// leaves standard output to the bundles (-o -) or the results.
+	start := time.Now()
+	fmt.Fprintf(errOut, "==> Reading bundles from %s\n", strings.Join(orDot(paths), ", "))
 	var bundles []*fleet.Bundle
 	if o.drivenScan {
 		if len(paths) == 0 {
@@ -129,6 +133,7 @@ func runApply(ctx context.Context, out, errOut io.Writer, o *applyOptions, name 
 	if len(bundles) == 0 {
 		return fmt.Errorf("no bundle found in %s: add a fleet.yaml or manifests", strings.Join(paths, ", "))
 	}
+	fmt.Fprintf(errOut, "==> Read %d %s in %s\n", len(bundles), plural(len(bundles), "bundle"), time.Since(start).Round(time.Millisecond))
 
 	switch o.output {
 	case "":
@@ -142,6 +147,21 @@ func runApply(ctx context.Context, out, errOut io.Writer, o *applyOptions, name 
 		}
 		return os.WriteFile(o.output, buf.Bytes(), 0o644)
 	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// orDot is the paths as given, "." when none are.
+func orDot(paths []string) []string {
+	if len(paths) == 0 {
+		return []string{"."}
+	}
+	return paths
 }
 
 // relativePaths makes absolute paths below the current directory relative
