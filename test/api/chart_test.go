@@ -20,6 +20,8 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
 
 	"github.com/gitfleet/fleet/config/crd"
 	"github.com/gitfleet/fleet/internal/install"
@@ -262,5 +264,16 @@ func TestManagerChartRejectsBadValues(t *testing.T) {
 			g.Expect(err.Error()).To(ContainSubstring(tc.want))
 			g.Expect(strings.ToLower(err.Error())).To(ContainSubstring("schema"))
 		})
+	}
+}
+
+// `helm lint` finds nothing to warn about in either chart.
+func TestChartsLint(t *testing.T) {
+	for _, dir := range []string{crdChart, managerChart} {
+		g := NewWithT(t)
+		l := lint.All(dir, nil, "cattle-fleet-system", false)
+		for _, m := range l.Messages {
+			g.Expect(m.Severity).To(BeNumerically("<", support.WarningSev), "helm lint %s: %s", dir, m)
+		}
 	}
 }
