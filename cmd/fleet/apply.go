@@ -137,7 +137,7 @@ func runApply(ctx context.Context, out, errOut io.Writer, o *applyOptions, name 
 
 	switch o.output {
 	case "":
-		return applyBundles(ctx, out, o.kubeconfig, bundles)
+		return applyBundles(ctx, out, errOut, o.kubeconfig, bundles)
 	case "-":
 		return writeBundles(out, bundles)
 	default:
@@ -228,7 +228,7 @@ func writeBundles(w io.Writer, bundles []*fleet.Bundle) error {
 
 // applyBundles creates the Bundles, or updates the spec and labels of those
 // that exist, printing one line per bundle.
-func applyBundles(ctx context.Context, out io.Writer, kubeconfigPath string, bundles []*fleet.Bundle) error {
+func applyBundles(ctx context.Context, out, errOut io.Writer, kubeconfigPath string, bundles []*fleet.Bundle) error {
 	cfg, err := kubeconfig.Load(kubeconfigPath)
 	if err != nil {
 		return err
@@ -237,6 +237,7 @@ func applyBundles(ctx context.Context, out io.Writer, kubeconfigPath string, bun
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(errOut, "==> Applying %d %s to %s\n", len(bundles), plural(len(bundles), "bundle"), cfg.Host)
 	for _, b := range bundles {
 		result, err := applyBundle(ctx, c, b)
 		if meta.IsNoMatchError(err) || discovery.IsGroupDiscoveryFailedError(err) {
