@@ -261,6 +261,7 @@ func TestManagerChartRejectsBadValues(t *testing.T) {
 			g := NewWithT(t)
 			_, err := renderChart(managerChart, "fleet-system", tc.vals)
 			g.Expect(err).To(HaveOccurred())
+			t.Log(err)
 			g.Expect(err.Error()).To(ContainSubstring(tc.want))
 			g.Expect(strings.ToLower(err.Error())).To(ContainSubstring("schema"))
 		})
