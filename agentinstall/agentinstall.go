@@ -18,7 +18,8 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
-// DefaultImage is the agent image used when none is given.
+// DefaultImage is the agent image used when none is given: the name `make
+// images` gives the agent's image layout.
 const DefaultImage = "ghcr.io/gitfleet/fleet-agent:latest"
 
 // Keys of the fleet-agent-bootstrap Secret.

@@ -11,6 +11,7 @@ import (
 	"github.com/gitfleet/fleet/agent"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/version"
 )
 
 func main() {
@@ -20,6 +21,7 @@ func main() {
 		Use:          "fleet-agent",
 		Short:        "Run the fleet agent: register this cluster, then pull and deploy its BundleDeployments",
 		SilenceUsage: true,
+		Version:      version.Get(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New())
 			cfg, err := kubeconfig.Load(kubeconfigPath)

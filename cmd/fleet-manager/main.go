@@ -16,9 +16,18 @@ import (
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/version"
 )
 
 func main() {
+	if err := newCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+// newCommand binds the manager's flags to its options; the Helm chart's
+// arguments are checked against these flags (main_test.go).
+func newCommand() *cobra.Command {
 	o := controllers.RunOptions{}
 	var kubeconfigPath, caFile, agentImage, webhookSecretFile string
 	var qps float32
@@ -28,6 +37,7 @@ func main() {
 		Use:          "fleet-manager",
 		Short:        "Run the fleet manager: GitRepos to Bundles to BundleDeployments, and cluster registration",
 		SilenceUsage: true,
+		Version:      version.Get(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New())
 			cfg, err := kubeconfig.Load(kubeconfigPath)
@@ -91,7 +101,5 @@ func main() {
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 0, "leader lease duration (default 15s)")
 	f.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", controllers.DefaultCredentialLifetime,
 		"lifetime of agent credentials; agents renew theirs when a third of it remains (at least 10m)")
-	if err := cmd.Execute(); err != nil {
-		os.Exit(1)
-	}
+	return cmd
 }

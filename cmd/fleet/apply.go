@@ -74,7 +74,7 @@ func runApply(ctx context.Context, out, errOut io.Writer, o *applyOptions, name 
 
 	switch o.output {
 	case "":
-		return applyBundles(ctx, out, o.kubeconfig, bundles)
+		return applyBundles(ctx, out, errOut, o.kubeconfig, bundles)
 	case "-":
 		return writeObjects(out, objects(bundles)...)
 	default:
@@ -86,9 +86,24 @@ func runApply(ctx context.Context, out, errOut io.Writer, o *applyOptions, name 
 	}
 }
 
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// orDot is the paths as given, "." when none are.
+func orDot(paths []string) []string {
+	if len(paths) == 0 {
+		return []string{"."}
+	}
+	return paths
+}
+
 // applyBundles creates the Bundles, or updates the spec and labels of those
 // that exist, printing one line per bundle.
-func applyBundles(ctx context.Context, out io.Writer, kubeconfigPath string, bundles []*fleet.Bundle) error {
+func applyBundles(ctx context.Context, out, errOut io.Writer, kubeconfigPath string, bundles []*fleet.Bundle) error {
 	cfg, err := kubeconfig.Load(kubeconfigPath)
 	if err != nil {
 		return err
@@ -97,6 +112,7 @@ func applyBundles(ctx context.Context, out io.Writer, kubeconfigPath string, bun
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(errOut, "==> Applying %d %s to %s\n", len(bundles), plural(len(bundles), "bundle"), cfg.Host)
 	for _, b := range bundles {
 		result, err := applyBundle(ctx, c, b)
 		if meta.IsNoMatchError(err) || discovery.IsGroupDiscoveryFailedError(err) {

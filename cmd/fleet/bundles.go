@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -77,6 +78,10 @@ func (o *readOptions) read(ctx context.Context, errOut io.Writer, name string, p
 			return nil, err
 		}
 	}
+	// Reading may fetch Helm charts and take a while: say so on stderr, which
+	// leaves standard output to the bundles (-o -) or the results.
+	start := time.Now()
+	fmt.Fprintf(errOut, "==> Reading bundles from %s\n", strings.Join(orDot(paths), ", "))
 	var bundles []*fleet.Bundle
 	if o.drivenScan {
 		if len(paths) == 0 {
@@ -106,6 +111,7 @@ func (o *readOptions) read(ctx context.Context, errOut io.Writer, name string, p
 	if len(bundles) == 0 {
 		return nil, fmt.Errorf("no bundle found in %s: add a fleet.yaml or manifests", strings.Join(paths, ", "))
 	}
+	fmt.Fprintf(errOut, "==> Read %d %s in %s\n", len(bundles), plural(len(bundles), "bundle"), time.Since(start).Round(time.Millisecond))
 	return bundles, nil
 }
 

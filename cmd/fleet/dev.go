@@ -30,7 +30,9 @@ func newDev() *cobra.Command {
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Start a manager (its own cluster in fleet-local) and two clusters (edge-1 by token, capi-1 through Cluster API), deploy the examples, print their state",
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runDevUp(cmd.Context(), cmd.OutOrStdout(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDevUp(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
 	}
 	up.Flags().StringVar(&o.bin, "bin", "bin", "directory with fleet, fleet-manager and fleet-agent")
 	up.Flags().StringVar(&o.examples, "examples", "config/examples", "directory committed into the demo's git repository")
@@ -62,7 +64,9 @@ func alive(pids []int) bool {
 	return len(pids) > 0
 }
 
-func runDevUp(ctx context.Context, out io.Writer, o *devOptions) error {
+// runDevUp prints its progress ("==> " lines) on errOut and the fleet's
+// state, once up, on out.
+func runDevUp(ctx context.Context, out, errOut io.Writer, o *devOptions) error {
 	dir, err := filepath.Abs(o.dir)
 	if err != nil {
 		return err
@@ -72,7 +76,7 @@ func runDevUp(ctx context.Context, out io.Writer, o *devOptions) error {
 			fmt.Fprintln(out, "The local fleet is already running:")
 			return printDev(ctx, out, st)
 		}
-		fmt.Fprintln(out, "==> Cleaning up an earlier, incomplete run")
+		fmt.Fprintln(errOut, "==> Cleaning up an earlier, incomplete run")
 		devenv.Kill(st.PIDs)
 		removeAll(st, dir)
 	}
@@ -84,11 +88,11 @@ func runDevUp(ctx context.Context, out io.Writer, o *devOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	start := time.Now()
-	env, err := devenv.Up(ctx, devenv.Options{Dir: dir, Bin: bin, Examples: examples, Progress: out})
+	env, err := devenv.Up(ctx, devenv.Options{Dir: dir, Bin: bin, Examples: examples, Progress: errOut})
 	if err != nil {
 		return fmt.Errorf("bringing the local fleet up: %w (logs in %s)", err, filepath.Join(dir, "logs"))
 	}
-	fmt.Fprintf(out, "==> Ready in %s\n\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(errOut, "==> Ready in %s\n", time.Since(start).Round(time.Second))
 	return printDev(ctx, out, &env.State)
 }
 
@@ -125,7 +129,7 @@ func printDev(ctx context.Context, out io.Writer, st *devenv.State) error {
 	for _, name := range []string{"manager", "edge-1", "capi-1"} {
 		fmt.Fprintf(out, "  %-8s %s\n", name, st.Kubeconfigs[name])
 	}
-	fmt.Fprintf(out, "Logs: %s\nTry: kubectl --kubeconfig %s get clusters,bundles -A\nStop: fleet dev down (make demo-down)\n",
+	fmt.Fprintf(out, "Logs: %s\nTry: kubectl --kubeconfig %s get clusters.fleet.cattle.io,bundles.fleet.cattle.io -A\nStop: fleet dev down (make demo-down)\n",
 		st.Logs, st.Kubeconfigs["manager"])
 	return nil
 }

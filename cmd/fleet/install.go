@@ -100,10 +100,12 @@ func runAgentToken(ctx context.Context, cmd *cobra.Command, o *agentTokenOptions
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	_, boot, err := agentinstall.CreateToken(ctx, c, agentinstall.TokenOptions{Namespace: o.namespace, Name: o.name, TTL: o.ttl, Cluster: o.cluster})
+	fmt.Fprintf(cmd.ErrOrStderr(), "==> Creating a registration token in %s on %s\n", o.namespace, cfg.Host)
+	token, boot, err := agentinstall.CreateToken(ctx, c, agentinstall.TokenOptions{Namespace: o.namespace, Name: o.name, TTL: o.ttl, Cluster: o.cluster})
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "==> Created ClusterRegistrationToken %s/%s; printing the agent's manifest\n", token.Namespace, token.Name)
 	boot.APIServerURL = firstNonEmpty(o.serverURL, cfg.Host)
 	switch {
 	case o.noCA:

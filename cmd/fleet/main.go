@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gitfleet/fleet/internal/version"
 )
 
 func main() {
@@ -20,6 +22,8 @@ func newRoot() *cobra.Command {
 		Short:         "GitOps for fleets of Kubernetes clusters",
 		SilenceUsage:  true,
 		SilenceErrors: false,
+		// --version; `make build` stamps it, a plain go build reports the commit.
+		Version: version.Get(),
 	}
 	root.AddCommand(newInstall(), newApply(), newTarget(), newTest(), newDev())
 	return root

@@ -29,7 +29,9 @@ import (
 	"github.com/gitfleet/fleet/internal/names"
 )
 
-// DefaultControllerImage is the manager image used when none is given.
+// DefaultControllerImage is the manager image used when none is given: the
+// name `make images` gives the manager's image layout (and the Helm chart's
+// default image).
 const DefaultControllerImage = "ghcr.io/gitfleet/fleet-manager:latest"
 
 // ManagerName names the manager's Deployment, ServiceAccount and RBAC.
