@@ -166,7 +166,7 @@ func TargetingSpec(ctx context.Context, inputGetter func() SpecInput) {
 		bd := deploymentsOf(app)["dev-1"]
 		patch := client.MergeFrom(bd.DeepCopy())
 		bd.Status.Ready = false
-		bd.Status.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "app", Name: "web", Summary: "0/1 available"}}
+		bd.Status.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "app", Name: "web", Summary: fleet.Summary{State: "updating", Transitioning: true, Message: []string{"0/1 available"}}}}
 		Expect(admin.Status().Patch(ctx, bd, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
 			b := &fleet.Bundle{}
