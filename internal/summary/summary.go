@@ -116,6 +116,18 @@ func Merge(a *fleet.BundleSummary, b fleet.BundleSummary) {
 	}
 }
 
+// AddCounts adds b's resource counts into a.
+func AddCounts(a *fleet.ResourceCounts, b fleet.ResourceCounts) {
+	a.Ready += b.Ready
+	a.DesiredReady += b.DesiredReady
+	a.WaitApplied += b.WaitApplied
+	a.Modified += b.Modified
+	a.Orphaned += b.Orphaned
+	a.Missing += b.Missing
+	a.Unknown += b.Unknown
+	a.NotReady += b.NotReady
+}
+
 // Of summarizes BundleDeployments; name gives the label of each non-ready
 // entry (the cluster for a Bundle, the bundle for a Cluster).
 func Of(bds []*fleet.BundleDeployment, name func(*fleet.BundleDeployment) string) fleet.BundleSummary {
