@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -254,8 +256,39 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	if err := r.Upstream.Status().Patch(ctx, s.bd, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
+	patch, err := statusPatch(s.before, s.bd)
+	if err != nil {
+		return fmt.Errorf("computing the status patch of BundleDeployment %s: %w", s.bd.Name, err)
+	}
+	if err := r.Upstream.Status().Patch(ctx, s.bd, patch); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("writing the status of BundleDeployment %s: %w", s.bd.Name, err))
 	}
 	return nil
+}
+
+// statusPatch is the merge patch from before to after, with
+// status.resourceCounts whole when it changed: a merge patch leaves out the
+// counts that stay zero, and Fleet's readers expect every count written.
+func statusPatch(before, after *fleet.BundleDeployment) (client.Patch, error) {
+	data, err := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}).Data(after)
+	if err != nil {
+		return nil, err
+	}
+	if before.Status.ResourceCounts == after.Status.ResourceCounts {
+		return client.RawPatch(types.MergePatchType, data), nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	status, _ := m["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+		m["status"] = status
+	}
+	status["resourceCounts"] = after.Status.ResourceCounts
+	if data, err = json.Marshal(m); err != nil {
+		return nil, err
+	}
+	return client.RawPatch(types.MergePatchType, data), nil
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -42,6 +43,86 @@ func TestAgent(t *testing.T) {
 	t.Run("a CRD dropped from a bundle stays, even with drift correction", aCRDDroppedFromTheBundleStays)
 	t.Run("keepResources keeps the objects and the namespace", keepResourcesKeepsObjectsAndNamespace)
 	t.Run("deleteNamespace deletes only unprotected namespaces", deleteNamespaceDeletesOnlyUnprotectedNamespaces)
+	t.Run("createNamespace false waits for the namespace", createNamespaceFalseWaitsForTheNamespace)
+	t.Run("a not-ready object is reported in Fleet's shape", aNotReadyObjectIsReportedInFleetsShape)
+}
+
+const webDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+`
+
+// aNotReadyObjectIsReportedInFleetsShape: a Deployment that never rolls out
+// (no controller runs downstream) is listed in nonReadyStatus with Fleet's
+// summary object, and the resources and counts say the same, as read raw
+// from the API server.
+func aNotReadyObjectIsReportedInFleetsShape(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	id := newContent(ctx, t, map[string]string{"web.yaml": webDeployment, "cm.yaml": appConfig})
+	bd := newBundleDeployment(ctx, t, "shapes", id, "shapes")
+	g.Eventually(func(g Gomega) {
+		raw := &unstructured.Unstructured{}
+		raw.SetGroupVersionKind(fleet.GroupVersion.WithKind("BundleDeployment"))
+		g.Expect(up.Get(ctx, client.ObjectKeyFromObject(bd), raw)).To(Succeed())
+		nonReady, _, _ := unstructured.NestedSlice(raw.Object, "status", "nonReadyStatus")
+		g.Expect(nonReady).To(ConsistOf(And(
+			HaveKeyWithValue("kind", "Deployment"), HaveKeyWithValue("name", "web"), HaveKeyWithValue("namespace", "shapes"),
+			HaveKeyWithValue("summary", map[string]any{"state": "updating", "transitioning": true,
+				"message": []any{"generation 1 not observed yet"}}),
+		)))
+		counts, _, _ := unstructured.NestedMap(raw.Object, "status", "resourceCounts")
+		g.Expect(counts).To(Equal(map[string]any{"ready": int64(1), "desiredReady": int64(2), "notReady": int64(1),
+			"waitApplied": int64(0), "modified": int64(0), "orphaned": int64(0), "missing": int64(0), "unknown": int64(0)}))
+		resources, _, _ := unstructured.NestedSlice(raw.Object, "status", "resources")
+		g.Expect(resources).To(HaveLen(2))
+	}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "the Deployment reported not ready")
+}
+
+// createNamespaceFalseWaitsForTheNamespace: with createNamespace: false the
+// agent creates no namespace: the deployment is refused with
+// NamespaceMissing and a message saying what to do, until someone creates
+// the namespace; then it deploys by itself.
+func createNamespaceFalseWaitsForTheNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	id := newContent(ctx, t, map[string]string{"cm.yaml": appConfig})
+	no := false
+	bd := &fleet.BundleDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: "premade", Labels: map[string]string{
+			fleet.BundleNameLabel: "premade", fleet.BundleNamespaceLabel: fleet.DefaultWorkspace,
+		}},
+		Spec: fleet.BundleDeploymentSpec{DeploymentID: id, StagedDeploymentID: id,
+			Options: fleet.BundleDeploymentOptions{DefaultNamespace: "premade", CreateNamespace: &no}},
+	}
+	g.Expect(up.Create(ctx, bd)).To(Succeed())
+	t.Cleanup(func() { _ = client.IgnoreNotFound(up.Delete(context.Background(), bd)) })
+
+	g.Eventually(func(g Gomega) {
+		got := get(ctx, g, bd)
+		c := conditions.Get(got, fleet.ConditionDeployed)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(fleet.ReasonNamespaceMissing))
+		g.Expect(c.Message).To(And(ContainSubstring("namespace premade does not exist"), ContainSubstring("create the namespace")))
+		g.Expect(summary.State(got)).To(Equal(fleet.ErrApplied))
+	}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "Deployed=False NamespaceMissing")
+	err := down.Get(ctx, client.ObjectKey{Name: "premade"}, &corev1.Namespace{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the agent created no namespace: %v", err)
+
+	g.Expect(down.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "premade"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(ctx, g, bd)
+		g.Expect(conditions.IsTrue(got, fleet.ConditionReady)).To(BeTrue(), "Ready: %+v", conditions.Get(got, fleet.ConditionReady))
+		g.Expect(got.Status.AppliedDeploymentID).To(Equal(id))
+	}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "deployed once the namespace exists")
+	g.Expect(down.Get(ctx, client.ObjectKey{Namespace: "premade", Name: "app-config"}, &corev1.ConfigMap{})).To(Succeed())
 }
 
 func deploysAManifestAndUninstallsItWhenDeleted(t *testing.T) {

@@ -65,6 +65,7 @@ func applyMonitored(st *fleet.BundleDeploymentStatus, r *monitor.Result) {
 	st.Ready, st.NonModified = r.Ready, r.NonModified
 	st.NonReadyStatus, st.ModifiedStatus = r.NonReady, r.Modified
 	st.Resources, st.ResourceCounts = r.Resources, r.Counts
+	st.IncompleteState = r.Incomplete
 }
 
 // installedCondition says whether a revision of the release is deployed, or

@@ -24,7 +24,7 @@ func rel(id string, version int, status release.Status) *release.Release {
 
 func TestComputeStatus(t *testing.T) {
 	notReady := &monitor.Result{Ready: false, NonModified: true,
-		NonReady: []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "ns", Name: "web", Summary: "0/1 available"}}}
+		NonReady: []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "ns", Name: "web", Summary: fleet.Summary{State: "updating", Transitioning: true, Message: []string{"0/1 available"}}}}}
 	modified := &monitor.Result{Ready: true, NonModified: false,
 		Modified: []fleet.ModifiedStatus{{Kind: "ConfigMap", Namespace: "ns", Name: "cm", Patch: `{"data":{"a":"b"}}`}}}
 	cases := []struct {
@@ -203,7 +203,7 @@ func TestReadyCondition(t *testing.T) {
 			status: metav1.ConditionFalse, reason: fleet.ReasonPaused},
 		{name: "not ready", spec: spec, st: with(func(st *fleet.BundleDeploymentStatus) {
 			st.Ready = false
-			st.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Name: "web", Namespace: "ns", Summary: "0/1"}, {Kind: "Job", Name: "j"}}
+			st.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Name: "web", Namespace: "ns", Summary: fleet.Summary{State: "updating", Message: []string{"0/1"}}}, {Kind: "Job", Name: "j"}}
 		}), status: metav1.ConditionFalse, reason: fleet.ReasonNotReady, message: "Deployment ns/web: 0/1 (and 1 more)"},
 		{name: "modified", spec: spec, st: with(func(st *fleet.BundleDeploymentStatus) {
 			st.NonModified = false

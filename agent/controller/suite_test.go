@@ -115,6 +115,7 @@ func startAgent(ctx context.Context, upstream, local *rest.Config) (func(), erro
 	if err != nil {
 		return nil, err
 	}
+	dep.NamespaceMissingRetry = time.Second
 	r := &controller.Reconciler{
 		Upstream:         mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),

@@ -53,6 +53,10 @@ type Deployer struct {
 	// SystemNamespace is the agent's own namespace; deleteNamespace never
 	// deletes it.
 	SystemNamespace string
+	// NamespaceMissingRetry is how often a bundle with createNamespace:
+	// false looks again for its missing namespace; default
+	// DefaultNamespaceMissingRetry.
+	NamespaceMissingRetry time.Duration
 }
 
 // New returns a Deployer for the cluster cfg points at. clusterNamespace is
@@ -244,9 +248,10 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, erro
 		return nil, stallUnlessTransient(fleet.ReasonInvalidValues, forbidden(id, err))
 	}
 	// The release namespace is created when missing, as Fleet's agent does
-	// (repositories rely on defaultNamespace alone); namespaceLabels and
-	// namespaceAnnotations are applied to it.
-	if err := ensureNamespace(ctx, id, key.Namespace, in.Options); err != nil {
+	// (repositories rely on defaultNamespace alone), unless the bundle says
+	// createNamespace: false; namespaceLabels and namespaceAnnotations are
+	// applied to it.
+	if err := ensureNamespace(ctx, id, key.Namespace, in.Options, d.namespaceMissingRetry()); err != nil {
 		return nil, forbidden(id, err)
 	}
 	ac, confined, err := d.actionConfig(ctx, id, key.Namespace, in.Options.TargetNamespace)
@@ -350,15 +355,27 @@ func recoverPending(ctx context.Context, ac *action.Configuration, key ReleaseKe
 	return lastRelease(ac.Releases, key)
 }
 
-// ensureNamespace creates the release namespace as id when missing and
-// sets namespaceLabels and namespaceAnnotations on it. An account that may
-// not read namespaces, asked for no labels or annotations, goes on: the
-// install then tells whether the namespace is there.
-func ensureNamespace(ctx context.Context, id *identity, name string, opts fleet.BundleDeploymentOptions) error {
+// DefaultNamespaceMissingRetry is how often a bundle with createNamespace:
+// false looks again for its missing namespace: someone else is to create
+// it, and no event the agent watches tells when they did.
+const DefaultNamespaceMissingRetry = 30 * time.Second
+
+// ensureNamespace creates the release namespace as id when missing (a
+// Waiting error with fleet.ReasonNamespaceMissing instead when the options
+// say createNamespace: false) and sets namespaceLabels and
+// namespaceAnnotations on it. An account that may not read namespaces,
+// asked for no labels or annotations, goes on: the install then tells
+// whether the namespace is there.
+func ensureNamespace(ctx context.Context, id *identity, name string, opts fleet.BundleDeploymentOptions, retry time.Duration) error {
 	ns := &corev1.Namespace{}
 	err := id.client.Get(ctx, client.ObjectKey{Name: name}, ns)
 	if apierrors.IsForbidden(err) && id.serviceAccount != "" && len(opts.NamespaceLabels) == 0 && len(opts.NamespaceAnnotations) == 0 {
 		return nil
+	}
+	if apierrors.IsNotFound(err) && opts.CreateNamespace != nil && !*opts.CreateNamespace {
+		return outcome.Waitf(fleet.ReasonNamespaceMissing, retry,
+			"namespace %s does not exist and the bundle sets createNamespace: false: create the namespace in the cluster "+
+				"(the bundle deploys within %s), or remove createNamespace: false to let the agent create it", name, retry)
 	}
 	if apierrors.IsNotFound(err) {
 		ns.Name, ns.Labels, ns.Annotations = name, opts.NamespaceLabels, opts.NamespaceAnnotations
@@ -392,6 +409,13 @@ func ensureNamespace(ctx context.Context, id *identity, name string, opts fleet.
 		return nil
 	}
 	return id.client.Patch(ctx, ns, client.MergeFrom(before))
+}
+
+func (d *Deployer) namespaceMissingRetry() time.Duration {
+	if d.NamespaceMissingRetry > 0 {
+		return d.NamespaceMissingRetry
+	}
+	return DefaultNamespaceMissingRetry
 }
 
 // forbidden makes an API Forbidden met while acting as a serviceAccount a

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -126,7 +127,8 @@ func TestEvaluate(t *testing.T) {
 	g.Expect(res.Ready).To(BeFalse())
 	g.Expect(res.NonModified).To(BeFalse())
 	g.Expect(res.NonReady).To(HaveLen(1))
-	g.Expect(res.NonReady[0].Summary).To(Equal("generation 1 not observed yet"))
+	g.Expect(res.NonReady[0].Summary).To(Equal(fleet.Summary{State: StateUpdating, Transitioning: true, Message: []string{"generation 1 not observed yet"}}))
+	g.Expect(res.Incomplete).To(BeFalse())
 	g.Expect(res.Modified).To(ConsistOf(
 		fleet.ModifiedStatus{Kind: "ConfigMap", APIVersion: "v1", Namespace: "app", Name: "cm", Create: true},
 		fleet.ModifiedStatus{Kind: "ConfigMap", APIVersion: "v1", Namespace: "app", Name: "old", Delete: true},
@@ -177,4 +179,20 @@ func TestDiffSecretStringData(t *testing.T) {
 	patch, err = Diff(desired, live, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(patch).To(ContainSubstring("token"))
+}
+
+// TestEvaluateIncomplete: more not-ready or modified objects than
+// MaxEntries are listed up to the bound, counted in full, and the result
+// says it is incomplete.
+func TestEvaluateIncomplete(t *testing.T) {
+	g := NewWithT(t)
+	var desired []*unstructured.Unstructured
+	for i := range MaxEntries + 2 {
+		desired = append(desired, obj(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%d, namespace: app}\n", i)))
+	}
+	res, err := Evaluate(desired, map[Key]*unstructured.Unstructured{}, nil, Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Modified).To(HaveLen(MaxEntries))
+	g.Expect(res.Counts.Missing).To(Equal(MaxEntries + 2))
+	g.Expect(res.Incomplete).To(BeTrue())
 }

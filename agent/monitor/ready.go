@@ -2,8 +2,11 @@ package monitor
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
 // Readiness tells whether a live object is ready and, if not, why (e.g.
@@ -34,6 +37,49 @@ func Readiness(o *unstructured.Unstructured, ignore []map[string]string) (bool, 
 		return false, conditionMessage("Ready", c)
 	}
 	return true, ""
+}
+
+// Summary states of a not-ready object, the words Fleet's agent uses.
+const (
+	// StateError: the object failed and will not become ready by itself.
+	StateError = "error"
+	// StateUpdating: a workload is rolling out.
+	StateUpdating = "updating"
+	// StateInProgress: anything else on its way to ready.
+	StateInProgress = "in-progress"
+)
+
+// maxMessageLen bounds the message of a summary: a condition message can be
+// long, and ten of them go into every status that carries the object.
+const maxMessageLen = 512
+
+// Summarize is the Fleet-shaped summary of a not-ready object, given why
+// Readiness says it is not ready: an error when the object failed (a Job
+// that failed, a Deployment past its progress deadline), else updating for
+// a rolling workload and in-progress for anything else.
+func Summarize(o *unstructured.Unstructured, why string, ignore []map[string]string) fleet.Summary {
+	if len(why) > maxMessageLen {
+		why = strings.ToValidUTF8(why[:maxMessageLen], "") + "..."
+	}
+	s := fleet.Summary{State: StateInProgress, Transitioning: true}
+	if why != "" {
+		s.Message = []string{why}
+	}
+	switch gk := o.GroupVersionKind().GroupKind(); gk.String() {
+	case "Job.batch":
+		if c := findCondition(o, "Failed", ignore); c != nil && c["status"] == "True" {
+			s.State, s.Error, s.Transitioning = StateError, true, false
+		}
+	case "Deployment.apps":
+		if c := findCondition(o, "Progressing", ignore); c != nil && c["reason"] == "ProgressDeadlineExceeded" {
+			s.State, s.Error, s.Transitioning = StateError, true, false
+		} else {
+			s.State = StateUpdating
+		}
+	case "StatefulSet.apps", "DaemonSet.apps":
+		s.State = StateUpdating
+	}
+	return s
 }
 
 func deploymentReady(o *unstructured.Unstructured, ignore []map[string]string) (bool, string) {

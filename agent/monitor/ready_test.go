@@ -1,11 +1,14 @@
 package monitor
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
 func obj(t *testing.T, y string) *unstructured.Unstructured {
@@ -131,4 +134,51 @@ data: {a: b}`},
 			g.Expect(why).To(Equal(tc.why))
 		})
 	}
+}
+
+func TestSummarize(t *testing.T) {
+	cases := []struct {
+		name string
+		obj  string
+		why  string
+		want fleet.Summary
+	}{
+		{name: "failed job is an error", why: "Failed=True (BackoffLimitExceeded)", obj: `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+status: {conditions: [{type: Failed, status: "True", reason: BackoffLimitExceeded}]}
+`, want: fleet.Summary{State: StateError, Error: true, Message: []string{"Failed=True (BackoffLimitExceeded)"}}},
+		{name: "running job is in progress", why: "not complete", obj: `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+`, want: fleet.Summary{State: StateInProgress, Transitioning: true, Message: []string{"not complete"}}},
+		{name: "deployment past its deadline is an error", why: "Progressing=False (ProgressDeadlineExceeded)", obj: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+status: {conditions: [{type: Progressing, status: "False", reason: ProgressDeadlineExceeded}]}
+`, want: fleet.Summary{State: StateError, Error: true, Message: []string{"Progressing=False (ProgressDeadlineExceeded)"}}},
+		{name: "rolling deployment is updating", why: "0/1 available", obj: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+`, want: fleet.Summary{State: StateUpdating, Transitioning: true, Message: []string{"0/1 available"}}},
+		{name: "pending claim is in progress", why: "phase Pending", obj: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: p}
+`, want: fleet.Summary{State: StateInProgress, Transitioning: true, Message: []string{"phase Pending"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(Summarize(obj(t, tc.obj), tc.why, nil)).To(Equal(tc.want))
+		})
+	}
+	g := NewWithT(t)
+	long := Summarize(obj(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"), strings.Repeat("x", 2000), nil)
+	g.Expect(long.Message).To(HaveLen(1))
+	g.Expect(len(long.Message[0])).To(BeNumerically("<=", maxMessageLen+3), "a long message is cut")
 }

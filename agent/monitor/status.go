@@ -57,6 +57,8 @@ type Result struct {
 	Resources []fleet.BundleDeploymentResource
 	// Counts counts objects by state.
 	Counts fleet.ResourceCounts
+	// Incomplete is true when NonReady or Modified were cut to MaxEntries.
+	Incomplete bool
 	// ToApply are the desired objects that are missing or modified and
 	// ToDelete the extra ones: what drift correction acts on.
 	ToApply, ToDelete []*unstructured.Unstructured
@@ -113,7 +115,9 @@ func Evaluate(desired []*unstructured.Unstructured, live map[Key]*unstructured.U
 			r.Ready = false
 			if len(r.NonReady) < MaxEntries {
 				r.NonReady = append(r.NonReady, fleet.NonReadyStatus{UID: l.GetUID(), Kind: l.GetKind(), APIVersion: l.GetAPIVersion(),
-					Namespace: l.GetNamespace(), Name: l.GetName(), Summary: why})
+					Namespace: l.GetNamespace(), Name: l.GetName(), Summary: Summarize(l, why, o.Ignore.Conditions)})
+			} else {
+				r.Incomplete = true
 			}
 		}
 	}
@@ -136,7 +140,9 @@ func Evaluate(desired []*unstructured.Unstructured, live map[Key]*unstructured.U
 func (r *Result) addModified(m fleet.ModifiedStatus) {
 	if len(r.Modified) < MaxEntries {
 		r.Modified = append(r.Modified, m)
+		return
 	}
+	r.Incomplete = true
 }
 
 func keyString(k Key) string {

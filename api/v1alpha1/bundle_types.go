@@ -295,13 +295,14 @@ type BundleSummary struct {
 type NonReadyResource struct {
 	// Name is the name of the BundleDeployment, Bundle or Cluster concerned.
 	Name string `json:"name,omitempty"`
-	// State is its state.
-	State BundleState `json:"state,omitempty"`
+	// State is its state (Fleet's wire name: bundleState).
+	State BundleState `json:"bundleState,omitempty"`
 	// Message says why it is not ready.
 	Message string `json:"message,omitempty"`
-	// ModifiedStatus lists resources that differ from the desired ones.
+	// ModifiedStatus lists resources that differ from the desired ones (at
+	// most 10).
 	ModifiedStatus []ModifiedStatus `json:"modifiedStatus,omitempty"`
-	// NonReadyStatus lists resources that are not ready.
+	// NonReadyStatus lists resources that are not ready (at most 10).
 	NonReadyStatus []NonReadyStatus `json:"nonReadyStatus,omitempty"`
 }
 

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -92,6 +94,9 @@ type BundleDeploymentStatus struct {
 	Resources []BundleDeploymentResource `json:"resources,omitempty"`
 	// ResourceCounts counts the deployed resources by state.
 	ResourceCounts ResourceCounts `json:"resourceCounts,omitempty"`
+	// IncompleteState is true when nonReadyStatus or modifiedStatus were cut
+	// to their bound: resources not listed there may not be ready either.
+	IncompleteState bool `json:"incompleteState,omitempty"`
 }
 
 // BundleDeploymentDisplay holds the BundleDeployment values shown by kubectl.
@@ -149,28 +154,66 @@ type NonReadyStatus struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Name of the resource.
 	Name string `json:"name,omitempty"`
-	// Summary says why the resource is not ready.
-	Summary string `json:"summary,omitempty"`
+	// Summary says why the resource is not ready, in Fleet's shape.
+	Summary Summary `json:"summary,omitempty"`
 }
 
-// ResourceCounts counts resources by state.
+// Summary is the state of one resource, in the shape of Fleet's (wrangler's)
+// summary: a short state word, whether it is an error or on its way to
+// ready, and what the resource says about itself.
+type Summary struct {
+	// State is a short word for the resource's state, e.g. "in-progress",
+	// "updating" or "error".
+	State string `json:"state,omitempty"`
+	// Error is true when the resource failed and will not become ready by
+	// itself.
+	Error bool `json:"error,omitempty"`
+	// Transitioning is true when the resource is on its way to ready.
+	Transitioning bool `json:"transitioning,omitempty"`
+	// Message says why the resource is not ready (at most a few lines).
+	Message []string `json:"message,omitempty"`
+}
+
+// String is the summary in one line: its messages, else its state, after
+// "error: " when it failed, e.g. "0/1 available".
+func (s Summary) String() string {
+	out := s.State
+	if len(s.Message) > 0 {
+		out = strings.Join(s.Message, "; ")
+	}
+	if s.Error {
+		out = "error: " + out
+	}
+	return out
+}
+
+// ResourceCounts counts resources by state. Every count is written, zero
+// included, as Fleet writes them.
 type ResourceCounts struct {
 	// Ready counts resources that are ready.
-	Ready int `json:"ready,omitempty"`
+	// +optional
+	Ready int `json:"ready"`
 	// DesiredReady is the number of resources there should be.
-	DesiredReady int `json:"desiredReady,omitempty"`
+	// +optional
+	DesiredReady int `json:"desiredReady"`
 	// WaitApplied counts resources not applied yet.
-	WaitApplied int `json:"waitApplied,omitempty"`
+	// +optional
+	WaitApplied int `json:"waitApplied"`
 	// Modified counts resources that differ from the desired ones.
-	Modified int `json:"modified,omitempty"`
+	// +optional
+	Modified int `json:"modified"`
 	// Orphaned counts resources deployed earlier and no longer desired.
-	Orphaned int `json:"orphaned,omitempty"`
+	// +optional
+	Orphaned int `json:"orphaned"`
 	// Missing counts desired resources that do not exist.
-	Missing int `json:"missing,omitempty"`
+	// +optional
+	Missing int `json:"missing"`
 	// Unknown counts resources whose state could not be read.
-	Unknown int `json:"unknown,omitempty"`
+	// +optional
+	Unknown int `json:"unknown"`
 	// NotReady counts resources that are not ready.
-	NotReady int `json:"notReady,omitempty"`
+	// +optional
+	NotReady int `json:"notReady"`
 }
 
 // BundleDeploymentOptions say how to deploy a bundle's resources. They are the
@@ -195,8 +238,11 @@ type BundleDeploymentOptions struct {
 	// they stay, as in Fleet: deleting a CRD deletes every custom resource of
 	// its kind, users' own included.
 	DeleteCRDResources bool `json:"deleteCRDResources,omitempty"`
-	// CreateNamespace creates the release namespace if it does not exist.
-	CreateNamespace bool `json:"createNamespace,omitempty"`
+	// CreateNamespace, unset or true, creates the release namespace when it
+	// does not exist, as Fleet always does; false refuses to deploy into a
+	// missing namespace (ReasonNamespaceMissing), for namespaces that someone
+	// else must create with their quotas and policies first.
+	CreateNamespace *bool `json:"createNamespace,omitempty"`
 	// NamespaceLabels are set on the namespace the bundle deploys to.
 	NamespaceLabels map[string]string `json:"namespaceLabels,omitempty"`
 	// NamespaceAnnotations are set on the namespace the bundle deploys to.

@@ -180,13 +180,15 @@ type GitRepoDisplay struct {
 	Error bool `json:"error,omitempty"`
 }
 
-// GitRepoResource is one resource deployed by a GitRepo and its state.
+// GitRepoResource is one resource deployed by a GitRepo and its state over
+// the clusters it is deployed to (Fleet's Resource).
 type GitRepoResource struct {
 	// APIVersion of the resource.
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Kind of the resource.
 	Kind string `json:"kind,omitempty"`
-	// Type is the lower-case "group.kind" of the resource, e.g. "apps.deployment".
+	// Type is the lower-case kind prefixed with the API group and a dot
+	// when it has one, e.g. "apps.deployment" or "configmap".
 	Type string `json:"type,omitempty"`
 	// ID is "namespace/name", or "name" when cluster-scoped.
 	ID string `json:"id,omitempty"`
@@ -194,30 +196,44 @@ type GitRepoResource struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Name of the resource.
 	Name string `json:"name,omitempty"`
-	// State is the worst state of the resource over the clusters.
+	// IncompleteState is true when the state may be incomplete: an agent
+	// listed only the first of its not-ready or modified resources, or the
+	// per-cluster lists below were cut.
+	IncompleteState bool `json:"incompleteState,omitempty"`
+	// State is the first state other than Ready over the clusters, e.g.
+	// "NotReady", "Modified", "Missing", "WaitApplied"; Ready when ready
+	// everywhere.
 	State string `json:"state,omitempty"`
-	// Error is true when State is an error.
+	// Error is true when the resource failed on some cluster.
 	Error bool `json:"error,omitempty"`
-	// Transitioning is true when the resource is changing toward its desired
-	// state.
+	// Transitioning is true when the resource is on its way to ready on
+	// some cluster.
 	Transitioning bool `json:"transitioning,omitempty"`
-	// Message explains State.
+	// Message is what the resource says about itself on the first cluster
+	// where it is not ready.
 	Message string `json:"message,omitempty"`
-	// PerClusterState lists the clusters where the resource is not ready.
-	PerClusterState []ResourcePerClusterState `json:"perClusterState,omitempty"`
+	// PerClusterState lists, for each state, the clusters
+	// ("namespace/name" of the Cluster) where the resource is in it (at most
+	// 10 per state).
+	PerClusterState PerClusterState `json:"perClusterState,omitzero"`
 }
 
-// ResourcePerClusterState is the state of a resource on one cluster.
-type ResourcePerClusterState struct {
-	// ClusterID is "namespace/name" of the Cluster.
-	ClusterID string `json:"clusterId,omitempty"`
-	// State of the resource on that cluster.
-	State string `json:"state,omitempty"`
-	// Error is true when State is an error.
-	Error bool `json:"error,omitempty"`
-	// Transitioning is true when the resource is changing toward its desired
-	// state.
-	Transitioning bool `json:"transitioning,omitempty"`
-	// Message explains State.
-	Message string `json:"message,omitempty"`
+// PerClusterState lists the clusters where a resource is in each state.
+type PerClusterState struct {
+	// Ready clusters.
+	Ready []string `json:"ready,omitempty"`
+	// WaitApplied clusters: the deployment is not applied there yet.
+	WaitApplied []string `json:"waitApplied,omitempty"`
+	// Pending clusters.
+	Pending []string `json:"pending,omitempty"`
+	// Modified clusters: the resource differs from the desired one.
+	Modified []string `json:"modified,omitempty"`
+	// Orphaned clusters: the resource is no longer desired but still there.
+	Orphaned []string `json:"orphaned,omitempty"`
+	// Missing clusters: the resource is desired but absent.
+	Missing []string `json:"missing,omitempty"`
+	// Unknown clusters: the state could not be told.
+	Unknown []string `json:"unknown,omitempty"`
+	// NotReady clusters.
+	NotReady []string `json:"notReady,omitempty"`
 }

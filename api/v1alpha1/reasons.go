@@ -146,4 +146,8 @@ const (
 	// ReasonForbidden: the bundle's serviceAccount may not do what the
 	// bundle asks downstream (read a valuesFrom source, label its namespace).
 	ReasonForbidden = "Forbidden"
+	// ReasonNamespaceMissing: the bundle sets createNamespace: false and its
+	// release namespace does not exist downstream; someone must create it
+	// (or the bundle drop createNamespace: false) before it deploys.
+	ReasonNamespaceMissing = "NamespaceMissing"
 )

@@ -118,3 +118,26 @@ func lost(want, got interface{}, path string) []string {
 	}
 	return nil
 }
+
+// TestStatusWireShapes: the status fields Fleet's UI and users' scripts read
+// have Fleet's JSON names and shapes.
+func TestStatusWireShapes(t *testing.T) {
+	g := NewWithT(t)
+	marshal := func(v any) string {
+		out, err := json.Marshal(v)
+		g.Expect(err).NotTo(HaveOccurred())
+		return string(out)
+	}
+	g.Expect(marshal(NonReadyResource{Name: "c", State: NotReady, NonReadyStatus: []NonReadyStatus{{Kind: "Deployment", Name: "web",
+		Summary: Summary{State: "updating", Transitioning: true, Message: []string{"0/1 available"}}}}})).To(MatchJSON(
+		`{"name":"c","bundleState":"NotReady","nonReadyStatus":[{"kind":"Deployment","name":"web",
+		  "summary":{"state":"updating","transitioning":true,"message":["0/1 available"]}}]}`))
+	g.Expect(marshal(ResourceCounts{Ready: 1, DesiredReady: 1})).To(MatchJSON(
+		`{"ready":1,"desiredReady":1,"waitApplied":0,"modified":0,"orphaned":0,"missing":0,"unknown":0,"notReady":0}`))
+	g.Expect(marshal(GitRepoResource{APIVersion: "apps/v1", Kind: "Deployment", Type: "apps.deployment", ID: "ns/web", Namespace: "ns", Name: "web",
+		State: "NotReady", PerClusterState: PerClusterState{Ready: []string{"ws/a"}, NotReady: []string{"ws/b"}}})).To(MatchJSON(
+		`{"apiVersion":"apps/v1","kind":"Deployment","type":"apps.deployment","id":"ns/web","namespace":"ns","name":"web",
+		  "state":"NotReady","perClusterState":{"ready":["ws/a"],"notReady":["ws/b"]}}`))
+	g.Expect(Summary{State: "error", Error: true, Message: []string{"Failed=True"}}.String()).To(Equal("error: Failed=True"))
+	g.Expect(Summary{State: "in-progress"}.String()).To(Equal("in-progress"))
+}

@@ -53,6 +53,10 @@ const (
 	// BundleIndex indexes BundleDeployments by "<namespace>/<name>" of their
 	// Bundle.
 	BundleIndex = "bundle"
+	// RepoIndex indexes BundleDeployments by "<namespace>/<name>" of the
+	// GitRepo their Bundle was built from (the Bundle's namespace and its
+	// fleet.cattle.io/repo-name label, which BundleDeployments carry).
+	RepoIndex = "gitrepo"
 	// ContentIndex indexes BundleDeployments by the Content they deploy.
 	ContentIndex = "content"
 	// KubeConfigSecretIndex indexes Clusters by "<namespace>/<name>" of

@@ -24,6 +24,8 @@ func computeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeploy
 	st.Summary = summary.Of(bds, func(bd *fleet.BundleDeployment) string {
 		return bd.Labels[fleet.BundleNamespaceLabel] + "/" + bd.Labels[fleet.BundleNameLabel]
 	})
+	st.ResourceCounts = resourceCounts(bds)
+	st.ReadyGitRepos, st.DesiredReadyGitRepos = gitRepoCounts(bds)
 	st.Display.ReadyBundles = fmt.Sprintf("%d/%d", st.Summary.Ready, st.Summary.DesiredReady)
 	cond := summary.ReadyCondition(st.Summary, cluster.Generation)
 	switch {
@@ -41,6 +43,41 @@ func computeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeploy
 		st.Display.State = string(summary.WorstState(st.Summary))
 	}
 	conditions.Set(cluster, cond)
+}
+
+// resourceCounts sums the resource counts of a cluster's deployments.
+func resourceCounts(bds []*fleet.BundleDeployment) fleet.ResourceCounts {
+	var c fleet.ResourceCounts
+	for _, bd := range bds {
+		summary.AddCounts(&c, bd.Status.ResourceCounts)
+	}
+	return c
+}
+
+// gitRepoCounts counts the GitRepos with a deployment on the cluster
+// (desired), and those whose every deployment there is Ready (ready), as
+// Fleet does: a GitRepo is known by its Bundles' namespace and
+// fleet.cattle.io/repo-name label, which the deployments carry.
+func gitRepoCounts(bds []*fleet.BundleDeployment) (ready, desired int) {
+	repos := map[string]bool{}
+	for _, bd := range bds {
+		repo, ns := bd.Labels[fleet.RepoLabel], bd.Labels[fleet.BundleNamespaceLabel]
+		if repo == "" {
+			continue
+		}
+		key := ns + "/" + repo
+		isReady := summary.State(bd) == fleet.Ready
+		if was, seen := repos[key]; seen {
+			isReady = was && isReady
+		}
+		repos[key] = isReady
+	}
+	for _, r := range repos {
+		if r {
+			ready++
+		}
+	}
+	return ready, len(repos)
 }
 
 // offlineCheck is when to look at a cluster again without an event:
@@ -63,6 +100,11 @@ type status struct {
 	// (kubernetes#104694), which the schema refuses, and a cluster whose
 	// last deployment went away would keep its old summary.
 	Summary summaryCounts `json:"summary"`
+	// ResourceCounts, ReadyGitRepos and DesiredReadyGitRepos are always
+	// sent, zero included, so that a value that dropped to zero is written.
+	ResourceCounts       fleet.ResourceCounts `json:"resourceCounts"`
+	ReadyGitRepos        int                  `json:"readyGitRepos"`
+	DesiredReadyGitRepos int                  `json:"desiredReadyGitRepos"`
 	// Display is left out until it has a value, for the same reason.
 	Display    *fleet.ClusterDisplay `json:"display,omitempty"`
 	Conditions []metav1.Condition    `json:"conditions"`
@@ -83,6 +125,8 @@ func ownedStatus(cluster *fleet.Cluster) status {
 		Namespace:  st.Namespace,
 		Summary:    summaryCounts{BundleSummary: st.Summary, DesiredReady: st.Summary.DesiredReady, Ready: st.Summary.Ready},
 		Conditions: []metav1.Condition{},
+
+		ResourceCounts: st.ResourceCounts, ReadyGitRepos: st.ReadyGitRepos, DesiredReadyGitRepos: st.DesiredReadyGitRepos,
 	}
 	if st.Display != (fleet.ClusterDisplay{}) {
 		d := st.Display

@@ -72,6 +72,9 @@ func TestOwnedStatusSendsZeroCounts(t *testing.T) {
 	g.Expect(json.Unmarshal(raw, &applied)).To(Succeed())
 	g.Expect(applied).To(HaveKeyWithValue("summary", map[string]any{"desiredReady": 0.0, "ready": 0.0}))
 	g.Expect(applied).To(HaveKeyWithValue("namespace", "cluster-ns"))
+	g.Expect(applied).To(HaveKeyWithValue("readyGitRepos", 0.0))
+	g.Expect(applied).To(HaveKeyWithValue("desiredReadyGitRepos", 0.0))
+	g.Expect(applied).To(HaveKeyWithValue("resourceCounts", HaveKeyWithValue("desiredReady", 0.0)))
 	g.Expect(string(raw)).NotTo(ContainSubstring("null"))
 	g.Expect(string(raw)).NotTo(ContainSubstring(fleet.ConditionImported), "the import controller owns Imported")
 
@@ -103,6 +106,45 @@ func TestOfflineCheck(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			NewWithT(t).Expect(offlineCheck(tc.cluster, now, 5*time.Minute)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestGitRepoAndResourceCounts(t *testing.T) {
+	bd := func(repo, ns string, ready bool, counts fleet.ResourceCounts) *fleet.BundleDeployment {
+		b := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{fleet.RepoLabel: repo, fleet.BundleNamespaceLabel: ns}}}
+		b.Spec.DeploymentID, b.Spec.StagedDeploymentID = "s:1", "s:1"
+		b.Status.AppliedDeploymentID, b.Status.Ready, b.Status.NonModified = "s:1", ready, true
+		b.Status.ResourceCounts = counts
+		if repo == "" {
+			delete(b.Labels, fleet.RepoLabel)
+		}
+		return b
+	}
+	one := fleet.ResourceCounts{DesiredReady: 1, Ready: 1}
+	notReady := fleet.ResourceCounts{DesiredReady: 2, Ready: 1, NotReady: 1}
+	cases := []struct {
+		name                 string
+		bds                  []*fleet.BundleDeployment
+		wantReady, wantTotal int
+		wantCounts           fleet.ResourceCounts
+	}{
+		{name: "none"},
+		{name: "two bundles of one repo, both ready", bds: []*fleet.BundleDeployment{bd("a", "ws", true, one), bd("a", "ws", true, one)},
+			wantReady: 1, wantTotal: 1, wantCounts: fleet.ResourceCounts{DesiredReady: 2, Ready: 2}},
+		{name: "one bundle of a repo not ready", bds: []*fleet.BundleDeployment{bd("a", "ws", true, one), bd("a", "ws", false, notReady), bd("b", "ws", true, one)},
+			wantReady: 1, wantTotal: 2, wantCounts: fleet.ResourceCounts{DesiredReady: 4, Ready: 3, NotReady: 1}},
+		{name: "same repo name in two workspaces", bds: []*fleet.BundleDeployment{bd("a", "ws1", true, one), bd("a", "ws2", false, notReady)},
+			wantReady: 1, wantTotal: 2, wantCounts: fleet.ResourceCounts{DesiredReady: 3, Ready: 2, NotReady: 1}},
+		{name: "a bundle not from a GitRepo counts resources only", bds: []*fleet.BundleDeployment{bd("", "ws", true, one)},
+			wantCounts: one},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ready, total := gitRepoCounts(tc.bds)
+			g.Expect([]int{ready, total}).To(Equal([]int{tc.wantReady, tc.wantTotal}))
+			g.Expect(resourceCounts(tc.bds)).To(Equal(tc.wantCounts))
 		})
 	}
 }

@@ -90,3 +90,61 @@ func TestClusterNamespaceAndReadiness(t *testing.T) {
 	g.Expect(got.Status.Display.ReadyBundles).To(Equal("1/1"))
 	g.Expect(got.Status.Namespace).To(Equal(clusterNS))
 }
+
+// TestGitReposAndResourceCounts: a Cluster's readyGitRepos,
+// desiredReadyGitRepos and resourceCounts come from its BundleDeployments,
+// and are written again when they change, down to zero.
+func TestGitReposAndResourceCounts(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, err := env.CreateNamespace(ctx, "workspace")
+	g.Expect(err).NotTo(HaveOccurred())
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns.Name}}
+	g.Expect(env.CreateAndWait(ctx, c)).To(Succeed())
+	clusterNS := names.ClusterNamespace(ns.Name, c.Name)
+	status := func() fleet.ClusterStatus {
+		got := &fleet.Cluster{}
+		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+		return got.Status
+	}
+	g.Eventually(status).WithTimeout(timeout).Should(HaveField("Namespace", clusterNS), "the cluster namespace in status")
+
+	deploy := func(bundle, repo string, st fleet.BundleDeploymentStatus) *fleet.BundleDeployment {
+		bd := &fleet.BundleDeployment{
+			ObjectMeta: metav1.ObjectMeta{Name: bundle, Namespace: clusterNS, Labels: map[string]string{
+				fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace,
+				fleet.BundleNameLabel: bundle, fleet.BundleNamespaceLabel: c.Namespace, fleet.RepoLabel: repo,
+			}},
+			Spec: fleet.BundleDeploymentSpec{DeploymentID: "s-abc:1", StagedDeploymentID: "s-abc:1"},
+		}
+		g.Expect(env.CreateAndWait(ctx, bd)).To(Succeed())
+		withStatus := bd.DeepCopy()
+		withStatus.Status = st
+		g.Expect(env.Status().Patch(ctx, withStatus, client.MergeFrom(bd))).To(Succeed())
+		return withStatus
+	}
+	deploy("a-one", "a", fleet.BundleDeploymentStatus{AppliedDeploymentID: "s-abc:1", Ready: true, NonModified: true,
+		ResourceCounts: fleet.ResourceCounts{DesiredReady: 2, Ready: 2}})
+	notReady := deploy("b-one", "b", fleet.BundleDeploymentStatus{AppliedDeploymentID: "s-abc:1", NonModified: true,
+		ResourceCounts: fleet.ResourceCounts{DesiredReady: 3, Ready: 1, NotReady: 1, Missing: 1}})
+	g.Eventually(status).WithTimeout(timeout).Should(And(
+		HaveField("ReadyGitRepos", 1),
+		HaveField("DesiredReadyGitRepos", 2),
+		HaveField("ResourceCounts", fleet.ResourceCounts{DesiredReady: 5, Ready: 3, NotReady: 1, Missing: 1}),
+	), "one of two GitRepos ready, resources summed")
+
+	fixed := notReady.DeepCopy()
+	fixed.Status.Ready, fixed.Status.ResourceCounts = true, fleet.ResourceCounts{DesiredReady: 3, Ready: 3}
+	g.Expect(env.Status().Patch(ctx, fixed, client.MergeFrom(notReady))).To(Succeed())
+	g.Eventually(status).WithTimeout(timeout).Should(And(
+		HaveField("ReadyGitRepos", 2),
+		HaveField("ResourceCounts", fleet.ResourceCounts{DesiredReady: 5, Ready: 5}),
+	), "both GitRepos ready")
+
+	g.Expect(env.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(clusterNS))).To(Succeed())
+	g.Eventually(status).WithTimeout(timeout).Should(And(
+		HaveField("ReadyGitRepos", 0),
+		HaveField("DesiredReadyGitRepos", 0),
+		HaveField("ResourceCounts", fleet.ResourceCounts{}),
+	), "back to zero with the deployments gone")
+}

@@ -12,15 +12,18 @@ import (
 )
 
 // computeStatus sets a group's status from its member clusters: their count,
-// the ones not Ready, the sum of their bundle summaries, and Ready, which is
+// the ones not Ready, the sum of their bundle summaries and resource counts,
+// and Ready, which is
 // False while a member or one of its deployments is not ready.
 func computeStatus(group *fleet.ClusterGroup, members []*fleet.Cluster) {
 	st := &group.Status
 	st.ClusterCount = len(members)
 	st.Summary = fleet.BundleSummary{}
+	st.ResourceCounts = fleet.ResourceCounts{}
 	var nonReady []string
 	for _, c := range members {
 		summary.Merge(&st.Summary, c.Status.Summary)
+		summary.AddCounts(&st.ResourceCounts, c.Status.ResourceCounts)
 		if !conditions.IsTrue(c, fleet.ConditionReady) {
 			nonReady = append(nonReady, c.Name)
 		}

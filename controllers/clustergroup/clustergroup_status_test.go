@@ -72,3 +72,16 @@ func TestComputeStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestComputeStatusSumsResourceCounts(t *testing.T) {
+	g := NewWithT(t)
+	a, b := member("a", true, fleet.BundleSummary{}), member("b", false, fleet.BundleSummary{})
+	a.Status.ResourceCounts = fleet.ResourceCounts{DesiredReady: 2, Ready: 2}
+	b.Status.ResourceCounts = fleet.ResourceCounts{DesiredReady: 4, Ready: 1, NotReady: 1, Orphaned: 1, Unknown: 1}
+	group := &fleet.ClusterGroup{}
+	group.Status.ResourceCounts = fleet.ResourceCounts{Ready: 99}
+	computeStatus(group, []*fleet.Cluster{a, b})
+	g.Expect(group.Status.ResourceCounts).To(Equal(fleet.ResourceCounts{DesiredReady: 6, Ready: 3, NotReady: 1, Orphaned: 1, Unknown: 1}))
+	computeStatus(group, nil)
+	g.Expect(group.Status.ResourceCounts).To(Equal(fleet.ResourceCounts{}), "no members, nothing counted")
+}

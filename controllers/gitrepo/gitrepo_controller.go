@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/cacheindex"
+	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
@@ -85,6 +88,10 @@ type Reconciler struct {
 	// mgr.GetEventRecorder("fleet-gitrepo").
 	Recorder events.EventRecorder
 
+	// deployments is the cache's index of BundleDeployments, with
+	// fleet.RepoIndex: status.resources is computed from them.
+	deployments toolscache.Indexer
+
 	mu    sync.Mutex
 	repos map[types.NamespacedName]*repoState
 	// slots counts the git fetch slots each namespace holds.
@@ -114,9 +121,33 @@ func (r *Reconciler) releaseSlot(ns string) {
 	}
 }
 
-// SetupWithManager registers the controller: it watches GitRepos, and the
-// Bundles labelled with a GitRepo's name so their status is rolled up.
+// RepoKey is the fleet.RepoIndex value of a BundleDeployment: "" when its
+// Bundle was not built from a GitRepo.
+func RepoKey(bd client.Object) string {
+	l := bd.GetLabels()
+	if l[fleet.RepoLabel] == "" || l[fleet.BundleNamespaceLabel] == "" {
+		return ""
+	}
+	return l[fleet.BundleNamespaceLabel] + "/" + l[fleet.RepoLabel]
+}
+
+// SetupWithManager registers the controller: it watches GitRepos, the
+// Bundles labelled with a GitRepo's name so their status is rolled up, and
+// those Bundles' BundleDeployments (coalesced, as they change in bursts) for
+// status.resources.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	var err error
+	r.deployments, err = cacheindex.For(context.Background(), mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.RepoIndex: func(obj any) ([]string, error) {
+		if o, ok := obj.(client.Object); ok {
+			if k := RepoKey(o); k != "" {
+				return []string{k}, nil
+			}
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return err
+	}
 	if r.Now == nil {
 		r.Now = time.Now
 	}
@@ -137,6 +168,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(bundleToGitRepo),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[fleet.RepoLabel] != "" }))).
 		Watches(&fleet.GitRepoRestriction{}, handler.EnqueueRequestsFromMapFunc(r.restrictionToGitRepos)).
+		Watches(&fleet.BundleDeployment{}, enqueue.After(3*time.Second, deploymentToGitRepo)).
 		Named("gitrepo").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -162,6 +194,16 @@ func bundleToGitRepo(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// deploymentToGitRepo maps a BundleDeployment to the GitRepo its Bundle was
+// built from.
+func deploymentToGitRepo(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if RepoKey(o) == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[fleet.BundleNamespaceLabel], Name: l[fleet.RepoLabel]}}}
 }
 
 // Reconcile polls one GitRepo's repository, syncs its Bundles when the commit
@@ -207,7 +249,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if err := r.Client.List(ctx, bundles, client.InNamespace(s.repo.Namespace), client.MatchingLabels{fleet.RepoLabel: s.repo.Name}); err != nil {
 		return fmt.Errorf("listing the bundles of GitRepo %s: %w", s.repo.Name, err)
 	}
+	bds, err := cacheindex.Objects[fleet.BundleDeployment](r.deployments, fleet.RepoIndex, s.repo.Namespace+"/"+s.repo.Name)
+	if err != nil {
+		return fmt.Errorf("reading the BundleDeployments of GitRepo %s: %w", s.repo.Name, err)
+	}
 	setStatus(s.repo, s.state, bundles.Items)
+	s.repo.Status.Resources, s.repo.Status.ResourceCounts = resourceStatus(bds)
 	r.record(ctx, s.repo, conditionEvents(s.before.Status.Conditions, s.repo.Status.Conditions), s.logWarnings)
 	if equality.Semantic.DeepEqual(s.before.Status, s.repo.Status) {
 		return nil

@@ -15,8 +15,15 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
-// MaxNonReady bounds the non-ready entries listed in a summary.
+// MaxNonReady bounds the non-ready entries listed in a summary, and the
+// modifiedStatus and nonReadyStatus entries each of them carries.
 const MaxNonReady = 10
+
+// MaxPatchLen bounds the patch of a modifiedStatus entry carried in a
+// summary: a longer one is left out (the BundleDeployment keeps it), so that
+// a summary, copied into Bundles, GitRepos, Clusters and ClusterGroups,
+// stays small whatever was changed downstream.
+const MaxPatchLen = 1024
 
 // rank orders states from best to worst; the worst wins in summaries.
 var rank = map[fleet.BundleState]int{
@@ -62,7 +69,7 @@ func Message(bd *fleet.BundleDeployment) string {
 	}
 	if len(bd.Status.NonReadyStatus) > 0 {
 		n := bd.Status.NonReadyStatus[0]
-		return fmt.Sprintf("%s %s/%s: %s", n.Kind, n.Namespace, n.Name, n.Summary)
+		return fmt.Sprintf("%s %s/%s: %s", n.Kind, n.Namespace, n.Name, n.Summary.String())
 	}
 	if len(bd.Status.ModifiedStatus) > 0 {
 		m := bd.Status.ModifiedStatus[0]
@@ -109,6 +116,18 @@ func Merge(a *fleet.BundleSummary, b fleet.BundleSummary) {
 	}
 }
 
+// AddCounts adds b's resource counts into a.
+func AddCounts(a *fleet.ResourceCounts, b fleet.ResourceCounts) {
+	a.Ready += b.Ready
+	a.DesiredReady += b.DesiredReady
+	a.WaitApplied += b.WaitApplied
+	a.Modified += b.Modified
+	a.Orphaned += b.Orphaned
+	a.Missing += b.Missing
+	a.Unknown += b.Unknown
+	a.NotReady += b.NotReady
+}
+
 // Of summarizes BundleDeployments; name gives the label of each non-ready
 // entry (the cluster for a Bundle, the bundle for a Cluster).
 func Of(bds []*fleet.BundleDeployment, name func(*fleet.BundleDeployment) string) fleet.BundleSummary {
@@ -118,7 +137,8 @@ func Of(bds []*fleet.BundleDeployment, name func(*fleet.BundleDeployment) string
 		st := State(bd)
 		Add(&s, st)
 		if st != fleet.Ready {
-			nonReady = append(nonReady, fleet.NonReadyResource{Name: name(bd), State: st, Message: Message(bd)})
+			nonReady = append(nonReady, fleet.NonReadyResource{Name: name(bd), State: st, Message: Message(bd),
+				ModifiedStatus: modifiedOf(bd.Status.ModifiedStatus), NonReadyStatus: nonReadyOf(bd.Status.NonReadyStatus)})
 		}
 	}
 	sort.Slice(nonReady, func(i, j int) bool {
@@ -132,6 +152,35 @@ func Of(bds []*fleet.BundleDeployment, name func(*fleet.BundleDeployment) string
 	}
 	s.NonReadyResources = nonReady
 	return s
+}
+
+// modifiedOf copies at most MaxNonReady entries (the BundleDeployment may
+// be the cache's own), leaving out patches longer than MaxPatchLen.
+func modifiedOf(in []fleet.ModifiedStatus) []fleet.ModifiedStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]fleet.ModifiedStatus, min(len(in), MaxNonReady))
+	copy(out, in)
+	for i := range out {
+		if len(out[i].Patch) > MaxPatchLen {
+			out[i].Patch = ""
+		}
+	}
+	return out
+}
+
+// nonReadyOf copies at most MaxNonReady entries, deeply: the
+// BundleDeployment may be the cache's own.
+func nonReadyOf(in []fleet.NonReadyStatus) []fleet.NonReadyStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]fleet.NonReadyStatus, min(len(in), MaxNonReady))
+	for i := range out {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
 }
 
 // WorstState is the worst state counted in a summary (Ready when empty).

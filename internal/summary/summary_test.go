@@ -1,6 +1,8 @@
 package summary
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -54,4 +56,32 @@ func TestOfAndCondition(t *testing.T) {
 	g.Expect(c.Reason).To(Equal("ErrApplied"))
 	g.Expect(c.Message).To(ContainSubstring("c ErrApplied: chart failed"))
 	g.Expect(ReadyCondition(fleet.BundleSummary{}, 1).Status).To(Equal(metav1.ConditionTrue))
+}
+
+// TestOfCarriesResources: a non-ready entry carries the deployment's
+// modifiedStatus and nonReadyStatus, at most MaxNonReady of each, without
+// patches too long to copy everywhere, and shares no memory with the
+// deployment.
+func TestOfCarriesResources(t *testing.T) {
+	g := NewWithT(t)
+	b := bd("x", func(b *fleet.BundleDeployment) {
+		b.Status.Ready, b.Status.NonModified = false, false
+		for i := range MaxNonReady + 3 {
+			b.Status.NonReadyStatus = append(b.Status.NonReadyStatus, fleet.NonReadyStatus{Kind: "Deployment", Name: fmt.Sprint("d", i),
+				Summary: fleet.Summary{State: "updating", Transitioning: true, Message: []string{"0/1 available"}}})
+			b.Status.ModifiedStatus = append(b.Status.ModifiedStatus, fleet.ModifiedStatus{Kind: "ConfigMap", Name: fmt.Sprint("c", i), Patch: `{"data":{"a":"b"}}`})
+		}
+		b.Status.ModifiedStatus[1].Patch = strings.Repeat("x", MaxPatchLen+1)
+	})
+	s := Of([]*fleet.BundleDeployment{b}, func(b *fleet.BundleDeployment) string { return b.Name })
+	g.Expect(s.NonReadyResources).To(HaveLen(1))
+	nr := s.NonReadyResources[0]
+	g.Expect(nr.State).To(Equal(fleet.NotReady))
+	g.Expect(nr.NonReadyStatus).To(HaveLen(MaxNonReady))
+	g.Expect(nr.ModifiedStatus).To(HaveLen(MaxNonReady))
+	g.Expect(nr.NonReadyStatus[0].Summary.Message).To(Equal([]string{"0/1 available"}))
+	g.Expect(nr.ModifiedStatus[0].Patch).To(Equal(`{"data":{"a":"b"}}`))
+	g.Expect(nr.ModifiedStatus[1].Patch).To(BeEmpty(), "a patch too long is left out")
+	nr.NonReadyStatus[0].Summary.Message[0] = "changed"
+	g.Expect(b.Status.NonReadyStatus[0].Summary.Message[0]).To(Equal("0/1 available"), "no memory shared with the deployment")
 }

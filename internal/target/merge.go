@@ -10,7 +10,8 @@ import (
 // The rules, field by field:
 //   - strings and numbers: a non-empty, non-zero override replaces;
 //   - booleans: true in the override sets true; an override cannot turn a
-//     base true off, since false and unset look the same;
+//     base true off, since false and unset look the same (createNamespace,
+//     a pointer, is the exception: a set override replaces);
 //   - maps (namespaceLabels, namespaceAnnotations, helm.templateValues):
 //     merged, override wins per key;
 //   - lists (ignore.conditions, diff.comparePatches, yaml.overlays,
@@ -30,7 +31,10 @@ func Merge(base, override fleet.BundleDeploymentOptions) fleet.BundleDeploymentO
 	setBool(&out.KeepResources, o.KeepResources)
 	setBool(&out.DeleteNamespace, o.DeleteNamespace)
 	setBool(&out.DeleteCRDResources, o.DeleteCRDResources)
-	setBool(&out.CreateNamespace, o.CreateNamespace)
+	if o.CreateNamespace != nil {
+		// A pointer, so that an override may say false as well as true.
+		out.CreateNamespace = o.CreateNamespace
+	}
 	out.NamespaceLabels = mergeStrings(out.NamespaceLabels, o.NamespaceLabels)
 	out.NamespaceAnnotations = mergeStrings(out.NamespaceAnnotations, o.NamespaceAnnotations)
 	if o.ForceSyncGeneration != 0 {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
@@ -22,8 +23,8 @@ func TestMerge(t *testing.T) {
 		{
 			name:     "scalars replace when set",
 			base:     fleet.BundleDeploymentOptions{DefaultNamespace: "a", TargetNamespace: "t", ServiceAccount: "sa", ForceSyncGeneration: 1},
-			override: fleet.BundleDeploymentOptions{DefaultNamespace: "b", ForceSyncGeneration: 2, CreateNamespace: true},
-			want:     fleet.BundleDeploymentOptions{DefaultNamespace: "b", TargetNamespace: "t", ServiceAccount: "sa", ForceSyncGeneration: 2, CreateNamespace: true},
+			override: fleet.BundleDeploymentOptions{DefaultNamespace: "b", ForceSyncGeneration: 2, CreateNamespace: ptr.To(true)},
+			want:     fleet.BundleDeploymentOptions{DefaultNamespace: "b", TargetNamespace: "t", ServiceAccount: "sa", ForceSyncGeneration: 2, CreateNamespace: ptr.To(true)},
 		},
 		{
 			name:     "false does not turn a bool off",

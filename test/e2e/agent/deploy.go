@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -59,7 +60,7 @@ func deploySpecs(f *fixture) {
 
 	It("deploys plain manifests to the selected cluster and judges readiness from the objects", func() {
 		newBundle("plain", fleet.BundleSpec{
-			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "plain", CreateNamespace: true,
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "plain", CreateNamespace: ptr.To(true),
 				NamespaceLabels: map[string]string{"team": "web"}},
 			Resources: []fleet.BundleResource{res("cm.yaml", appConfig), res("deploy.yaml", webDeployment), res("README.md", "# docs")},
 			Targets:   target("env", "dev"),
@@ -88,7 +89,7 @@ func deploySpecs(f *fixture) {
 
 	It("deploys a Helm chart with per-cluster values to every cluster", func() {
 		newBundle("chart", fleet.BundleSpec{
-			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "chart", CreateNamespace: true,
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "chart", CreateNamespace: ptr.To(true),
 				Helm: &fleet.HelmOptions{ReleaseName: "greeter", Values: &fleet.GenericMap{Data: map[string]interface{}{
 					"cluster": "${ .ClusterName }", "greeting": "hello"}}}},
 			Resources: []fleet.BundleResource{
@@ -111,7 +112,7 @@ func deploySpecs(f *fixture) {
 
 	It("deploys a Kustomize overlay", func() {
 		newBundle("kust", fleet.BundleSpec{
-			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "kust", CreateNamespace: true,
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "kust", CreateNamespace: ptr.To(true),
 				Kustomize: &fleet.KustomizeOptions{Dir: "overlays/prod"}},
 			Resources: []fleet.BundleResource{
 				res("base/kustomization.yaml", "resources: [cm.yaml]\n"),
@@ -163,7 +164,7 @@ func deploySpecs(f *fixture) {
 
 	It("reports a chart that fails to render and an object the API server rejects, and still deploys other bundles", func() {
 		newBundle("broken-chart", fleet.BundleSpec{
-			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "broken", CreateNamespace: true},
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "broken", CreateNamespace: ptr.To(true)},
 			Resources: []fleet.BundleResource{
 				res("Chart.yaml", "apiVersion: v2\nname: broken\nversion: 0.1.0\n"),
 				res("templates/cm.yaml", `{{ fail "this chart is broken on purpose" }}`),
@@ -171,12 +172,12 @@ func deploySpecs(f *fixture) {
 			Targets: target("env", "dev"),
 		})
 		newBundle("rejected", fleet.BundleSpec{
-			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "rejected", CreateNamespace: true},
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "rejected", CreateNamespace: ptr.To(true)},
 			Resources:               []fleet.BundleResource{res("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\n")},
 			Targets:                 target("env", "dev"),
 		})
 		newBundle("good", fleet.BundleSpec{
-			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "good", CreateNamespace: true},
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "good", CreateNamespace: ptr.To(true)},
 			Resources:               []fleet.BundleResource{res("cm.yaml", appConfig)},
 			Targets:                 target("env", "dev"),
 		})
@@ -195,7 +196,7 @@ func deploySpecs(f *fixture) {
 
 	It("removes a deleted bundle's objects, unless keepResources", func() {
 		newBundle("kept", fleet.BundleSpec{
-			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "kept", CreateNamespace: true, KeepResources: true},
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "kept", CreateNamespace: ptr.To(true), KeepResources: true},
 			Resources:               []fleet.BundleResource{res("cm.yaml", appConfig)},
 			Targets:                 target("env", "dev"),
 		})

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/agent/registration"
@@ -100,7 +101,7 @@ func faultSpecs(f *fixture) {
 
 	It("recovers a release left pending by an agent killed in the middle of an install", func() {
 		newBundle("slow", fleet.BundleSpec{
-			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "slow", CreateNamespace: true,
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "slow", CreateNamespace: ptr.To(true),
 				// Helm waits for the StatefulSet, which nothing makes ready
 				// until this test says so: the install stays pending.
 				Helm: &fleet.HelmOptions{WaitForJobs: true, TimeoutSeconds: 600}},
@@ -144,7 +145,7 @@ func faultSpecs(f *fixture) {
 			}
 		}()
 		newBundle("during-cut", fleet.BundleSpec{
-			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "cut", CreateNamespace: true},
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "cut", CreateNamespace: ptr.To(true)},
 			Resources:               []fleet.BundleResource{res("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: made-during-cut}\ndata: {a: b}\n")},
 			Targets:                 []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}},
 		})
@@ -272,7 +273,7 @@ func faultSpecs(f *fixture) {
 		bundle := func(i int) string { return fmt.Sprintf("bench-%02d", i) }
 		for i := range n {
 			newBundle(bundle(i), fleet.BundleSpec{
-				BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "bench", CreateNamespace: true},
+				BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "bench", CreateNamespace: ptr.To(true)},
 				Resources: []fleet.BundleResource{res("cm.yaml", fmt.Sprintf(
 					"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {round: \"0\"}\n", bundle(i)))},
 				Targets: target("env", "dev"),

@@ -166,7 +166,7 @@ func TargetingSpec(ctx context.Context, inputGetter func() SpecInput) {
 		bd := deploymentsOf(app)["dev-1"]
 		patch := client.MergeFrom(bd.DeepCopy())
 		bd.Status.Ready = false
-		bd.Status.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "app", Name: "web", Summary: "0/1 available"}}
+		bd.Status.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "app", Name: "web", Summary: fleet.Summary{State: "updating", Transitioning: true, Message: []string{"0/1 available"}}}}
 		Expect(admin.Status().Patch(ctx, bd, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
 			b := &fleet.Bundle{}
@@ -174,6 +174,10 @@ func TargetingSpec(ctx context.Context, inputGetter func() SpecInput) {
 			c := meta.FindStatusCondition(b.Status.Conditions, fleet.ConditionReady)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(c.Message).To(ContainSubstring("fleet-default/dev-1 NotReady: Deployment app/web: 0/1 available"))
+			g.Expect(b.Status.Summary.NonReadyResources).To(ContainElement(And(
+				HaveField("State", fleet.NotReady),
+				HaveField("NonReadyStatus", ConsistOf(HaveField("Summary.Message", []string{"0/1 available"}))),
+			)), "the summary carries the deployment's nonReadyStatus")
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
