@@ -417,7 +417,7 @@ targetCustomizations:
 	g.Expect(s.DefaultNamespace).To(Equal("apps"))
 	g.Expect(s.TargetNamespace).To(Equal("forced"))
 	g.Expect(s.KeepResources).To(BeTrue())
-	g.Expect(s.CreateNamespace).To(BeTrue())
+	g.Expect(s.CreateNamespace).To(HaveValue(BeTrue()))
 	g.Expect(s.NamespaceLabels).To(Equal(map[string]string{"env": "prod"}))
 	g.Expect(s.CorrectDrift).To(Equal(&fleet.CorrectDrift{Enabled: true, Force: true}))
 	g.Expect(s.Diff.ComparePatches).To(Equal([]fleet.ComparePatch{{
