@@ -54,6 +54,21 @@ const (
 	ReasonIgnoredFields = "IgnoredFields"
 )
 
+// HelmOp: Accepted, Polled and Ready (with the GitRepo reasons Polled,
+// FetchFailed, InvalidOptions, Restricted, SecretNotFound, NotOwned,
+// BundleError and NotReady).
+const (
+	// ReasonChartApplied: the chart at the resolved version is in the
+	// HelmOp's Bundle.
+	ReasonChartApplied = "ChartApplied"
+	// ReasonInvalidVersion: helm.version is neither a version nor a semver
+	// constraint.
+	ReasonInvalidVersion = "InvalidVersion"
+	// ReasonVersionNotFound: the repository has no such chart, or no version
+	// of it matches helm.version.
+	ReasonVersionNotFound = "VersionNotFound"
+)
+
 // Git errors (GitRepo GitPolling and Accepted): what the remote refused.
 const (
 	ReasonAuthFailed       = "AuthenticationFailed"
