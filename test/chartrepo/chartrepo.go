@@ -44,6 +44,8 @@ type Repo struct {
 
 	mu    sync.Mutex
 	auths []string
+	dir   string
+	index *repo.IndexFile
 }
 
 // Requests returns how many requests the repository received and the
@@ -88,7 +90,19 @@ func New(charts []Chart, o Options) (*Repo, error) {
 	} else {
 		r.Server = httptest.NewServer(handler)
 	}
-	index := repo.NewIndexFile()
+	r.dir, r.index = dir, repo.NewIndexFile()
+	if err := r.Add(charts...); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Add packages more chart versions and publishes them in index.yaml, as a
+// chart repository does when a new version is released.
+func (r *Repo) Add(charts ...Chart) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, c := range charts {
 		ch := &chart.Chart{
 			Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: c.Name, Version: c.Version, AppVersion: "1.0"},
@@ -100,25 +114,23 @@ func New(charts []Chart, o Options) (*Repo, error) {
 		for name, body := range c.Files {
 			ch.Files = append(ch.Files, &chart.File{Name: name, Data: body})
 		}
-		p, err := chartutil.Save(ch, dir)
+		p, err := chartutil.Save(ch, r.dir)
 		if err != nil {
-			r.Close()
-			return nil, err
+			return err
 		}
 		digest, err := provenance.DigestFile(p)
 		if err != nil {
-			r.Close()
-			return nil, err
+			return err
 		}
-		if err := index.MustAdd(ch.Metadata, filepath.Base(p), r.URL, digest); err != nil {
-			r.Close()
-			return nil, err
+		if err := r.index.MustAdd(ch.Metadata, filepath.Base(p), r.URL, digest); err != nil {
+			return err
 		}
 	}
-	index.SortEntries()
-	if err := index.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
-		r.Close()
-		return nil, err
+	r.index.SortEntries()
+	// Written aside and renamed, so that a client never reads half an index.
+	tmp := filepath.Join(r.dir, ".index.yaml.tmp")
+	if err := r.index.WriteFile(tmp, 0o644); err != nil {
+		return err
 	}
-	return r, nil
+	return os.Rename(tmp, filepath.Join(r.dir, "index.yaml"))
 }
