@@ -248,3 +248,28 @@ func TestHelmOpCredentials(t *testing.T) {
 	g.Expect(n).To(BeNumerically(">", 0), "the target's repository was asked")
 	g.Expect(auths).To(BeEmpty(), "no credentials sent to another repository")
 }
+
+// A chart in an OCI registry (HTTPS with a self-signed certificate): refused
+// until insecureSkipTLSVerify is set, then resolved against the registry's
+// tags and deployed.
+func TestHelmOpFromOCIRegistry(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := chartrepo.NewRegistry()
+	t.Cleanup(reg.Close)
+	g.Expect(reg.Push("charts/app", appChart("1.0.0"), appChart("1.3.0"), appChart("2.0.0"))).To(Succeed())
+
+	op := newHelmOp(ns, "oci", fleet.HelmOptions{Repo: reg.Ref("charts/app"), Version: "^1.0"})
+	g.Expect(env.Create(ctx, op)).To(Succeed())
+	g.Eventually(getHelmOp(g, ns, "oci")).WithTimeout(eventually).WithPolling(poll).Should(
+		condition(fleet.ConditionAccepted, metav1.ConditionFalse, fleet.ReasonFetchFailed, "certificate"), "refused without trust")
+
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(op), op)).To(Succeed())
+	op.Spec.InsecureSkipTLSverify = true
+	g.Expect(env.Update(ctx, op)).To(Succeed())
+	g.Eventually(bundleChartVersion(g, ns, "oci", "app")).WithTimeout(eventually).WithPolling(poll).Should(Equal("1.3.0"), "chart 1.3.0 from the registry")
+	g.Eventually(getHelmOp(g, ns, "oci")).WithTimeout(eventually).WithPolling(poll).Should(And(
+		HaveField("Status.Version", "1.3.0"),
+		condition(fleet.ConditionAccepted, metav1.ConditionTrue, fleet.ReasonChartApplied, "1.3.0"),
+	))
+}

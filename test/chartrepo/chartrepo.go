@@ -104,17 +104,7 @@ func (r *Repo) Add(charts ...Chart) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range charts {
-		ch := &chart.Chart{
-			Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: c.Name, Version: c.Version, AppVersion: "1.0"},
-			Raw:      []*chart.File{{Name: "values.yaml", Data: []byte(c.Values)}},
-		}
-		for name, body := range c.Templates {
-			ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + name, Data: []byte(body)})
-		}
-		for name, body := range c.Files {
-			ch.Files = append(ch.Files, &chart.File{Name: name, Data: body})
-		}
-		p, err := chartutil.Save(ch, r.dir)
+		p, err := save(c, r.dir)
 		if err != nil {
 			return err
 		}
@@ -122,7 +112,7 @@ func (r *Repo) Add(charts ...Chart) error {
 		if err != nil {
 			return err
 		}
-		if err := r.index.MustAdd(ch.Metadata, filepath.Base(p), r.URL, digest); err != nil {
+		if err := r.index.MustAdd(c.metadata(), filepath.Base(p), r.URL, digest); err != nil {
 			return err
 		}
 	}
@@ -133,4 +123,23 @@ func (r *Repo) Add(charts ...Chart) error {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(r.dir, "index.yaml"))
+}
+
+func (c Chart) metadata() *chart.Metadata {
+	return &chart.Metadata{APIVersion: chart.APIVersionV2, Name: c.Name, Version: c.Version, AppVersion: "1.0"}
+}
+
+// save packages c into dir and returns the archive's path.
+func save(c Chart, dir string) (string, error) {
+	ch := &chart.Chart{
+		Metadata: c.metadata(),
+		Raw:      []*chart.File{{Name: "values.yaml", Data: []byte(c.Values)}},
+	}
+	for name, body := range c.Templates {
+		ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + name, Data: []byte(body)})
+	}
+	for name, body := range c.Files {
+		ch.Files = append(ch.Files, &chart.File{Name: name, Data: body})
+	}
+	return chartutil.Save(ch, dir)
 }
