@@ -247,6 +247,17 @@ func TestHelmOpCredentials(t *testing.T) {
 	n, auths := other.Requests()
 	g.Expect(n).To(BeNumerically(">", 0), "the target's repository was asked")
 	g.Expect(auths).To(BeEmpty(), "no credentials sent to another repository")
+
+	// Another tenant names the Secret from its own namespace: it is looked
+	// up there only, and not found.
+	otherNS := newNamespace(t)
+	theft := newHelmOp(otherNS, "theft", fleet.HelmOptions{Repo: other.URL, Chart: "app"})
+	theft.Spec.HelmSecretName = "helm"
+	g.Expect(env.Create(ctx, theft)).To(Succeed())
+	g.Eventually(getHelmOp(g, otherNS, "theft")).WithTimeout(eventually).WithPolling(poll).Should(
+		condition(fleet.ConditionAccepted, metav1.ConditionFalse, fleet.ReasonSecretNotFound, "Secret helm not found in namespace "+otherNS))
+	_, auths = other.Requests()
+	g.Expect(auths).To(BeEmpty(), "no credentials sent for the other tenant")
 }
 
 // A chart in an OCI registry (HTTPS with a self-signed certificate): refused
