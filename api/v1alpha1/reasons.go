@@ -47,7 +47,8 @@ const (
 	// --allow-local-repos.
 	ReasonLocalRepoDisabled = "LocalRepositoryDisabled"
 	// ReasonFetchBusy: the namespace already holds its share of the git
-	// fetch slots; the GitRepo is polled when one frees up.
+	// fetch slots (for a HelmOp, of the chart download slots); the GitRepo
+	// or HelmOp is polled when one frees up.
 	ReasonFetchBusy = "FetchBusy"
 	// ReasonIgnoredFields (Warning): a fleet.yaml holds keys that are
 	// ignored, unknown ones or Fleet fields not implemented here.

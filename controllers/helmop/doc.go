@@ -19,6 +19,9 @@
 // with it, so agents upgrade the release in place. Without polling the
 // version is resolved when the spec changes (and once after the manager
 // starts). The GitRepoRestrictions of the namespace apply as to a GitRepo.
+// The HelmOps of one namespace hold at most half of the download slots
+// (Workers) at once, so one tenant's hanging repository cannot stall the
+// others'.
 //
 // Bad input (invalid helm options, a constraint that does not parse, a
 // chart or version the repository lacks, a missing Secret, a restriction

@@ -37,8 +37,10 @@ type Reconciler struct {
 	// APIReader reads the helmSecretName Secrets and, on delete, the
 	// Bundle, bypassing the cache; default mgr.GetAPIReader().
 	APIReader client.Reader
-	// Workers is the number of HelmOps reconciled at once, and so of chart
-	// downloads at once.
+	// Workers is the number of HelmOps reconciled at once, and so the
+	// number of chart download slots; the HelmOps of one namespace hold at
+	// most half of them (rounded up) at once, so one tenant's slow
+	// repository cannot stall the others.
 	Workers int
 	// SyncTimeout bounds one resolution and write; default
 	// DefaultSyncTimeout.
@@ -55,6 +57,31 @@ type Reconciler struct {
 
 	mu  sync.Mutex
 	ops map[types.NamespacedName]*opState
+	// slots counts the download slots each namespace holds.
+	slots map[string]int
+}
+
+// takeSlot takes a download slot for namespace ns unless it holds its share
+// already.
+func (r *Reconciler) takeSlot(ns string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.slots == nil {
+		r.slots = map[string]int{}
+	}
+	if r.slots[ns] >= (max(r.Workers, 1)+1)/2 {
+		return false
+	}
+	r.slots[ns]++
+	return true
+}
+
+func (r *Reconciler) releaseSlot(ns string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.slots[ns]--; r.slots[ns] <= 0 {
+		delete(r.slots, ns)
+	}
 }
 
 // SetupWithManager registers the controller: it watches HelmOps, their

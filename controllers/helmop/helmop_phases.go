@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"regexp"
 	"slices"
@@ -125,6 +126,11 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 		// What the last resolution found is in the status already.
 		return nil
 	}
+	if !r.takeSlot(op.Namespace) {
+		return outcome.Waitf(fleet.ReasonFetchBusy, time.Second+time.Duration(rand.Int64N(int64(time.Second))),
+			"namespace %s already holds its share of the chart download slots", op.Namespace)
+	}
+	defer r.releaseSlot(op.Namespace)
 	st.resolved, st.resolvedGeneration, st.retry = true, op.Generation, false
 	polling := polls(op)
 	if polling {
