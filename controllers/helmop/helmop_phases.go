@@ -117,8 +117,12 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 	if err != nil {
 		if outcome.IsStalling(err) {
 			st.acceptErr = err
-			// Resolve again as soon as the spec or restriction is fixed.
+			// Resolve again as soon as the spec or restriction is fixed;
+			// a polling HelmOp looks again at its next poll, not at once.
 			st.retry = true
+			if polls(op) {
+				st.nextPoll = s.now.Add(op.Spec.PollingInterval.Duration)
+			}
 		}
 		return err
 	}
