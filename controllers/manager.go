@@ -34,6 +34,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
 	"github.com/gitfleet/fleet/controllers/content"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
+	"github.com/gitfleet/fleet/controllers/helmop"
 	"github.com/gitfleet/fleet/controllers/localcluster"
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/names"
@@ -220,6 +221,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL}
 	if err := gr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gitrepo controller: %w", err)
+	}
+	// HelmOps download charts as GitRepos fetch git: as many at once.
+	if err := (&helmop.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Workers: o.GitWorkers}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the helmop controller: %w", err)
 	}
 	if o.WebhookAddr != "" {
 		h := gitrepo.NewWebhookHandler(mgr.GetClient(), gitrepo.WebhookOptions{SecretReader: mgr.GetAPIReader(), Secret: o.WebhookSecret})

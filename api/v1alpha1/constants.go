@@ -51,6 +51,8 @@ const (
 	ContentNameLabel = "fleet.cattle.io/content-name"
 	// RepoLabel names the GitRepo a Bundle was built from.
 	RepoLabel = "fleet.cattle.io/repo-name"
+	// HelmOpLabel names the HelmOp a Bundle was made from (Fleet's label).
+	HelmOpLabel = "fleet.cattle.io/fleet-helm-name"
 	// CommitLabel is the git commit a Bundle was built from, when known.
 	CommitLabel = "fleet.cattle.io/commit"
 	// RegistrationTokenLabel names the ClusterRegistrationToken an agent used to
@@ -131,6 +133,9 @@ const (
 	// Fleet ignores such keys silently, so repositories written for Fleet
 	// must keep deploying.
 	ConditionWarning = "Warning"
+	// ConditionPolled tells whether the last check of a polling HelmOp's
+	// repository for a new version succeeded.
+	ConditionPolled = "Polled"
 	// ConditionInstalled tells whether a BundleDeployment's release is installed.
 	ConditionInstalled = "Installed"
 	// ConditionDeployed tells whether a BundleDeployment's last apply succeeded.

@@ -47,11 +47,27 @@ const (
 	// --allow-local-repos.
 	ReasonLocalRepoDisabled = "LocalRepositoryDisabled"
 	// ReasonFetchBusy: the namespace already holds its share of the git
-	// fetch slots; the GitRepo is polled when one frees up.
+	// fetch slots (for a HelmOp, of the chart download slots); the GitRepo
+	// or HelmOp is polled when one frees up.
 	ReasonFetchBusy = "FetchBusy"
 	// ReasonIgnoredFields (Warning): a fleet.yaml holds keys that are
 	// ignored, unknown ones or Fleet fields not implemented here.
 	ReasonIgnoredFields = "IgnoredFields"
+)
+
+// HelmOp: Accepted, Polled and Ready (with the GitRepo reasons Polled,
+// FetchFailed, InvalidOptions, Restricted, SecretNotFound, NotOwned,
+// BundleError and NotReady).
+const (
+	// ReasonChartApplied: the chart at the resolved version is in the
+	// HelmOp's Bundle.
+	ReasonChartApplied = "ChartApplied"
+	// ReasonInvalidVersion: helm.version is neither a version nor a semver
+	// constraint.
+	ReasonInvalidVersion = "InvalidVersion"
+	// ReasonVersionNotFound: the repository has no such chart, or no version
+	// of it matches helm.version.
+	ReasonVersionNotFound = "VersionNotFound"
 )
 
 // Git errors (GitRepo GitPolling and Accepted): what the remote refused.

@@ -15,6 +15,9 @@ const (
 	// GitRepoFinalizer lets the manager delete a GitRepo's Bundles, and its
 	// git cache, before the GitRepo goes.
 	GitRepoFinalizer = "fleet.cattle.io/gitrepo"
+	// HelmOpFinalizer lets the manager delete a HelmOp's Bundle before the
+	// HelmOp goes.
+	HelmOpFinalizer = "fleet.cattle.io/helmop"
 	// RegistrationFinalizer makes deleting a ClusterRegistration revoke its
 	// credential. The agent creates registrations with it already set.
 	RegistrationFinalizer = "fleet.cattle.io/cluster-registration"

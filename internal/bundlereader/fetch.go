@@ -85,32 +85,9 @@ func (f *fetcher) fetch(ctx context.Context, repoURL, chart, version string) (*f
 // fetchFromRepo resolves a version (exact, a semver range, or empty for the
 // latest stable one) in a repository's index.yaml and downloads it.
 func (f *fetcher) fetchFromRepo(ctx context.Context, repoURL, chart, version string) (*fetchedChart, error) {
-	indexURL, err := repo.ResolveReferenceURL(repoURL, "index.yaml")
+	cv, err := f.resolveInRepo(ctx, repoURL, chart, version)
 	if err != nil {
-		return nil, invalidf("helm.repo %q: %v", repoURL, err)
-	}
-	data, err := f.httpGet(ctx, repoURL, indexURL)
-	if err != nil {
-		return nil, fmt.Errorf("reading the index of chart repository %s: %w", repoURL, err)
-	}
-	index := &repo.IndexFile{}
-	if err := yaml.Unmarshal(data, index); err != nil {
-		return nil, fmt.Errorf("chart repository %s: invalid index.yaml: %w", repoURL, err)
-	}
-	if index.APIVersion == "" {
-		return nil, fmt.Errorf("chart repository %s: index.yaml has no apiVersion; is this a Helm chart repository?", repoURL)
-	}
-	index.SortEntries()
-	versions, ok := index.Entries[chart]
-	if !ok || len(versions) == 0 {
-		return nil, invalidf("chart %q not found in %s (charts: %s)", chart, repoURL, listOrNone(chartNames(index)))
-	}
-	cv, err := pickVersion(versions, version)
-	if err != nil {
-		return nil, invalidf("chart %s: version %q is neither a version nor a semver range: %v", chart, version, err)
-	}
-	if cv == nil {
-		return nil, invalidf("chart %s version %s not found in %s (available: %s)", chart, displayVersion(version), repoURL, listOrNone(versionList(versions)))
+		return nil, err
 	}
 	if len(cv.URLs) == 0 {
 		return nil, fmt.Errorf("chart %s %s in %s has no download URL", chart, cv.Version, repoURL)
@@ -135,6 +112,39 @@ func (f *fetcher) fetchFromRepo(ctx context.Context, repoURL, chart, version str
 	}
 	ch.ref = strings.TrimSuffix(repoURL, "/") + "/" + chart
 	return ch, nil
+}
+
+// resolveInRepo reads a repository's index.yaml and picks the entry of
+// chart that version names (see pickVersion).
+func (f *fetcher) resolveInRepo(ctx context.Context, repoURL, chart, version string) (*repo.ChartVersion, error) {
+	indexURL, err := repo.ResolveReferenceURL(repoURL, "index.yaml")
+	if err != nil {
+		return nil, invalidf("helm.repo %q: %v", repoURL, err)
+	}
+	data, err := f.httpGet(ctx, repoURL, indexURL)
+	if err != nil {
+		return nil, fmt.Errorf("reading the index of chart repository %s: %w", repoURL, err)
+	}
+	index := &repo.IndexFile{}
+	if err := yaml.Unmarshal(data, index); err != nil {
+		return nil, fmt.Errorf("chart repository %s: invalid index.yaml: %w", repoURL, err)
+	}
+	if index.APIVersion == "" {
+		return nil, fmt.Errorf("chart repository %s: index.yaml has no apiVersion; is this a Helm chart repository?", repoURL)
+	}
+	index.SortEntries()
+	versions, ok := index.Entries[chart]
+	if !ok || len(versions) == 0 {
+		return nil, mark(invalidf("chart %q not found in %s (charts: %s)", chart, repoURL, listOrNone(chartNames(index))), ErrVersionNotFound)
+	}
+	cv, err := pickVersion(versions, version)
+	if err != nil {
+		return nil, mark(invalidf("chart %s: version %q is neither a version nor a semver range: %v", chart, version, err), ErrInvalidVersion)
+	}
+	if cv == nil {
+		return nil, mark(invalidf("chart %s version %s not found in %s (available: %s)", chart, displayVersion(version), repoURL, listOrNone(versionList(versions))), ErrVersionNotFound)
+	}
+	return cv, nil
 }
 
 // pickVersion returns the version equal to want, or else the newest that the
@@ -176,41 +186,13 @@ func constraintFor(want string) (*semver.Constraints, error) {
 func (f *fetcher) fetchOCI(ctx context.Context, ref, version string) (*fetchedChart, error) {
 	ref = strings.TrimSuffix(ref, "/")
 	base := strings.TrimPrefix(ref, "oci://")
-	tr, err := f.transport(ctx)
+	client, err := f.ociClient(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	opts := []registry.ClientOption{
-		registry.ClientOptHTTPClient(&http.Client{Transport: limitedTransport{RoundTripper: tr, max: f.maxBytes}, Timeout: timeoutFrom(ctx)}),
-		registry.ClientOptWriter(&bytes.Buffer{}),
-	}
-	if user, pass, ok := f.credentialsFor(ref, ref); ok {
-		opts = append(opts, registry.ClientOptBasicAuth(user, pass))
-	}
-	client, err := registry.NewClient(opts...)
+	tag, err := resolveOCITag(client, ref, version)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s: %w", ref, err)
-	}
-	tag := version
-	if _, notExact := semver.StrictNewVersion(version); notExact != nil {
-		tags, err := client.Tags(base)
-		if err != nil {
-			return nil, fmt.Errorf("listing the versions of chart %s: %w", ref, err)
-		}
-		constraint, err := constraintFor(version)
-		if err != nil {
-			return nil, invalidf("chart %s: version %q is neither a version nor a semver range: %v", ref, version, err)
-		}
-		tag = ""
-		for _, t := range tags { // newest first
-			if v, err := semver.NewVersion(t); err == nil && constraint.Check(v) {
-				tag = t
-				break
-			}
-		}
-		if tag == "" {
-			return nil, invalidf("chart %s version %s not found in %s (available: %s)", path0(base), displayVersion(version), ref, listOrNone(tags))
-		}
+		return nil, err
 	}
 	// Registries do not allow "+" in tags; Helm pushes it as "_".
 	res, err := client.Pull(base + ":" + strings.ReplaceAll(tag, "+", "_"))
@@ -226,6 +208,50 @@ func (f *fetcher) fetchOCI(ctx context.Context, ref, version string) (*fetchedCh
 	}
 	ch.ref = ref
 	return ch, nil
+}
+
+// ociClient is a Helm registry client for ref with the fetcher's TLS
+// settings, size limit and, where credentialsFor allows, credentials.
+func (f *fetcher) ociClient(ctx context.Context, ref string) (*registry.Client, error) {
+	tr, err := f.transport(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts := []registry.ClientOption{
+		registry.ClientOptHTTPClient(&http.Client{Transport: limitedTransport{RoundTripper: tr, max: f.maxBytes}, Timeout: timeoutFrom(ctx)}),
+		registry.ClientOptWriter(&bytes.Buffer{}),
+	}
+	if user, pass, ok := f.credentialsFor(ref, ref); ok {
+		opts = append(opts, registry.ClientOptBasicAuth(user, pass))
+	}
+	client, err := registry.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", ref, err)
+	}
+	return client, nil
+}
+
+// resolveOCITag returns version when it is an exact one, else the newest
+// tag of ref (oci://...) that the range version (none: any) allows.
+func resolveOCITag(client *registry.Client, ref, version string) (string, error) {
+	if _, notExact := semver.StrictNewVersion(version); notExact == nil {
+		return version, nil
+	}
+	base := strings.TrimPrefix(ref, "oci://")
+	constraint, err := constraintFor(version)
+	if err != nil {
+		return "", mark(invalidf("chart %s: version %q is neither a version nor a semver range: %v", ref, version, err), ErrInvalidVersion)
+	}
+	tags, err := client.Tags(base)
+	if err != nil {
+		return "", fmt.Errorf("listing the versions of chart %s: %w", ref, err)
+	}
+	for _, t := range tags { // newest first
+		if v, err := semver.NewVersion(t); err == nil && constraint.Check(v) {
+			return t, nil
+		}
+	}
+	return "", mark(invalidf("chart %s version %s not found in %s (available: %s)", path0(base), displayVersion(version), ref, listOrNone(tags)), ErrVersionNotFound)
 }
 
 func path0(ref string) string {

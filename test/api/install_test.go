@@ -32,13 +32,18 @@ func TestInstallControllerDryRun(t *testing.T) {
 		}
 	}
 	kinds := map[string]int{}
+	var crds []string
 	for _, u := range objs {
 		kinds[u.GetKind()]++
+		if u.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, u.GetName())
+		}
 		err := cl.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
 			client.FieldOwner("kubectl"), client.ForceOwnership, client.DryRunAll)
 		g.Expect(err).NotTo(HaveOccurred(), "%s %s", u.GetKind(), u.GetName())
 	}
-	g.Expect(kinds).To(HaveKeyWithValue("CustomResourceDefinition", 10))
+	g.Expect(kinds).To(HaveKeyWithValue("CustomResourceDefinition", 11))
+	g.Expect(crds).To(ContainElement("helmops.fleet.cattle.io"))
 	g.Expect(kinds).To(HaveKey("Deployment"))
 	g.Expect(kinds).To(HaveKey("ClusterRole"))
 }

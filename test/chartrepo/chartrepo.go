@@ -44,6 +44,8 @@ type Repo struct {
 
 	mu    sync.Mutex
 	auths []string
+	dir   string
+	index *repo.IndexFile
 }
 
 // Requests returns how many requests the repository received and the
@@ -88,37 +90,56 @@ func New(charts []Chart, o Options) (*Repo, error) {
 	} else {
 		r.Server = httptest.NewServer(handler)
 	}
-	index := repo.NewIndexFile()
-	for _, c := range charts {
-		ch := &chart.Chart{
-			Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: c.Name, Version: c.Version, AppVersion: "1.0"},
-			Raw:      []*chart.File{{Name: "values.yaml", Data: []byte(c.Values)}},
-		}
-		for name, body := range c.Templates {
-			ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + name, Data: []byte(body)})
-		}
-		for name, body := range c.Files {
-			ch.Files = append(ch.Files, &chart.File{Name: name, Data: body})
-		}
-		p, err := chartutil.Save(ch, dir)
-		if err != nil {
-			r.Close()
-			return nil, err
-		}
-		digest, err := provenance.DigestFile(p)
-		if err != nil {
-			r.Close()
-			return nil, err
-		}
-		if err := index.MustAdd(ch.Metadata, filepath.Base(p), r.URL, digest); err != nil {
-			r.Close()
-			return nil, err
-		}
-	}
-	index.SortEntries()
-	if err := index.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
+	r.dir, r.index = dir, repo.NewIndexFile()
+	if err := r.Add(charts...); err != nil {
 		r.Close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// Add packages more chart versions and publishes them in index.yaml, as a
+// chart repository does when a new version is released.
+func (r *Repo) Add(charts ...Chart) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range charts {
+		p, err := save(c, r.dir)
+		if err != nil {
+			return err
+		}
+		digest, err := provenance.DigestFile(p)
+		if err != nil {
+			return err
+		}
+		if err := r.index.MustAdd(c.metadata(), filepath.Base(p), r.URL, digest); err != nil {
+			return err
+		}
+	}
+	r.index.SortEntries()
+	// Written aside and renamed, so that a client never reads half an index.
+	tmp := filepath.Join(r.dir, ".index.yaml.tmp")
+	if err := r.index.WriteFile(tmp, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(r.dir, "index.yaml"))
+}
+
+func (c Chart) metadata() *chart.Metadata {
+	return &chart.Metadata{APIVersion: chart.APIVersionV2, Name: c.Name, Version: c.Version, AppVersion: "1.0"}
+}
+
+// save packages c into dir and returns the archive's path.
+func save(c Chart, dir string) (string, error) {
+	ch := &chart.Chart{
+		Metadata: c.metadata(),
+		Raw:      []*chart.File{{Name: "values.yaml", Data: []byte(c.Values)}},
+	}
+	for name, body := range c.Templates {
+		ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + name, Data: []byte(body)})
+	}
+	for name, body := range c.Files {
+		ch.Files = append(ch.Files, &chart.File{Name: name, Data: body})
+	}
+	return chartutil.Save(ch, dir)
 }

@@ -57,5 +57,6 @@ func AgentSpec(ctx context.Context, inputGetter func() SpecInput) {
 		}
 	})
 	Context("deploying bundles", func() { deploySpecs(f) })
+	Context("deploying HelmOps", func() { helmOpSpecs(f) })
 	Context("surviving faults", func() { faultSpecs(f) })
 }

@@ -1,0 +1,263 @@
+package helmop
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
+)
+
+// DefaultSyncTimeout bounds one resolution and write of a HelmOp's Bundle.
+const DefaultSyncTimeout = 5 * time.Minute
+
+// Reconciler turns each HelmOp into one Bundle: it resolves the chart
+// version, polls for new ones, writes the Bundle, and rolls the Bundle's
+// status up into the HelmOp's.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads the helmSecretName Secrets and, on delete, the
+	// Bundle, bypassing the cache; default mgr.GetAPIReader().
+	APIReader client.Reader
+	// Workers is the number of HelmOps reconciled at once, and so the
+	// number of chart download slots; the HelmOps of one namespace hold at
+	// most half of them (rounded up) at once, so one tenant's slow
+	// repository cannot stall the others.
+	Workers int
+	// SyncTimeout bounds one resolution and write; default
+	// DefaultSyncTimeout.
+	SyncTimeout time.Duration
+	// MaxDownloadBytes bounds one download from a repository; 0 means the
+	// bundlereader default.
+	MaxDownloadBytes int64
+	// Now is the clock (tests may replace it).
+	Now func() time.Time
+	// Recorder, when set, gets an event each time Accepted or Polled fails
+	// with a new reason or recovers; default
+	// mgr.GetEventRecorder("fleet-helmop").
+	Recorder events.EventRecorder
+
+	mu  sync.Mutex
+	ops map[types.NamespacedName]*opState
+	// slots counts the download slots each namespace holds.
+	slots map[string]int
+}
+
+// takeSlot takes a download slot for namespace ns unless it holds its share
+// already.
+func (r *Reconciler) takeSlot(ns string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.slots == nil {
+		r.slots = map[string]int{}
+	}
+	if r.slots[ns] >= (max(r.Workers, 1)+1)/2 {
+		return false
+	}
+	r.slots[ns]++
+	return true
+}
+
+func (r *Reconciler) releaseSlot(ns string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.slots[ns]--; r.slots[ns] <= 0 {
+		delete(r.slots, ns)
+	}
+}
+
+// SetupWithManager registers the controller: it watches HelmOps, their
+// Bundles (for the status rollup) and the GitRepoRestrictions of their
+// namespaces.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("fleet-helmop")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&fleet.HelmOp{}, builder.WithPredicates(helmOpChanged)).
+		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(bundleToHelmOp),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[fleet.HelmOpLabel] != "" }))).
+		Watches(&fleet.GitRepoRestriction{}, handler.EnqueueRequestsFromMapFunc(r.restrictionToHelmOps)).
+		Named("helmop").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Complete(r)
+}
+
+// helmOpChanged lets through the HelmOp updates that matter: a spec change
+// or a deletion. Status updates written by this controller do not come back
+// as work.
+var helmOpChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+}
+
+func bundleToHelmOp(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[fleet.HelmOpLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// restrictionToHelmOps maps a GitRepoRestriction to the HelmOps of its
+// namespace, so that a changed restriction is applied at once.
+func (r *Reconciler) restrictionToHelmOps(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &fleet.HelmOpList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		// The cache only fails before it has synced; every HelmOp is then
+		// reconciled from scratch anyway.
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile resolves one HelmOp's chart version when due, writes its Bundle
+// when the version or the spec changed, and writes its status once. A
+// polling HelmOp comes back at its interval, after a success and after a
+// stall alike (a new chart version may fix it); others come back only when
+// something they watch changes, or with backoff after a transient error.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	op := &fleet.HelmOp{}
+	if err := r.Client.Get(ctx, req.NamespacedName, op); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !op.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, op)
+	}
+	if controllerutil.AddFinalizer(op, fleet.HelmOpFinalizer) {
+		if err := r.Client.Update(ctx, op); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	s := &scope{op: op, before: op.DeepCopy(), state: r.state(req.NamespacedName), now: r.Now()}
+	defer func() {
+		if err := r.patchStatus(ctx, s); err != nil {
+			// A lost status write must be retried, even after a stall.
+			res, retErr = ctrl.Result{}, err
+		}
+	}()
+	err := r.reconcileChart(ctx, s)
+	if err != nil && !outcome.IsStalling(err) && !outcome.IsWaiting(err) {
+		ctrl.LoggerFrom(ctx).V(1).Info("HelmOp sync failed, retrying", "helmOp", klog.KObj(op), "error", err.Error())
+	}
+	return outcome.Result(err, untilNextPoll(s.now, s.state, op))
+}
+
+// patchStatus computes the status, records the events its change deserves,
+// and writes it when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	var bundle *fleet.Bundle
+	b := &fleet.Bundle{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.op), b)
+	switch {
+	case err == nil && b.Labels[fleet.HelmOpLabel] == s.op.Name:
+		bundle = b
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading the bundle of HelmOp %s: %w", s.op.Name, err)
+	}
+	setStatus(s.op, s.state, bundle)
+	r.record(s.op, conditionEvents(s.before.Status.Conditions, s.op.Status.Conditions))
+	if equality.Semantic.DeepEqual(s.before.Status, s.op.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, s.op, client.MergeFrom(s.before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}
+
+func (r *Reconciler) record(op *fleet.HelmOp, evs []conditionEvent) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, e := range evs {
+		kind := corev1.EventTypeNormal
+		if e.warning {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(op, nil, kind, e.reason, e.action, "%s", truncate(e.note, 1024))
+	}
+}
+
+// reconcileDelete deletes the HelmOp's Bundle, then lets the HelmOp go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, op *fleet.HelmOp) error {
+	r.forget(client.ObjectKeyFromObject(op))
+	if !controllerutil.ContainsFinalizer(op, fleet.HelmOpFinalizer) {
+		return nil
+	}
+	bundles := &fleet.BundleList{}
+	if err := r.APIReader.List(ctx, bundles, client.InNamespace(op.Namespace), client.MatchingLabels{fleet.HelmOpLabel: op.Name}); err != nil {
+		return fmt.Errorf("listing the bundle of deleted HelmOp %s: %w", op.Name, err)
+	}
+	for i := range bundles.Items {
+		b := &bundles.Items[i]
+		if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting bundle %s of deleted HelmOp %s: %w", b.Name, op.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Deleted the bundle of a deleted HelmOp", "helmOp", klog.KObj(op), "bundle", b.Name)
+	}
+	controllerutil.RemoveFinalizer(op, fleet.HelmOpFinalizer)
+	return client.IgnoreNotFound(r.Client.Update(ctx, op))
+}
+
+// state returns the in-memory resolution state of a HelmOp.
+func (r *Reconciler) state(key types.NamespacedName) *opState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ops == nil {
+		r.ops = map[types.NamespacedName]*opState{}
+	}
+	st, ok := r.ops[key]
+	if !ok {
+		st = &opState{}
+		r.ops[key] = st
+	}
+	return st
+}
+
+// forget drops the state of a HelmOp that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.ops, key)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

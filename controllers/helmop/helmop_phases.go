@@ -1,0 +1,437 @@
+package helmop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/bundlereader"
+	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/outcome"
+)
+
+// scope is what one reconcile works on.
+type scope struct {
+	op     *fleet.HelmOp
+	before *fleet.HelmOp
+	state  *opState
+	now    time.Time
+}
+
+// opState is what the controller remembers of a HelmOp between reconciles,
+// in memory: most reconciles (its Bundle's status changed) are neither a
+// poll nor a spec change, and must neither ask the repository again nor
+// forget what the last resolution found. A restart resolves every HelmOp
+// once. Reconciles of one HelmOp never run at once, so it needs no lock.
+type opState struct {
+	// resolved is set once a resolution ran for resolvedGeneration.
+	resolved           bool
+	resolvedGeneration int64
+	// retry asks for a resolution at once: the last one failed transiently.
+	retry bool
+	// nextPoll is when a polling HelmOp is due to be resolved again.
+	nextPoll time.Time
+	// polled is set once a polling HelmOp was polled; pollErr is the error
+	// of that last poll, nil when it succeeded, and latest what it found.
+	polled  bool
+	pollErr error
+	latest  string
+	// checked is set once the spec was checked; acceptErr is the error that
+	// keeps the current spec from being applied, nil when it is.
+	checked   bool
+	acceptErr error
+	// applied is the version last written or found in the Bundle: the
+	// status read from the cache may not show it yet.
+	applied string
+}
+
+// polls says whether a HelmOp is polled for new versions: as in Fleet,
+// when its pollingInterval is set and not 0 and its version is a
+// constraint (or empty) rather than an exact version, and the chart is not
+// a URL (which has no versions to choose from).
+func polls(op *fleet.HelmOp) bool {
+	p := op.Spec.PollingInterval
+	if p == nil || p.Duration <= 0 || op.Spec.Helm == nil {
+		return false
+	}
+	h := op.Spec.Helm
+	if h.Repo == "" && !strings.HasPrefix(h.Chart, "oci://") {
+		return false
+	}
+	return !isExactVersion(h.Version)
+}
+
+func isExactVersion(v string) bool {
+	_, err := semver.StrictNewVersion(v)
+	return err == nil
+}
+
+// untilNextPoll is how long a polling HelmOp waits for its next poll; 0
+// for one that does not poll.
+func untilNextPoll(now time.Time, st *opState, op *fleet.HelmOp) time.Duration {
+	if !polls(op) {
+		return 0
+	}
+	return max(st.nextPoll.Sub(now), time.Millisecond)
+}
+
+// resolveDue says whether the version must be resolved now.
+func resolveDue(now time.Time, st *opState, op *fleet.HelmOp) bool {
+	switch {
+	case !st.resolved, st.retry, st.resolvedGeneration != op.Generation:
+		return true
+	case polls(op):
+		return !now.Before(st.nextPoll)
+	}
+	return false
+}
+
+// reconcileChart runs the phases in order: apply the namespace's
+// restrictions, check the spec, and when due resolve the version and, if it
+// or the spec changed, write the Bundle. Each failure is recorded where the
+// status looks for it; nothing already deployed is touched unless a new
+// Bundle could be made whole.
+func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
+	st, op := s.state, s.op
+	st.checked = true
+	eff, err := r.restrict(ctx, op)
+	if err == nil {
+		err = validate(eff)
+	}
+	if err != nil {
+		if outcome.IsStalling(err) {
+			st.acceptErr = err
+			// Resolve again as soon as the spec or restriction is fixed;
+			// a polling HelmOp looks again at its next poll, not at once.
+			st.retry = true
+			if polls(op) {
+				st.nextPoll = s.now.Add(op.Spec.PollingInterval.Duration)
+			}
+		}
+		return err
+	}
+	if !resolveDue(s.now, st, op) {
+		// What the last resolution found is in the status already.
+		return nil
+	}
+	if !r.takeSlot(op.Namespace) {
+		return outcome.Waitf(fleet.ReasonFetchBusy, time.Second+time.Duration(rand.Int64N(int64(time.Second))),
+			"namespace %s already holds its share of the chart download slots", op.Namespace)
+	}
+	defer r.releaseSlot(op.Namespace)
+	st.resolved, st.resolvedGeneration, st.retry = true, op.Generation, false
+	polling := polls(op)
+	if polling {
+		st.polled = true
+		st.nextPoll = s.now.Add(op.Spec.PollingInterval.Duration)
+		op.Status.LastPollingTime.Time = s.now
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, orDefault(r.SyncTimeout, DefaultSyncTimeout))
+	defer cancel()
+	auth, err := r.helmAuth(ctx, eff)
+	if err != nil {
+		return r.fail(s, polling, err)
+	}
+	h := eff.Spec.Helm
+	version, err := bundlereader.ResolveChartVersion(ctx, bundlereader.ChartSource{Repo: h.Repo, Chart: h.Chart, Version: h.Version}, auth, r.MaxDownloadBytes)
+	if err != nil {
+		return r.fail(s, polling, classify(err))
+	}
+	st.latest, st.pollErr = version, nil
+	have, err := r.haveBundle(ctx, op)
+	if err != nil {
+		return r.fail(s, false, err)
+	}
+	if have && !writeNeeded(op, version) {
+		st.acceptErr, st.applied = nil, version
+		return nil
+	}
+	if err := r.writeBundle(ctx, eff, version, auth); err != nil {
+		return r.fail(s, false, err)
+	}
+	if op.Status.Version != version {
+		ctrl.LoggerFrom(ctx).Info("Wrote the HelmOp's bundle", "helmOp", klog.KObj(op), "chart", h.Chart, "repo", h.Repo, "version", version)
+	}
+	op.Status.Version = version
+	op.Status.ObservedGeneration = op.Generation
+	st.acceptErr, st.applied = nil, version
+	return nil
+}
+
+// fail records the error of a resolution or write. A poll of a spec already
+// applied reports it in Polled only: the deployed version stays, and
+// Accepted keeps saying so. Otherwise it is what Accepted reports. A
+// transient error asks for the next reconcile (after backoff) to try again.
+func (r *Reconciler) fail(s *scope, polling bool, err error) error {
+	st, op := s.state, s.op
+	if polling {
+		st.pollErr = err
+	}
+	if !polling || op.Status.ObservedGeneration != op.Generation || op.Status.Version == "" {
+		st.acceptErr = err
+	}
+	if !outcome.IsStalling(err) {
+		st.retry = true
+	}
+	return err
+}
+
+// writeNeeded says whether the Bundle must be written for version: the spec
+// changed since the last write, or the version did.
+func writeNeeded(op *fleet.HelmOp, version string) bool {
+	return op.Status.ObservedGeneration != op.Generation || op.Status.Version != version
+}
+
+// classify gives the errors of resolving a version their HelmOp reasons;
+// others keep theirs (a plain error is transient).
+func classify(err error) error {
+	switch {
+	case errors.Is(err, bundlereader.ErrInvalidVersion):
+		return outcome.Stall(fleet.ReasonInvalidVersion, err)
+	case errors.Is(err, bundlereader.ErrVersionNotFound):
+		return outcome.Stall(fleet.ReasonVersionNotFound, err)
+	}
+	return err
+}
+
+// validate checks the helm options of a HelmOp as Fleet does, naming what
+// to fix: a chart repository URL with a chart name, an oci:// reference, or
+// a chart URL; no valuesFiles (a HelmOp has no files); a name that fits a
+// Bundle.
+func validate(op *fleet.HelmOp) error {
+	invalid := func(format string, args ...any) error {
+		return outcome.Stallf(fleet.ReasonInvalidOptions, format, args...)
+	}
+	if len(op.Name) > names.MaxBundleNameLength {
+		return invalid("the name %q is longer than %d characters, the most a Bundle's name may have: use a shorter name", op.Name, names.MaxBundleNameLength)
+	}
+	h := op.Spec.Helm
+	if h == nil || (h.Repo == "" && h.Chart == "") {
+		return invalid("spec.helm must name a chart: helm.repo and helm.chart, an oci:// reference in helm.repo, or a chart URL in helm.chart")
+	}
+	if err := checkHelmSource(h.Repo, h.Chart, h.Version, "helm"); err != nil {
+		return invalid("%v", err)
+	}
+	if len(h.ValuesFiles) > 0 {
+		return invalid("helm.valuesFiles: a HelmOp has no files to read them from: put the values in helm.values")
+	}
+	for i, t := range op.Spec.Targets {
+		if t.Helm == nil {
+			continue
+		}
+		field := fmt.Sprintf("targets[%d].helm", i)
+		if len(t.Helm.ValuesFiles) > 0 {
+			return invalid("%s.valuesFiles: a HelmOp has no files to read them from: put the values in %s.values", field, field)
+		}
+		if t.Helm.Repo == "" && t.Helm.Chart == "" && t.Helm.Version == "" {
+			continue
+		}
+		repo, chart, version := first(t.Helm.Repo, h.Repo), first(t.Helm.Chart, h.Chart), first(t.Helm.Version, h.Version)
+		if err := checkHelmSource(repo, chart, version, field); err != nil {
+			return invalid("%v", err)
+		}
+	}
+	return nil
+}
+
+// checkHelmSource checks one combination of repo, chart and version.
+func checkHelmSource(repo, chart, version, field string) error {
+	switch {
+	case repo != "":
+		if err := checkURL(repo, field+".repo", "http", "https", "oci"); err != nil {
+			return err
+		}
+		if strings.HasPrefix(repo, "oci://") {
+			if chart != "" {
+				return fmt.Errorf("%s.chart must be empty when %s.repo is an oci:// reference: the reference names the chart", field, field)
+			}
+			return nil
+		}
+		if chart == "" {
+			return fmt.Errorf("%s.chart is empty: name the chart of repository %s to deploy", field, repo)
+		}
+		if strings.Contains(chart, "://") {
+			return fmt.Errorf("%s.chart %q must be a chart name when %s.repo is set, not a URL", field, chart, field)
+		}
+	case strings.HasPrefix(chart, "oci://"):
+		return checkURL(chart, field+".chart", "oci")
+	default:
+		if !strings.Contains(chart, "://") {
+			return fmt.Errorf("%s.repo is empty and %s.chart %q is not a URL: a HelmOp has no files of its own; set %s.repo to the chart repository", field, field, chart, field)
+		}
+		if err := checkURL(chart, field+".chart", "http", "https"); err != nil {
+			return err
+		}
+		if version != "" {
+			return fmt.Errorf("%s.version must be empty when %s.chart is the URL of a packaged chart", field, field)
+		}
+	}
+	return nil
+}
+
+func checkURL(raw, field string, schemes ...string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%s %q is not a URL: %v", field, raw, err)
+	}
+	if !slices.Contains(schemes, u.Scheme) || u.Host == "" {
+		return fmt.Errorf("%s %q must be a %s URL with a host", field, raw, strings.Join(schemes, ", "))
+	}
+	return nil
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// chartURL is where the chart of a HelmOp comes from: the repository, or
+// the chart's own URL.
+func chartURL(h *fleet.HelmOptions) string {
+	if h.Repo != "" {
+		return h.Repo
+	}
+	return h.Chart
+}
+
+// helmAuth is how the manager reaches the HelmOp's repository: its TLS
+// settings, and the helmSecretName credentials, which go to that one URL
+// (and its host) only, never to another repository a target names.
+func (r *Reconciler) helmAuth(ctx context.Context, op *fleet.HelmOp) (*bundlereader.HelmAuth, error) {
+	auth := &bundlereader.HelmAuth{InsecureSkipVerify: op.Spec.InsecureSkipTLSverify}
+	if op.Spec.HelmSecretName == "" {
+		return auth, nil
+	}
+	secret := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: op.Namespace, Name: op.Spec.HelmSecretName}, secret)
+	if apierrors.IsNotFound(err) {
+		return nil, outcome.Stallf(fleet.ReasonSecretNotFound, "helmSecretName: Secret %s not found in namespace %s: create it or fix the name", op.Spec.HelmSecretName, op.Namespace)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading helmSecretName Secret %s: %w", op.Spec.HelmSecretName, err)
+	}
+	auth.Username = string(secret.Data[corev1.BasicAuthUsernameKey])
+	auth.Password = string(secret.Data[corev1.BasicAuthPasswordKey])
+	auth.CABundle = secret.Data["cacerts"]
+	re, err := bundlereader.CompileURLRegex(regexp.QuoteMeta(strings.TrimSuffix(chartURL(op.Spec.Helm), "/")) + "/?")
+	if err != nil {
+		return nil, err
+	}
+	auth.URLRegex = re
+	return auth, nil
+}
+
+// writeBundle fetches the chart at version and creates or updates the
+// HelmOp's Bundle with it, where it differs.
+func (r *Reconciler) writeBundle(ctx context.Context, op *fleet.HelmOp, version string, auth *bundlereader.HelmAuth) error {
+	spec := *op.Spec.BundleSpec.DeepCopy()
+	spec.Helm.Version = version
+	labels := map[string]string{}
+	for k, v := range op.Spec.Labels {
+		labels[k] = v
+	}
+	labels[fleet.HelmOpLabel] = op.Name
+	want, err := bundlereader.ReadRemoteChart(ctx, spec, bundlereader.Options{
+		Name: op.Name, Namespace: op.Namespace, Labels: labels, HelmAuth: auth, MaxDownloadBytes: r.MaxDownloadBytes,
+	})
+	if err != nil {
+		return fmt.Errorf("reading chart %s %s: %w", chartURL(op.Spec.Helm), displayVersion(version), classify(err))
+	}
+	cur := &fleet.Bundle{}
+	err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := controllerutil.SetControllerReference(op, want, r.Client.Scheme()); err != nil {
+			return err
+		}
+		return wrapWrite(r.Client.Create(ctx, want), want.Name)
+	case err != nil:
+		return fmt.Errorf("reading bundle %s: %w", want.Name, err)
+	}
+	if err := checkOwned(cur, op); err != nil {
+		return err
+	}
+	upd := cur.DeepCopy()
+	upd.Spec = want.Spec
+	upd.Labels = want.Labels
+	if err := controllerutil.SetControllerReference(op, upd, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(cur.Spec, upd.Spec) && equality.Semantic.DeepEqual(cur.Labels, upd.Labels) &&
+		equality.Semantic.DeepEqual(cur.OwnerReferences, upd.OwnerReferences) {
+		return nil
+	}
+	return wrapWrite(r.Client.Update(ctx, upd), want.Name)
+}
+
+// haveBundle says whether the HelmOp's Bundle exists; it fails when a
+// Bundle of that name is someone else's.
+func (r *Reconciler) haveBundle(ctx context.Context, op *fleet.HelmOp) (bool, error) {
+	cur := &fleet.Bundle{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(op), cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, checkOwned(cur, op)
+}
+
+// checkOwned refuses to take over a Bundle that another GitRepo or HelmOp
+// made, as Fleet refuses it.
+func checkOwned(b *fleet.Bundle, op *fleet.HelmOp) error {
+	if b.Labels[fleet.HelmOpLabel] == op.Name {
+		return nil
+	}
+	by := "is not from a HelmOp"
+	if repo := b.Labels[fleet.RepoLabel]; repo != "" {
+		by = "belongs to GitRepo " + repo
+	}
+	return outcome.Stallf(fleet.ReasonNotOwned, "bundle %s already exists in namespace %s and %s: give the HelmOp another name", b.Name, b.Namespace, by)
+}
+
+func wrapWrite(err error, name string) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsInvalid(err):
+		return outcome.Stallf(fleet.ReasonInvalidOptions, "bundle %s was rejected by the API server: %w", name, err)
+	case apierrors.IsRequestEntityTooLargeError(err):
+		return outcome.Stallf(fleet.ReasonInvalidBundle, "bundle %s is too large for the API server: use a smaller chart", name)
+	}
+	return fmt.Errorf("writing bundle %s: %w", name, err)
+}
+
+func displayVersion(v string) string {
+	if v == "" {
+		return "(no version)"
+	}
+	return v
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
