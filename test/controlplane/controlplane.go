@@ -212,6 +212,12 @@ func Start(opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	apiServer := cp.env.ControlPlane.GetAPIServer()
+	if opts.Workloads != nil {
+		// envtest turns the ServiceAccount admission plugin off, as nothing
+		// would create the ServiceAccounts it requires; the controller
+		// manager does, so pods get theirs as in any cluster.
+		apiServer.Configure().Disable("disable-admission-plugins")
+	}
 	for k, v := range opts.APIServerArgs {
 		apiServer.Configure().Set(k, v...)
 	}
