@@ -95,6 +95,12 @@ func (c *ControlPlane) WorkloadProcesses() []*WorkloadProcess { return c.workloa
 // signed the API server's certificate. The scheduler runs as
 // system:kube-scheduler: both hold only the rights Kubernetes' bootstrap
 // RBAC gives them. kwok plays every kubelet, and is admin.
+//
+// A control plane started with Options.Workloads also keeps the API
+// server's ServiceAccount admission plugin, which envtest turns off: pods
+// are given their ServiceAccount's token volume, and refused while the
+// ServiceAccount does not exist yet, as in any cluster. StartWorkloads
+// called later leaves the plugin as the API server was started.
 func (c *ControlPlane) StartWorkloads(ctx context.Context, w Workloads) (err error) {
 	if len(c.workloads) > 0 {
 		return fmt.Errorf("control plane %s runs workloads already", c.Name)

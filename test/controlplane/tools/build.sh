@@ -39,7 +39,7 @@ fi
 tmp="$(mktemp -d "$cache/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 start=$SECONDS
-echo "Building kube-apiserver, kube-controller-manager and kube-scheduler $k8s (a cold build takes about 8 minutes on 2 cores)" >&2
+echo "Building kube-apiserver, kube-controller-manager and kube-scheduler $k8s (a cold build of all five binaries takes about 9 minutes on 2 cores)" >&2
 # Stamp the release version in: clients (Helm's kubeVersion checks among them)
 # read it from /version.
 minor=$(echo "$k8s" | cut -d. -f2)
