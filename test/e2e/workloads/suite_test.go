@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/internal/devenv"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/e2e/workloads"
 	"github.com/gitfleet/fleet/test/framework"
@@ -66,6 +67,7 @@ func (s *suite) setUp(ctx context.Context) {
 }
 
 func (s *suite) tearDown() {
+	s.reportUsage()
 	if s.stopManager != nil {
 		s.stopManager()
 	}
@@ -73,6 +75,25 @@ func (s *suite) tearDown() {
 		_ = cp.Stop()
 	}
 	framework.RemoveBinaries()
+}
+
+// reportUsage prints what the workload processes used over the suite: the
+// specs' rollouts, Jobs and pod replacements are their busiest time.
+func (s *suite) reportUsage() {
+	var procs []devenv.WorkloadProcess
+	for _, cp := range s.downstreams {
+		for _, p := range cp.WorkloadProcesses() {
+			procs = append(procs, devenv.WorkloadProcess{Cluster: cp.Name, Name: p.Name, PID: p.PID(), Log: p.Log})
+		}
+	}
+	const window = 2 * time.Second
+	usage, err := devenv.MeasureWorkloads(context.Background(), procs, window)
+	if err != nil {
+		GinkgoWriter.Printf("measuring the workload processes: %v\n", err)
+		return
+	}
+	GinkgoWriter.Printf("What ran the workloads over the suite:\n")
+	_ = devenv.PrintUsage(GinkgoWriter, usage, window)
 }
 
 func (s *suite) input() workloads.SpecInput {
