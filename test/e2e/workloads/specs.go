@@ -22,25 +22,27 @@ import (
 	"github.com/gitfleet/fleet/test/framework/e2e"
 )
 
-// stalledRollout: a new image that cannot be pulled stalls the rollout;
-// the old pods keep serving, so the Deployment is still Available, yet the
-// release is not Ready, and once progressDeadlineSeconds has passed the
-// reason is the deployment controller's ProgressDeadlineExceeded.
+// stalledRollout: a new image that cannot be pulled stalls the rollout of
+// a one-replica Deployment: its new ReplicaSet's pod cannot start, the old
+// pod keeps serving, so Kubernetes counts the replica updated and the
+// Deployment Available, yet the release is not Ready (an old replica is
+// left), and once progressDeadlineSeconds has passed the reason is the
+// deployment controller's ProgressDeadlineExceeded.
 func stalledRollout(f *fixture) {
 	c := f.clusters[0]
 	const ns = "stall"
 	f.newBundle("stall", fleet.BundleSpec{
 		BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: ns, CreateNamespace: true},
-		Resources:               []fleet.BundleResource{res("web.yaml", deployment("web", "nginx:1.27", 2, "  progressDeadlineSeconds: 10\n"))},
+		Resources:               []fleet.BundleResource{res("web.yaml", deployment("web", "nginx:1.27", 1, "  progressDeadlineSeconds: 25\n"))},
 		Targets:                 targetName(c.name),
 	})
 	c.waitState("stall", fleet.Ready, 90*time.Second)
-	e2e.WaitFor("the Deployment's two pods to run on simulated nodes", func(g Gomega) {
-		runningOnSimulatedNodes(g, c.pods(ns, "web"), 2)
+	e2e.WaitFor("the Deployment's pod to run on a simulated node", func(g Gomega) {
+		runningOnSimulatedNodes(g, c.pods(ns, "web"), 1)
 	}, 30*time.Second, 250*time.Millisecond)
 
 	bad := controlplane.FailImagePrefix + "web:2"
-	f.setResource("stall", "web.yaml", deployment("web", bad, 2, "  progressDeadlineSeconds: 10\n"))
+	f.setResource("stall", "web.yaml", deployment("web", bad, 1, "  progressDeadlineSeconds: 25\n"))
 	e2e.WaitFor("a pod of the new ReplicaSet to wait in ImagePullBackOff", func(g Gomega) {
 		var backoff int
 		for _, p := range c.pods(ns, "web") {
@@ -52,11 +54,22 @@ func stalledRollout(f *fixture) {
 		}
 		g.Expect(backoff).To(BeNumerically(">=", 1))
 	}, 60*time.Second, 250*time.Millisecond)
-	// The old ReplicaSet still serves: Kubernetes calls the Deployment
-	// Available, but the rollout is not done.
-	d := c.deployment(ns, "web")
-	Expect(d.Status.AvailableReplicas).To(BeNumerically(">=", 1), "old pods keep serving")
-	c.waitState("stall", fleet.NotReady, 30*time.Second)
+	// The old ReplicaSet still serves and the new one has its replica:
+	// Kubernetes counts it updated and the Deployment Available, but the
+	// rollout is not done.
+	e2e.WaitFor("the deployment controller to count the new replica updated, the old one available", func(g Gomega) {
+		d := c.deployment(ns, "web")
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+		g.Expect(d.Status.UpdatedReplicas).To(Equal(int32(1)), "%+v", d.Status)
+		g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)), "%+v", d.Status)
+		g.Expect(d.Status.Replicas).To(Equal(int32(2)), "%+v", d.Status)
+	}, 30*time.Second, 250*time.Millisecond)
+	// Before the deadline (25s from the rollout's start) the agent says why.
+	e2e.WaitFor("the release to be NotReady with an old replica left", func(g Gomega) {
+		bd := c.bd("stall")
+		g.Expect(summary.State(bd)).To(Equal(fleet.NotReady))
+		g.Expect(bd.Status.NonReadyStatus).To(ContainElement(HaveField("Summary", "1 old replicas pending termination")), "%+v", bd.Status)
+	}, 15*time.Second, 250*time.Millisecond)
 
 	e2e.WaitFor("the release to be NotReady with ProgressDeadlineExceeded", func(g Gomega) {
 		bd := c.bd("stall")
@@ -72,9 +85,9 @@ func stalledRollout(f *fixture) {
 	}, 30*time.Second, 250*time.Millisecond)
 
 	// A good image rolls out and the release is Ready again.
-	f.setResource("stall", "web.yaml", deployment("web", "nginx:1.28", 2, "  progressDeadlineSeconds: 10\n"))
+	f.setResource("stall", "web.yaml", deployment("web", "nginx:1.28", 1, "  progressDeadlineSeconds: 25\n"))
 	c.waitState("stall", fleet.Ready, 90*time.Second)
-	d = c.deployment(ns, "web")
+	d := c.deployment(ns, "web")
 	Expect(rolling(d)).To(BeFalse(), "Ready only once the rollout is done: %+v", d.Status)
 }
 
