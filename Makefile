@@ -39,7 +39,7 @@ generate: $(CONTROLGEN) ## Generate deepcopy code and CRDs from api/, the manage
 	install -m 0644 $(CAPI_DIR)/core/config/crd/bases/cluster.x-k8s.io_clusters.yaml test/controlplane/capi/
 
 .PHONY: controlplane
-controlplane: ## Build kube-apiserver and etcd from source once (cached per user), link them into bin/k8s
+controlplane: ## Build kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok from source once (cached per user), link them into bin/k8s
 	@mkdir -p $(BIN)
 	@dir=$$(bash test/controlplane/tools/build.sh) && ln -sfn "$$dir" $(BIN)/k8s && echo "control plane binaries: $$dir"
 
@@ -113,7 +113,7 @@ fuzz: ## Run every fuzz target for FUZZTIME
 	$(GO) test ./internal/target -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
 
 .PHONY: demo
-demo: controlplane build ## Bring up a manager and clusters on this machine
+demo: controlplane build ## Bring up a manager and clusters (running workloads on simulated nodes) on this machine
 	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(BIN)/fleet dev up
 
 .PHONY: demo-down

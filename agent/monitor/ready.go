@@ -98,6 +98,11 @@ func deploymentReady(o *unstructured.Unstructured, ignore []map[string]string) (
 	switch {
 	case updated < replicas:
 		return false, fmt.Sprintf("%d/%d updated", updated, replicas)
+	case statusInt(o, "replicas") > updated:
+		// Old ReplicaSets still have pods: the rollout is not done, even
+		// when enough of them are available (kubectl rollout status waits
+		// for them too). A new image that cannot start stalls here.
+		return false, fmt.Sprintf("%d old replicas pending termination", statusInt(o, "replicas")-updated)
 	case available < replicas:
 		return false, fmt.Sprintf("%d/%d available", available, replicas)
 	}

@@ -50,6 +50,17 @@ status:
   updatedReplicas: 2
   availableReplicas: 2
   conditions: [{type: Available, status: "True"}]`},
+		{name: "deployment with old replicas left", ready: false, why: "1 old replicas pending termination", obj: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, generation: 2}
+spec: {replicas: 2}
+status:
+  observedGeneration: 2
+  replicas: 3
+  updatedReplicas: 2
+  availableReplicas: 2
+  conditions: [{type: Available, status: "True"}]`},
 		{name: "deployment with old generation observed", ready: false, why: "generation 3 not observed yet", obj: `
 apiVersion: apps/v1
 kind: Deployment

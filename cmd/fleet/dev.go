@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -21,6 +22,8 @@ import (
 type devOptions struct {
 	dir, bin, examples string
 	timeout            time.Duration
+	workloads          bool
+	nodes              int
 }
 
 func newDev() *cobra.Command {
@@ -37,6 +40,10 @@ func newDev() *cobra.Command {
 	up.Flags().StringVar(&o.bin, "bin", "bin", "directory with fleet, fleet-manager and fleet-agent")
 	up.Flags().StringVar(&o.examples, "examples", "config/examples", "directory committed into the demo's git repository")
 	up.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
+	up.Flags().BoolVar(&o.workloads, "workloads", true,
+		"run kube-controller-manager, kube-scheduler and kwok (simulated nodes) beside the API servers of edge-1 and capi-1, "+
+			"and deploy the examples' workloads directory; false starts API servers alone")
+	up.Flags().IntVar(&o.nodes, "nodes", 1, "simulated nodes per cluster that runs workloads")
 	down := &cobra.Command{
 		Use:   "down",
 		Short: "Stop everything `fleet dev up` started and remove its state",
@@ -80,6 +87,9 @@ func runDevUp(ctx context.Context, out, errOut io.Writer, o *devOptions) error {
 		devenv.Kill(st.PIDs)
 		removeAll(st, dir)
 	}
+	if o.nodes < 1 {
+		return fmt.Errorf("--nodes must be at least 1, not %d", o.nodes)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -88,7 +98,8 @@ func runDevUp(ctx context.Context, out, errOut io.Writer, o *devOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	start := time.Now()
-	env, err := devenv.Up(ctx, devenv.Options{Dir: dir, Bin: bin, Examples: examples, Progress: errOut})
+	env, err := devenv.Up(ctx, devenv.Options{Dir: dir, Bin: bin, Examples: examples, Progress: errOut,
+		Workloads: o.workloads, Nodes: o.nodes})
 	if err != nil {
 		return fmt.Errorf("bringing the local fleet up: %w (logs in %s)", err, filepath.Join(dir, "logs"))
 	}
@@ -124,6 +135,17 @@ func printDev(ctx context.Context, out io.Writer, st *devenv.State) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(st.Workloads) > 0 {
+		const window = 5 * time.Second
+		usage, err := devenv.MeasureWorkloads(ctx, st.Workloads, window)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\nWhat runs the workloads (this machine has %d cores):\n", runtime.NumCPU())
+		if err := devenv.PrintUsage(out, usage, window); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(out, "\nKubeconfigs:\n")
 	for _, name := range []string{"manager", "edge-1", "capi-1"} {

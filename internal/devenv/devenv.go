@@ -39,7 +39,20 @@ type Options struct {
 	Examples string
 	// Progress receives one line per step.
 	Progress io.Writer
+	// Workloads runs kube-controller-manager, kube-scheduler and kwok
+	// beside the API servers of the downstream clusters (edge-1, capi-1),
+	// so that Deployments and Jobs run on simulated nodes, and deploys the
+	// examples' workloads directory. Without it the clusters are API
+	// servers alone and that directory is left out.
+	Workloads bool
+	// Nodes is the number of simulated nodes per downstream cluster when
+	// Workloads is set; 0 means 1.
+	Nodes int
 }
+
+// WorkloadsDir is the examples' directory that needs clusters that run
+// workloads.
+const WorkloadsDir = "workloads"
 
 // State is what `fleet dev down` and a second `fleet dev up` need.
 type State struct {
@@ -50,7 +63,18 @@ type State struct {
 	Logs        string            `json:"logs"`
 	// TempDirs are the control planes' etcd data and certificates.
 	TempDirs []string `json:"tempDirs"`
-	Ready    bool     `json:"ready"`
+	// Workloads are the processes that run the downstream clusters'
+	// workloads (their PIDs are in PIDs too).
+	Workloads []WorkloadProcess `json:"workloads,omitempty"`
+	Ready     bool              `json:"ready"`
+}
+
+// WorkloadProcess is one process that runs a cluster's workloads.
+type WorkloadProcess struct {
+	Cluster string `json:"cluster"`
+	Name    string `json:"name"`
+	PID     int    `json:"pid"`
+	Log     string `json:"log"`
 }
 
 // Env is a running environment.
@@ -108,15 +132,22 @@ func Up(ctx context.Context, o Options) (_ *Env, err error) {
 }
 
 func (e *Env) startControlPlanes(context.Context) error {
-	e.step("Starting 3 control planes (kube-apiserver + etcd): manager, edge-1, capi-1")
+	var workloads *controlplane.Workloads
+	if e.opts.Workloads {
+		workloads = &controlplane.Workloads{Nodes: e.opts.Nodes}
+		e.step("Starting 3 control planes (kube-apiserver + etcd): manager, edge-1, capi-1; "+
+			"edge-1 and capi-1 run workloads (kube-controller-manager, kube-scheduler, kwok with %d simulated node(s))", max(e.opts.Nodes, 1))
+	} else {
+		e.step("Starting 3 control planes (kube-apiserver + etcd): manager, edge-1, capi-1")
+	}
 	type spec struct {
 		name string
 		opts controlplane.Options
 	}
 	specs := []spec{
 		{"manager", controlplane.Options{CAPI: true}},
-		{"edge-1", controlplane.Options{NoCRDs: true}},
-		{"capi-1", controlplane.Options{NoCRDs: true}},
+		{"edge-1", controlplane.Options{NoCRDs: true, Workloads: workloads}},
+		{"capi-1", controlplane.Options{NoCRDs: true, Workloads: workloads}},
 	}
 	errs := make(chan error, len(specs))
 	cps := make([]*controlplane.ControlPlane, len(specs))
@@ -141,6 +172,9 @@ func (e *Env) startControlPlanes(context.Context) error {
 		e.State.Kubeconfigs[specs[i].name] = cp.Kubeconfig
 		e.State.PIDs = append(e.State.PIDs, cp.PIDs()...)
 		e.State.TempDirs = append(e.State.TempDirs, cp.TempDirs()...)
+		for _, p := range cp.WorkloadProcesses() {
+			e.State.Workloads = append(e.State.Workloads, WorkloadProcess{Cluster: specs[i].name, Name: p.Name, PID: p.PID(), Log: p.Log})
+		}
 		if i == 0 {
 			e.Manager = cp
 		} else {
@@ -184,7 +218,10 @@ func (e *Env) startManager(ctx context.Context) error {
 		"--api-server-url", e.Manager.Config.Host, "--api-server-ca-file", ca,
 		"--webhook-bind-address", "", "--metrics-bind-address", "0", "--health-probe-bind-address", probe,
 		// The demo's repository is a local directory.
-		"--allow-local-repos")
+		"--allow-local-repos",
+		// Its own git cache: a later demo makes a new repository at the
+		// same path, which a clone cached from this one does not fit.
+		"--git-cache-dir", filepath.Join(e.opts.Dir, "git-cache"))
 	if err != nil {
 		return err
 	}
@@ -302,9 +339,13 @@ func (e *Env) createGitRepos(ctx context.Context) error {
 		return err
 	}
 	poll := &metav1.Duration{Duration: 5 * time.Second}
+	paths, err := e.examplePaths()
+	if err != nil {
+		return err
+	}
 	if err := e.Client.Create(ctx, &fleet.GitRepo{
 		ObjectMeta: metav1.ObjectMeta{Name: "examples", Namespace: fleet.DefaultWorkspace},
-		Spec: fleet.GitRepoSpec{Repo: repo, Branch: "main", PollingInterval: poll,
+		Spec: fleet.GitRepoSpec{Repo: repo, Branch: "main", PollingInterval: poll, Paths: paths,
 			Targets: []fleet.GitTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}}},
 	}); err != nil {
 		return err
@@ -315,16 +356,41 @@ func (e *Env) createGitRepos(ctx context.Context) error {
 	})
 }
 
+// examplePaths are the examples' directories the GitRepo deploys, one
+// bundle each: every one, less WorkloadsDir when the clusters do not run
+// workloads.
+func (e *Env) examplePaths() ([]string, error) {
+	entries, err := os.ReadDir(e.opts.Examples)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, d := range entries {
+		if !d.IsDir() || strings.HasPrefix(d.Name(), ".") || (d.Name() == WorkloadsDir && !e.opts.Workloads) {
+			continue
+		}
+		paths = append(paths, d.Name())
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no example directories in %s", e.opts.Examples)
+	}
+	return paths, nil
+}
+
 func (e *Env) waitReady(ctx context.Context) error {
 	e.step("Waiting until every cluster and every bundle are Ready")
+	paths, err := e.examplePaths()
+	if err != nil {
+		return err
+	}
 	last := ""
 	return poll(ctx, 3*time.Minute, func() (bool, error) {
 		clusters, bundles, err := e.Status(ctx)
 		if err != nil {
 			return false, nil
 		}
-		// local, edge-1 and capi-1; the three examples and the quickstart.
-		ready := len(clusters) == 3 && len(bundles) == 4
+		// local, edge-1 and capi-1; the examples and the quickstart.
+		ready := len(clusters) == 3 && len(bundles) == len(paths)+1
 		for _, c := range clusters {
 			ready = ready && c.Ready
 		}

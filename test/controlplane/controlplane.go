@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,11 @@ type Options struct {
 	APIServerArgs map[string][]string
 	// StartTimeout bounds the start; default 90s (the machine may be busy).
 	StartTimeout time.Duration
+	// Workloads, when set, also runs kube-controller-manager,
+	// kube-scheduler and kwok with simulated Nodes (see StartWorkloads), so
+	// that Deployments, Jobs and their pods progress as in a cluster.
+	// Without it nothing runs what the API server stores.
+	Workloads *Workloads
 }
 
 // ControlPlane is one running kube-apiserver with its etcd.
@@ -58,9 +64,10 @@ type ControlPlane struct {
 	// Kubeconfig is the path of an admin kubeconfig file.
 	Kubeconfig string
 
-	env     *envtest.Environment
-	dir     string
-	tempDir bool
+	env       *envtest.Environment
+	dir       string
+	tempDir   bool
+	workloads []*WorkloadProcess
 }
 
 var assetsOnce struct {
@@ -205,6 +212,12 @@ func Start(opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	apiServer := cp.env.ControlPlane.GetAPIServer()
+	if opts.Workloads != nil {
+		// envtest turns the ServiceAccount admission plugin off, as nothing
+		// would create the ServiceAccounts it requires; the controller
+		// manager does, so pods get theirs as in any cluster.
+		apiServer.Configure().Disable("disable-admission-plugins")
+	}
 	for k, v := range opts.APIServerArgs {
 		apiServer.Configure().Set(k, v...)
 	}
@@ -219,6 +232,11 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err == nil {
 		cp.Kubeconfig = filepath.Join(cp.dir, "kubeconfig")
 		err = os.WriteFile(cp.Kubeconfig, kc, 0o600)
+	}
+	if err == nil && opts.Workloads != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err = cp.StartWorkloads(ctx, *opts.Workloads)
+		cancel()
 	}
 	if err != nil {
 		_ = cp.Stop()
@@ -282,11 +300,13 @@ func (c *ControlPlane) APIServer() *envtest.APIServer {
 	return c.env.ControlPlane.GetAPIServer()
 }
 
-// Stop stops the API server and etcd and removes temporary files.
+// Stop stops the workload processes, if any, then the API server and etcd,
+// and removes temporary files.
 func (c *ControlPlane) Stop() error {
 	if c == nil || c.env == nil {
 		return nil
 	}
+	c.stopWorkloads()
 	err := c.env.Stop()
 	c.cleanup()
 	return err
@@ -386,11 +406,15 @@ func copyDir(from, to string) error {
 }
 
 // PIDs are the process IDs of this control plane's kube-apiserver and etcd,
-// found by the directories only they were started with.
+// found by the directories only they were started with, and of its workload
+// processes.
 func (c *ControlPlane) PIDs() []int {
 	marks := c.TempDirs()
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
+	for _, p := range c.workloads {
+		pids = append(pids, p.PID())
+	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -398,6 +422,9 @@ func (c *ControlPlane) PIDs() []int {
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err != nil {
+			continue
+		}
+		if slices.Contains(pids, pid) {
 			continue
 		}
 		for _, m := range marks {

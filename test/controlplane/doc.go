@@ -5,6 +5,13 @@
 // "cluster" is an API server with its own etcd, its own kube-system namespace UID
 // and its own kubeconfig.
 //
+// A control plane started with Options.Workloads (or given StartWorkloads
+// later) runs workloads too: kube-controller-manager, kube-scheduler and kwok,
+// which simulates Nodes and what their kubelets would report of the pods bound
+// to them (stages.yaml). Deployments roll out, Jobs complete, pods are
+// replaced, yet no container runs; an image under FailImagePrefix fails. The
+// suites that need none of it start API servers alone, as before.
+//
 // The binaries are built once by tools/build.sh into a per-user cache keyed by
 // version; Assets finds them (or builds them) and Start runs one control plane
 // through controller-runtime's envtest.

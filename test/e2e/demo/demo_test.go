@@ -8,10 +8,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,6 +46,7 @@ func TestDemo(t *testing.T) {
 	start := time.Now()
 	env, err := devenv.Up(ctx, devenv.Options{
 		Dir: dir, Bin: bin, Examples: filepath.Join(framework.RepoRoot(), "config", "examples"), Progress: testWriter{t},
+		Workloads: true,
 	})
 	g.Expect(err).NotTo(HaveOccurred(), "logs in %s", filepath.Join(dir, "logs"))
 	defer env.Down()
@@ -67,7 +71,7 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	g.Expect(local).To(ConsistOf(fleet.LocalClusterName), "the manager's own cluster, and only it, in fleet-local")
-	g.Expect(bundles).To(HaveLen(4))
+	g.Expect(bundles).To(HaveLen(5), "plain, helm, kustomize, workloads and the quickstart")
 	for _, r := range bundles {
 		g.Expect(r.Ready).To(BeTrue(), "bundle %+v", r)
 		if r.Workspace == fleet.LocalWorkspace {
@@ -80,7 +84,40 @@ func TestDemo(t *testing.T) {
 		g.Expect(r.Clusters).To(Equal("2/2"))
 	}
 	g.Expect(env.State.Ready).To(BeTrue())
-	g.Expect(env.State.PIDs).To(HaveLen(10), "3 control planes x 2 processes, the manager, three agents")
+	g.Expect(env.State.PIDs).To(HaveLen(16), "3 control planes x 2 processes, the manager, three agents, "+
+		"kube-controller-manager, kube-scheduler and kwok for edge-1 and capi-1")
+	g.Expect(env.State.Workloads).To(HaveLen(6))
+
+	// The workloads example ran on both clusters: Kubernetes' controllers
+	// made the Deployment available on simulated nodes and the Job
+	// complete, and only then was the release Ready (waitForJobs).
+	for _, name := range []string{"edge-1", "capi-1"} {
+		raw, err := os.ReadFile(env.State.Kubeconfigs[name])
+		g.Expect(err).NotTo(HaveOccurred())
+		cfg, err := kubeconfig.ToREST(raw)
+		g.Expect(err).NotTo(HaveOccurred())
+		down, err := client.New(cfg, client.Options{})
+		g.Expect(err).NotTo(HaveOccurred())
+		d := &appsv1.Deployment{}
+		g.Expect(down.Get(ctx, types.NamespacedName{Namespace: "demo-workloads", Name: "web"}, d)).To(Succeed())
+		g.Expect(d.Status.AvailableReplicas).To(Equal(int32(2)), "%s: %+v", name, d.Status)
+		pods := &corev1.PodList{}
+		g.Expect(down.List(ctx, pods, client.InNamespace("demo-workloads"), client.MatchingLabels{"app": "web"})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(2))
+		for _, p := range pods.Items {
+			g.Expect(p.Spec.NodeName).To(HavePrefix("kwok-node-"), "%s: scheduled by kube-scheduler", name)
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
+		}
+		job := &batchv1.Job{}
+		g.Expect(down.Get(ctx, types.NamespacedName{Namespace: "demo-workloads", Name: "web-migrate-1"}, job)).To(Succeed())
+		g.Expect(job.Status.Succeeded).To(Equal(int32(1)), "%s: %+v", name, job.Status)
+	}
+	usage, err := devenv.MeasureWorkloads(ctx, env.State.Workloads, 5*time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(usage).To(HaveLen(6))
+	var table strings.Builder
+	g.Expect(devenv.PrintUsage(&table, usage, 5*time.Second)).To(Succeed())
+	t.Logf("What runs the workloads:\n%s", table.String())
 
 	// The quickstart's objects are in the manager's own cluster, deployed by
 	// the local agent: no other agent writes there.
