@@ -11,6 +11,8 @@ type SpecInput struct {
 	// Admin is an admin client of the manager's cluster, with the manager's
 	// scheme.
 	Admin client.Client
+	// MetricsURL is the manager's metrics endpoint (MetricsSpec only).
+	MetricsURL string
 }
 
 func (in SpecInput) validate(spec string) {

@@ -23,6 +23,7 @@ type suite struct {
 	cp          *controlplane.ControlPlane
 	admin       client.Client
 	stopManager func()
+	metricsURL  string
 }
 
 func (s *suite) setUp(ctx context.Context) {
@@ -32,7 +33,7 @@ func (s *suite) setUp(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	s.admin, err = s.cp.Client(controllers.Scheme())
 	Expect(err).NotTo(HaveOccurred())
-	s.stopManager, err = framework.StartManager(ctx, s.cp.Config, controllers.Options{
+	s.stopManager, s.metricsURL, err = framework.StartManagerServingMetrics(ctx, s.cp.Config, controllers.Options{
 		APIServerURL: s.cp.Config.Host, ContentGrace: 2 * time.Second,
 	})
 	Expect(err).NotTo(HaveOccurred())
@@ -45,7 +46,9 @@ func (s *suite) tearDown() {
 	_ = s.cp.Stop()
 }
 
-func (s *suite) input() targeting.SpecInput { return targeting.SpecInput{Admin: s.admin} }
+func (s *suite) input() targeting.SpecInput {
+	return targeting.SpecInput{Admin: s.admin, MetricsURL: s.metricsURL}
+}
 
 func TestTargeting(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -55,5 +58,6 @@ func TestTargeting(t *testing.T) {
 	AfterSuite(s.tearDown)
 	Describe("GitRepo to BundleDeployments", Ordered, func() { targeting.GitOpsSpec(ctx, s.input) })
 	Describe("Targeting", Ordered, func() { targeting.TargetingSpec(ctx, s.input) })
+	Describe("Metrics and events", Ordered, func() { targeting.MetricsSpec(ctx, s.input) })
 	RunSpecs(t, "Targeting")
 }
