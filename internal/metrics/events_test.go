@@ -132,3 +132,23 @@ func TestNoDoubleEventForABundleControllerFailure(t *testing.T) {
 	g.Expect(rec.events).To(HaveLen(1))
 	g.Expect(rec.events[0].kind).To(Equal("Warning"))
 }
+
+func TestARecreatedObjectStartsOver(t *testing.T) {
+	g := NewWithT(t)
+	l, _ := newLimiter(LimiterOptions{})
+	rec := &recorder{}
+	tr := NewTracker(GitRepos, l.Recorder(rec), l.Forget)
+	tr.OnAdd(gitRepo("Ready"), true)
+	// Deleted and made again while the watch was down: the relist shows
+	// the new object (another UID) as an update of the old one.
+	again := gitRepo("ErrApplied")
+	again.UID = "uid-again"
+	tr.OnUpdate(gitRepo("Ready"), again)
+	g.Expect(rec.events).To(BeEmpty(), "a new object's first state is no change")
+	g.Expect(scrape(t, "fleet_gitrepos", tr)).To(And(HaveKeyWithValue("ns/ErrApplied", 1.0), HaveKeyWithValue("ns/Ready", 0.0)))
+	back := gitRepo("Ready")
+	back.UID = "uid-again"
+	tr.OnUpdate(again, back)
+	g.Expect(rec.events).To(HaveLen(1))
+	g.Expect(rec.events[0].note).To(HavePrefix("GitRepo state changed from ErrApplied to Ready"))
+}

@@ -148,7 +148,7 @@ func (t *Tracker) observe(obj client.Object) {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	t.mu.Lock()
 	was, known := t.last[key]
-	if now.event == "" {
+	if now.event == "" && was.uid == now.uid {
 		// Nothing new to say: keep the state the next change is told from.
 		now.event = was.event
 	}
@@ -156,7 +156,7 @@ func (t *Tracker) observe(obj client.Object) {
 		t.last[key] = now
 		if !known {
 			t.move(seen{}, &now)
-		} else if was.state != now.state || was.namespace != now.namespace {
+		} else if was.state != now.state {
 			t.move(was, &now)
 		}
 	}
