@@ -28,7 +28,8 @@ const (
 	// go to exists and is not labelled for that Cluster.
 	ReasonNamespaceConflict = "NamespaceConflict"
 	// ReasonStateChanged (event): the state a GitRepo, Bundle or Cluster
-	// shows (status.display.state) changed; the note says from what to what.
+	// shows (status.display.state) turned into or out of ErrApplied,
+	// NotReady, Modified or Offline; the note says from what to what.
 	ReasonStateChanged = "StateChanged"
 )
 

@@ -10,7 +10,8 @@
 // namespaces and states, never with objects.
 //
 // The same handlers record a StateChanged event when an object's state
-// changes. Every event the manager records goes through one Limiter: a
+// turns into or out of one that asks for attention (ErrApplied, NotReady,
+// Modified, Offline). Every event the manager records goes through one Limiter: a
 // burst per object, then one per interval, and a cap over all objects, so
 // a flapping object or a storm cannot flood the API server.
 //

@@ -152,3 +152,22 @@ func TestARecreatedObjectStartsOver(t *testing.T) {
 	g.Expect(rec.events).To(HaveLen(1))
 	g.Expect(rec.events[0].note).To(HavePrefix("GitRepo state changed from ErrApplied to Ready"))
 }
+
+func TestTheStepsOfARolloutAreNoEvents(t *testing.T) {
+	g := NewWithT(t)
+	l, _ := newLimiter(LimiterOptions{})
+	rec := &recorder{}
+	tr := NewTracker(Clusters, l.Recorder(rec), l.Forget)
+	steps := []string{fleet.ClusterStateWaitCheckIn, "WaitApplied", "Ready", "OutOfSync", "WaitApplied", "Ready", "NotReady", "Ready"}
+	old := cluster("ns", "c", "u", steps[0])
+	tr.OnAdd(old, true)
+	for _, st := range steps[1:] {
+		n := cluster("ns", "c", "u", st)
+		tr.OnUpdate(old, n)
+		old = n
+	}
+	g.Expect(rec.events).To(Equal([]event{
+		{"Warning", fleet.ReasonStateChanged, "Cluster state changed from Ready to NotReady"},
+		{"Normal", fleet.ReasonStateChanged, "Cluster state changed from NotReady to Ready"},
+	}))
+}

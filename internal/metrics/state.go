@@ -162,8 +162,11 @@ func (t *Tracker) observe(obj client.Object) {
 	}
 	t.mu.Unlock()
 	// A recreated object (new UID) starts over, and the first sight of an
-	// object (a start, a new leader) is no change.
-	if known && was.uid == now.uid && was.event != "" && was.event != now.event && t.recorder != nil {
+	// object (a start, a new leader) is no change. Only a change into or
+	// out of a state that asks for attention is news: the steps of every
+	// rollout (WaitApplied, Ready) are for the gauges, not for 2000 events.
+	if known && was.uid == now.uid && was.event != "" && was.event != now.event && t.recorder != nil &&
+		(warningState(was.event) || warningState(now.event)) {
 		t.record(obj, was.event, now.event)
 	}
 }
