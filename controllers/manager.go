@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +38,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/helmop"
 	"github.com/gitfleet/fleet/controllers/localcluster"
 	"github.com/gitfleet/fleet/internal/enqueue"
+	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/secretmeta"
 )
@@ -125,6 +127,10 @@ type Options struct {
 	// another namespace may take its kubeconfig Secret
 	// (spec.kubeConfigSecretNamespace); default none.
 	KubeconfigSecretNamespaces []string
+	// Events bound the events the manager records: a burst per object, then
+	// one per interval, and a cap over all objects (internal/metrics;
+	// defaults 5, 5m, 10/s).
+	Events metrics.LimiterOptions
 }
 
 // SystemRegistrationNamespace is where credential secrets live.
@@ -183,6 +189,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := EnsureNamespaces(ctx, mgr.GetAPIReader(), mgr.GetClient(), o); err != nil {
 		return err
 	}
+	// Every event goes through one limiter, keyed by the object it is about.
+	limiter := metrics.NewLimiter(o.Events)
+	recorder := func(name string) events.EventRecorder { return limiter.Recorder(mgr.GetEventRecorder(name)) }
 	token := &clusterregistrationtoken.Reconciler{
 		Client:                      mgr.GetClient(),
 		SystemRegistrationNamespace: o.SystemRegistrationNamespace(),
@@ -209,6 +218,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Workers:                     o.RegistrationWorkers,
 		MaxPending:                  o.RegistrationMaxPending,
 		MaxPendingPerToken:          o.RegistrationMaxPendingPerToken,
+		Recorder:                    recorder("fleet-clusterregistration"),
 	}
 	if err := reg.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the registration controller: %w", err)
@@ -218,7 +228,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	gr := &gitrepo.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers,
 		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo,
-		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL}
+		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL, Recorder: recorder("fleet-gitrepo")}
 	if err := gr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gitrepo controller: %w", err)
 	}
@@ -242,7 +252,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	imp := &clusterimport.Reconciler{Client: mgr.GetClient(), APIServerURL: o.APIServerURL, APIServerCA: o.APIServerCA,
 		AgentImage: o.AgentImage, StaleAfter: o.ImportStaleAfter, MaxConcurrentInstalls: o.MaxConcurrentInstalls, Workers: o.Workers,
-		Secrets: secrets, SecretNamespaces: o.KubeconfigSecretNamespaces}
+		Secrets: secrets, SecretNamespaces: o.KubeconfigSecretNamespaces, Recorder: recorder("fleet-clusterimport")}
 	if !o.DisableLocalCluster {
 		if imp.Local, err = setupLocalCluster(mgr); err != nil {
 			return err
@@ -256,21 +266,28 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, "v1beta2"); err != nil {
 		ctrl.LoggerFrom(ctx).Info("Cluster API enrollment is off: Cluster API's v1beta2 Cluster kind is not served", "reason", err.Error())
 	} else {
-		if err := (&capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: secrets}).SetupWithManager(ctx, mgr); err != nil {
+		if err := (&capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: secrets, Recorder: recorder("fleet-capi")}).SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up the Cluster API controller: %w", err)
 		}
 	}
-	if err := (&bundle.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&bundle.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Recorder: recorder("fleet-bundle")}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the bundle controller: %w", err)
 	}
-	if err := (&cluster.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, OfflineAfter: o.ClusterOfflineAfter}).SetupWithManager(mgr); err != nil {
+	if err := (&cluster.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, OfflineAfter: o.ClusterOfflineAfter,
+		Recorder: recorder("fleet-cluster")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
-	if err := (&clustergroup.Reconciler{Client: mgr.GetClient(), Workers: o.Workers}).SetupWithManager(mgr); err != nil {
+	if err := (&clustergroup.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Recorder: recorder("fleet-clustergroup")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster group controller: %w", err)
 	}
 	if err := (&content.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Grace: o.ContentGrace}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the content controller: %w", err)
+	}
+	// The state gauges and events, on the leader, limited as the rest.
+	if err := metrics.Setup(mgr, limiter, metrics.Recorders{
+		"GitRepo": recorder("fleet-gitrepo"), "Bundle": recorder("fleet-bundle"), "Cluster": recorder("fleet-cluster"),
+	}); err != nil {
+		return fmt.Errorf("setting up the state metrics: %w", err)
 	}
 	return nil
 }

@@ -27,6 +27,10 @@ const (
 	// ReasonNamespaceConflict: the namespace a Cluster's deployments would
 	// go to exists and is not labelled for that Cluster.
 	ReasonNamespaceConflict = "NamespaceConflict"
+	// ReasonStateChanged (event): the state a GitRepo, Bundle or Cluster
+	// shows (status.display.state) turned into or out of ErrApplied,
+	// NotReady, Modified or Offline; the note says from what to what.
+	ReasonStateChanged = "StateChanged"
 )
 
 // GitRepo: Accepted, GitPolling and Ready.

@@ -16,6 +16,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/version"
 )
 
@@ -95,6 +96,9 @@ func newCommand() *cobra.Command {
 		"keep the Cluster local in fleet-local for this cluster, with its agent and the ClusterGroup default selecting it, as Fleet does")
 	f.IntVar(&o.MaxConcurrentInstalls, "max-concurrent-installs", 0, "agent installs into imported clusters at once (default 20)")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
+	f.IntVar(&o.Events.Burst, "event-burst", metrics.DefaultEventBurst, "events one object may get at once; then one per --event-interval")
+	f.DurationVar(&o.Events.Interval, "event-interval", metrics.DefaultEventInterval, "once an object's burst is used, it gets one event per interval")
+	f.Float64Var(&o.Events.QPS, "event-qps", metrics.DefaultEventQPS, "events per second over all objects (a burst of ten seconds' worth)")
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", "", "health probe address (empty disables)")
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address serving Go profiles at /debug/pprof (empty disables)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader among replicas")

@@ -23,6 +23,7 @@ import (
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/registration"
@@ -364,8 +365,10 @@ func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
 	applyCtx, cancel := context.WithTimeout(ctx, time.Duration(len(objs))*r.RemoteTimeout)
 	defer cancel()
 	if err := agentinstall.Apply(applyCtx, s.remote, objs); err != nil {
+		metrics.Imports.WithLabelValues(metrics.ResultFailed).Inc()
 		return remoteFailure("installing the agent", err)
 	}
+	metrics.Imports.WithLabelValues(metrics.ResultInstalled).Inc()
 	ctrl.LoggerFrom(ctx).Info("Installed the agent", "why", d.Reason, "restarted", d.Restart, "agentNamespace", opts.Namespace)
 	c.Status.AgentDeployedGeneration = &c.Spec.RedeployAgentGeneration
 	c.Status.APIServerURL = want.APIServerURL

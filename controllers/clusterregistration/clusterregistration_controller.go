@@ -21,6 +21,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
+	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
@@ -236,10 +237,19 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.Cluster
 		if perr := r.Client.Status().Patch(ctx, reg, client.MergeFrom(base)); perr != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("writing the status of registration %s: %w", reg.Name, perr))
 		}
-		if r.Recorder != nil && outcome.IsStalling(err) {
+		if outcome.IsStalling(err) {
 			// The condition changed to this refusal: news once, not on
 			// every reconcile.
-			r.Recorder.Eventf(reg, nil, corev1.EventTypeWarning, outcome.ReasonOf(err, fleet.ReasonError), "Register", "%s", err.Error())
+			reason := outcome.ReasonOf(err, fleet.ReasonError)
+			metrics.Registrations.WithLabelValues(metrics.ResultRefused, reason).Inc()
+			if r.Recorder != nil {
+				r.Recorder.Eventf(reg, nil, corev1.EventTypeWarning, reason, "Register", "%s", err.Error())
+			}
+		}
+		if s.granted {
+			// Counted once the grant is written: a grant whose status write
+			// failed is made again.
+			metrics.Registrations.WithLabelValues(metrics.ResultGranted, fleet.ReasonGranted).Inc()
 		}
 	}
 	if s.granted {

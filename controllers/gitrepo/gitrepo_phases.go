@@ -21,6 +21,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/bundlereader"
 	"github.com/gitfleet/fleet/internal/gitfetch"
+	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
 
@@ -229,13 +230,17 @@ func (r *Reconciler) poll(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.opts = o
+	start := time.Now()
 	s.state.latest, err = r.Fetcher.LatestCommit(ctx, o)
+	metrics.ObserveSince(metrics.FetchLatestCommit, s.repo.Namespace, start, err)
 	return err
 }
 
 // checkout fetches the latest commit into the git cache.
 func (r *Reconciler) checkout(ctx context.Context, s *scope) error {
+	start := time.Now()
 	dir, err := r.Fetcher.Checkout(ctx, s.opts, s.state.latest)
+	metrics.ObserveSince(metrics.Checkout, s.repo.Namespace, start, err)
 	s.dir = dir
 	return err
 }

@@ -26,18 +26,21 @@ import (
 type fleetRun struct {
 	cp      *controlplane.ControlPlane
 	c       client.Client
-	mgr     *framework.Process
+	mgr     *manager
 	agents  []*simagent.Agent
 	n, b    int
 	events  *bdEvents
 	results []Result
 	// started is the usage when the running experiment started.
 	started usage
+	// metricsBefore is fleet_metrics_update_seconds_total then.
+	metricsBefore float64
 }
 
 // mark notes the API server's counters and CPU at an experiment's start.
 func (f *fleetRun) mark(ctx context.Context) {
 	f.started = takeUsage(ctx, f.cp)
+	f.metricsBefore = f.mgr.metricsUpdateSeconds()
 }
 
 // bdEvents counts BundleDeployment writes seen through a metadata informer.
@@ -48,16 +51,25 @@ func (e *bdEvents) total() int64 { return e.adds.Load() + e.updates.Load() + e.d
 // pprofAddr, when set, is where the manager serves Go profiles.
 var pprofAddr string
 
-func startManager(cp *controlplane.ControlPlane) (*framework.Process, error) {
+func startManager(cp *controlplane.ControlPlane) (*manager, error) {
 	logDir, _ := os.MkdirTemp("", "fleet-bench-")
 	fmt.Fprintf(os.Stderr, "Starting fleet-manager (log in %s)\n", logDir)
+	metricsAddr, err := framework.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
 	args := []string{"--kubeconfig", cp.Kubeconfig,
-		"--api-server-url", cp.Config.Host, "--kube-api-qps", "5000", "--kube-api-burst", "10000", "--webhook-bind-address", ""}
+		"--api-server-url", cp.Config.Host, "--kube-api-qps", "5000", "--kube-api-burst", "10000", "--webhook-bind-address", "",
+		"--metrics-bind-address", metricsAddr}
 	if pprofAddr != "" {
 		fmt.Fprintf(os.Stderr, "The manager serves profiles at http://%s/debug/pprof/\n", pprofAddr)
 		args = append(args, "--pprof-bind-address", pprofAddr)
 	}
-	return framework.StartManagerProcess(logDir, "manager", args...)
+	p, err := framework.StartManagerProcess(logDir, "manager", args...)
+	if err != nil {
+		return nil, err
+	}
+	return &manager{Process: p, metricsURL: "http://" + metricsAddr + "/metrics"}, nil
 }
 
 func watchBDs(ctx context.Context, f *fleetRun) error {
@@ -105,6 +117,7 @@ func (f *fleetRun) measure(r Result, cpuBefore float64) Result {
 	f.started.since(context.Background(), f.cp, &r)
 	r.ManagerRSSMB = peakRSSMB(f.mgr)
 	r.ManagerCPUS = cpuSeconds(f.mgr) - cpuBefore
+	r.setMetricsCPU(f.mgr.metricsUpdateSeconds() - f.metricsBefore)
 	return r
 }
 

@@ -3,13 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/gitfleet/fleet/test/framework"
 )
 
 // apiRequests reads the API server's request counters so far, keyed
@@ -101,4 +106,33 @@ func requestsSince(title string, before, after map[string]float64, keep func(str
 		parts = append(parts, fmt.Sprintf("%s %.0f", r.k, r.v))
 	}
 	return fmt.Sprintf("%s %.0f: %s", title, total, strings.Join(parts, ", "))
+}
+
+// manager is the fleet-manager process and where it serves its metrics.
+type manager struct {
+	*framework.Process
+	metricsURL string
+}
+
+// metricsUpdateSeconds reads fleet_metrics_update_seconds_total from the
+// manager's metrics endpoint: the time its state-metrics handlers spent so
+// far (0 when it cannot be read).
+func (m *manager) metricsUpdateSeconds() float64 {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get(m.metricsURL)
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "fleet_metrics_update_seconds_total "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
 }

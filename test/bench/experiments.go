@@ -23,7 +23,6 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/test/controlplane"
-	"github.com/gitfleet/fleet/test/framework"
 )
 
 func newClient(cfg *rest.Config) (client.Client, error) {
@@ -157,6 +156,7 @@ func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Resul
 		return Result{}, err
 	}
 	cpuBefore := cpuSeconds(mgr)
+	metricsBefore := mgr.metricsUpdateSeconds()
 	before := takeUsage(ctx, cp)
 	fmt.Fprintf(os.Stderr, "Creating %d bundles of 10 KB\n", b)
 	start := time.Now()
@@ -170,6 +170,7 @@ func Fanout(ctx context.Context, cp *controlplane.ControlPlane, n, b int) (Resul
 	s := since(start)
 	r := Result{Experiment: "fanout", Clusters: n, Bundles: b, Objects: int(want), Seconds: s, Rate: float64(want) / s,
 		ManagerRSSMB: peakRSSMB(mgr), ManagerCPUS: cpuSeconds(mgr) - cpuBefore}
+	r.setMetricsCPU(mgr.metricsUpdateSeconds() - metricsBefore)
 	before.since(ctx, cp, &r)
 	return r, nil
 }
@@ -256,7 +257,7 @@ func (u usage) since(ctx context.Context, cp *controlplane.ControlPlane, r *Resu
 }
 
 // peakRSSMB reads VmHWM of a process.
-func peakRSSMB(p *framework.Process) float64 {
+func peakRSSMB(p *manager) float64 {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID()), "status"))
 	if err != nil {
 		return 0
@@ -271,7 +272,7 @@ func peakRSSMB(p *framework.Process) float64 {
 }
 
 // cpuSeconds reads user+system CPU time of a process.
-func cpuSeconds(p *framework.Process) float64 { return cpuOf(p.PID()) }
+func cpuSeconds(p *manager) float64 { return cpuOf(p.PID()) }
 
 // cpuOf reads user+system CPU time of the process pid.
 func cpuOf(pid int) float64 {

@@ -53,6 +53,19 @@ type Result struct {
 	APIServerCPUS float64 `json:"apiserver_cpu_s,omitempty"`
 	EtcdCPUS      float64 `json:"etcd_cpu_s,omitempty"`
 	BenchCPUS     float64 `json:"bench_cpu_s,omitempty"`
+	// MetricsUpdateS is the time the manager's state-metrics handlers spent
+	// (fleet_metrics_update_seconds_total over the experiment), and
+	// MetricsShare that time as a share of ManagerCPUS.
+	MetricsUpdateS float64 `json:"metrics_update_s,omitempty"`
+	MetricsShare   float64 `json:"metrics_share,omitempty"`
+}
+
+// setMetricsCPU records the state-metrics handlers' time s.
+func (r *Result) setMetricsCPU(s float64) {
+	r.MetricsUpdateS = s
+	if r.ManagerCPUS > 0 {
+		r.MetricsShare = s / r.ManagerCPUS
+	}
 }
 
 func main() {
@@ -160,10 +173,10 @@ func run(n, b int, which string) error {
 
 func printTable(results []Result) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tp50 s\tp99 s\tmanager RSS MB\tmanager CPU s\tapiserver+etcd CPU s\tbench CPU s\tnote")
+	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tp50 s\tp99 s\tmanager RSS MB\tmanager CPU s\tof it metrics\tapiserver+etcd CPU s\tbench CPU s\tnote")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
-			pct(r.CeilingRatio), num(r.P50), num(r.P99), num(r.ManagerRSSMB), num(r.ManagerCPUS), num(r.APIServerCPUS+r.EtcdCPUS), num(r.BenchCPUS), r.Note)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
+			pct(r.CeilingRatio), num(r.P50), num(r.P99), num(r.ManagerRSSMB), num(r.ManagerCPUS), metricsCell(r), num(r.APIServerCPUS+r.EtcdCPUS), num(r.BenchCPUS), r.Note)
 	}
 	return tw.Flush()
 }
@@ -171,6 +184,15 @@ func printTable(results []Result) error {
 func printJSON(r Result) {
 	b, _ := json.Marshal(r)
 	fmt.Println(string(b))
+}
+
+// metricsCell is the state-metrics handlers' time and its share of the
+// manager's CPU, e.g. "0.31 s (1.2%)".
+func metricsCell(r Result) string {
+	if r.MetricsUpdateS == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f s (%.1f%%)", r.MetricsUpdateS, 100*r.MetricsShare)
 }
 
 func pct(f float64) string {

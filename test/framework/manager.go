@@ -28,6 +28,21 @@ import (
 // ServiceAccount, so a reconciler that needs a right its markers do not
 // grant fails here as it would in a real cluster.
 func StartManager(ctx context.Context, cfg *rest.Config, o controllers.Options) (func(), error) {
+	return startManager(ctx, cfg, o, "0")
+}
+
+// StartManagerServingMetrics is StartManager with the manager's metrics
+// endpoint served on a free loopback port, whose URL it returns.
+func StartManagerServingMetrics(ctx context.Context, cfg *rest.Config, o controllers.Options) (stop func(), metricsURL string, err error) {
+	addr, err := FreeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	stop, err = startManager(ctx, cfg, o, addr)
+	return stop, "http://" + addr + "/metrics", err
+}
+
+func startManager(ctx context.Context, cfg *rest.Config, o controllers.Options, metricsAddr string) (func(), error) {
 	managerCfg, err := ManagerConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -36,7 +51,7 @@ func StartManager(ctx context.Context, cfg *rest.Config, o controllers.Options) 
 		Scheme:     controllers.Scheme(),
 		Controller: enqueue.ControllerDefaults(),
 		Cache:      controllers.CacheOptions(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Metrics:    metricsserver.Options{BindAddress: metricsAddr},
 	})
 	if err != nil {
 		return nil, err

@@ -14,6 +14,8 @@ type SpecInput struct {
 	// Kubeconfig is the path of an admin kubeconfig of the manager's
 	// cluster, for the fleet binary (PreviewSpec).
 	Kubeconfig string
+	// MetricsURL is the manager's metrics endpoint (MetricsSpec only).
+	MetricsURL string
 }
 
 func (in SpecInput) validate(spec string) {

@@ -23,6 +23,7 @@ type suite struct {
 	cp          *controlplane.ControlPlane
 	admin       client.Client
 	stopManager func()
+	metricsURL  string
 }
 
 func (s *suite) setUp(ctx context.Context) {
@@ -32,7 +33,7 @@ func (s *suite) setUp(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	s.admin, err = s.cp.Client(controllers.Scheme())
 	Expect(err).NotTo(HaveOccurred())
-	s.stopManager, err = framework.StartManager(ctx, s.cp.Config, controllers.Options{
+	s.stopManager, s.metricsURL, err = framework.StartManagerServingMetrics(ctx, s.cp.Config, controllers.Options{
 		APIServerURL: s.cp.Config.Host, ContentGrace: 2 * time.Second,
 	})
 	Expect(err).NotTo(HaveOccurred())
@@ -47,7 +48,7 @@ func (s *suite) tearDown() {
 }
 
 func (s *suite) input() targeting.SpecInput {
-	return targeting.SpecInput{Admin: s.admin, Kubeconfig: s.cp.Kubeconfig}
+	return targeting.SpecInput{Admin: s.admin, Kubeconfig: s.cp.Kubeconfig, MetricsURL: s.metricsURL}
 }
 
 func TestTargeting(t *testing.T) {
@@ -59,5 +60,6 @@ func TestTargeting(t *testing.T) {
 	Describe("GitRepo to BundleDeployments", Ordered, func() { targeting.GitOpsSpec(ctx, s.input) })
 	Describe("Targeting", Ordered, func() { targeting.TargetingSpec(ctx, s.input) })
 	Describe("Previewing with fleet target and fleet test", Ordered, func() { targeting.PreviewSpec(ctx, s.input) })
+	Describe("Metrics and events", Ordered, func() { targeting.MetricsSpec(ctx, s.input) })
 	RunSpecs(t, "Targeting")
 }
