@@ -60,6 +60,10 @@ const (
 	// GitRepo their Bundle was built from (the Bundle's namespace and its
 	// fleet.cattle.io/repo-name label, which BundleDeployments carry).
 	RepoIndex = "gitrepo"
+	// HelmOpIndex indexes BundleDeployments by "<namespace>/<name>" of the
+	// HelmOp their Bundle was made from (the Bundle's namespace and its
+	// fleet.cattle.io/fleet-helm-name label, which BundleDeployments carry).
+	HelmOpIndex = "helmop"
 	// ContentIndex indexes BundleDeployments by the Content they deploy.
 	ContentIndex = "content"
 	// KubeConfigSecretIndex indexes Clusters by "<namespace>/<name>" of

@@ -30,6 +30,7 @@ import (
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/summary"
 )
 
 // DefaultSyncTimeout bounds one sync: fetch, read and write of the bundles.
@@ -254,7 +255,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return fmt.Errorf("reading the BundleDeployments of GitRepo %s: %w", s.repo.Name, err)
 	}
 	setStatus(s.repo, s.state, bundles.Items)
-	s.repo.Status.Resources, s.repo.Status.ResourceCounts = resourceStatus(bds)
+	s.repo.Status.Resources, s.repo.Status.ResourceCounts = summary.Resources(bds)
 	r.record(ctx, s.repo, conditionEvents(s.before.Status.Conditions, s.repo.Status.Conditions), s.logWarnings)
 	if equality.Semantic.DeepEqual(s.before.Status, s.repo.Status) {
 		return nil

@@ -29,7 +29,10 @@
 // with a Reason of api/v1alpha1 and leaves the Bundle as it was; an
 // unreachable repository is retried with backoff. Status is computed once
 // per reconcile and patched when it changed: version, lastPollingTriggered,
-// the Accepted, Polled and Ready conditions, and the Bundle's summary in the
-// shape of a GitRepo's status. A finalizer deletes the Bundle before the
-// HelmOp goes.
+// the Accepted, Polled and Ready conditions, the Bundle's summary in the
+// shape of a GitRepo's status, and resources and resourceCounts computed
+// (internal/summary) from the Bundle's BundleDeployments, read through a
+// cache index on their fleet.cattle.io/fleet-helm-name label and followed
+// with a coalesced watch. A finalizer deletes the Bundle before the HelmOp
+// goes.
 package helmop

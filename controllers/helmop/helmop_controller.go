@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,7 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/cacheindex"
+	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/summary"
 )
 
 // DefaultSyncTimeout bounds one resolution and write of a HelmOp's Bundle.
@@ -55,6 +59,10 @@ type Reconciler struct {
 	// mgr.GetEventRecorder("fleet-helmop").
 	Recorder events.EventRecorder
 
+	// deployments is the cache's index of BundleDeployments, with
+	// fleet.HelmOpIndex: status.resources is computed from them.
+	deployments toolscache.Indexer
+
 	mu  sync.Mutex
 	ops map[types.NamespacedName]*opState
 	// slots counts the download slots each namespace holds.
@@ -84,10 +92,33 @@ func (r *Reconciler) releaseSlot(ns string) {
 	}
 }
 
+// HelmOpKey is the fleet.HelmOpIndex value of a BundleDeployment: "" when
+// its Bundle was not made from a HelmOp.
+func HelmOpKey(bd client.Object) string {
+	l := bd.GetLabels()
+	if l[fleet.HelmOpLabel] == "" || l[fleet.BundleNamespaceLabel] == "" {
+		return ""
+	}
+	return l[fleet.BundleNamespaceLabel] + "/" + l[fleet.HelmOpLabel]
+}
+
 // SetupWithManager registers the controller: it watches HelmOps, their
-// Bundles (for the status rollup) and the GitRepoRestrictions of their
-// namespaces.
+// Bundles (for the status rollup), those Bundles' BundleDeployments
+// (coalesced, as they change in bursts) for status.resources, and the
+// GitRepoRestrictions of their namespaces.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	var err error
+	r.deployments, err = cacheindex.For(context.Background(), mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.HelmOpIndex: func(obj any) ([]string, error) {
+		if o, ok := obj.(client.Object); ok {
+			if k := HelmOpKey(o); k != "" {
+				return []string{k}, nil
+			}
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return err
+	}
 	if r.Now == nil {
 		r.Now = time.Now
 	}
@@ -102,6 +133,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(bundleToHelmOp),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[fleet.HelmOpLabel] != "" }))).
 		Watches(&fleet.GitRepoRestriction{}, handler.EnqueueRequestsFromMapFunc(r.restrictionToHelmOps)).
+		Watches(&fleet.BundleDeployment{}, enqueue.After(3*time.Second, deploymentToHelmOp)).
 		Named("helmop").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -122,6 +154,16 @@ func bundleToHelmOp(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// deploymentToHelmOp maps a BundleDeployment to the HelmOp its Bundle was
+// made from.
+func deploymentToHelmOp(_ context.Context, o client.Object) []reconcile.Request {
+	if HelmOpKey(o) == "" {
+		return nil
+	}
+	l := o.GetLabels()
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[fleet.BundleNamespaceLabel], Name: l[fleet.HelmOpLabel]}}}
 }
 
 // restrictionToHelmOps maps a GitRepoRestriction to the HelmOps of its
@@ -188,7 +230,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading the bundle of HelmOp %s: %w", s.op.Name, err)
 	}
+	bds, err := r.ownDeployments(s.op)
+	if err != nil {
+		return err
+	}
 	setStatus(s.op, s.state, bundle)
+	s.op.Status.Resources, s.op.Status.ResourceCounts = summary.Resources(bds)
 	r.record(s.op, conditionEvents(s.before.Status.Conditions, s.op.Status.Conditions))
 	if equality.Semantic.DeepEqual(s.before.Status, s.op.Status) {
 		return nil
@@ -197,6 +244,23 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return client.IgnoreNotFound(err)
 	}
 	return nil
+}
+
+// ownDeployments returns the BundleDeployments of the HelmOp's own Bundle,
+// as the cache holds them: those of another Bundle that carries the HelmOp's
+// label (a GitRepo's fleet.yaml may set any label) are not its own.
+func (r *Reconciler) ownDeployments(op *fleet.HelmOp) ([]*fleet.BundleDeployment, error) {
+	bds, err := cacheindex.Objects[fleet.BundleDeployment](r.deployments, fleet.HelmOpIndex, op.Namespace+"/"+op.Name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the BundleDeployments of HelmOp %s: %w", op.Name, err)
+	}
+	own := make([]*fleet.BundleDeployment, 0, len(bds))
+	for _, bd := range bds {
+		if bd.Labels[fleet.BundleNameLabel] == op.Name {
+			own = append(own, bd)
+		}
+	}
+	return own, nil
 }
 
 func (r *Reconciler) record(op *fleet.HelmOp, evs []conditionEvent) {

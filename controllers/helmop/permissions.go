@@ -8,4 +8,5 @@ package helmop
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=helmops/finalizers,verbs=update
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=gitreporestrictions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundles,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundledeployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get

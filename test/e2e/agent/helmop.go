@@ -56,6 +56,12 @@ func helmOpSpecs(f *fixture) {
 				g.Expect(got.Status.Display.ReadyBundleDeployments).To(Equal("2/2"), "status: %+v", got.Status)
 				g.Expect(got.Status.ReadyClusters).To(Equal(2))
 				g.Expect(got.Status.DesiredReadyClusters).To(Equal(2))
+				// One ConfigMap on each cluster, counted and listed in
+				// Fleet's shape from the HelmOp's BundleDeployments.
+				g.Expect(got.Status.ResourceCounts).To(Equal(fleet.ResourceCounts{DesiredReady: 2, Ready: 2}), "status: %+v", got.Status)
+				g.Expect(got.Status.Resources).To(ConsistOf(And(HaveField("Type", "configmap"), HaveField("ID", "helmop/greeter"),
+					HaveField("State", "Ready"), HaveField("PerClusterState.Ready", ConsistOf(
+						dev.Cluster.Namespace+"/"+dev.Cluster.Name, prod.Cluster.Namespace+"/"+prod.Cluster.Name)))), "status: %+v", got.Status)
 				for _, t := range []string{fleet.ConditionAccepted, fleet.ConditionPolled, fleet.ConditionReady} {
 					g.Expect(got.Status.Conditions).To(ContainElement(And(HaveField("Type", t), HaveField("Status", metav1.ConditionTrue))), "%s: %+v", t, got.Status.Conditions)
 				}

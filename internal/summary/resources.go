@@ -1,11 +1,10 @@
-package gitrepo
+package summary
 
 import (
 	"sort"
 	"strings"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/internal/summary"
 )
 
 // Bounds of status.resources: a repository deploying thousands of objects to
@@ -47,8 +46,8 @@ type clusterEntry struct {
 	incomplete   bool
 }
 
-// resourceStatus computes a GitRepo's status.resources and
-// status.resourceCounts from its BundleDeployments, as Fleet does: every
+// Resources computes the status.resources and status.resourceCounts of a
+// GitRepo or HelmOp from its BundleDeployments, as Fleet does: every
 // object a deployment lists in status.resources, with the state its
 // nonReadyStatus and modifiedStatus give it on that cluster, or else the
 // state of the deployment (Ready for a deployment that is only not ready or
@@ -56,7 +55,7 @@ type clusterEntry struct {
 // list is sorted by type and id, at most maxResources long, each state of
 // perClusterState at most maxClustersPerState long (incompleteState is then
 // set). The deployments are read, never changed (they may be the cache's).
-func resourceStatus(bds []*fleet.BundleDeployment) ([]fleet.GitRepoResource, fleet.ResourceCounts) {
+func Resources(bds []*fleet.BundleDeployment) ([]fleet.GitRepoResource, fleet.ResourceCounts) {
 	var counts fleet.ResourceCounts
 	sorted := make([]*fleet.BundleDeployment, len(bds))
 	copy(sorted, bds)
@@ -69,7 +68,7 @@ func resourceStatus(bds []*fleet.BundleDeployment) ([]fleet.GitRepoResource, fle
 	})
 	byKey := map[resourceKey][]clusterEntry{}
 	for _, bd := range sorted {
-		summary.AddCounts(&counts, bd.Status.ResourceCounts)
+		AddCounts(&counts, bd.Status.ResourceCounts)
 		for k, e := range deploymentEntries(bd) {
 			byKey[k] = append(byKey[k], e)
 		}
@@ -132,7 +131,7 @@ func deploymentEntries(bd *fleet.BundleDeployment) map[resourceKey]clusterEntry 
 // of the last applied deployment) or Pending while a newer deployment is
 // staged (OutOfSync).
 func defaultState(bd *fleet.BundleDeployment) string {
-	switch summary.State(bd) {
+	switch State(bd) {
 	case fleet.NotReady, fleet.Modified, fleet.Ready:
 		if bd.Status.IncompleteState {
 			return resourceUnknown

@@ -1,4 +1,4 @@
-package gitrepo
+package summary
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func deployment(cluster string, mutate func(*fleet.BundleDeployment), res ...fle
 	return bd
 }
 
-func TestResourceStatus(t *testing.T) {
+func TestResources(t *testing.T) {
 	notReadyWeb := func(bd *fleet.BundleDeployment) {
 		bd.Status.Ready = false
 		bd.Status.NonReadyStatus = []fleet.NonReadyStatus{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "app", Name: "web",
@@ -123,7 +123,7 @@ func TestResourceStatus(t *testing.T) {
 			for _, bd := range tc.bds {
 				before = append(before, bd.DeepCopy())
 			}
-			got, counts := resourceStatus(tc.bds)
+			got, counts := Resources(tc.bds)
 			g.Expect(got).To(Equal(tc.want))
 			g.Expect(counts).To(Equal(tc.wantCounts))
 			g.Expect(tc.bds).To(Equal(before), "the deployments are the cache's: left as they were")
@@ -131,10 +131,10 @@ func TestResourceStatus(t *testing.T) {
 	}
 }
 
-// TestResourceStatusBounds: at most maxResources resources and
+// TestResourcesBounds: at most maxResources resources and
 // maxClustersPerState clusters per state are listed, the cut ones marked
 // incomplete, while the counts stay exact.
-func TestResourceStatusBounds(t *testing.T) {
+func TestResourcesBounds(t *testing.T) {
 	g := NewWithT(t)
 	var many []fleet.BundleDeploymentResource
 	for i := range maxResources + 200 {
@@ -144,7 +144,7 @@ func TestResourceStatusBounds(t *testing.T) {
 	for i := range maxClustersPerState + 5 {
 		bds = append(bds, deployment(fmt.Sprintf("c%02d", i), nil, many...))
 	}
-	got, counts := resourceStatus(bds)
+	got, counts := Resources(bds)
 	g.Expect(got).To(HaveLen(maxResources))
 	g.Expect(got[0].Name).To(Equal("cm00000"), "sorted by type and id")
 	g.Expect(got[0].PerClusterState.Ready).To(HaveLen(maxClustersPerState))
