@@ -168,7 +168,7 @@ func (f *fixture) webhookSurface() {
 			},
 			code: http.StatusBadRequest, msg: "the push payload names no repository URL"}),
 		Entry("a call from no known provider: 400", webhookCase{headers: map[string]string{"Content-Type": "application/json"}, body: f.healthyPush,
-			code: http.StatusBadRequest, msg: "unsupported webhook: expected a GitHub (X-GitHub-Event) or GitLab (X-Gitlab-Event) call"}),
+			code: http.StatusBadRequest, msg: "unsupported webhook: expected a GitHub (X-GitHub-Event), GitLab (X-Gitlab-Event), Bitbucket Cloud (X-Hook-UUID), Bitbucket Server (X-Event-Key), Gogs (X-Gogs-Event) or Azure DevOps (X-Vss-ActivityId) call"}),
 		Entry("a GET: 405", webhookCase{method: http.MethodGet, body: func() []byte { return nil },
 			code: http.StatusMethodNotAllowed, msg: "only POST is accepted"}),
 		Entry("a body over the limit: 413", webhookCase{headers: github(), body: func() []byte { return bytes.Repeat([]byte(" "), gitrepo.DefaultWebhookMaxBytes+1) },
