@@ -69,7 +69,7 @@ func stalledRollout(f *fixture) {
 	e2e.WaitFor("the release to be NotReady with an old replica left", func(g Gomega) {
 		bd := c.bd("stall")
 		g.Expect(summary.State(bd)).To(Equal(fleet.NotReady))
-		g.Expect(bd.Status.NonReadyStatus).To(ContainElement(HaveField("Summary", "1 old replicas pending termination")), "%+v", bd.Status)
+		g.Expect(bd.Status.NonReadyStatus).To(ContainElement(And(HaveField("Summary.Message", ContainElement("1 old replicas pending termination")), HaveField("Summary.Transitioning", BeTrue()))), "%+v", bd.Status)
 	}, 15*time.Second, 250*time.Millisecond)
 
 	e2e.WaitFor("the release to be NotReady with ProgressDeadlineExceeded", func(g Gomega) {
@@ -77,7 +77,7 @@ func stalledRollout(f *fixture) {
 		g.Expect(summary.State(bd)).To(Equal(fleet.NotReady))
 		g.Expect(bd.Status.NonReadyStatus).To(ContainElement(And(
 			HaveField("Kind", "Deployment"), HaveField("Namespace", ns), HaveField("Name", "web"),
-			HaveField("Summary", ContainSubstring("ProgressDeadlineExceeded")))), "status: %+v", bd.Status)
+			HaveField("Summary.Message", ContainElement(ContainSubstring("ProgressDeadlineExceeded"))), HaveField("Summary.Error", BeTrue()))), "status: %+v", bd.Status)
 	}, 90*time.Second, 500*time.Millisecond)
 	e2e.WaitFor("the Bundle to be NotReady", func(g Gomega) {
 		b := &fleet.Bundle{}
