@@ -100,6 +100,7 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("serving profiles on %s: %w", o.DebugAddress, err)
 		}
 	}
+	go returnMemoryWhenIdle(ctx)
 	if o.LeaderElect {
 		return runElected(ctx, o, func(ctx context.Context) error { return runRegistered(ctx, o) })
 	}
