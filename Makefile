@@ -16,10 +16,12 @@ TEST_P       ?= 2
 TEST_TIMEOUT ?= 40m
 GINKGO_ARGS  ?=
 
-# Benchmarks: `make bench CLUSTERS=200 BUNDLES=5 EXPERIMENTS=ceiling,fanout`.
+# Benchmarks: `make bench CLUSTERS=200 BUNDLES=5 EXPERIMENTS=ceiling,fanout`;
+# `make bench EXPERIMENTS=agent BENCH_ARGS="-agent-idle 10m -agent-cut 5m"`.
 CLUSTERS     ?= 1000
 BUNDLES      ?= 10
 EXPERIMENTS  ?= all
+BENCH_ARGS   ?=
 
 .PHONY: help
 help: ## Show the targets
@@ -44,8 +46,9 @@ controlplane: ## Build kube-apiserver and etcd from source once (cached per user
 	@dir=$$(bash test/controlplane/tools/build.sh) && ln -sfn "$$dir" $(BIN)/k8s && echo "control plane binaries: $$dir"
 
 .PHONY: build
-build: ## Build fleet, fleet-manager and fleet-agent into bin/
-	$(GO) build -o $(BIN)/ ./cmd/...
+build: ## Build fleet, fleet-manager and fleet-agent into bin/ (the agent as it ships: static, stripped)
+	$(GO) build -o $(BIN)/ ./cmd/fleet ./cmd/fleet-manager
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/ ./cmd/fleet-agent
 
 .PHONY: vet
 vet:
@@ -92,7 +95,7 @@ demo-down: ## Stop what `make demo` started
 
 .PHONY: bench
 bench: controlplane ## Run the scale benchmarks (CLUSTERS, BUNDLES, EXPERIMENTS)
-	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(GO) run ./test/bench -clusters $(CLUSTERS) -bundles $(BUNDLES) -experiments $(EXPERIMENTS)
+	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(GO) run ./test/bench -clusters $(CLUSTERS) -bundles $(BUNDLES) -experiments $(EXPERIMENTS) $(BENCH_ARGS)
 
 .PHONY: clean
 clean:
