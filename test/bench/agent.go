@@ -576,8 +576,9 @@ func (e *edgeAgent) reconnect(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("waiting for the agent's watch to resume: %w", err)
 	}
-	// Let whatever it does on reconnect finish.
-	time.Sleep(e.o.Checkin + 5*time.Second)
+	// Let whatever it does on reconnect finish: the failed check-in is
+	// retried within its backoff (at most a minute).
+	time.Sleep(min(e.o.Checkin, time.Minute) + 5*time.Second)
 	up1, down1 := e.proxy.Bytes()
 	after, err := e.upstreamCounts(ctx)
 	if err != nil {
