@@ -54,7 +54,7 @@ func runDeployer(ctx context.Context, o Options, cred *registration.Credential) 
 // the agent's cluster namespace upstream, wires the deployer and monitor of
 // the agent's own cluster into the reconciler, and runs it.
 func startDeployer(ctx context.Context, o Options, cred *registration.Credential) error {
-	upstream := cred.RESTConfig()
+	upstream := countUpstream(cred.RESTConfig())
 	// Watches are long requests: per-call timeouts are set by the callers.
 	upstream.Timeout = 0
 	upstream.QPS, upstream.Burst = 20, 40
@@ -66,6 +66,9 @@ func startDeployer(ctx context.Context, o Options, cred *registration.Credential
 		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return registration.UpstreamMapper(), nil },
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{cred.ClusterNamespace: {}},
+			// The agent never reads managedFields: not kept in memory.
+			DefaultTransform: cache.TransformStripManagedFields(),
+			NewInformer:      resumingInformer(o.MinBackoff, o.MaxBackoff),
 		},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// The agent may get these, not list or watch them.

@@ -202,6 +202,13 @@ func deployment(o Options, meta metav1.ObjectMeta) *appsv1.Deployment {
 		Name:      "NAMESPACE",
 		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}},
 	}}, o.EnvVars...)
+	resources := DefaultResources()
+	if o.Resources != nil {
+		resources = *o.Resources
+	}
+	if limit := GoMemLimit(resources); limit != "" && !hasEnv(env, "GOMEMLIMIT") {
+		env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: limit})
+	}
 	selector := map[string]string{"app": fleet.AgentName}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
@@ -228,7 +235,7 @@ func deployment(o Options, meta metav1.ObjectMeta) *appsv1.Deployment {
 						ImagePullPolicy: o.ImagePullPolicy,
 						Args:            []string{"--namespace=$(NAMESPACE)", "--leader-elect"},
 						Env:             env,
-						Resources:       ptr.Deref(o.Resources, corev1.ResourceRequirements{}),
+						Resources:       resources,
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false),
 							ReadOnlyRootFilesystem:   ptr.To(true),

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -68,4 +69,36 @@ func TestWithRegistry(t *testing.T) {
 	g.Expect(WithRegistry("docker.io/rancher/agent:1", "reg.local/")).To(Equal("reg.local/rancher/agent:1"))
 	g.Expect(WithRegistry("localhost/agent", "r")).To(Equal("r/agent"))
 	g.Expect(WithRegistry("agent", "r")).To(Equal("r/agent"))
+}
+
+func TestDefaultResources(t *testing.T) {
+	g := NewWithT(t)
+	objs, err := Objects(Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	var dep *appsv1.Deployment
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			dep = d
+		}
+	}
+	g.Expect(dep).NotTo(BeNil())
+	c := dep.Spec.Template.Spec.Containers[0]
+	g.Expect(c.Resources).To(Equal(DefaultResources()))
+	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "GOMEMLIMIT", Value: "204MiB"}))
+
+	// A Cluster's own resources replace the defaults, GOMEMLIMIT follows
+	// its limit, and one set by the user is kept.
+	own := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("100Mi")}}
+	objs, err = Objects(Options{Resources: &own, EnvVars: []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: "50MiB"}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			c := d.Spec.Template.Spec.Containers[0]
+			g.Expect(c.Resources).To(Equal(own))
+			g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "GOMEMLIMIT", Value: "50MiB"}))
+			g.Expect(c.Env).NotTo(ContainElement(corev1.EnvVar{Name: "GOMEMLIMIT", Value: "80MiB"}))
+		}
+	}
+	g.Expect(GoMemLimit(own)).To(Equal("80MiB"))
+	g.Expect(GoMemLimit(corev1.ResourceRequirements{})).To(Equal(""))
 }

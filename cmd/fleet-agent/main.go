@@ -3,6 +3,7 @@ package main
 
 import (
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +16,9 @@ import (
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(agent.DefaultGCPercent)
+	}
 	o := agent.Options{}
 	var kubeconfigPath string
 	cmd := &cobra.Command{
@@ -46,6 +50,7 @@ func main() {
 		"renew the credential when less than this remains of its lifetime (default a third of its lifetime)")
 	f.DurationVar(&o.BootstrapCheckInterval, "bootstrap-check-interval", 0,
 		"how often to look for a new bootstrap secret placed while the agent runs, to register with it (default 15s)")
+	f.StringVar(&o.DebugAddress, "debug-bind-address", "", "serve Go profiles (/debug/pprof/) and metrics (/metrics) at this address, e.g. 127.0.0.1:6060 (default off)")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -4,7 +4,9 @@
 //   - ceiling: raw creates/s of small objects with 32 clients, the limit of
 //     this API server on this machine;
 //   - fanout: N clusters x B bundles (10 KB each): time until N*B
-//     BundleDeployments exist, and that rate as a fraction of the ceiling.
+//     BundleDeployments exist, and that rate as a fraction of the ceiling;
+//   - agent: one real fleet-agent process (its memory, idle CPU and
+//     requests, bandwidth, reconnect and start; agent.go).
 //
 // The manager runs as its own process (the real fleet-manager binary), so its
 // peak RSS and CPU time are its own.
@@ -71,8 +73,14 @@ func (r *Result) setMetricsCPU(s float64) {
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,fanout,register,ready,retarget,heartbeat (all = every one)")
+	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,fanout,register,ready,retarget,heartbeat,agent (all = every one)")
 	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")
+	flag.StringVar(&agentOpts.Binary, "agent-binary", "", "agent experiment: the fleet-agent to measure (default: cmd/fleet-agent built as it ships)")
+	flag.DurationVar(&agentOpts.Idle, "agent-idle", 2*time.Minute, "agent experiment: idle window")
+	flag.DurationVar(&agentOpts.Checkin, "agent-checkin", time.Minute, "agent experiment: the agent's check-in interval")
+	flag.DurationVar(&agentOpts.Resync, "agent-resync", time.Minute, "agent experiment: the agent's resync interval")
+	flag.DurationVar(&agentOpts.Settle, "agent-settle", 30*time.Second, "agent experiment: wait before reading memory")
+	flag.DurationVar(&agentOpts.Cut, "agent-cut", 30*time.Second, "agent experiment: how long the link to the manager is cut")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 	if err := run(*clusters, *bundles, *experiments); err != nil {
@@ -80,6 +88,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// agentOpts are the agent experiment's flags.
+var agentOpts AgentOptions
 
 func run(n, b int, which string) error {
 	want := map[string]bool{}
@@ -99,6 +110,15 @@ func run(n, b int, which string) error {
 	}
 	defer func() { _ = cp.Stop() }()
 	defer framework.RemoveBinaries()
+
+	if all || want["agent"] {
+		if err := AgentExperiment(ctx, cp, agentOpts); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		if len(want) == 1 && want["agent"] {
+			return nil // the ceilings are the manager's yardstick, not the agent's
+		}
+	}
 
 	var results []Result
 	ceiling := 0.0
@@ -181,7 +201,7 @@ func printTable(results []Result) error {
 	return tw.Flush()
 }
 
-func printJSON(r Result) {
+func printJSON(r any) {
 	b, _ := json.Marshal(r)
 	fmt.Println(string(b))
 }

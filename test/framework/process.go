@@ -24,10 +24,10 @@ func Start(dir, logName, binary string, args ...string) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return start(dir, logName, &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, bin, args...)
+	return start(dir, logName, &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, bin, nil, args...)
 }
 
-func start(dir, logName string, attr *syscall.SysProcAttr, path string, args ...string) (*Process, error) {
+func start(dir, logName string, attr *syscall.SysProcAttr, path string, env []string, args ...string) (*Process, error) {
 	logPath := filepath.Join(dir, logName+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -36,6 +36,9 @@ func start(dir, logName string, attr *syscall.SysProcAttr, path string, args ...
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = attr
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, err
@@ -100,6 +103,14 @@ func (p *Process) Tail(n int) string {
 	return out
 }
 
+// StartFile runs the binary at path in the background, logging to
+// dir/logName.log, as Start does for a binary that Binaries built: one built
+// otherwise (other flags, another version) is measured the same way. env
+// is added to this process's environment.
+func StartFile(dir, logName, path string, env []string, args ...string) (*Process, error) {
+	return start(dir, logName, &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, path, env, args...)
+}
+
 // PID is the process ID.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
@@ -107,5 +118,5 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 // own so it outlives this process (the local environment's `fleet dev up`
 // exits and leaves it running); Stop or Kill end it.
 func StartPath(dir, logName, path string, args ...string) (*Process, error) {
-	return start(dir, logName, &syscall.SysProcAttr{Setsid: true}, path, args...)
+	return start(dir, logName, &syscall.SysProcAttr{Setsid: true}, path, nil, args...)
 }

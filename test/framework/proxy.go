@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 )
 
 // Proxy forwards TCP connections from a loopback port to a target address,
@@ -20,6 +21,24 @@ type Proxy struct {
 	mu     sync.Mutex
 	cut    bool
 	conns  map[net.Conn]struct{}
+	// up and down count the bytes forwarded to and from the target.
+	up, down atomic.Int64
+}
+
+// Bytes returns the bytes forwarded so far to the target (up) and back from
+// it (down), TLS records included: what the link carried.
+func (p *Proxy) Bytes() (up, down int64) { return p.up.Load(), p.down.Load() }
+
+// countingWriter adds what it writes to n.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // NewProxy listens on a free loopback port and forwards to the host of
@@ -66,12 +85,12 @@ func (p *Proxy) forward(in net.Conn) {
 	}
 	defer p.forget(out)
 	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
+	pipe := func(dst io.Writer, src net.Conn) {
 		_, _ = io.Copy(dst, src)
 		done <- struct{}{}
 	}
-	go pipe(out, in)
-	go pipe(in, out)
+	go pipe(countingWriter{out, &p.up}, in)
+	go pipe(countingWriter{in, &p.down}, out)
 	<-done // either side ending ends both
 }
 

@@ -1,0 +1,50 @@
+package agentinstall
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The agent's requests and limits unless a Cluster's agentResources say
+// otherwise, set from what `make bench EXPERIMENTS=agent` measures of the
+// agent as it ships (README, "Edge clusters"): its memory settled with 50
+// bundles fits the request; the limit leaves room for a large chart being
+// rendered; an idle agent uses well under a thousandth of a core, and a
+// deploy is short, so no CPU limit slows a rollout.
+var (
+	DefaultCPURequest    = resource.MustParse("10m")
+	DefaultMemoryRequest = resource.MustParse("96Mi")
+	DefaultMemoryLimit   = resource.MustParse("256Mi")
+)
+
+// DefaultResources returns the agent container's default requests and
+// limits.
+func DefaultResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: DefaultCPURequest, corev1.ResourceMemory: DefaultMemoryRequest},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: DefaultMemoryLimit},
+	}
+}
+
+// GoMemLimit is the GOMEMLIMIT for a container with these resources: 80% of
+// its memory limit, so the Go runtime collects harder before the kernel
+// kills it, and leaves room for what is not Go heap (the binary's pages,
+// stacks). "" without a memory limit.
+func GoMemLimit(r corev1.ResourceRequirements) string {
+	limit, ok := r.Limits[corev1.ResourceMemory]
+	if !ok || limit.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("%dMiB", limit.Value()*8/10>>20)
+}
+
+func hasEnv(env []corev1.EnvVar, name string) bool {
+	for _, e := range env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
