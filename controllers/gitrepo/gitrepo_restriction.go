@@ -3,7 +3,6 @@ package gitrepo
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/restriction"
 )
 
 // restrict applies the GitRepoRestrictions of the GitRepo's namespace, as
@@ -44,7 +44,7 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.GitRepoSpec) er
 	if spec.ClientSecretName == "" {
 		spec.ClientSecretName = res.DefaultClientSecretName
 	}
-	if err := allowed(res, "serviceAccount", spec.ServiceAccount, res.AllowedServiceAccounts); err != nil {
+	if err := restriction.Allowed(res, "serviceAccount", spec.ServiceAccount, res.AllowedServiceAccounts); err != nil {
 		return err
 	}
 	// Without clientSecretName the GitRepo uses the gitcredential Secret when
@@ -53,7 +53,7 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.GitRepoSpec) er
 	if secretName == "" && slices.Contains(res.AllowedClientSecretNames, gitfetch.DefaultClientSecretName) {
 		secretName = gitfetch.DefaultClientSecretName
 	}
-	if err := allowed(res, "clientSecretName", secretName, res.AllowedClientSecretNames); err != nil {
+	if err := restriction.Allowed(res, "clientSecretName", secretName, res.AllowedClientSecretNames); err != nil {
 		return err
 	}
 	if len(res.AllowedTargetNamespaces) > 0 {
@@ -61,35 +61,11 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.GitRepoSpec) er
 			return fmt.Errorf("GitRepoRestriction %s requires targetNamespace, one of %s: set spec.targetNamespace",
 				res.Name, strings.Join(res.AllowedTargetNamespaces, ", "))
 		}
-		if err := allowed(res, "targetNamespace", spec.TargetNamespace, res.AllowedTargetNamespaces); err != nil {
+		if err := restriction.Allowed(res, "targetNamespace", spec.TargetNamespace, res.AllowedTargetNamespaces); err != nil {
 			return err
 		}
 	}
-	if len(res.AllowedRepoPatterns) > 0 {
-		for _, p := range res.AllowedRepoPatterns {
-			re, err := regexp.Compile(`^(?:` + p + `)$`)
-			if err != nil {
-				return fmt.Errorf("GitRepoRestriction %s: allowedRepoPatterns %q is not a regular expression (%v): ask its owner to fix it", res.Name, p, err)
-			}
-			if re.MatchString(spec.Repo) {
-				return nil
-			}
-		}
-		return fmt.Errorf("GitRepoRestriction %s does not allow repo %s: it must match one of the allowedRepoPatterns %s as a whole",
-			res.Name, spec.Repo, strings.Join(res.AllowedRepoPatterns, ", "))
-	}
-	return nil
-}
-
-func allowed(res *fleet.GitRepoRestriction, field, value string, list []string) error {
-	if len(list) == 0 || slices.Contains(list, value) {
-		return nil
-	}
-	shown := value
-	if shown == "" {
-		shown = "(none)"
-	}
-	return fmt.Errorf("GitRepoRestriction %s does not allow %s %s: use one of %s", res.Name, field, shown, strings.Join(list, ", "))
+	return restriction.AllowedRepo(res, "repo", spec.Repo)
 }
 
 // restrictionToGitRepos maps a GitRepoRestriction to the GitRepos of its

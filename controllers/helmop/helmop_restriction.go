@@ -3,14 +3,13 @@ package helmop
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"slices"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/restriction"
 )
 
 // restrict applies the GitRepoRestrictions of the HelmOp's namespace, as
@@ -42,11 +41,11 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.HelmOpSpec) err
 	if spec.ServiceAccount == "" {
 		spec.ServiceAccount = res.DefaultServiceAccount
 	}
-	if err := allowed(res, "serviceAccount", spec.ServiceAccount, res.AllowedServiceAccounts); err != nil {
+	if err := restriction.Allowed(res, "serviceAccount", spec.ServiceAccount, res.AllowedServiceAccounts); err != nil {
 		return err
 	}
 	if spec.HelmSecretName != "" {
-		if err := allowed(res, "helmSecretName", spec.HelmSecretName, res.AllowedClientSecretNames); err != nil {
+		if err := restriction.Allowed(res, "helmSecretName", spec.HelmSecretName, res.AllowedClientSecretNames); err != nil {
 			return err
 		}
 	}
@@ -55,7 +54,7 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.HelmOpSpec) err
 			return fmt.Errorf("GitRepoRestriction %s requires namespace, one of %s: set spec.namespace",
 				res.Name, strings.Join(res.AllowedTargetNamespaces, ", "))
 		}
-		if err := allowed(res, "namespace", spec.TargetNamespace, res.AllowedTargetNamespaces); err != nil {
+		if err := restriction.Allowed(res, "namespace", spec.TargetNamespace, res.AllowedTargetNamespaces); err != nil {
 			return err
 		}
 	}
@@ -67,12 +66,12 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.HelmOpSpec) err
 		t := &spec.Targets[i]
 		field := fmt.Sprintf("targets[%d]", i)
 		if t.ServiceAccount != "" {
-			if err := allowed(res, field+".serviceAccount", t.ServiceAccount, res.AllowedServiceAccounts); err != nil {
+			if err := restriction.Allowed(res, field+".serviceAccount", t.ServiceAccount, res.AllowedServiceAccounts); err != nil {
 				return err
 			}
 		}
 		if t.TargetNamespace != "" && len(res.AllowedTargetNamespaces) > 0 {
-			if err := allowed(res, field+".namespace", t.TargetNamespace, res.AllowedTargetNamespaces); err != nil {
+			if err := restriction.Allowed(res, field+".namespace", t.TargetNamespace, res.AllowedTargetNamespaces); err != nil {
 				return err
 			}
 		}
@@ -80,39 +79,10 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.HelmOpSpec) err
 			urls = append(urls, chartURL(t.Helm))
 		}
 	}
-	return allowedURLs(res, urls)
-}
-
-// allowedURLs checks each chart URL against the restriction's
-// allowedRepoPatterns, which must match it as a whole.
-func allowedURLs(res *fleet.GitRepoRestriction, urls []string) error {
-	if len(res.AllowedRepoPatterns) == 0 {
-		return nil
-	}
-	var res2 []*regexp.Regexp
-	for _, p := range res.AllowedRepoPatterns {
-		re, err := regexp.Compile(`^(?:` + p + `)$`)
-		if err != nil {
-			return fmt.Errorf("GitRepoRestriction %s: allowedRepoPatterns %q is not a regular expression (%v): ask its owner to fix it", res.Name, p, err)
-		}
-		res2 = append(res2, re)
-	}
 	for _, u := range urls {
-		if !slices.ContainsFunc(res2, func(re *regexp.Regexp) bool { return re.MatchString(u) }) {
-			return fmt.Errorf("GitRepoRestriction %s does not allow chart repository %s: it must match one of the allowedRepoPatterns %s as a whole",
-				res.Name, u, strings.Join(res.AllowedRepoPatterns, ", "))
+		if err := restriction.AllowedRepo(res, "chart repository", u); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-func allowed(res *fleet.GitRepoRestriction, field, value string, list []string) error {
-	if len(list) == 0 || slices.Contains(list, value) {
-		return nil
-	}
-	shown := value
-	if shown == "" {
-		shown = "(none)"
-	}
-	return fmt.Errorf("GitRepoRestriction %s does not allow %s %s: use one of %s", res.Name, field, shown, strings.Join(list, ", "))
 }
