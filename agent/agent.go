@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,6 +54,9 @@ type Options struct {
 	// BootstrapCheckInterval is how often the agent looks for a new
 	// bootstrap Secret placed while it runs (default 15s).
 	BootstrapCheckInterval time.Duration
+	// AddressCheckInterval is how often the agent reads the address its
+	// manager publishes, to follow it when it moves (default 15m).
+	AddressCheckInterval time.Duration
 	// DebugAddress, when set, is where the agent serves Go's profiles and
 	// its metrics (Go memory figures, requests to the manager by verb).
 	DebugAddress string
@@ -107,55 +109,16 @@ func Run(ctx context.Context, o Options) error {
 	return runRegistered(ctx, o)
 }
 
-// errNewBootstrap ends one run of the agent when a new bootstrap Secret was
-// placed.
-var errNewBootstrap = errors.New("a new bootstrap secret was placed")
-
 // runRegistered runs the agent, and again from registration on whenever a
-// new bootstrap Secret is placed beside its credential: an admin renewing
-// the cluster's registration, or moving it to another manager, needs no
-// restart of the agent. Releases stay installed in between; the next run
-// adopts them.
+// run ends to register again (see move.go): an admin renewing the cluster's
+// registration, or moving it to another manager, or the manager moving
+// itself, needs no restart of the agent. Releases stay installed in
+// between; the next run adopts them.
 func runRegistered(ctx context.Context, o Options) error {
 	for {
 		err := run(ctx, o)
-		if !errors.Is(err, errNewBootstrap) {
+		if !errors.Is(err, errRestart) {
 			return err
-		}
-		ctrl.LoggerFrom(ctx).Info("A new bootstrap secret was placed, registering with it")
-	}
-}
-
-// bootstrapVersion is the resourceVersion of the bootstrap Secret, "" when
-// there is none.
-func bootstrapVersion(ctx context.Context, local client.Client, namespace string) (string, error) {
-	secret := &metav1.PartialObjectMetadata{}
-	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	err := local.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleet.AgentBootstrapSecretName}, secret)
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	return secret.GetResourceVersion(), err
-}
-
-// waitNewBootstrap returns true once the bootstrap Secret is there in
-// another version than seen (created or changed), false when ctx ends.
-func waitNewBootstrap(ctx context.Context, local client.Client, namespace, seen string, every time.Duration) bool {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-		v, err := bootstrapVersion(ctx, local, namespace)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).V(1).Info("Could not look for a new bootstrap secret", "reason", err.Error())
-			continue
-		}
-		if v != "" && v != seen {
-			return true
 		}
 	}
 }
@@ -191,20 +154,25 @@ func run(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	renew := make(chan struct{})
-	go func() {
-		every := o.BootstrapCheckInterval
-		if every <= 0 {
-			every = 15 * time.Second
-		}
-		if waitNewBootstrap(ctx, local, o.Namespace, seen, every) {
-			close(renew)
-			cancel()
-		}
-	}()
+	w := &restartWatch{local: local, namespace: o.Namespace, seen: seen, cred: cred, every: o.BootstrapCheckInterval,
+		retryPending: o.MaxBackoff, addressEvery: o.AddressCheckInterval}
+	if w.every <= 0 {
+		w.every = 15 * time.Second
+	}
+	if w.addressEvery <= 0 {
+		w.addressEvery = DefaultAddressCheckInterval
+	}
 	// Before any client is built: they all send the rotated token.
 	rotator := registration.NewRotator(cred, registration.RotateOptions{
 		Namespace: o.Namespace, Local: local, Before: o.RotateCredentialBefore, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff,
 	})
+	// After NewRotator: the watch reads the rotated token.
+	go func() {
+		if w.wait(ctx) {
+			close(renew)
+			cancel()
+		}
+	}()
 	upstream, err := registration.NewUpstreamClient(countUpstream(cred.RESTConfig()))
 	if err != nil {
 		return err
@@ -229,7 +197,7 @@ func run(ctx context.Context, o Options) error {
 	wg.Wait()
 	select {
 	case <-renew:
-		return errNewBootstrap
+		return errRestart
 	default:
 		return nil
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/controllers/helmop"
 	"github.com/gitfleet/fleet/controllers/localcluster"
+	"github.com/gitfleet/fleet/controllers/manageraddress"
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
@@ -268,6 +269,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	} else {
 		if err := (&capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: secrets, Recorder: recorder("fleet-capi")}).SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up the Cluster API controller: %w", err)
+		}
+	}
+	// Agents registered by token follow the manager's address.
+	if o.APIServerURL != "" {
+		if err := (&manageraddress.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), APIServerURL: o.APIServerURL,
+			APIServerCA: o.APIServerCA, Workers: o.Workers}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the manager address controller: %w", err)
 		}
 	}
 	if err := (&bundle.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Recorder: recorder("fleet-bundle")}).SetupWithManager(ctx, mgr); err != nil {

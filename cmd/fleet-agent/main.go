@@ -50,6 +50,8 @@ func main() {
 		"renew the credential when less than this remains of its lifetime (default a third of its lifetime)")
 	f.DurationVar(&o.BootstrapCheckInterval, "bootstrap-check-interval", 0,
 		"how often to look for a new bootstrap secret placed while the agent runs, to register with it (default 15s)")
+	f.DurationVar(&o.AddressCheckInterval, "manager-address-check-interval", 0,
+		"how often to read the address the manager publishes for its agents, to follow it when it moves (default 15m)")
 	f.StringVar(&o.DebugAddress, "debug-bind-address", "", "serve Go profiles (/debug/pprof/) and metrics (/metrics) at this address, e.g. 127.0.0.1:6060 (default off)")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)

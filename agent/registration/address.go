@@ -1,0 +1,74 @@
+package registration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	internalregistration "github.com/gitfleet/fleet/internal/registration"
+)
+
+// Following the manager's address. The manager publishes the URL and CA
+// agents reach it at in the ConfigMap fleet-manager-address of the agent's
+// cluster namespace (controllers/manageraddress). When they differ from the
+// credential's, the agent tries its credential there: the same API server
+// behind another name accepts the same token. Only then does it store the
+// new address and switch to it, so a published address that does not work
+// from this cluster (a name only the manager's network resolves, a wrong CA)
+// costs the agent nothing: it stays where it is and looks again later.
+
+// Published reads the address the manager publishes for cred's cluster
+// namespace; ok is false when it publishes none.
+func Published(ctx context.Context, cred *Credential) (url string, ca []byte, ok bool, err error) {
+	c, err := NewUpstreamClient(cred.RESTConfig())
+	if err != nil {
+		return "", nil, false, err
+	}
+	cm := &corev1.ConfigMap{}
+	key := types.NamespacedName{Namespace: cred.ClusterNamespace, Name: internalregistration.AddressConfigMap}
+	// From the API server's watch cache: thousands of agents look now and
+	// then, and a moment's staleness does not matter.
+	err = c.Get(ctx, key, cm, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+	if apierrors.IsNotFound(err) {
+		return "", nil, false, nil
+	}
+	if err != nil {
+		return "", nil, false, fmt.Errorf("reading the manager's published address %s: %w", key, err)
+	}
+	url = cm.Data[internalregistration.AddressURLKey]
+	return url, []byte(cm.Data[internalregistration.AddressCAKey]), url != "", nil
+}
+
+// Follow moves cred to the address the manager publishes when that differs
+// from cred's and the manager accepts cred there: it stores the credential
+// with the new address in the fleet-agent Secret and returns true. The
+// caller then starts its clients again from the stored credential. It
+// returns false, with the reason, when the address stays.
+func Follow(ctx context.Context, o Options, cred *Credential) (bool, error) {
+	url, ca, ok, err := Published(ctx, cred)
+	if err != nil || !ok {
+		return false, err
+	}
+	if url == cred.APIServerURL && bytes.Equal(ca, cred.APIServerCA) {
+		return false, nil
+	}
+	next := *cred
+	next.APIServerURL, next.APIServerCA = url, ca
+	next.Token, next.current = cred.CurrentToken(), nil
+	if err := Check(ctx, &next); err != nil {
+		return false, fmt.Errorf("the manager publishes the address %s, and the agent's credential does not work there (%w): staying at %s",
+			url, err, cred.APIServerURL)
+	}
+	if err := store(ctx, o, &next); err != nil {
+		return false, err
+	}
+	ctrl.LoggerFrom(ctx).Info("The manager moved: following it to its published address", "from", cred.APIServerURL, "to", url)
+	return true, nil
+}

@@ -1,0 +1,7 @@
+package manageraddress
+
+// The manager's rights this reconciler needs, collected by `make generate`
+// into config/rbac/role.yaml (the ClusterRole fleet-manager).
+//
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;update
