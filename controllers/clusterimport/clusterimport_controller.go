@@ -266,6 +266,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.reconcileMoved,
 		r.reconcileKubeconfig,
 		r.reconcileIdentity,
+		r.reconcileElsewhere,
 		r.reconcileDeployed,
 		r.reconcileInstall,
 		r.reconcileToken,

@@ -28,13 +28,20 @@
 //     one Cluster holds the identity when the agent registers. Two Clusters
 //     importing the same downstream cluster are a conflict: the older wins,
 //     the newer reports IdentityConflict.
-//  2. The agent Deployment is read downstream. It carries the record of the
+//  2. One cluster, one Fleet Cluster across namespaces (identity.go): a
+//     Cluster of another namespace with the same identity whose agent runs
+//     downstream (the agent's credential Secret there, read through the
+//     kubeconfig, names it) holds the cluster: nothing is installed and the
+//     Cluster reports IdentityConflict naming it, looked at again every
+//     CheckInterval, so that deleting that Cluster lets the import go on. A
+//     clientID merely copied by a Cluster elsewhere holds nothing.
+//  3. The agent Deployment is read downstream. It carries the record of the
 //     last install: annotation fleet.cattle.io/agent-settings-hash (a hash
 //     of every agent setting: namespace, image, private registry, env,
 //     tolerations, affinity, resources, host network, labels, clientID and
 //     check-in interval) and, on its pod template,
 //     fleet.cattle.io/restarted-at.
-//  3. Decide says whether to install: the Deployment is missing;
+//  4. Decide says whether to install: the Deployment is missing;
 //     spec.redeployAgentGeneration differs from status.agentDeployedGeneration;
 //     the manager's URL or CA changed; an agent runs that this Cluster never
 //     installed and that never checked in here (it serves another manager: a
@@ -51,7 +58,7 @@
 //     fleet-agentinstall) and run at most MaxConcurrentInstalls at a time, so
 //     that hundreds of clusters arriving at once queue instead of swamping
 //     the manager.
-//  4. Once the agent has registered and checks in, the import token is
+//  5. Once the agent has registered and checks in, the import token is
 //     deleted.
 //
 // A Cluster annotated fleet.cattle.io/capi-moved (its Cluster API Cluster
