@@ -12,12 +12,10 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/agent/registration"
-	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
@@ -98,24 +96,21 @@ func (j *JoinedCluster) namespace() string {
 }
 
 // ApplyToken applies a fresh registration token downstream, as printed by
-// `fleet install agent-token` with extra arguments.
+// `fleet install agent-token` with extra arguments (and --server-url
+// APIServerURL when that is set: the agent never sees another address,
+// which a running agent, looking for new bootstraps, would otherwise use).
 func (j *JoinedCluster) ApplyToken(ctx context.Context, extra ...string) {
 	ginkgo.GinkgoHelper()
 	args := []string{"install", "agent-token", "-k", j.Upstream.Kubeconfig}
 	if j.SystemNamespace != "" {
 		args = append(args, "--system-namespace", j.SystemNamespace)
 	}
+	if j.APIServerURL != "" {
+		args = append(args, "--server-url", j.APIServerURL)
+	}
 	tokenYAML, err := framework.Run("fleet", append(args, extra...)...)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	gomega.Expect(framework.ApplyYAML(ctx, j.Local, tokenYAML)).To(gomega.Succeed())
-	if j.APIServerURL == "" {
-		return
-	}
-	boot := &corev1.Secret{}
-	key := types.NamespacedName{Namespace: j.namespace(), Name: fleet.AgentBootstrapSecretName}
-	gomega.Expect(j.Local.Get(ctx, key, boot)).To(gomega.Succeed())
-	boot.Data[agentinstall.BootstrapAPIServerURLKey] = []byte(j.APIServerURL)
-	gomega.Expect(j.Local.Update(ctx, boot)).To(gomega.Succeed())
 }
 
 // ApplyConfig applies the agent config printed by `fleet install
