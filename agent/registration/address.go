@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,19 +57,37 @@ func Follow(ctx context.Context, o Options, cred *Credential) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	if url == cred.APIServerURL && bytes.Equal(ca, cred.APIServerCA) {
+	// A manager that publishes no CA says nothing about it (its
+	// certificate may be publicly trusted, or it was started without
+	// --api-server-ca-file): the CA the agent has is tried first.
+	cas := [][]byte{ca}
+	if len(ca) == 0 {
+		cas = [][]byte{cred.APIServerCA, nil}
+	}
+	if sameURL(url, cred.APIServerURL) && bytes.Equal(cas[0], cred.APIServerCA) {
 		return false, nil
 	}
 	next := *cred
-	next.APIServerURL, next.APIServerCA = url, ca
 	next.Token, next.current = cred.CurrentToken(), nil
-	if err := Check(ctx, &next); err != nil {
-		return false, fmt.Errorf("the manager publishes the address %s, and the agent's credential does not work there (%w): staying at %s",
-			url, err, cred.APIServerURL)
+	next.APIServerURL = url
+	for i, ca := range cas {
+		next.APIServerCA = ca
+		if err = Check(ctx, &next); err == nil {
+			break
+		}
+		if i == len(cas)-1 {
+			return false, fmt.Errorf("the manager publishes the address %s, and the agent's credential does not work there (%w): staying at %s",
+				url, err, cred.APIServerURL)
+		}
 	}
 	if err := store(ctx, o, &next); err != nil {
 		return false, err
 	}
 	ctrl.LoggerFrom(ctx).Info("The manager moved: following it to its published address", "from", cred.APIServerURL, "to", url)
 	return true, nil
+}
+
+// sameURL compares two URLs of an API server, a trailing slash aside.
+func sameURL(a, b string) bool {
+	return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
 }
