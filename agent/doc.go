@@ -10,4 +10,10 @@
 // (agent/controller) over the Helm deployer (agent/deployer) and the monitor
 // of the deployed objects (agent/monitor) in the agent's own cluster. Should
 // that manager stop, it is built again after a capped backoff.
+//
+// A run ends, and the next starts from registration, when a new bootstrap
+// Secret is placed, when one that failed is waiting while the stored
+// credential does not work, or when the manager's published address moved
+// (move.go): the agent follows a new or moved manager without a restart,
+// and adopts its releases.
 package agent

@@ -14,4 +14,9 @@
 // (rotation.go): it requests a new token for the agent's own ServiceAccount,
 // stores it, and every upstream client built from the Credential sends the
 // new token from then on.
+//
+// When the manager publishes another address for itself (address.go), Follow
+// checks that the manager accepts the credential there and stores the
+// credential with the new address; the agent then starts its clients again
+// from it (agent/move.go), with no new registration.
 package registration
