@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -107,4 +109,37 @@ func TestTemplateFacts(t *testing.T) {
 	g.Expect(got.Data).To(Equal(map[string]interface{}{"replicas": "3", TemplateValuesKey: map[string]interface{}{"clusterName": "alpha"}}),
 		"a person's keys stay, the Cluster API facts are replaced")
 	g.Expect(current.Data[TemplateValuesKey]).To(Equal("stale"), "the input is not changed")
+}
+
+// What a Cluster API Cluster asks for reaches the agent's pod as
+// agentinstall renders it: the bootstrap tolerations let it be scheduled on
+// a fresh node without CNI or cloud provider, and it runs in the host
+// network, resolving names through the node (no cluster DNS needed).
+func TestRenderedAgentBootstrapsWithoutACNI(t *testing.T) {
+	g := NewWithT(t)
+	s, err := DesiredAgentSettings(withVars(annotated(map[string]string{AgentTolerationsAnnotation: "bootstrap"}),
+		map[string]string{HostNetworkVariable: "true"}))
+	g.Expect(err).NotTo(HaveOccurred())
+	objs, err := agentinstall.Objects(agentinstall.Options{Tolerations: s.Tolerations, HostNetwork: *s.HostNetwork})
+	g.Expect(err).NotTo(HaveOccurred())
+	var pod *corev1.PodSpec
+	for _, o := range objs {
+		if dep, ok := o.(*appsv1.Deployment); ok {
+			pod = &dep.Spec.Template.Spec
+		}
+	}
+	g.Expect(pod).NotTo(BeNil())
+	g.Expect(pod.HostNetwork).To(BeTrue())
+	g.Expect(pod.DNSPolicy).To(BeEmpty(), "ClusterFirst falls back to the node's resolver in the host network")
+	for _, taint := range []corev1.Taint{
+		{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule},
+	} {
+		tolerated := false
+		for _, tol := range pod.Tolerations {
+			tolerated = tolerated || tol.ToleratesTaint(klog.Background(), &taint, false)
+		}
+		g.Expect(tolerated).To(BeTrue(), "the agent's pod tolerates %s", taint.Key)
+	}
 }
