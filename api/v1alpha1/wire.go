@@ -48,6 +48,22 @@ func KeepResourcesOnUnenroll(c *Cluster) bool {
 	return c.Annotations[KeepResourcesOnUnenrollAnnotation] != "false"
 }
 
+// KeepsDeployments tells whether c, being deleted, still keeps its
+// BundleDeployments: its agent is being removed downstream first
+// (AgentRemovalFinalizer) and its releases are to stay, so nothing may
+// take a deployment away while the agent could still act on it.
+func KeepsDeployments(c *Cluster) bool {
+	if c.DeletionTimestamp.IsZero() || !KeepResourcesOnUnenroll(c) {
+		return false
+	}
+	for _, f := range c.Finalizers {
+		if f == AgentRemovalFinalizer {
+			return true
+		}
+	}
+	return false
+}
+
 // CAPIMovedAnnotation, on a fleet Cluster enrolled for a Cluster API
 // Cluster, says (with the time it was seen) that the Cluster API Cluster
 // left this management cluster without being deleted: `clusterctl move`

@@ -134,6 +134,7 @@ func TestCAPI(t *testing.T) {
 	BeforeSuite(func() { s.setUp(ctx) })
 	AfterSuite(s.tearDown)
 	Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() { capie2e.EnrollmentSpec(ctx, s.input) })
+	Describe("Un-enrollment", Ordered, ContinueOnFailure, func() { capie2e.UnenrollSpec(ctx, s.input) })
 	Describe("An onboarding storm", func() { capie2e.OnboardingStormSpec(ctx, s.input) })
 	Describe("clusterctl move", Ordered, ContinueOnFailure, func() { capie2e.MoveSpec(ctx, s.input) })
 	RunSpecs(t, "Manager-initiated registration and Cluster API enrollment")
