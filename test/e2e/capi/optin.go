@@ -48,7 +48,9 @@ func OptInSpec(ctx context.Context, inputGetter func() SpecInput) {
 	)
 	e := &env{ctx: ctx}
 	fleetCluster := func(namespace, name string) func() error {
-		return func() error { return target.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &fleet.Cluster{}) }
+		return func() error {
+			return target.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &fleet.Cluster{})
+		}
 	}
 	absent := func(namespace, name string) func() bool {
 		return func() bool { return apierrors.IsNotFound(fleetCluster(namespace, name)()) }
