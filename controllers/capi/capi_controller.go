@@ -265,10 +265,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) (ctrl
 		return outcome.Result(err, 0)
 	}
 	var after *metav1.Condition
-	if !s.optedOut || s.unenrolled != "" {
+	switch {
+	case s.unenrolled != "":
+		conditions.Set(s.capi, UnenrolledCondition(s.unenrolled, s.capi.Generation))
+		after = conditions.Get(s.capi, ConditionFleetAgentReady)
+	case !s.optedOut:
 		c := FleetAgentReadyCondition(Observed{
 			ControlPlaneInitialized: s.initialized, SecretExists: s.secretExists, SecretName: s.secretName(),
-			Fleet: s.fleet, Err: err, Unenrolled: s.unenrolled,
+			Fleet: s.fleet, Err: err,
 		}, s.capi.Generation)
 		conditions.Set(s.capi, c)
 		after = conditions.Get(s.capi, ConditionFleetAgentReady)

@@ -32,9 +32,6 @@ type Observed struct {
 	// Err is this controller's own failure to enroll that only a person can
 	// fix (a Stalling error), if any.
 	Err error
-	// Unenrolled is when a person deleted the fleet Cluster
-	// (UnenrolledAnnotation); "" while enrolled.
-	Unenrolled string
 }
 
 // FleetAgentReadyCondition computes the FleetAgentReady condition; its
@@ -42,9 +39,6 @@ type Observed struct {
 func FleetAgentReadyCondition(o Observed, generation int64) metav1.Condition {
 	c := metav1.Condition{Type: ConditionFleetAgentReady, Status: metav1.ConditionFalse, ObservedGeneration: generation}
 	switch {
-	case o.Unenrolled != "":
-		c.Reason = fleet.ReasonUnenrolled
-		c.Message = "the fleet Cluster was deleted at " + o.Unenrolled + ", so the manager removed the agent and does not enroll this cluster again: remove annotation " + UnenrolledAnnotation + " to enroll it again"
 	case o.Err != nil:
 		c.Reason, c.Message = fleet.ReasonFailed, o.Err.Error()
 	case o.Fleet == nil && !o.ControlPlaneInitialized:
@@ -70,6 +64,15 @@ func FleetAgentReadyCondition(o Observed, generation int64) metav1.Condition {
 		}
 	}
 	return c
+}
+
+// UnenrolledCondition is FleetAgentReady of a cluster whose fleet Cluster
+// a person deleted at the time at (UnenrolledAnnotation).
+func UnenrolledCondition(at string, generation int64) metav1.Condition {
+	return metav1.Condition{Type: ConditionFleetAgentReady, Status: metav1.ConditionFalse, ObservedGeneration: generation,
+		Reason: fleet.ReasonUnenrolled,
+		Message: "the fleet Cluster was deleted at " + at + ", so the manager removed the agent and does not enroll this cluster again: remove annotation " +
+			UnenrolledAnnotation + " to enroll it again"}
 }
 
 // capiStatus is the part of a Cluster API Cluster's status this controller

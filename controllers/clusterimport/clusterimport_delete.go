@@ -133,6 +133,9 @@ func (r *Reconciler) dropFinalizer(ctx context.Context, c *fleet.Cluster) error 
 	if err := r.deleteToken(ctx, c); err != nil {
 		return err
 	}
+	if !controllerutil.ContainsFinalizer(c, fleet.AgentRemovalFinalizer) {
+		return nil
+	}
 	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(c, fleet.AgentRemovalFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, c, patch))

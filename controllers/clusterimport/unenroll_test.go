@@ -157,3 +157,27 @@ func TestDeletingAClusterWithoutItsKubeconfigLetsItGo(t *testing.T) {
 		return reasons
 	}).WithTimeout(10 * time.Second).Should(ContainElement(fleet.ReasonAgentNotRemoved))
 }
+
+// A Cluster that stops naming a kubeconfig is no longer imported: the
+// removal finalizer goes, so that deleting it later does not wait.
+func TestClusterNoLongerImportedDropsTheRemovalFinalizer(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := env.CreateNamespace(ctx, "unimport")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Create(ctx, kubeconfigSecret(t, ns.Name, "kc", nil))).To(Succeed())
+	c := importCluster(ns.Name, "unimported", "kc")
+	c.Spec.AgentNamespace = "fleet-unimported"
+	g.Expect(env.CreateAndWait(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) []string {
+		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		return c.Finalizers
+	}).WithTimeout(20 * time.Second).Should(ContainElement(fleet.AgentRemovalFinalizer))
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.KubeConfigSecret = ""
+	g.Expect(env.Patch(ctx, c, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) []string {
+		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		return c.Finalizers
+	}).WithTimeout(20 * time.Second).ShouldNot(ContainElement(fleet.AgentRemovalFinalizer))
+}
