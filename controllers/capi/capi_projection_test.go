@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/target"
 )
 
 func withVars(c *clusterv1.Cluster, vars map[string]string) *clusterv1.Cluster {
@@ -142,4 +143,22 @@ func TestRenderedAgentBootstrapsWithoutACNI(t *testing.T) {
 		}
 		g.Expect(tolerated).To(BeTrue(), "the agent's pod tolerates %s", taint.Key)
 	}
+}
+
+// The Cluster API facts reach Helm values templates as a Bundle's values
+// see them on the fleet Cluster.
+func TestTemplateFactsRenderInHelmValues(t *testing.T) {
+	g := NewWithT(t)
+	c := withVars(&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "alpha"}}, map[string]string{"region": `"eu-1"`})
+	c.Spec.Topology.ClassRef.Name = "quick-start"
+	c.Spec.Topology.Version = "v1.34.1"
+	fc := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "alpha"},
+		Spec: fleet.ClusterSpec{TemplateValues: WithTemplateFacts(nil, TemplateFacts(c))}}
+	out, err := target.ProcessTemplateValues(map[string]interface{}{
+		"image":  "kube-proxy:${ .ClusterValues.ClusterAPI.kubernetesVersion }",
+		"region": "${ .ClusterValues.ClusterAPI.variables.region }",
+		"class":  "${ .ClusterValues.ClusterAPI.classNamespace }/${ .ClusterValues.ClusterAPI.class }",
+	}, target.TemplateContextFor(fc))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal(map[string]interface{}{"image": "kube-proxy:v1.34.1", "region": "eu-1", "class": "tenant-a/quick-start"}))
 }
