@@ -27,8 +27,9 @@ const unenrollNS = "capi-unenroll"
 // Bundle of demo ConfigMaps deployed to it, then has a person delete its
 // fleet Cluster: the manager removes the agent downstream before the
 // BundleDeployments go, so the demo ConfigMaps stay; the decision is
-// recorded on the Cluster API Cluster, which is not enrolled again. Call
-// it in an Ordered container.
+// recorded on the Cluster API Cluster, which is not enrolled again. A
+// second cluster that asks for its releases to be uninstalled first sees
+// them go before its agent. Call it in an Ordered container.
 func UnenrollSpec(ctx context.Context, inputGetter func() SpecInput) {
 	e := &env{ctx: ctx}
 	const name, agentNS = "omega", "fleet-omega"
@@ -119,5 +120,44 @@ func UnenrollSpec(ctx context.Context, inputGetter func() SpecInput) {
 		msg := fmt.Sprintf("Un-enrolled (agent removed, fleet Cluster gone) %s after the fleet Cluster was deleted", took.Round(time.Millisecond))
 		AddReportEntry("unenroll", msg)
 		fmt.Println(msg)
+	})
+
+	It("uninstalls the releases first when the cluster says fleet.cattle.io/keep-resources-on-unenroll: \"false\"", func() {
+		const sigma, sigmaNS = "sigma", "fleet-sigma"
+		c := e.createCAPICluster(capiCluster{name: sigma, namespace: unenrollNS, workload: e.workloads[0],
+			labels: map[string]string{"demo": sigma},
+			annotations: map[string]string{capi.AgentNamespaceAnnotation: sigmaNS, capi.ClientIDAnnotation: sigma,
+				fleet.KeepResourcesOnUnenrollAnnotation: "false"}})
+		e.initialize(c)
+		e.writeKubeconfigSecret(unenrollNS, sigma, e.workloads[0], nil)
+		ks := e.startKubelet(e.workloads[0], sigmaNS)
+		Eventually(e.imported(unenrollNS, sigma), 60*time.Second, 100*time.Millisecond).Should(Equal(fleet.ReasonAgentRegistered), func() string { return ks.Output() })
+		const cm = "sigma-demo"
+		Expect(admin.Create(ctx, &fleet.Bundle{
+			ObjectMeta: metav1.ObjectMeta{Name: cm, Namespace: unenrollNS},
+			Spec: fleet.BundleSpec{
+				Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + cm + "}\n"}},
+				Targets:   []fleet.BundleTarget{{Name: "demo", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"demo": sigma}}}},
+			},
+		})).To(Succeed())
+		Eventually(func() error {
+			return w0.Get(ctx, types.NamespacedName{Namespace: "default", Name: cm}, &corev1.ConfigMap{})
+		},
+			60*time.Second, 200*time.Millisecond).Should(Succeed(), func() string { return ks.Output() })
+
+		fc := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: unenrollNS, Name: sigma}}
+		Expect(admin.Delete(ctx, fc)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(w0.Get(ctx, types.NamespacedName{Namespace: "default", Name: cm}, &corev1.ConfigMap{}))
+		}, 60*time.Second, 200*time.Millisecond).Should(BeTrue(), "the agent uninstalled its release")
+		Eventually(e.notFound(fc), 60*time.Second, 100*time.Millisecond).Should(BeTrue(), "then the fleet Cluster goes")
+		err := w0.Get(ctx, types.NamespacedName{Namespace: sigmaNS, Name: fleet.AgentName}, &appsv1.Deployment{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "and the agent with it: %v", err)
+		Eventually(ks.Output, 10*time.Second, 100*time.Millisecond).Should(Equal("(no agent running)"))
+		Consistently(func(g Gomega) {
+			for _, name := range demo {
+				g.Expect(w0.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, &corev1.ConfigMap{})).To(Succeed(), "omega's ConfigMap %s untouched", name)
+			}
+		}, time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 }
