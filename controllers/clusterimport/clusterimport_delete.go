@@ -80,8 +80,18 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *fleet.Cluster) (ctr
 	namespace := r.agentNamespace(c)
 	if !fleet.KeepResourcesOnUnenroll(c) {
 		clusterNS := names.ClusterNamespaceFor(c.Namespace, c.Name, c.Status.Namespace)
-		if err := r.Client.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(clusterNS)); client.IgnoreNotFound(err) != nil {
+		// Deleted once; the waiting that follows only reads.
+		bds := &fleet.BundleDeploymentList{}
+		if err := r.Client.List(ctx, bds, client.InNamespace(clusterNS)); err != nil {
 			return ctrl.Result{}, err
+		}
+		for i := range bds.Items {
+			if bds.Items[i].DeletionTimestamp.IsZero() {
+				if err := r.Client.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(clusterNS)); client.IgnoreNotFound(err) != nil {
+					return ctrl.Result{}, err
+				}
+				break
+			}
 		}
 		var left int
 		if err := r.call(ctx, func(ctx context.Context) (err error) {
