@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -128,6 +129,15 @@ type Options struct {
 	// another namespace may take its kubeconfig Secret
 	// (spec.kubeConfigSecretNamespace); default none.
 	KubeconfigSecretNamespaces []string
+	// CAPIClusterSelector and CAPINamespaceSelector, when set, switch
+	// Cluster API enrollment to opt-in: only Cluster API Clusters matching
+	// the first, in namespaces matching the second, are enrolled (see
+	// capi.Reconciler).
+	CAPIClusterSelector   labels.Selector
+	CAPINamespaceSelector labels.Selector
+	// CAPIInstallCheckInterval is how often a manager started without
+	// Cluster API looks for it (default 30s).
+	CAPIInstallCheckInterval time.Duration
 	// Events bound the events the manager records: a burst per object, then
 	// one per interval, and a cap over all objects (internal/metrics;
 	// defaults 5, 5m, 10/s).
@@ -262,14 +272,27 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := imp.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the cluster import controller: %w", err)
 	}
-	// Cluster API enrollment runs where Cluster API's Cluster kind is served
-	// (checked at start: installing Cluster API later needs a restart).
-	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, "v1beta2"); err != nil {
-		ctrl.LoggerFrom(ctx).Info("Cluster API enrollment is off: Cluster API's v1beta2 Cluster kind is not served", "reason", err.Error())
-	} else {
-		if err := (&capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: secrets, Recorder: recorder("fleet-capi")}).SetupWithManager(ctx, mgr); err != nil {
+	// Cluster API enrollment runs where Cluster API's Cluster kind is
+	// served; installed later, it is turned on when it appears.
+	setupCAPI := func(ctx context.Context) error {
+		r := &capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: secrets, Recorder: recorder("fleet-capi"),
+			ClusterSelector: o.CAPIClusterSelector, NamespaceSelector: o.CAPINamespaceSelector}
+		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up the Cluster API controller: %w", err)
 		}
+		return nil
+	}
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, "v1beta2"); err != nil {
+		ctrl.LoggerFrom(ctx).Info("Cluster API enrollment waits for Cluster API: its v1beta2 Cluster kind is not served", "reason", err.Error())
+		dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(&capi.WhenInstalled{Discovery: dc, Interval: o.CAPIInstallCheckInterval, Setup: setupCAPI}); err != nil {
+			return err
+		}
+	} else if err := setupCAPI(ctx); err != nil {
+		return err
 	}
 	// Agents registered by token follow the manager's address.
 	if o.APIServerURL != "" {

@@ -115,6 +115,17 @@ const (
 	// for was moved to another management cluster (CAPIMovedAnnotation);
 	// its agent is that manager's now, and this one no longer imports it.
 	ReasonMovedAway = "MovedAway"
+	// ReasonRemovingAgent: the Cluster is being deleted and the manager
+	// removes the agent it installed downstream first (after the
+	// deployments, when they are to be uninstalled; see
+	// KeepResourcesOnUnenrollAnnotation).
+	ReasonRemovingAgent = "RemovingAgent"
+	// ReasonAgentRemoved (event): the agent the manager installed was
+	// removed from the downstream cluster; ReasonAgentNotRemoved (Warning
+	// event): it could not be, the cluster being unreachable or its
+	// kubeconfig gone, and the Cluster was let go all the same.
+	ReasonAgentRemoved    = "AgentRemoved"
+	ReasonAgentNotRemoved = "AgentNotRemoved"
 )
 
 // Cluster API Cluster FleetAgentReady.
@@ -123,6 +134,9 @@ const (
 	ReasonInstalling             = "Installing"
 	ReasonRegistered             = "Registered"
 	ReasonFailed                 = "Failed"
+	// ReasonUnenrolled: a person deleted the fleet Cluster of an enrolled
+	// Cluster API Cluster; it is not enrolled again until asked.
+	ReasonUnenrolled = "Unenrolled"
 )
 
 // ClusterRegistration Accepted.

@@ -27,7 +27,42 @@ const (
 	// CAPIEnrollmentFinalizer, on a Cluster API Cluster, makes its deletion
 	// delete the fleet Cluster enrolled for it.
 	CAPIEnrollmentFinalizer = "fleet.cattle.io/capi-enrollment"
+	// AgentRemovalFinalizer, on a Cluster whose agent the manager installed
+	// through a kubeconfig, makes its deletion remove that agent downstream
+	// before its BundleDeployments go (ClusterFinalizer waits for it), so
+	// that the agent is not there to uninstall the releases.
+	AgentRemovalFinalizer = "fleet.cattle.io/agent-removal"
 )
+
+// KeepResourcesOnUnenrollAnnotation, on a Cluster (or on the Cluster API
+// Cluster it is enrolled for, which passes it on), says what deleting the
+// Cluster does to what its agent deployed: "true", the default, removes
+// the agent first and leaves the releases running; "false" has the agent
+// uninstall them first (as Fleet's keepResources: false would), then
+// removes it.
+const KeepResourcesOnUnenrollAnnotation = "fleet.cattle.io/keep-resources-on-unenroll"
+
+// KeepResourcesOnUnenroll tells whether deleting c leaves its releases
+// running downstream (see KeepResourcesOnUnenrollAnnotation).
+func KeepResourcesOnUnenroll(c *Cluster) bool {
+	return c.Annotations[KeepResourcesOnUnenrollAnnotation] != "false"
+}
+
+// KeepsDeployments tells whether c, being deleted, still keeps its
+// BundleDeployments: its agent is being removed downstream first
+// (AgentRemovalFinalizer) and its releases are to stay, so nothing may
+// take a deployment away while the agent could still act on it.
+func KeepsDeployments(c *Cluster) bool {
+	if c.DeletionTimestamp.IsZero() || !KeepResourcesOnUnenroll(c) {
+		return false
+	}
+	for _, f := range c.Finalizers {
+		if f == AgentRemovalFinalizer {
+			return true
+		}
+	}
+	return false
+}
 
 // CAPIMovedAnnotation, on a fleet Cluster enrolled for a Cluster API
 // Cluster, says (with the time it was seen) that the Cluster API Cluster

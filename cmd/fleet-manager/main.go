@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -34,6 +35,7 @@ func newCommand() *cobra.Command {
 	var qps float32
 	var burst int
 	var localCluster bool
+	var capiClusterSelector, capiNamespaceSelector string
 	cmd := &cobra.Command{
 		Use:          "fleet-manager",
 		Short:        "Run the fleet manager: GitRepos to Bundles to BundleDeployments, and cluster registration",
@@ -52,6 +54,12 @@ func newCommand() *cobra.Command {
 				}
 			}
 			o.AgentImage = agentImage
+			if o.CAPIClusterSelector, err = parseSelector("--capi-cluster-selector", capiClusterSelector); err != nil {
+				return err
+			}
+			if o.CAPINamespaceSelector, err = parseSelector("--capi-namespace-selector", capiNamespaceSelector); err != nil {
+				return err
+			}
 			o.DisableLocalCluster = !localCluster
 			if webhookSecretFile != "" {
 				secret, err := os.ReadFile(webhookSecretFile)
@@ -94,6 +102,12 @@ func newCommand() *cobra.Command {
 		"namespaces from which Clusters of other namespaces may take their kubeconfig Secret (spec.kubeConfigSecretNamespace); default none")
 	f.BoolVar(&localCluster, "local-cluster", true,
 		"keep the Cluster local in fleet-local for this cluster, with its agent and the ClusterGroup default selecting it, as Fleet does")
+	f.StringVar(&capiClusterSelector, "capi-cluster-selector", "",
+		"opt-in enrollment: only Cluster API Clusters whose labels match this selector (e.g. fleet.cattle.io/enroll=true) are enrolled; default: every one not labelled fleet.cattle.io/enroll=false")
+	f.StringVar(&capiNamespaceSelector, "capi-namespace-selector", "",
+		"opt-in enrollment: only Cluster API Clusters in namespaces whose labels match this selector are enrolled; default: every namespace not labelled fleet.cattle.io/enroll=false")
+	f.DurationVar(&o.CAPIInstallCheckInterval, "capi-install-check-interval", 0,
+		"how often a manager started without Cluster API looks for it, to turn enrollment on once it is installed (default 30s)")
 	f.IntVar(&o.MaxConcurrentInstalls, "max-concurrent-installs", 0, "agent installs into imported clusters at once (default 20)")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
 	f.IntVar(&o.Events.Burst, "event-burst", metrics.DefaultEventBurst, "events one object may get at once; then one per --event-interval")
@@ -106,4 +120,16 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", controllers.DefaultCredentialLifetime,
 		"lifetime of agent credentials; agents renew theirs when a third of it remains (at least 10m)")
 	return cmd
+}
+
+// parseSelector reads a label selector flag; empty means none (nil).
+func parseSelector(flag, v string) (labels.Selector, error) {
+	if v == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q is not a label selector (e.g. env=prod,tier in (web,api)): %w", flag, v, err)
+	}
+	return sel, nil
 }

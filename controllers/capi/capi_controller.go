@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -60,6 +61,16 @@ const (
 	// from (before it strips the finalizers and deletes): the object lives
 	// on elsewhere.
 	DeleteForMoveAnnotation = "clusterctl.cluster.x-k8s.io/delete-for-move"
+	// UnenrolledAnnotation on a Cluster API Cluster records (with the time)
+	// that a person deleted its fleet Cluster: the manager removed the
+	// agent and does not enroll the cluster again until the annotation is
+	// removed.
+	UnenrolledAnnotation = "fleet.cattle.io/unenrolled"
+	// EnrolledUIDAnnotation on a Cluster API Cluster is its own UID, written
+	// once its fleet Cluster was created: a fleet Cluster gone while it is
+	// set was deleted by someone, not yet to be created. A copy carried
+	// over by `clusterctl move` names another UID and is ignored.
+	EnrolledUIDAnnotation = "fleet.cattle.io/enrolled-uid"
 )
 
 // FieldOwner is the server-side apply field manager of the FleetAgentReady
@@ -85,6 +96,15 @@ func Installed(mapper meta.RESTMapper) (bool, error) {
 // Reconciler enrolls Cluster API Clusters as fleet Clusters.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads a fleet Cluster uncached, to tell one deleted from one
+	// the cache has not shown yet (default: the manager's API reader).
+	APIReader client.Reader
+	// ClusterSelector and NamespaceSelector, when set, switch to opt-in:
+	// only Cluster API Clusters whose labels match ClusterSelector, in
+	// namespaces whose labels match NamespaceSelector, are enrolled (the
+	// opt-out label still wins). Nil matches everything.
+	ClusterSelector   labels.Selector
+	NamespaceSelector labels.Selector
 	// Workers is the number of Clusters reconciled at once.
 	Workers int
 	// Secrets watches the metadata of Secrets: enrollment waits for a
@@ -102,6 +122,9 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-capi")
 	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	if r.Secrets == nil {
 		var err error
 		if r.Secrets, err = secretmeta.ForManager(mgr); err != nil {
@@ -115,7 +138,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error
 				return o.GetLabels()[clusterv1.ClusterNameLabel] != ""
 			}))).
 		Watches(&fleet.Cluster{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(fleetClusterChanged())).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersInNamespace), builder.WithPredicates(enrollLabelChanged())).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersInNamespace), builder.WithPredicates(r.enrollLabelChanged())).
 		Named("capi").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -147,11 +170,17 @@ func fleetClusterChanged() predicate.Predicate {
 	}}
 }
 
-func enrollLabelChanged() predicate.Predicate {
+// enrollLabelChanged passes the namespace changes that can change what is
+// enrolled: the opt-out label, or any label in opt-in mode.
+func (r *Reconciler) enrollLabelChanged() predicate.Predicate {
+	relevant := func(o client.Object) bool { return r.NamespaceSelector != nil || o.GetLabels()[EnrollLabel] != "" }
 	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return e.Object.GetLabels()[EnrollLabel] != "" },
+		CreateFunc: func(e event.CreateEvent) bool { return relevant(e.Object) },
 		DeleteFunc: func(event.DeleteEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
+			if r.NamespaceSelector != nil {
+				return !equality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+			}
 			return e.ObjectOld.GetLabels()[EnrollLabel] != e.ObjectNew.GetLabels()[EnrollLabel]
 		},
 	}
@@ -212,6 +241,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}()
 	for _, phase := range []func(context.Context, *scope) error{
 		r.reconcileOptOut,
+		r.reconcileRemovedByPerson,
 		r.reconcileObserve,
 		r.reconcileEnrollment,
 	} {
@@ -235,7 +265,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) (ctrl
 		return outcome.Result(err, 0)
 	}
 	var after *metav1.Condition
-	if !s.optedOut {
+	switch {
+	case s.unenrolled != "":
+		conditions.Set(s.capi, UnenrolledCondition(s.unenrolled, s.capi.Generation))
+		after = conditions.Get(s.capi, ConditionFleetAgentReady)
+	case !s.optedOut:
 		c := FleetAgentReadyCondition(Observed{
 			ControlPlaneInitialized: s.initialized, SecretExists: s.secretExists, SecretName: s.secretName(),
 			Fleet: s.fleet, Err: err,

@@ -27,9 +27,13 @@ type scope struct {
 	// before is FleetAgentReady as read, to write only a change.
 	before *metav1.Condition
 
-	optedOut     bool
+	optedOut bool
+	// unenrolled is UnenrolledAnnotation: when a person deleted the fleet
+	// Cluster.
+	unenrolled   string
 	initialized  bool
 	secretExists bool
+	settings     AgentSettings
 }
 
 func (s *scope) secretName() string { return KubeconfigSecretName(s.capi.Name) }
@@ -131,25 +135,82 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, c *clusterv1.Cluster) 
 	return client.IgnoreNotFound(r.Client.Patch(ctx, c, patch))
 }
 
-// reconcileOptOut releases a cluster that opted out of enrollment. An
-// enrolled cluster keeps its fleet Cluster (deleting it would remove every
-// deployment from a running cluster on a label change), but its labels are
-// no longer synced, the finalizer goes and FleetAgentReady is removed.
+// reconcileOptOut un-enrolls a cluster that is not (or no longer) to be
+// enrolled: opted out by label, not selected in opt-in mode, or unenrolled
+// by a person (UnenrolledAnnotation). The fleet Cluster enrolled for it is
+// deleted, which has the import controller remove the agent downstream
+// before the deployments go (the releases stay unless the cluster says
+// fleet.cattle.io/keep-resources-on-unenroll: "false"); the finalizer and
+// FleetAgentReady go. A cluster released by an earlier version (no
+// finalizer) keeps its fleet Cluster.
 func (r *Reconciler) reconcileOptOut(ctx context.Context, s *scope) error {
-	if s.capi.Labels[EnrollLabel] != "false" {
+	s.unenrolled = s.capi.Annotations[UnenrolledAnnotation]
+	if s.unenrolled == "" {
 		ns := &corev1.Namespace{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: s.capi.Namespace}, ns); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		if !OptedOut(s.capi, ns.Labels) {
+		if Selected(s.capi, ns.Labels, r.ClusterSelector, r.NamespaceSelector) {
 			return nil
 		}
 	}
 	s.optedOut = true
-	if controllerutil.ContainsFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer) {
-		ctrl.LoggerFrom(ctx).Info("Cluster opted out of fleet enrollment; releasing it")
+	if !controllerutil.ContainsFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer) {
+		return nil
 	}
-	return r.removeFinalizer(ctx, s.capi)
+	if fc := s.fleet; fc != nil && ownedBy(fc, s.capi) && fc.DeletionTimestamp.IsZero() {
+		ctrl.LoggerFrom(ctx).Info("Cluster un-enrolled; deleting its fleet Cluster", "cluster", klog.KObj(fc))
+		if err := r.Client.Delete(ctx, fc, client.Preconditions{UID: &fc.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting fleet Cluster %s/%s: %w", fc.Namespace, fc.Name, err)
+		}
+	}
+	patch := client.MergeFromWithOptions(s.capi.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer)
+	delete(s.capi.Annotations, EnrolledUIDAnnotation)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, s.capi, patch))
+}
+
+// reconcileRemovedByPerson notices a fleet Cluster deleted by someone else
+// while its Cluster API Cluster stays enrolled: being deleted, or gone
+// although EnrolledUIDAnnotation says it was created (checked uncached, so
+// that a cache behind the creation is not taken for a deletion). The
+// decision is recorded on the Cluster API Cluster (UnenrolledAnnotation),
+// and the cluster is not enrolled again until a person removes it; the
+// import controller removes the agent as for any deleted fleet Cluster.
+func (r *Reconciler) reconcileRemovedByPerson(ctx context.Context, s *scope) error {
+	if !controllerutil.ContainsFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer) {
+		return nil
+	}
+	switch fc := s.fleet; {
+	case fc != nil && ownedBy(fc, s.capi) && !fc.DeletionTimestamp.IsZero():
+	case fc == nil && s.capi.Annotations[EnrolledUIDAnnotation] == string(s.capi.UID):
+		live := &fleet.Cluster{}
+		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.capi), live)
+		if err == nil {
+			s.fleet = live
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+	default:
+		return nil
+	}
+	at := time.Now().UTC().Format(time.RFC3339)
+	patch := client.MergeFromWithOptions(s.capi.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	metav1.SetMetaDataAnnotation(&s.capi.ObjectMeta, UnenrolledAnnotation, at)
+	delete(s.capi.Annotations, EnrolledUIDAnnotation)
+	controllerutil.RemoveFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer)
+	if err := r.Client.Patch(ctx, s.capi, patch); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("The fleet Cluster was deleted; not enrolling the cluster again until asked", "annotation", UnenrolledAnnotation)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(s.capi, nil, corev1.EventTypeNormal, fleet.ReasonUnenrolled, "Unenroll",
+			"the fleet Cluster was deleted: the agent is removed and the cluster is not enrolled again until annotation %s is removed", UnenrolledAnnotation)
+	}
+	s.optedOut, s.unenrolled = true, at
+	return nil
 }
 
 // reconcileObserve reads what enrollment waits for: an initialized control
@@ -175,6 +236,16 @@ func (r *Reconciler) reconcileEnrollment(ctx context.Context, s *scope) error {
 	if s.fleet != nil && !ownedBy(s.fleet, s.capi) {
 		return r.claimName(ctx, s)
 	}
+	if s.fleet != nil && !s.fleet.DeletionTimestamp.IsZero() {
+		// Deleted when the cluster was un-enrolled: its deletion event
+		// brings this Cluster back to enroll it anew.
+		return nil
+	}
+	settings, err := DesiredAgentSettings(s.capi)
+	if err != nil {
+		return outcome.Stallf(fleet.ReasonFailed, "%v: fix it on the Cluster API Cluster (or its ClusterClass variables)", err)
+	}
+	s.settings = settings
 	if !controllerutil.ContainsFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer) {
 		patch := client.MergeFromWithOptions(s.capi.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(s.capi, fleet.CAPIEnrollmentFinalizer)
@@ -183,9 +254,25 @@ func (r *Reconciler) reconcileEnrollment(ctx context.Context, s *scope) error {
 		}
 	}
 	if s.fleet == nil {
-		return r.createFleetCluster(ctx, s)
+		if err := r.createFleetCluster(ctx, s); err != nil {
+			return err
+		}
+	} else if err := r.syncFleetCluster(ctx, s); err != nil {
+		return err
 	}
-	return r.syncFleetCluster(ctx, s)
+	return r.recordEnrolled(ctx, s)
+}
+
+// recordEnrolled writes EnrolledUIDAnnotation once the fleet Cluster exists,
+// so that its disappearance is known for a deletion.
+func (r *Reconciler) recordEnrolled(ctx context.Context, s *scope) error {
+	uid := string(s.capi.UID)
+	if s.fleet.UID == "" || s.capi.Annotations[EnrolledUIDAnnotation] == uid {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(s.capi.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	metav1.SetMetaDataAnnotation(&s.capi.ObjectMeta, EnrolledUIDAnnotation, uid)
+	return r.Client.Patch(ctx, s.capi, patch)
 }
 
 // claimName handles a fleet Cluster of the same name that this Cluster API
@@ -221,7 +308,13 @@ func (r *Reconciler) createFleetCluster(ctx context.Context, s *scope) error {
 			KubeConfigSecret: s.secretName(),
 			AgentNamespace:   s.capi.Annotations[AgentNamespaceAnnotation],
 			ClientID:         s.capi.Annotations[ClientIDAnnotation],
+			HostNetwork:      s.settings.HostNetwork,
+			AgentTolerations: s.settings.Tolerations,
+			TemplateValues:   WithTemplateFacts(nil, TemplateFacts(s.capi)),
 		},
+	}
+	if v, ok := s.capi.Annotations[fleet.KeepResourcesOnUnenrollAnnotation]; ok {
+		fc.Annotations[fleet.KeepResourcesOnUnenrollAnnotation] = v
 	}
 	if err := r.Client.Create(ctx, fc); err != nil {
 		return fmt.Errorf("creating fleet Cluster %s/%s: %w", fc.Namespace, fc.Name, err)
@@ -258,6 +351,16 @@ func (r *Reconciler) syncFleetCluster(ctx context.Context, s *scope) error {
 	}
 	if fc.Spec.ClientID == "" {
 		fc.Spec.ClientID = s.capi.Annotations[ClientIDAnnotation]
+	}
+	if s.settings.HostNetwork != nil {
+		fc.Spec.HostNetwork = s.settings.HostNetwork
+	}
+	if s.settings.TolerationsSet {
+		fc.Spec.AgentTolerations = s.settings.Tolerations
+	}
+	fc.Spec.TemplateValues = WithTemplateFacts(fc.Spec.TemplateValues, TemplateFacts(s.capi))
+	if v, ok := s.capi.Annotations[fleet.KeepResourcesOnUnenrollAnnotation]; ok {
+		metav1.SetMetaDataAnnotation(&fc.ObjectMeta, fleet.KeepResourcesOnUnenrollAnnotation, v)
 	}
 	data, err := patch.Data(fc)
 	if err != nil || string(data) == "{}" {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -63,6 +64,15 @@ func FleetAgentReadyCondition(o Observed, generation int64) metav1.Condition {
 		}
 	}
 	return c
+}
+
+// UnenrolledCondition is FleetAgentReady of a cluster whose fleet Cluster
+// a person deleted at the time at (UnenrolledAnnotation).
+func UnenrolledCondition(at string, generation int64) metav1.Condition {
+	return metav1.Condition{Type: ConditionFleetAgentReady, Status: metav1.ConditionFalse, ObservedGeneration: generation,
+		Reason: fleet.ReasonUnenrolled,
+		Message: "the fleet Cluster was deleted at " + at + ", so the manager removed the agent and does not enroll this cluster again: remove annotation " +
+			UnenrolledAnnotation + " to enroll it again"}
 }
 
 // capiStatus is the part of a Cluster API Cluster's status this controller
@@ -131,18 +141,33 @@ func OptedOut(c *clusterv1.Cluster, namespaceLabels map[string]string) bool {
 	return c.Labels[EnrollLabel] == "false" || namespaceLabels[EnrollLabel] == "false"
 }
 
+// Selected tells whether the cluster is to be enrolled: not opted out, and,
+// in opt-in mode, its labels match clusters and its namespace's labels match
+// namespaces (a nil selector matches everything).
+func Selected(c *clusterv1.Cluster, namespaceLabels map[string]string, clusters, namespaces labels.Selector) bool {
+	if OptedOut(c, namespaceLabels) {
+		return false
+	}
+	if clusters != nil && !clusters.Matches(labels.Set(c.Labels)) {
+		return false
+	}
+	return namespaces == nil || namespaces.Matches(labels.Set(namespaceLabels))
+}
+
 // DesiredLabels are the labels the fleet Cluster takes from the Cluster API
-// Cluster: all of its labels but the enrollment switch, plus
-// fleet.cattle.io/cluster-class when it uses a ClusterClass.
+// Cluster: its labels but those of Cluster API's and fleet's own domains
+// (reservedLabel), plus fleet.cattle.io/cluster-class and
+// fleet.cattle.io/cluster-class-namespace when it uses a ClusterClass.
 func DesiredLabels(c *clusterv1.Cluster) map[string]string {
 	out := map[string]string{}
 	for k, v := range c.Labels {
-		if k != EnrollLabel && k != ClusterClassLabel {
+		if !reservedLabel(k) {
 			out[k] = v
 		}
 	}
 	if class := c.Spec.Topology.ClassRef.Name; class != "" {
 		out[ClusterClassLabel] = class
+		out[ClusterClassNamespaceLabel] = classNamespace(c)
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -146,13 +147,39 @@ func TestPausedAndOptedOut(t *testing.T) {
 
 func TestDesiredLabels(t *testing.T) {
 	g := NewWithT(t)
-	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Labels: map[string]string{
 		"env": "prod", EnrollLabel: "true", ClusterClassLabel: "spoofed",
+		clusterv1.ClusterNameLabel:        "x",
+		"topology.cluster.x-k8s.io/owned": "",
+		"fleet.cattle.io/agent-namespace": "spoofed",
+		"example.com/team":                "blue",
+		"notcluster.x-k8s.io/kept":        "yes",
 	}}}
-	g.Expect(DesiredLabels(c)).To(Equal(map[string]string{"env": "prod"}))
+	g.Expect(DesiredLabels(c)).To(Equal(map[string]string{"env": "prod", "example.com/team": "blue", "notcluster.x-k8s.io/kept": "yes"}),
+		"Cluster API's and fleet's own keys are not copied")
 	c.Spec.Topology.ClassRef.Name = "quick-start"
-	g.Expect(DesiredLabels(c)).To(Equal(map[string]string{"env": "prod", ClusterClassLabel: "quick-start"}))
+	g.Expect(DesiredLabels(c)).To(Equal(map[string]string{"env": "prod", "example.com/team": "blue", "notcluster.x-k8s.io/kept": "yes",
+		ClusterClassLabel: "quick-start", ClusterClassNamespaceLabel: "tenant-a"}), "the class namespace defaults to the cluster's")
+	c.Spec.Topology.ClassRef.Namespace = "classes"
+	g.Expect(DesiredLabels(c)).To(HaveKeyWithValue(ClusterClassNamespaceLabel, "classes"))
 	g.Expect(DesiredLabels(&clusterv1.Cluster{})).To(BeEmpty())
+}
+
+func TestSelected(t *testing.T) {
+	g := NewWithT(t)
+	optIn := labels.SelectorFromSet(labels.Set{"fleet": "yes"})
+	c := func(l map[string]string) *clusterv1.Cluster {
+		return &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Labels: l}}
+	}
+	g.Expect(Selected(c(nil), nil, nil, nil)).To(BeTrue(), "opt-out mode enrolls every cluster")
+	g.Expect(Selected(c(map[string]string{EnrollLabel: "false"}), nil, nil, nil)).To(BeFalse())
+	g.Expect(Selected(c(nil), map[string]string{EnrollLabel: "false"}, nil, nil)).To(BeFalse())
+	g.Expect(Selected(c(nil), nil, optIn, nil)).To(BeFalse(), "opt-in: unlabelled clusters stay out")
+	g.Expect(Selected(c(map[string]string{"fleet": "yes"}), nil, optIn, nil)).To(BeTrue())
+	g.Expect(Selected(c(map[string]string{"fleet": "yes", EnrollLabel: "false"}), nil, optIn, nil)).To(BeFalse(), "the opt-out label wins")
+	g.Expect(Selected(c(nil), map[string]string{"fleet": "yes"}, nil, optIn)).To(BeTrue(), "namespace selector")
+	g.Expect(Selected(c(nil), map[string]string{"fleet": "no"}, nil, optIn)).To(BeFalse())
+	g.Expect(Selected(c(map[string]string{"fleet": "yes"}), map[string]string{}, optIn, optIn)).To(BeFalse(), "both must match")
 }
 
 func TestSyncLabels(t *testing.T) {

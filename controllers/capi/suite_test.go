@@ -136,7 +136,7 @@ func TestEnrollsAnInitializedClusterWithItsKubeconfigSecret(t *testing.T) {
 	initialize(t, c)
 	g.Eventually(fleetCluster(ctx, ns.Name, "alpha")).WithTimeout(20*time.Second).Should(And(
 		HaveField("Spec.KubeConfigSecret", "alpha-kubeconfig"),
-		HaveField("Labels", Equal(map[string]string{"env": "dev", capi.ClusterClassLabel: "quick-start"})),
+		HaveField("Labels", Equal(map[string]string{"env": "dev", capi.ClusterClassLabel: "quick-start", capi.ClusterClassNamespaceLabel: ns.Name})),
 	), "the fleet Cluster, once the control plane is initialized")
 	fc, err := fleetCluster(ctx, ns.Name, "alpha")()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -207,12 +207,15 @@ func TestLeavesOptedOutClustersAlone(t *testing.T) {
 	g.Expect(agentReady(ctx, byNamespace)(g)).To(BeNil())
 
 	// Removing the namespace's label enrolls its clusters; opting an
-	// enrolled cluster out releases it and keeps its fleet Cluster.
+	// enrolled cluster out un-enrolls it: its fleet Cluster is deleted
+	// (the import controller, not running here, removes the agent first).
 	patch := client.MergeFrom(optedOutNS.DeepCopy())
 	delete(optedOutNS.Labels, capi.EnrollLabel)
 	g.Expect(env.Patch(ctx, optedOutNS, patch)).To(Succeed())
 	g.Eventually(fleetCluster(ctx, optedOutNS.Name, "by-namespace")).WithTimeout(20 * time.Second).Should(Not(BeNil()))
 	g.Eventually(agentReady(ctx, byNamespace)).WithTimeout(20 * time.Second).Should(haveReason(metav1.ConditionFalse, fleet.ReasonInstalling))
+	fc, err := fleetCluster(ctx, optedOutNS.Name, "by-namespace")()
+	g.Expect(err).NotTo(HaveOccurred())
 
 	got := &clusterv1.Cluster{}
 	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(byNamespace), got)).To(Succeed())
@@ -224,7 +227,17 @@ func TestLeavesOptedOutClustersAlone(t *testing.T) {
 		return got.Finalizers
 	}).WithTimeout(20*time.Second).ShouldNot(ContainElement(fleet.CAPIEnrollmentFinalizer), "released")
 	g.Eventually(agentReady(ctx, byNamespace)).WithTimeout(20*time.Second).Should(BeNil(), "FleetAgentReady removed")
-	g.Expect(fleetCluster(ctx, optedOutNS.Name, "by-namespace")()).NotTo(BeNil(), "the fleet Cluster stays")
+	g.Eventually(notFound(ctx, fc)).WithTimeout(20*time.Second).Should(BeTrue(), "the fleet Cluster deleted")
+
+	// Opting in again enrolls it anew.
+	clusterPatch = client.MergeFrom(got.DeepCopy())
+	delete(got.Labels, capi.EnrollLabel)
+	g.Expect(env.Patch(ctx, got, clusterPatch)).To(Succeed())
+	g.Eventually(func(g Gomega) types.UID {
+		fc, err := fleetCluster(ctx, optedOutNS.Name, "by-namespace")()
+		g.Expect(err).NotTo(HaveOccurred())
+		return fc.UID
+	}).WithTimeout(20*time.Second).ShouldNot(Equal(fc.UID), "a new fleet Cluster")
 }
 
 func TestNameTakenByAnotherFleetClusterFails(t *testing.T) {

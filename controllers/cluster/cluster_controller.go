@@ -170,6 +170,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	if !controllerutil.ContainsFinalizer(cluster, fleet.ClusterFinalizer) {
 		return nil
 	}
+	// The agent is removed downstream first, so that it is not there to
+	// uninstall the releases when their deployments go; the removal of
+	// that finalizer brings the Cluster back.
+	if controllerutil.ContainsFinalizer(cluster, fleet.AgentRemovalFinalizer) {
+		return nil
+	}
 	// Without a namespace controller (as in tests) deleting the namespace
 	// alone leaves its objects, so the deployments go first.
 	if err := r.Client.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(s.namespace)); client.IgnoreNotFound(err) != nil {

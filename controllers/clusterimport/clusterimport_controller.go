@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -113,6 +114,10 @@ type Reconciler struct {
 	CheckInterval time.Duration
 	// RemoteTimeout bounds each call to a downstream cluster (default 10s).
 	RemoteTimeout time.Duration
+	// RemovalGiveUpAfter: a deleted Cluster whose downstream cluster stays
+	// unreachable this long is let go with its agent left in place
+	// (default 5m).
+	RemovalGiveUpAfter time.Duration
 	// MaxConcurrentInstalls caps installs running at once (default 20).
 	MaxConcurrentInstalls int
 	// Workers is the number of Clusters reconciled at once.
@@ -137,6 +142,7 @@ func (r *Reconciler) defaults() {
 	setDefault(&r.AgentCheckinInterval, min(DefaultAgentCheckinInterval, r.StaleAfter/3))
 	setDefault(&r.CheckInterval, min(DefaultCheckInterval, r.StaleAfter/3))
 	setDefault(&r.RemoteTimeout, DefaultRemoteTimeout)
+	setDefault(&r.RemovalGiveUpAfter, DefaultRemovalGiveUpAfter)
 	if r.MaxConcurrentInstalls <= 0 {
 		r.MaxConcurrentInstalls = DefaultMaxConcurrentInstalls
 	}
@@ -251,10 +257,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cluster.Spec.KubeConfigSecret == "" {
+		// No longer imported: nothing to reach the agent through.
+		if controllerutil.ContainsFinalizer(cluster, fleet.AgentRemovalFinalizer) {
+			return ctrl.Result{}, r.dropFinalizer(ctx, cluster)
+		}
 		return ctrl.Result{}, nil
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.deleteToken(ctx, cluster)
+		return r.reconcileDelete(ctx, cluster)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", klog.KObj(cluster)))
 
@@ -264,6 +274,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}()
 	for _, phase := range []func(context.Context, *scope) error{
 		r.reconcileMoved,
+		r.reconcileFinalizer,
 		r.reconcileKubeconfig,
 		r.reconcileIdentity,
 		r.reconcileElsewhere,

@@ -61,6 +61,25 @@
 //  5. Once the agent has registered and checks in, the import token is
 //     deleted.
 //
+// Deletion (un-enrolment). Imported Clusters carry the finalizer
+// fleet.cattle.io/agent-removal (not the local Cluster), and the cluster
+// controller deletes a Cluster's BundleDeployments only once it is gone
+// (the bundle controller keeps targeting the Cluster meanwhile,
+// fleet.KeepsDeployments). Deleting the Cluster first deletes the agent
+// Deployment downstream and waits until no pod of it is left, then removes
+// the rest of what was installed (RBAC, ServiceAccount, ConfigMap,
+// bootstrap Secret, and the agent namespace when the installer labelled it,
+// it is none of Kubernetes' own and it holds no Helm release): no agent is
+// left to uninstall the releases when the deployments go, so the workloads
+// keep running. With the annotation fleet.cattle.io/keep-resources-on-unenroll:
+// "false" on the Cluster the deployments are deleted first and the agent
+// is removed once the releases it deployed are gone (it uninstalls them).
+// Nothing is removed from a moved-away cluster; a kubeconfig Secret that is
+// gone or invalid, refused credentials, or a cluster unreachable for
+// RemovalGiveUpAfter (5m) since the deletion let the Cluster go with the
+// agent left in place (Warning event AgentNotRemoved); a removal is
+// recorded as an event AgentRemoved.
+//
 // A Cluster annotated fleet.cattle.io/capi-moved (its Cluster API Cluster
 // was moved to another management cluster) is no longer imported: Imported
 // turns False with MovedAway, and the agent, now the other manager's, is

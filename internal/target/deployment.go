@@ -59,12 +59,15 @@ func NewTargeter(cb *CompiledBundle, contentName string) *Targeter {
 // Target decides whether cluster gets the bundle. groups are compiled
 // ClusterGroups (any namespace; only those of the cluster's namespace that
 // select it count). It returns false for a cluster that is not targeted or
-// is being deleted, and an error when the cluster is targeted but its
+// is being deleted (but for one that keeps its deployments while its agent
+// is removed, fleet.KeepsDeployments), and an error when the cluster is targeted but its
 // options cannot be worked out (a Helm values template that fails for it).
 // The caller asks only about clusters of the namespaces AllowedNamespaces
 // returns.
 func (t *Targeter) Target(cluster *fleet.Cluster, groups []*CompiledGroup) (*Deployment, bool, error) {
-	if !cluster.DeletionTimestamp.IsZero() {
+	// A Cluster being deleted keeps its deployments only while its agent
+	// is removed downstream first (its releases are to stay).
+	if !cluster.DeletionTimestamp.IsZero() && !fleet.KeepsDeployments(cluster) {
 		return nil, false, nil
 	}
 	info := ClusterInfoFor(cluster, groups)

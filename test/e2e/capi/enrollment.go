@@ -123,7 +123,7 @@ func EnrollmentSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(fc.Annotations).To(HaveKeyWithValue(capi.CAPIClusterUIDAnnotation, string(alpha.UID)), "enrolled for the Cluster API Cluster")
 		Expect(fc.OwnerReferences).To(BeEmpty(), "no owner reference for a garbage collector to follow on a move")
 		Expect(fc.Spec.KubeConfigSecret).To(Equal("alpha-kubeconfig"))
-		Expect(fc.Labels).To(Equal(map[string]string{"env": "dev", "tier": "web", capi.ClusterClassLabel: "quick-start"}))
+		Expect(fc.Labels).To(Equal(map[string]string{"env": "dev", "tier": "web", capi.ClusterClassLabel: "quick-start", capi.ClusterClassNamespaceLabel: ns}))
 
 		uid := kubeSystemUID(workloads[0])
 		Eventually(imported(ns, "alpha"), 20*time.Second, 50*time.Millisecond).Should(Equal(fleet.ReasonApplied))
@@ -188,7 +188,7 @@ func EnrollmentSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Eventually(func() map[string]string {
 			fc, _ := getFleetCluster(ns, "alpha")
 			return fc.Labels
-		}, 10*time.Second, 100*time.Millisecond).Should(Equal(map[string]string{"env": "prod", capi.ClusterClassLabel: "quick-start"}))
+		}, 10*time.Second, 100*time.Millisecond).Should(Equal(map[string]string{"env": "prod", capi.ClusterClassLabel: "quick-start", capi.ClusterClassNamespaceLabel: ns}))
 		Eventually(deployedTo(prod, "alpha"), 20*time.Second, 100*time.Millisecond).Should(BeTrue())
 		Eventually(deployedTo(dev, "alpha"), 20*time.Second, 100*time.Millisecond).Should(BeFalse())
 		Expect(deployedTo(byClass, "alpha")()).To(BeTrue())
@@ -372,7 +372,8 @@ func EnrollmentSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(admin.Update(ctx, nsObj)).To(Succeed())
 		Eventually(imported(optOutNS, "zeta"), 20*time.Second, 100*time.Millisecond).Should(Equal(fleet.ReasonApplied))
 
-		By("opting out an enrolled cluster releases it and keeps its fleet Cluster")
+		By("opting out an enrolled cluster un-enrolls it: the agent is removed downstream, the fleet Cluster deleted")
+		Expect(w0Local.Get(ctx, types.NamespacedName{Namespace: "fleet-zeta", Name: fleet.AgentName}, &appsv1.Deployment{})).To(Succeed())
 		Expect(admin.Get(ctx, client.ObjectKeyFromObject(zeta), zeta)).To(Succeed())
 		Expect(zeta.Finalizers).To(ContainElement(fleet.CAPIEnrollmentFinalizer))
 		patch := client.MergeFrom(zeta.DeepCopy())
@@ -383,8 +384,10 @@ func EnrollmentSpec(ctx context.Context, inputGetter func() SpecInput) {
 			return zeta.Finalizers
 		}, 10*time.Second, 100*time.Millisecond).ShouldNot(ContainElement(fleet.CAPIEnrollmentFinalizer))
 		Eventually(agentReady(optOutNS, "zeta"), 10*time.Second, 100*time.Millisecond).Should(BeNil())
-		_, err := getFleetCluster(optOutNS, "zeta")
-		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() bool { _, err := getFleetCluster(optOutNS, "zeta"); return apierrors.IsNotFound(err) }, 30*time.Second, 100*time.Millisecond).
+			Should(BeTrue(), "the fleet Cluster deleted")
+		err := w0Local.Get(ctx, types.NamespacedName{Namespace: "fleet-zeta", Name: fleet.AgentName}, &appsv1.Deployment{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the agent removed downstream first: %v", err)
 	})
 
 	It("deletes the fleet Cluster with its Cluster API Cluster", func() {

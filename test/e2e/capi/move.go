@@ -97,7 +97,9 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 	It("enrolls the cluster on the first manager and deploys the bundle", func() {
 		src = e.createCAPICluster(capiCluster{name: name, namespace: moveNS, workload: workload,
-			labels:      map[string]string{"move": "yes"},
+			// The target's manager enrolls by opt-in (OptInSpec): the label
+			// moves with the cluster.
+			labels:      map[string]string{"move": "yes", capi.EnrollLabel: "true"},
 			annotations: map[string]string{capi.AgentNamespaceAnnotation: agentNamespace, capi.ClientIDAnnotation: name}})
 		e.initialize(src)
 		e.writeKubeconfigSecret(moveNS, name, workload, nil)

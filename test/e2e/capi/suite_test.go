@@ -73,8 +73,11 @@ func (s *suite) setUp(ctx context.Context) {
 	Expect(<-targetUp).To(Succeed())
 	Expect(<-built).To(Succeed())
 
-	s.admin, s.managerDone = startManager(ctx, s.upstream)
-	s.targetAdmin, s.targetDone = startManager(ctx, s.target)
+	s.admin, s.managerDone = startManager(ctx, s.upstream, controllers.Options{})
+	// The target enrolls by opt-in, as --capi-cluster-selector and
+	// --capi-namespace-selector set it.
+	s.targetAdmin, s.targetDone = startManager(ctx, s.target, controllers.Options{
+		CAPIClusterSelector: capie2e.OptInClusterSelector, CAPINamespaceSelector: capie2e.OptInNamespaceSelector})
 
 	GinkgoWriter.Printf("Logs of agents are in %s\n", s.logDir)
 	fmt.Println("Logs of agents are in", s.logDir)
@@ -83,7 +86,7 @@ func (s *suite) setUp(ctx context.Context) {
 // startManager runs the manager on cp as controllers.Setup wires it, the
 // clusterimport and capi reconcilers included, and returns an admin client
 // of cp that knows Cluster API's types.
-func startManager(ctx context.Context, cp *controlplane.ControlPlane) (client.WithWatch, chan error) {
+func startManager(ctx context.Context, cp *controlplane.ControlPlane, o controllers.Options) (client.WithWatch, chan error) {
 	GinkgoHelper()
 	scheme := controllers.Scheme()
 	Expect(capi.AddToScheme(scheme)).To(Succeed())
@@ -96,9 +99,8 @@ func startManager(ctx context.Context, cp *controlplane.ControlPlane) (client.Wi
 	installed, err := capi.Installed(mgr.GetRESTMapper())
 	Expect(err).NotTo(HaveOccurred())
 	Expect(installed).To(BeTrue())
-	Expect(controllers.Setup(ctx, mgr, controllers.Options{
-		APIServerURL: cp.Config.Host, APIServerCA: cp.Config.CAData, ImportStaleAfter: staleAfter,
-	})).To(Succeed())
+	o.APIServerURL, o.APIServerCA, o.ImportStaleAfter = cp.Config.Host, cp.Config.CAData, staleAfter
+	Expect(controllers.Setup(ctx, mgr, o)).To(Succeed())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
@@ -134,7 +136,9 @@ func TestCAPI(t *testing.T) {
 	BeforeSuite(func() { s.setUp(ctx) })
 	AfterSuite(s.tearDown)
 	Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() { capie2e.EnrollmentSpec(ctx, s.input) })
+	Describe("Un-enrollment", Ordered, ContinueOnFailure, func() { capie2e.UnenrollSpec(ctx, s.input) })
 	Describe("An onboarding storm", func() { capie2e.OnboardingStormSpec(ctx, s.input) })
+	Describe("Opt-in enrollment", Ordered, ContinueOnFailure, func() { capie2e.OptInSpec(ctx, s.input) })
 	Describe("clusterctl move", Ordered, ContinueOnFailure, func() { capie2e.MoveSpec(ctx, s.input) })
 	RunSpecs(t, "Manager-initiated registration and Cluster API enrollment")
 }

@@ -202,6 +202,8 @@ type kubelet struct {
 	template string
 	starts   int
 	hung     bool
+	// podShown: the agent's Pod object exists (see pod).
+	podShown bool
 	// Crash-loop backoff of an agent that exits by itself.
 	exitedAt time.Time
 	backoff  time.Duration
@@ -240,6 +242,13 @@ func (k *kubelet) sync() error {
 		if k.proc != nil {
 			k.proc.Stop()
 			k.proc, k.template = nil, ""
+		}
+		// The pod goes once its process has ended, as a kubelet reports.
+		if k.podShown {
+			if err := k.local.Delete(k.e.ctx, k.pod(), client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			k.podShown = false
 		}
 		return nil
 	}
@@ -280,7 +289,23 @@ func (k *kubelet) sync() error {
 	}
 	k.template, k.hung = tpl, false
 	k.starts++
+	if !k.podShown {
+		if err := k.local.Create(k.e.ctx, k.pod()); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		k.podShown = true
+	}
 	return nil
+}
+
+// pod is the agent's pod as the API server shows it while the agent runs:
+// what the manager waits on to know the agent has stopped.
+func (k *kubelet) pod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: k.namespace, Name: fleet.AgentName + "-0", Labels: map[string]string{"app": fleet.AgentName}},
+		Spec: corev1.PodSpec{ServiceAccountName: fleet.AgentName, AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: "agent", Image: "fleet-agent"}}},
+	}
 }
 
 func lastLines(s string, n int) string {
