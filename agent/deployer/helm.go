@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,7 +44,10 @@ const defaultWaitTimeout = 5 * time.Minute
 type Deployer struct {
 	config           *rest.Config
 	client           client.Client
-	kube             kubernetes.Interface
+	// core reads and writes release records (Secrets): the typed core
+	// client alone, not the whole clientset, which would link every API
+	// group's typed client and apply configurations.
+	core             corev1client.CoreV1Interface
 	dynamic          dynamic.Interface
 	discovery        discovery.CachedDiscoveryInterface
 	mapper           *restmapper.DeferredDiscoveryRESTMapper
@@ -62,7 +65,7 @@ type Deployer struct {
 // New returns a Deployer for the cluster cfg points at. clusterNamespace is
 // the agent's cluster namespace upstream; it marks the releases as its own.
 func New(cfg *rest.Config, c client.Client, clusterNamespace string) (*Deployer, error) {
-	kc, err := kubernetes.NewForConfig(cfg)
+	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -70,9 +73,13 @@ func New(cfg *rest.Config, c client.Client, clusterNamespace string) (*Deployer,
 	if err != nil {
 		return nil, err
 	}
-	disc := memory.NewMemCacheClient(kc.Discovery())
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc := memory.NewMemCacheClient(dc)
 	return &Deployer{
-		config: cfg, client: c, kube: kc, dynamic: dyn, discovery: disc,
+		config: cfg, client: c, core: core, dynamic: dyn, discovery: disc,
 		mapper:           restmapper.NewDeferredDiscoveryRESTMapper(disc),
 		clusterNamespace: clusterNamespace,
 	}, nil
@@ -158,7 +165,7 @@ func Display(r *release.Release) string {
 }
 
 func (d *Deployer) storage(namespace string) *storage.Storage {
-	return storage.Init(driver.NewSecrets(d.kube.CoreV1().Secrets(namespace)))
+	return storage.Init(driver.NewSecrets(d.core.Secrets(namespace)))
 }
 
 // Last returns the latest revision of a release; nil when there is none.
