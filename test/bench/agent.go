@@ -53,8 +53,10 @@ type AgentResult struct {
 	HeapInUseMB float64 `json:"heap_inuse_mb,omitempty"`
 	GoTotalMB   float64 `json:"go_total_mb,omitempty"`
 	// HeapHolders: live heap by what holds it, from a heap profile.
-	HeapHolders string  `json:"heap_holders,omitempty"`
-	CPUPercent  float64 `json:"cpu_pct,omitempty"`
+	HeapHolders string `json:"heap_holders,omitempty"`
+	// FilePages: the binary's sections resident in the process.
+	FilePages  string  `json:"file_pages,omitempty"`
+	CPUPercent float64 `json:"cpu_pct,omitempty"`
 	// RequestsPerMin: upstream requests by verb and resource, per minute.
 	RequestsPerMin string  `json:"requests_per_min,omitempty"`
 	BytesUp        int64   `json:"bytes_up,omitempty"`
@@ -129,6 +131,8 @@ func AgentExperiment(ctx context.Context, cp *controlplane.ControlPlane, o Agent
 	defer func() { e.proc.Stop() }()
 
 	steps := []func(context.Context) error{
+		// Registered, no bundle yet: the floor the binary itself sets.
+		func(ctx context.Context) error { return e.grow(ctx, 0, false, "memory-registered") },
 		func(ctx context.Context) error { return e.grow(ctx, 10, false, "memory") },
 		e.idle,
 		e.change,
@@ -323,6 +327,7 @@ func (e *edgeAgent) memory(ctx context.Context) (AgentResult, error) {
 	}
 	// RSS first: symbolizing a profile brings more of the binary's pages in.
 	st := procStatus(e.proc.PID())
+	pages := filePages(e.proc.PID(), e.bin)
 	m, err := e.metrics(ctx)
 	if err != nil {
 		return AgentResult{}, err
@@ -333,7 +338,7 @@ func (e *edgeAgent) memory(ctx context.Context) (AgentResult, error) {
 	}
 	mb := func(k string) float64 { return m[k] / (1 << 20) }
 	return AgentResult{RSSMB: st["VmRSS:"], HeapInUseMB: mb("go_memory_classes_heap_objects_bytes"), GoTotalMB: mb("go_memory_classes_total_bytes"),
-		HeapHolders: holders, Note: fmt.Sprintf("RSS: anonymous %.1f MB, file (the binary's pages) %.1f MB; Go: heap objects %.1f, free %.1f, released %.1f, stacks %.1f, other runtime %.1f MB",
+		HeapHolders: holders, FilePages: pages, Note: fmt.Sprintf("RSS: anonymous %.1f MB, file (the binary's pages) %.1f MB; Go: heap objects %.1f, free %.1f, released %.1f, stacks %.1f, other runtime %.1f MB",
 			st["RssAnon:"], st["RssFile:"], mb("go_memory_classes_heap_objects_bytes"), mb("go_memory_classes_heap_free_bytes"),
 			mb("go_memory_classes_heap_released_bytes"), mb("go_memory_classes_heap_stacks_bytes"),
 			mb("go_memory_classes_total_bytes")-mb("go_memory_classes_heap_objects_bytes")-mb("go_memory_classes_heap_free_bytes")-mb("go_memory_classes_heap_released_bytes")-mb("go_memory_classes_heap_stacks_bytes"))}, nil
