@@ -40,6 +40,11 @@ type AgentOptions struct {
 	Settle time.Duration
 	// Cut is how long the link to the manager is cut.
 	Cut time.Duration
+	// HeapProfile has the agent sample its heap, so that the memory
+	// figures say what holds the heap. Off, the agent runs as it ships: it
+	// samples its heap only when it serves profiles, and it serves them
+	// here only for its metrics.
+	HeapProfile bool
 }
 
 // AgentResult is one figure of the real agent process.
@@ -244,6 +249,9 @@ func (e *edgeAgent) startAgent() error {
 	e.debug = "http://" + addr
 	// As the install runs it: the Deployment's GOMEMLIMIT.
 	env := []string{"GOMEMLIMIT=" + agentinstall.GoMemLimit(agentinstall.DefaultResources())}
+	if !e.o.HeapProfile {
+		env = append(env, "GODEBUG=memprofilerate=0")
+	}
 	e.proc, err = framework.StartFile(e.logDir, fmt.Sprintf("agent-%d", time.Now().UnixNano()), e.bin, env,
 		"--kubeconfig", e.down.Kubeconfig, "--debug-bind-address", addr,
 		"--checkin-interval", e.o.Checkin.String(), "--resync", e.o.Resync.String())
@@ -332,9 +340,11 @@ func (e *edgeAgent) memory(ctx context.Context) (AgentResult, error) {
 	if err != nil {
 		return AgentResult{}, err
 	}
-	holders, err := e.heapHolders(ctx)
-	if err != nil {
-		return AgentResult{}, err
+	holders := ""
+	if e.o.HeapProfile {
+		if holders, err = e.heapHolders(ctx); err != nil {
+			return AgentResult{}, err
+		}
 	}
 	mb := func(k string) float64 { return m[k] / (1 << 20) }
 	return AgentResult{RSSMB: st["VmRSS:"], HeapInUseMB: mb("go_memory_classes_heap_objects_bytes"), GoTotalMB: mb("go_memory_classes_total_bytes"),
