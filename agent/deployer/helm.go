@@ -42,8 +42,8 @@ const defaultWaitTimeout = 5 * time.Minute
 // Deployer installs, upgrades and uninstalls the releases of one agent in
 // its own cluster.
 type Deployer struct {
-	config           *rest.Config
-	client           client.Client
+	config *rest.Config
+	client client.Client
 	// core reads and writes release records (Secrets): the typed core
 	// client alone, not the whole clientset, which would link every API
 	// group's typed client and apply configurations.
