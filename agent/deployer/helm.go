@@ -45,8 +45,8 @@ type Deployer struct {
 	config *rest.Config
 	client client.Client
 	// core reads and writes release records (Secrets): the typed core
-	// client alone, not the whole clientset, which would link every API
-	// group's typed client and apply configurations.
+	// client alone, not a whole clientset (a client for every API group)
+	// for the agent and for each serviceAccount a bundle names.
 	core             corev1client.CoreV1Interface
 	dynamic          dynamic.Interface
 	discovery        discovery.CachedDiscoveryInterface
