@@ -47,9 +47,11 @@ type Deployer struct {
 	// core reads and writes release records (Secrets): the typed core
 	// client alone, not a whole clientset (a client for every API group)
 	// for the agent and for each serviceAccount a bundle names.
-	core             corev1client.CoreV1Interface
-	dynamic          dynamic.Interface
-	discovery        discovery.CachedDiscoveryInterface
+	core      corev1client.CoreV1Interface
+	dynamic   dynamic.Interface
+	discovery discovery.CachedDiscoveryInterface
+	// directDiscovery is the uncached discovery client under discovery.
+	directDiscovery  discovery.DiscoveryInterface
 	mapper           *restmapper.DeferredDiscoveryRESTMapper
 	clusterNamespace string
 
@@ -79,7 +81,7 @@ func New(cfg *rest.Config, c client.Client, clusterNamespace string) (*Deployer,
 	}
 	disc := memory.NewMemCacheClient(dc)
 	return &Deployer{
-		config: cfg, client: c, core: core, dynamic: dyn, discovery: disc,
+		config: cfg, client: c, core: core, dynamic: dyn, discovery: disc, directDiscovery: dc,
 		mapper:           restmapper.NewDeferredDiscoveryRESTMapper(disc),
 		clusterNamespace: clusterNamespace,
 	}, nil
@@ -186,7 +188,8 @@ func lastRelease(s *storage.Storage, key ReleaseKey) (*release.Release, error) {
 // forceNamespace every manifest Helm builds is put into that namespace; the
 // returned confinedKube then tells of a violation (nil without one).
 func (d *Deployer) actionConfig(ctx context.Context, id *identity, namespace, forceNamespace string) (*action.Configuration, *confinedKube, error) {
-	getter := &restClientGetter{config: id.config, namespace: namespace, discovery: d.discovery, mapper: d.mapper}
+	getter := &restClientGetter{config: id.config, namespace: namespace, mapper: d.mapper,
+		discovery: openAPIPerDeploy{CachedDiscoveryInterface: d.discovery, direct: d.directDiscovery}}
 	log := ctrl.LoggerFrom(ctx).V(2)
 	ac := &action.Configuration{}
 	if err := ac.Init(getter, namespace, "secret", func(format string, v ...interface{}) {
