@@ -3,6 +3,7 @@ package deployer
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -37,3 +38,18 @@ func (g *restClientGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 		Context: clientcmdapi.Context{Namespace: g.namespace},
 	})
 }
+
+// openAPIPerDeploy is the shared cached discovery with the OpenAPI documents
+// left out of its cache. Helm validates what it builds by first asking whether
+// the API server validates fields itself, which reads the OpenAPI v3 document
+// of each group-version deployed (1.6 MB for core/v1 alone). Helm invalidates
+// discovery at each install or upgrade, but the shared cache would keep the
+// last deploy's documents while the agent is idle, for nothing: Helm's client
+// keeps them for the deploy that asked.
+type openAPIPerDeploy struct {
+	discovery.CachedDiscoveryInterface
+	direct discovery.DiscoveryInterface
+}
+
+// OpenAPIV3 returns an OpenAPI client of its own, not the shared cache's.
+func (d openAPIPerDeploy) OpenAPIV3() openapi.Client { return d.direct.OpenAPIV3() }

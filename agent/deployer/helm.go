@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,11 +42,16 @@ const defaultWaitTimeout = 5 * time.Minute
 // Deployer installs, upgrades and uninstalls the releases of one agent in
 // its own cluster.
 type Deployer struct {
-	config           *rest.Config
-	client           client.Client
-	kube             kubernetes.Interface
-	dynamic          dynamic.Interface
-	discovery        discovery.CachedDiscoveryInterface
+	config *rest.Config
+	client client.Client
+	// core reads and writes release records (Secrets): the typed core
+	// client alone, not a whole clientset (a client for every API group)
+	// for the agent and for each serviceAccount a bundle names.
+	core      corev1client.CoreV1Interface
+	dynamic   dynamic.Interface
+	discovery discovery.CachedDiscoveryInterface
+	// directDiscovery is the uncached discovery client under discovery.
+	directDiscovery  discovery.DiscoveryInterface
 	mapper           *restmapper.DeferredDiscoveryRESTMapper
 	clusterNamespace string
 
@@ -62,7 +67,7 @@ type Deployer struct {
 // New returns a Deployer for the cluster cfg points at. clusterNamespace is
 // the agent's cluster namespace upstream; it marks the releases as its own.
 func New(cfg *rest.Config, c client.Client, clusterNamespace string) (*Deployer, error) {
-	kc, err := kubernetes.NewForConfig(cfg)
+	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -70,9 +75,13 @@ func New(cfg *rest.Config, c client.Client, clusterNamespace string) (*Deployer,
 	if err != nil {
 		return nil, err
 	}
-	disc := memory.NewMemCacheClient(kc.Discovery())
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc := memory.NewMemCacheClient(dc)
 	return &Deployer{
-		config: cfg, client: c, kube: kc, dynamic: dyn, discovery: disc,
+		config: cfg, client: c, core: core, dynamic: dyn, discovery: disc, directDiscovery: dc,
 		mapper:           restmapper.NewDeferredDiscoveryRESTMapper(disc),
 		clusterNamespace: clusterNamespace,
 	}, nil
@@ -158,7 +167,7 @@ func Display(r *release.Release) string {
 }
 
 func (d *Deployer) storage(namespace string) *storage.Storage {
-	return storage.Init(driver.NewSecrets(d.kube.CoreV1().Secrets(namespace)))
+	return storage.Init(driver.NewSecrets(d.core.Secrets(namespace)))
 }
 
 // Last returns the latest revision of a release; nil when there is none.
@@ -179,7 +188,8 @@ func lastRelease(s *storage.Storage, key ReleaseKey) (*release.Release, error) {
 // forceNamespace every manifest Helm builds is put into that namespace; the
 // returned confinedKube then tells of a violation (nil without one).
 func (d *Deployer) actionConfig(ctx context.Context, id *identity, namespace, forceNamespace string) (*action.Configuration, *confinedKube, error) {
-	getter := &restClientGetter{config: id.config, namespace: namespace, discovery: d.discovery, mapper: d.mapper}
+	getter := &restClientGetter{config: id.config, namespace: namespace, mapper: d.mapper,
+		discovery: openAPIPerDeploy{CachedDiscoveryInterface: d.discovery, direct: d.directDiscovery}}
 	log := ctrl.LoggerFrom(ctx).V(2)
 	ac := &action.Configuration{}
 	if err := ac.Init(getter, namespace, "secret", func(format string, v ...interface{}) {

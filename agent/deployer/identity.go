@@ -9,7 +9,7 @@ import (
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,7 +26,7 @@ type identity struct {
 	// serviceAccount is "" for the agent itself.
 	serviceAccount string
 	config         *rest.Config
-	kube           kubernetes.Interface
+	core           corev1client.CoreV1Interface
 	client         client.Client
 }
 
@@ -41,11 +41,11 @@ func ServiceAccountUser(namespace, name string) string {
 // release namespace.
 func (d *Deployer) as(namespace, serviceAccount string) (*identity, error) {
 	if serviceAccount == "" {
-		return &identity{config: d.config, kube: d.kube, client: d.client}, nil
+		return &identity{config: d.config, core: d.core, client: d.client}, nil
 	}
 	cfg := rest.CopyConfig(d.config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: ServiceAccountUser(namespace, serviceAccount)}
-	kc, err := kubernetes.NewForConfig(cfg)
+	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -53,11 +53,11 @@ func (d *Deployer) as(namespace, serviceAccount string) (*identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &identity{serviceAccount: serviceAccount, config: cfg, kube: kc, client: c}, nil
+	return &identity{serviceAccount: serviceAccount, config: cfg, core: core, client: c}, nil
 }
 
 func (id *identity) storage(namespace string) *storage.Storage {
-	return storage.Init(driver.NewSecrets(id.kube.CoreV1().Secrets(namespace)))
+	return storage.Init(driver.NewSecrets(id.core.Secrets(namespace)))
 }
 
 // confinedKube is Helm's Kubernetes client with every manifest Helm builds

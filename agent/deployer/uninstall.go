@@ -34,7 +34,7 @@ func (d *Deployer) protected(ns string) bool {
 // Owned returns the latest revision of every release this agent deployed
 // (those recorded with its cluster namespace), in any namespace.
 func (d *Deployer) Owned(ctx context.Context) ([]*release.Release, error) {
-	drv := driver.NewSecrets(d.kube.CoreV1().Secrets(metav1.NamespaceAll))
+	drv := driver.NewSecrets(d.core.Secrets(metav1.NamespaceAll))
 	all, err := drv.Query(map[string]string{"owner": "helm", fleet.ManagedLabel: "true", fleet.ClusterNamespaceLabel: d.clusterNamespace})
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil

@@ -27,6 +27,7 @@ func main() {
 		SilenceUsage: true,
 		Version:      version.Get(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			agent.SampleHeap(o.DebugAddress != "")
 			ctrl.SetLogger(zap.New())
 			cfg, err := kubeconfig.Load(kubeconfigPath)
 			if err != nil {

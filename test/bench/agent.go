@@ -40,6 +40,11 @@ type AgentOptions struct {
 	Settle time.Duration
 	// Cut is how long the link to the manager is cut.
 	Cut time.Duration
+	// HeapProfile has the agent sample its heap, so that the memory
+	// figures say what holds the heap. Off, the agent runs as it ships: it
+	// samples its heap only when it serves profiles, and it serves them
+	// here only for its metrics.
+	HeapProfile bool
 }
 
 // AgentResult is one figure of the real agent process.
@@ -53,8 +58,10 @@ type AgentResult struct {
 	HeapInUseMB float64 `json:"heap_inuse_mb,omitempty"`
 	GoTotalMB   float64 `json:"go_total_mb,omitempty"`
 	// HeapHolders: live heap by what holds it, from a heap profile.
-	HeapHolders string  `json:"heap_holders,omitempty"`
-	CPUPercent  float64 `json:"cpu_pct,omitempty"`
+	HeapHolders string `json:"heap_holders,omitempty"`
+	// FilePages: the binary's sections resident in the process.
+	FilePages  string  `json:"file_pages,omitempty"`
+	CPUPercent float64 `json:"cpu_pct,omitempty"`
 	// RequestsPerMin: upstream requests by verb and resource, per minute.
 	RequestsPerMin string  `json:"requests_per_min,omitempty"`
 	BytesUp        int64   `json:"bytes_up,omitempty"`
@@ -129,6 +136,8 @@ func AgentExperiment(ctx context.Context, cp *controlplane.ControlPlane, o Agent
 	defer func() { e.proc.Stop() }()
 
 	steps := []func(context.Context) error{
+		// Registered, no bundle yet: the floor the binary itself sets.
+		func(ctx context.Context) error { return e.grow(ctx, 0, false, "memory-registered") },
 		func(ctx context.Context) error { return e.grow(ctx, 10, false, "memory") },
 		e.idle,
 		e.change,
@@ -240,6 +249,9 @@ func (e *edgeAgent) startAgent() error {
 	e.debug = "http://" + addr
 	// As the install runs it: the Deployment's GOMEMLIMIT.
 	env := []string{"GOMEMLIMIT=" + agentinstall.GoMemLimit(agentinstall.DefaultResources())}
+	if !e.o.HeapProfile {
+		env = append(env, "GODEBUG=memprofilerate=0")
+	}
 	e.proc, err = framework.StartFile(e.logDir, fmt.Sprintf("agent-%d", time.Now().UnixNano()), e.bin, env,
 		"--kubeconfig", e.down.Kubeconfig, "--debug-bind-address", addr,
 		"--checkin-interval", e.o.Checkin.String(), "--resync", e.o.Resync.String())
@@ -323,17 +335,20 @@ func (e *edgeAgent) memory(ctx context.Context) (AgentResult, error) {
 	}
 	// RSS first: symbolizing a profile brings more of the binary's pages in.
 	st := procStatus(e.proc.PID())
+	pages := filePages(e.proc.PID(), e.bin)
 	m, err := e.metrics(ctx)
 	if err != nil {
 		return AgentResult{}, err
 	}
-	holders, err := e.heapHolders(ctx)
-	if err != nil {
-		return AgentResult{}, err
+	holders := ""
+	if e.o.HeapProfile {
+		if holders, err = e.heapHolders(ctx); err != nil {
+			return AgentResult{}, err
+		}
 	}
 	mb := func(k string) float64 { return m[k] / (1 << 20) }
 	return AgentResult{RSSMB: st["VmRSS:"], HeapInUseMB: mb("go_memory_classes_heap_objects_bytes"), GoTotalMB: mb("go_memory_classes_total_bytes"),
-		HeapHolders: holders, Note: fmt.Sprintf("RSS: anonymous %.1f MB, file (the binary's pages) %.1f MB; Go: heap objects %.1f, free %.1f, released %.1f, stacks %.1f, other runtime %.1f MB",
+		HeapHolders: holders, FilePages: pages, Note: fmt.Sprintf("RSS: anonymous %.1f MB, file (the binary's pages) %.1f MB; Go: heap objects %.1f, free %.1f, released %.1f, stacks %.1f, other runtime %.1f MB",
 			st["RssAnon:"], st["RssFile:"], mb("go_memory_classes_heap_objects_bytes"), mb("go_memory_classes_heap_free_bytes"),
 			mb("go_memory_classes_heap_released_bytes"), mb("go_memory_classes_heap_stacks_bytes"),
 			mb("go_memory_classes_total_bytes")-mb("go_memory_classes_heap_objects_bytes")-mb("go_memory_classes_heap_free_bytes")-mb("go_memory_classes_heap_released_bytes")-mb("go_memory_classes_heap_stacks_bytes"))}, nil

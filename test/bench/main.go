@@ -80,6 +80,8 @@ func main() {
 	flag.DurationVar(&agentOpts.Checkin, "agent-checkin", time.Minute, "agent experiment: the agent's check-in interval")
 	flag.DurationVar(&agentOpts.Resync, "agent-resync", time.Minute, "agent experiment: the agent's resync interval")
 	flag.DurationVar(&agentOpts.Settle, "agent-settle", 30*time.Second, "agent experiment: wait before reading memory")
+	flag.BoolVar(&agentOpts.HeapProfile, "agent-heap-profile", false,
+		"agent experiment: sample the agent's heap to tell what holds it (its function tables then take more pages: not the agent as it ships)")
 	flag.DurationVar(&agentOpts.Cut, "agent-cut", 30*time.Second, "agent experiment: how long the link to the manager is cut")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
