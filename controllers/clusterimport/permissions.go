@@ -8,6 +8,7 @@ package clusterimport
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusterregistrationtokens,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusterregistrations,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundles,verbs=get;list;watch
 //
 // The local Cluster's agent is installed into the manager's own cluster
 // through rights `fleet install controller` grants in the manager's
