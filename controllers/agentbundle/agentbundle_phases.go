@@ -47,6 +47,9 @@ func Desired(c *fleet.Cluster, image string, pullPolicy corev1.PullPolicy) (*fle
 	o := agentinstall.ClusterOptions(&c.Spec)
 	o.Namespace, o.Image, o.ImagePullPolicy = AgentNamespace(c), image, pullPolicy
 	dep := agentinstall.Deployment(o)
+	// Helm marks what a release owns as managed by Helm; a manifest saying
+	// otherwise would show the Deployment as modified for ever.
+	delete(dep.Labels, agentinstall.ManagedByLabel)
 	if g := c.Spec.RedeployAgentGeneration; g != 0 {
 		metav1.SetMetaDataAnnotation(&dep.Spec.Template.ObjectMeta, RedeployAnnotation, strconv.FormatInt(g, 10))
 	}
