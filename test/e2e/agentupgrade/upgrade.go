@@ -3,6 +3,7 @@ package agentupgrade
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -102,8 +103,24 @@ func AgentUpgradeSpec(ctx context.Context, inputGetter func() SpecInput) {
 		}
 	})
 
-	It("joins every cluster by token, its agent run from its Deployment, which the agent then takes over from its agent Bundle", func() {
-		for _, c := range clusters {
+	It("joins every cluster, by token or imported, its agent run from its Deployment, which the agent then takes over from its agent Bundle", func() {
+		for i, c := range clusters {
+			if i == len(clusters)-1 {
+				// The last one is imported: the manager installs the agent
+				// through the cluster's kubeconfig, then the agent Bundle
+				// takes over as for the others.
+				kubeconfig, err := os.ReadFile(c.cp.Kubeconfig)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(in.Admin.Create(ctx, &corev1.Secret{
+					ObjectMeta: metav1.ObjectMeta{Namespace: workspace, Name: "imported-kubeconfig"},
+					Data:       map[string][]byte{fleet.KubeConfigSecretValueKey: kubeconfig},
+				})).To(Succeed())
+				Expect(in.Admin.Create(ctx, &fleet.Cluster{
+					ObjectMeta: metav1.ObjectMeta{Namespace: workspace, Name: "imported"},
+					Spec:       fleet.ClusterSpec{KubeConfigSecret: "imported-kubeconfig"},
+				})).To(Succeed())
+				continue
+			}
 			_, boot, err := agentinstall.CreateToken(ctx, in.Admin, agentinstall.TokenOptions{Namespace: workspace, TTL: time.Hour})
 			Expect(err).NotTo(HaveOccurred())
 			// What `fleet install agent-token --agent-image OLD` prints.
