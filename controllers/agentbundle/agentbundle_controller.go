@@ -125,9 +125,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	var registered []*fleet.Cluster
 	for i := range clusters.Items {
-		if Registered(&clusters.Items[i]) {
-			registered = append(registered, &clusters.Items[i])
+		c := &clusters.Items[i]
+		if !Registered(c) {
+			continue
 		}
+		if existing[BundleName(c.Name)] == nil {
+			if foreign, err := r.foreign(ctx, client.ObjectKey{Namespace: ns, Name: BundleName(c.Name)}); err != nil || foreign {
+				if err != nil {
+					return ctrl.Result{}, err
+				}
+				continue // not planned: it would hold a share of the budget it cannot use
+			}
+		}
+		registered = append(registered, c)
 	}
 	sort.Slice(registered, func(i, j int) bool { return registered[i].Name < registered[j].Name })
 	cands := make([]Candidate, len(registered))
@@ -212,7 +222,10 @@ func (r *Reconciler) write(ctx context.Context, c *fleet.Cluster, image string, 
 	if b == nil {
 		err := r.Client.Create(ctx, want)
 		if apierrors.IsAlreadyExists(err) {
-			return r.checkForeign(ctx, key)
+			// Made by this controller and not in the cache yet (its event
+			// brings the namespace back), or another's, made a moment ago
+			// (the next pass leaves it out).
+			return nil
 		}
 		if err == nil {
 			remember()
@@ -236,20 +249,18 @@ func (r *Reconciler) write(ctx context.Context, c *fleet.Cluster, image string, 
 	return nil
 }
 
-// checkForeign explains a Bundle of the agent Bundle's name that this
+// foreign tells whether a Bundle of the agent Bundle's name exists that this
 // controller did not make (a GitRepo's, say): it is left alone, and that
 // cluster's agent gets no settings or upgrades until it is renamed.
-func (r *Reconciler) checkForeign(ctx context.Context, key types.NamespacedName) error {
+func (r *Reconciler) foreign(ctx context.Context, key types.NamespacedName) (bool, error) {
 	b := &fleet.Bundle{}
 	if err := r.Client.Get(ctx, key, b); err != nil {
-		return client.IgnoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
 	if b.Labels[fleet.AgentBundleLabel] == "true" {
-		return nil // ours, not in the cache yet: its event brings the namespace back
+		return false, nil
 	}
-	// Not an error of this pass: the other clusters go on, and the
-	// Bundle's next change brings this one back.
 	ctrl.LoggerFrom(ctx).Info("A Bundle not made by the manager has the name of a cluster's agent Bundle: that cluster's agent gets no settings or upgrades until it is renamed",
 		"bundle", klog.KObj(b))
-	return nil
+	return true, nil
 }

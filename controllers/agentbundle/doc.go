@@ -38,6 +38,10 @@
 // new pod is ready, then hands over; a new version that cannot start leaves
 // the old one running.
 //
+// A Bundle of an agent Bundle's name that the manager did not make (a
+// GitRepo's, say) is left alone, and its cluster is left out of the rollout
+// (it would hold a share of the budget it cannot use), with a log line.
+//
 // The reconcile key is a namespace: one pass plans all of its clusters, so
 // the count of clusters in flight is never taken twice at once. What this
 // pass wrote and the cache does not show yet is remembered, so a stale cache
