@@ -172,6 +172,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Its Cluster is gone or being deleted; keepResources leaves the
 			// agent where it is.
 			errs = append(errs, client.IgnoreNotFound(r.Client.Delete(ctx, b, client.Preconditions{UID: &b.UID})))
+			r.mu.Lock()
+			delete(r.written, client.ObjectKeyFromObject(b))
+			r.mu.Unlock()
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)
