@@ -193,7 +193,9 @@ func AgentUpgradeSpec(ctx context.Context, inputGetter func() SpecInput) {
 		<-sampled
 		GinkgoWriter.Printf("Rolled %s to %d clusters in %s: %d samples, at most %d in flight at once (budget %d), never a cluster without an available agent: %t\n",
 			in.NewImage, len(clusters), took.Round(time.Second), s.samples, s.maxInFlight, in.MaxInFlight, s.noAgent == 0)
-		Expect(s.samples).To(BeNumerically(">", 50), "the rollout was sampled all along")
+		// A sample reads ten Deployments: at least one a second however
+		// loaded the machine, from before the offer to the end.
+		Expect(s.samples).To(BeNumerically(">=", max(5, int(took.Seconds()))), "the rollout was sampled all along")
 		Expect(s.maxInFlight).To(BeNumerically(">=", 1), "the sampler saw clusters in flight")
 		Expect(s.maxInFlight).To(BeNumerically("<=", in.MaxInFlight), "at most the budget in flight at once; worst sample: %v", s.worst)
 		Expect(s.noAgent).To(BeZero(), "a rolling agent Deployment always has an available agent; %d samples found one without", s.noAgent)
