@@ -204,7 +204,7 @@ func AgentUpgradeSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(readyBundleDeployments(ctx, Default, in.Admin, client.MatchingLabels{fleet.BundleNameLabel: appBundle})).To(HaveLen(len(clusters)))
 	})
 
-	It("brings a token-registered Cluster's agent settings to its Deployment", func() {
+	It("brings a token-registered Cluster's agent settings to its Deployment, and restarts its agent on redeployAgentGeneration", func() {
 		c := clusters[0]
 		cluster := &fleet.Cluster{}
 		Expect(in.Admin.Get(ctx, types.NamespacedName{Namespace: workspace, Name: c.name}, cluster)).To(Succeed())
@@ -230,6 +230,23 @@ func AgentUpgradeSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(c.local.List(ctx, pods, client.InNamespace(agentNS), client.MatchingLabels{"app": fleet.AgentName})).To(Succeed())
 		Expect(pods.Items).To(HaveLen(1))
 		Expect(pods.Items[0].Spec.Containers[0].Env).To(ContainElement(env), "the running agent's pod has the setting")
+
+		// redeployAgentGeneration restarts the agent.
+		Expect(in.Admin.Get(ctx, types.NamespacedName{Namespace: workspace, Name: c.name}, cluster)).To(Succeed())
+		patch = client.MergeFrom(cluster.DeepCopy())
+		cluster.Spec.RedeployAgentGeneration++
+		Expect(in.Admin.Patch(ctx, cluster, patch)).To(Succeed())
+		e2e.WaitFor("a new agent pod on "+c.cp.Name+" after redeployAgentGeneration was bumped", func(g Gomega) {
+			now := &corev1.PodList{}
+			g.Expect(c.local.List(ctx, now, client.InNamespace(agentNS), client.MatchingLabels{"app": fleet.AgentName})).To(Succeed())
+			g.Expect(now.Items).To(HaveLen(1))
+			g.Expect(now.Items[0].UID).NotTo(Equal(pods.Items[0].UID))
+			g.Expect(inFlight(agentDeployment(ctx, g, c))).To(BeFalse())
+			procs := c.kubelet.Processes()
+			g.Expect(procs).To(HaveLen(1))
+			g.Expect(procs[0].Pod).To(Equal(now.Items[0].Name))
+			g.Expect(procs[0].Process.Output()).To(ContainSubstring(`"msg":"Agent running"`), "the restarted agent runs")
+		}, 2*time.Minute, time.Second)
 	})
 
 	It("stops a rollout at the budget when the new version cannot start, the old agents running; a working version then reaches every cluster", func() {
