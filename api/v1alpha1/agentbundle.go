@@ -1,7 +1,7 @@
 package v1alpha1
 
 // The agent Bundle: the manager keeps one per registered Cluster, in the
-// Cluster's namespace, holding that cluster's agent Deployment, and the agent
+// Cluster's namespace (named by names.AgentBundle), holding that cluster's agent Deployment, and the agent
 // deploys it like any bundle (see controllers/agentbundle).
 const (
 	// AgentBundleLabel, "true", marks an agent Bundle (and, copied, its
@@ -16,6 +16,4 @@ const (
 	// deploys, before a Cluster's privateRepoURL: the image the rollout has
 	// given that cluster so far.
 	AgentImageAnnotation = "fleet.cattle.io/agent-image"
-	// AgentBundlePrefix starts an agent Bundle's name: fleet-agent-<cluster>.
-	AgentBundlePrefix = "fleet-agent-"
 )

@@ -21,7 +21,7 @@ const RedeployAnnotation = "fleet.cattle.io/redeploy-agent-generation"
 
 // BundleName names the agent Bundle of a Cluster.
 func BundleName(cluster string) string {
-	return names.BundleName(fleet.AgentBundlePrefix + cluster)
+	return names.AgentBundle(cluster)
 }
 
 // AgentNamespace is where a Cluster's agent runs: where it says it runs,

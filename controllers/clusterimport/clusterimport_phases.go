@@ -318,7 +318,7 @@ func (r *Reconciler) agentImage(ctx context.Context, c *fleet.Cluster) (string, 
 		return r.AgentImage, nil
 	}
 	b := &fleet.Bundle{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: names.BundleName(fleet.AgentBundlePrefix + c.Name)}, b)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: names.AgentBundle(c.Name)}, b)
 	switch {
 	case apierrors.IsNotFound(err):
 		return r.AgentImage, nil
