@@ -46,9 +46,21 @@ type Reconciler struct {
 	// written remembers the agent Bundles this controller wrote and the
 	// cache does not show yet, so that the next pass counts them in flight.
 	written map[types.NamespacedName]writtenBundle
+	// rendered keeps each Cluster's last rendered agent Bundle: a pass
+	// looks at every cluster of a namespace, and rendering one costs about
+	// a millisecond, so only a changed Cluster or image renders again.
+	rendered map[types.UID]renderedBundle
 }
 
 type writtenBundle struct{ hash, image string }
+
+type renderedBundle struct {
+	namespace      string
+	generation     int64
+	agentNS, image string
+	pullPolicy     corev1.PullPolicy
+	bundle         *fleet.Bundle
+}
 
 func (r *Reconciler) defaults() error {
 	if r.Image == "" {
@@ -61,6 +73,7 @@ func (r *Reconciler) defaults() error {
 		return err
 	}
 	r.written = map[types.NamespacedName]writtenBundle{}
+	r.rendered = map[types.UID]renderedBundle{}
 	return nil
 }
 
@@ -153,6 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	images := Plan(cands, r.Image, budget)
 
+	r.forgetRendered(ns, registered)
 	var errs []error
 	wanted := map[string]bool{}
 	for i, c := range registered {
@@ -212,7 +226,7 @@ func (r *Reconciler) candidate(ctx context.Context, c *fleet.Cluster, b *fleet.B
 // write creates or updates a Cluster's agent Bundle when it differs from
 // what it should be.
 func (r *Reconciler) write(ctx context.Context, c *fleet.Cluster, image string, b *fleet.Bundle) error {
-	want, err := Desired(c, image, r.ImagePullPolicy)
+	want, err := r.desired(c, image)
 	if err != nil {
 		return fmt.Errorf("rendering the agent Bundle of cluster %s/%s: %w", c.Namespace, c.Name, err)
 	}
@@ -250,6 +264,41 @@ func (r *Reconciler) write(ctx context.Context, c *fleet.Cluster, image string, 
 	}
 	remember()
 	return nil
+}
+
+// desired is Desired, rendered again only when the Cluster (its spec, or
+// where its agent runs) or the image changed; the caller gets its own copy.
+func (r *Reconciler) desired(c *fleet.Cluster, image string) (*fleet.Bundle, error) {
+	r.mu.Lock()
+	m, ok := r.rendered[c.UID]
+	r.mu.Unlock()
+	if ok && m.generation == c.Generation && m.agentNS == AgentNamespace(c) && m.image == image && m.pullPolicy == r.ImagePullPolicy {
+		return m.bundle.DeepCopy(), nil
+	}
+	b, err := Desired(c, image, r.ImagePullPolicy)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.rendered[c.UID] = renderedBundle{namespace: c.Namespace, generation: c.Generation, agentNS: AgentNamespace(c), image: image,
+		pullPolicy: r.ImagePullPolicy, bundle: b.DeepCopy()}
+	r.mu.Unlock()
+	return b, nil
+}
+
+// forgetRendered drops what was rendered for clusters of ns that are gone.
+func (r *Reconciler) forgetRendered(ns string, registered []*fleet.Cluster) {
+	live := make(map[types.UID]bool, len(registered))
+	for _, c := range registered {
+		live[c.UID] = true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid, m := range r.rendered {
+		if m.namespace == ns && !live[uid] {
+			delete(r.rendered, uid)
+		}
+	}
 }
 
 // foreign tells whether a Bundle of the agent Bundle's name exists that this
