@@ -17,6 +17,7 @@ import (
 	"github.com/gitfleet/fleet/agent/registration"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/version"
 )
 
 // DefaultGCPercent is the agent's garbage collection target (GOGC) unless
@@ -180,8 +181,10 @@ func run(ctx context.Context, o Options) error {
 	if interval := configuredCheckin(ctx, local, o.Namespace); interval > 0 && !o.checkinSet {
 		o.CheckinInterval = interval
 	}
-	log.Info("Agent running", "cluster", cred.Namespace+"/"+cred.ClusterName, "checkinInterval", o.CheckinInterval)
-	hb := &Heartbeat{Client: upstream, Namespace: cred.Namespace, Name: cred.ClusterName, Interval: o.CheckinInterval,
+	log.Info("Agent running", "cluster", cred.Namespace+"/"+cred.ClusterName, "checkinInterval", o.CheckinInterval, "version", version.Get())
+	// The agent says where it runs: the manager deploys the agent's own
+	// Bundle (its Deployment) there.
+	hb := &Heartbeat{Client: upstream, Namespace: cred.Namespace, Name: cred.ClusterName, AgentNamespace: o.Namespace, Interval: o.CheckinInterval,
 		MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff}
 	var wg sync.WaitGroup
 	wg.Add(2)

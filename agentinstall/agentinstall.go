@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -216,7 +217,14 @@ func deployment(o Options, meta metav1.ObjectMeta) *appsv1.Deployment {
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			// A new pod before the old one goes: an agent upgrade whose new
+			// version cannot start leaves the old agent running (and able
+			// to deploy the fix), and the two never deploy at once, since
+			// the new one waits for the leader lease the old one holds.
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1)),
+				}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: selector},
 				Spec: corev1.PodSpec{
@@ -248,6 +256,27 @@ func deployment(o Options, meta metav1.ObjectMeta) *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+// ClusterOptions are the agent settings of a Cluster's spec: where the
+// agent runs and how its Deployment is shaped. The caller adds the image and
+// what else its installation needs.
+func ClusterOptions(spec *fleet.ClusterSpec) Options {
+	return Options{
+		Namespace:      spec.AgentNamespace,
+		PrivateRepoURL: spec.PrivateRepoURL,
+		EnvVars:        spec.AgentEnvVars,
+		Tolerations:    spec.AgentTolerations,
+		Affinity:       spec.AgentAffinity,
+		Resources:      spec.AgentResources,
+		HostNetwork:    spec.HostNetwork != nil && *spec.HostNetwork,
+	}
+}
+
+// Deployment renders the agent Deployment alone, as Objects renders it.
+func Deployment(o Options) *appsv1.Deployment {
+	return deployment(o, metav1.ObjectMeta{Name: fleet.AgentName, Namespace: o.namespace(),
+		Labels: map[string]string{ManagedByLabel: "fleet", "app": fleet.AgentName}})
 }
 
 // WithRegistry puts image under registry: "rancher/x:1" with "reg.local" gives

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -27,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/agentbundle"
 	"github.com/gitfleet/fleet/controllers/bundle"
 	"github.com/gitfleet/fleet/controllers/capi"
 	"github.com/gitfleet/fleet/controllers/cluster"
@@ -109,8 +111,17 @@ type Options struct {
 	// WebhookSecret, when set, is required of webhook calls for GitRepos
 	// that name no webhookSecret of their own.
 	WebhookSecret []byte
-	// AgentImage is the agent image installed into imported clusters.
+	// AgentImage is the agent image installed into imported clusters and,
+	// with AgentBundles, offered to every registered cluster.
 	AgentImage string
+	// AgentBundles keeps an agent Bundle per registered Cluster, through
+	// which every agent gets its Cluster's agent settings and AgentImage
+	// (controllers/agentbundle); imported clusters then get only their
+	// first install and repairs through their kubeconfig.
+	AgentBundles bool
+	// AgentMaxUnavailable bounds the clusters of a namespace whose agent
+	// moves to a new image at once (a number or a share; default 10%).
+	AgentMaxUnavailable *intstr.IntOrString
 	// ImportStaleAfter: an imported cluster whose agent has not checked in
 	// for this long gets its agent reinstalled (default 15m).
 	ImportStaleAfter time.Duration
@@ -262,7 +273,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	imp := &clusterimport.Reconciler{Client: mgr.GetClient(), APIServerURL: o.APIServerURL, APIServerCA: o.APIServerCA,
-		AgentImage: o.AgentImage, StaleAfter: o.ImportStaleAfter, MaxConcurrentInstalls: o.MaxConcurrentInstalls, Workers: o.Workers,
+		AgentImage: o.AgentImage, AgentBundles: o.AgentBundles, StaleAfter: o.ImportStaleAfter, MaxConcurrentInstalls: o.MaxConcurrentInstalls, Workers: o.Workers,
 		Secrets: secrets, SecretNamespaces: o.KubeconfigSecretNamespaces, Recorder: recorder("fleet-clusterimport")}
 	if !o.DisableLocalCluster {
 		if imp.Local, err = setupLocalCluster(mgr); err != nil {
@@ -271,6 +282,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if err := imp.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the cluster import controller: %w", err)
+	}
+	if o.AgentBundles {
+		ab := &agentbundle.Reconciler{Client: mgr.GetClient(), Image: o.AgentImage, MaxUnavailable: o.AgentMaxUnavailable, Workers: o.Workers}
+		if err := ab.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the agent bundle controller: %w", err)
+		}
 	}
 	// Cluster API enrollment runs where Cluster API's Cluster kind is
 	// served; installed later, it is turned on when it appears.

@@ -8,12 +8,14 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/controllers/agentbundle"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
@@ -31,7 +33,7 @@ func main() {
 // arguments are checked against these flags (main_test.go).
 func newCommand() *cobra.Command {
 	o := controllers.RunOptions{}
-	var kubeconfigPath, caFile, agentImage, webhookSecretFile string
+	var kubeconfigPath, caFile, agentImage, webhookSecretFile, agentMaxUnavailable string
 	var qps float32
 	var burst int
 	var localCluster bool
@@ -60,6 +62,13 @@ func newCommand() *cobra.Command {
 			if o.CAPINamespaceSelector, err = parseSelector("--capi-namespace-selector", capiNamespaceSelector); err != nil {
 				return err
 			}
+			if o.AgentBundles {
+				v := intstr.Parse(agentMaxUnavailable)
+				if _, err := agentbundle.Budget(v, 10); err != nil {
+					return fmt.Errorf("--agent-max-unavailable: %w", err)
+				}
+				o.AgentMaxUnavailable = &v
+			}
 			o.DisableLocalCluster = !localCluster
 			if webhookSecretFile != "" {
 				secret, err := os.ReadFile(webhookSecretFile)
@@ -78,7 +87,11 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.SystemNamespace, "system-namespace", fleet.DefaultSystemNamespace, "namespace the manager runs in")
 	f.StringVar(&o.APIServerURL, "api-server-url", "", "URL agents use to reach this cluster's API server")
 	f.StringVar(&caFile, "api-server-ca-file", "", "CA certificate agents use to trust this API server")
-	f.StringVar(&agentImage, "agent-image", agentinstall.DefaultImage, "agent image installed into imported clusters")
+	f.StringVar(&agentImage, "agent-image", agentinstall.DefaultImage, "agent image installed into imported clusters and offered to every registered cluster's agent")
+	f.BoolVar(&o.AgentBundles, "agent-bundles", true,
+		"keep an agent Bundle per registered cluster, through which every agent gets its Cluster's agent settings and --agent-image")
+	f.StringVar(&agentMaxUnavailable, "agent-max-unavailable", agentbundle.DefaultMaxUnavailable.String(),
+		"clusters of a namespace whose agent may move to a new image, or be not Ready, at once: a number or a percentage (at least one)")
 	f.IntVar(&o.Workers, "workers", controllers.DefaultWorkers, "concurrent reconciles per controller")
 	f.IntVar(&o.RegistrationWorkers, "registration-workers", controllers.DefaultRegistrationWorkers, "cluster registrations granted at once")
 	f.IntVar(&o.RegistrationMaxPending, "registration-max-pending", controllers.DefaultRegistrationMaxPending,

@@ -100,6 +100,13 @@ type Reconciler struct {
 	// AgentImage (default agentinstall.DefaultImage) and its pull policy.
 	AgentImage           string
 	AgentImagePullPolicy corev1.PullPolicy
+	// AgentBundles: the Cluster's agent Bundle (controllers/agentbundle)
+	// carries its agent settings and image once the agent runs, so this
+	// controller installs the agent first and repairs it (missing, stale,
+	// redeploy, new manager address), each time with the image the agent
+	// Bundle has given the cluster so far, and leaves settings changes to
+	// the Bundle: one path for every cluster.
+	AgentBundles bool
 	// AgentCheckinInterval is written into the agent's ConfigMap (default
 	// 5m, or StaleAfter/3 when that is shorter); at most half of StaleAfter.
 	AgentCheckinInterval time.Duration

@@ -297,35 +297,57 @@ func (r *Reconciler) reconcileDeployed(ctx context.Context, s *scope) error {
 
 // agentOptions are the install options the Cluster's spec asks for, without
 // the registration token.
-func (r *Reconciler) agentOptions(s *scope) agentinstall.Options {
+func (r *Reconciler) agentOptions(s *scope, image string) agentinstall.Options {
 	c := s.cluster
-	return agentinstall.Options{
-		Namespace:       r.agentNamespace(c),
-		Image:           r.AgentImage,
-		PrivateRepoURL:  c.Spec.PrivateRepoURL,
-		ImagePullPolicy: r.AgentImagePullPolicy,
-		Config: &agentinstall.AgentConfig{
-			Labels:          registration.AllowedLabels(c.Labels),
-			ClientID:        s.clientID,
-			CheckinInterval: r.AgentCheckinInterval.String(),
-		},
-		EnvVars:     c.Spec.AgentEnvVars,
-		Tolerations: c.Spec.AgentTolerations,
-		Affinity:    c.Spec.AgentAffinity,
-		Resources:   c.Spec.AgentResources,
-		HostNetwork: c.Spec.HostNetwork != nil && *c.Spec.HostNetwork,
+	o := agentinstall.ClusterOptions(&c.Spec)
+	o.Namespace, o.Image, o.ImagePullPolicy = r.agentNamespace(c), image, r.AgentImagePullPolicy
+	o.Config = &agentinstall.AgentConfig{
+		Labels:          registration.AllowedLabels(c.Labels),
+		ClientID:        s.clientID,
+		CheckinInterval: r.AgentCheckinInterval.String(),
 	}
+	return o
+}
+
+// agentImage is the image to install: with agent Bundles, the one the
+// Cluster's agent Bundle has given it so far (the rollout moves clusters to
+// a new image in batches, and a repair must not jump the queue), else the
+// manager's.
+func (r *Reconciler) agentImage(ctx context.Context, c *fleet.Cluster) (string, error) {
+	if !r.AgentBundles {
+		return r.AgentImage, nil
+	}
+	b := &fleet.Bundle{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: names.AgentBundle(c.Name)}, b)
+	switch {
+	case apierrors.IsNotFound(err):
+		return r.AgentImage, nil
+	case err != nil:
+		return "", err
+	}
+	if image := b.Annotations[fleet.AgentImageAnnotation]; b.Labels[fleet.AgentBundleLabel] == "true" && image != "" {
+		return image, nil
+	}
+	return r.AgentImage, nil
 }
 
 // reconcileInstall (re)installs the agent when Decide says so, at most
 // MaxConcurrentInstalls at a time.
 func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
 	c := s.cluster
-	opts := r.agentOptions(s)
+	image, err := r.agentImage(ctx, c)
+	if err != nil {
+		return err
+	}
+	opts := r.agentOptions(s, image)
 	want := Wanted{SettingsHash: SettingsHash(opts), Generation: c.Spec.RedeployAgentGeneration,
 		APIServerURL: s.apiServerURL, APIServerCAHash: CAHash(s.apiServerCA)}
 	d := Decide(s.deployed, want, c.Status, s.now, r.StaleAfter)
 	s.restartedAt = s.deployed.RestartedAt
+	if d.Reason == InstallSettingsChanged && r.AgentBundles && !c.Status.Agent.LastSeen.IsZero() {
+		// The agent Bundle brings the settings; the agent deploys it.
+		d = Decision{}
+	}
 	if d.Reason == "" {
 		s.registered = AgentRegistered(c.Status.Agent.LastSeen.Time, s.restartedAt, s.now, r.StaleAfter)
 		return nil

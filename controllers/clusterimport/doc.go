@@ -53,7 +53,11 @@
 //     (ClusterRegistrationToken import-token-<cluster>, TTL TokenTTL, replaced
 //     when less than half of it is left) goes into the fleet-agent-bootstrap
 //     Secret so that the agent can register again. A settings change alone
-//     re-applies the objects without a token or restart. Installs use
+//     re-applies the objects without a token or restart; with AgentBundles
+//     (the manager's default) it is left to the Cluster's agent Bundle once
+//     the agent has checked in (controllers/agentbundle), and every install
+//     uses the image that Bundle has given the cluster so far, so a repair
+//     never jumps the rollout's queue. Installs use
 //     agentinstall.Apply (server-side apply, field manager
 //     fleet-agentinstall) and run at most MaxConcurrentInstalls at a time, so
 //     that hundreds of clusters arriving at once queue instead of swamping

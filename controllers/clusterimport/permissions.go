@@ -10,6 +10,7 @@ package clusterimport
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundledeployments,verbs=get;list;watch;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundles,verbs=get;list;watch
 //
 // The local Cluster's agent is installed into the manager's own cluster
 // through rights `fleet install controller` grants in the manager's

@@ -217,6 +217,11 @@ func (e *Env) startManager(ctx context.Context) error {
 	p, err := e.startProcess("fleet-manager", "fleet-manager", "--kubeconfig", e.Manager.Kubeconfig,
 		"--api-server-url", e.Manager.Config.Host, "--api-server-ca-file", ca,
 		"--webhook-bind-address", "", "--metrics-bind-address", "0", "--health-probe-bind-address", probe,
+		// The demo runs each agent as a process beside its Deployment, and
+		// nothing runs the pods of the local agent's Deployment (the
+		// manager's cluster has no nodes): its agent Bundle would never be
+		// Ready. test/e2e/agentupgrade shows agent upgrades.
+		"--agent-bundles=false",
 		// The demo's repository is a local directory.
 		"--allow-local-repos",
 		// Its own git cache: a later demo makes a new repository at the

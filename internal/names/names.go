@@ -120,6 +120,12 @@ func ImportToken(cluster string) string {
 	return Limit("import-token-"+cluster, MaxNameLength)
 }
 
+// AgentBundle names the agent Bundle of a Cluster (see
+// controllers/agentbundle): fleet-agent-<cluster>, as in Fleet.
+func AgentBundle(cluster string) string {
+	return BundleName("fleet-agent-" + cluster)
+}
+
 // Limit cuts s to n characters, replacing the tail by a 5-hex hash of s so
 // that different long names stay different.
 func Limit(s string, n int) string {

@@ -44,6 +44,11 @@ var kwokStages []byte
 type Workloads struct {
 	// Nodes is the number of simulated Nodes; 0 means 1.
 	Nodes int
+	// ControllersOnly runs kube-controller-manager alone: no scheduler, no
+	// kwok, no Nodes. Pods stay unbound, and whatever plays their kubelet
+	// reports their status (a test that runs a Deployment's pods as
+	// processes of its own); an unbound pod is deleted at once.
+	ControllersOnly bool
 }
 
 // WorkloadProcess is one of the processes that run a control plane's
@@ -182,12 +187,18 @@ func (c *ControlPlane) StartWorkloads(ctx context.Context, w Workloads) (err err
 			"--node-lease-duration-seconds=40",
 		}},
 	}
+	if w.ControllersOnly {
+		starts = starts[:1]
+	}
 	for _, s := range starts {
 		p, err := c.startWorkloadProcess(assets, logs, s.name, s.args)
 		if err != nil {
 			return err
 		}
 		c.workloads = append(c.workloads, p)
+	}
+	if w.ControllersOnly {
+		return nil
 	}
 	return c.createNodes(ctx, w.Nodes)
 }

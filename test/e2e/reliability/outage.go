@@ -100,7 +100,9 @@ func OutageSpec(ctx context.Context, inputGetter func() SpecInput) {
 		// Ready means its cache synced, after it made the namespaces the
 		// token below is created in.
 		mgr, err = framework.StartManagerProcess(input.LogDir, "outage-manager", "--kubeconfig", cp.Kubeconfig,
-			"--api-server-url", cp.Config.Host, "--webhook-bind-address", "")
+			"--api-server-url", cp.Config.Host, "--webhook-bind-address", "",
+			// The agents run as processes; nothing runs their Deployments' pods.
+			"--agent-bundles=false")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(mgr.Stop)
 
