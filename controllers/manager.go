@@ -278,7 +278,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, "v1beta2"); err != nil {
 		ctrl.LoggerFrom(ctx).Info("Cluster API enrollment is off: Cluster API's v1beta2 Cluster kind is not served", "reason", err.Error())
 	} else {
-		if err := (&capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: secrets, Recorder: recorder("fleet-capi")}).SetupWithManager(ctx, mgr); err != nil {
+		if err := (&capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: secrets, Recorder: recorder("fleet-capi"), StaleAfter: o.ImportStaleAfter}).SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up the Cluster API controller: %w", err)
 		}
 	}

@@ -123,6 +123,8 @@ const (
 	ReasonInstalling             = "Installing"
 	ReasonRegistered             = "Registered"
 	ReasonFailed                 = "Failed"
+	// ReasonAgentSilent: the agent checked in once, and not lately.
+	ReasonAgentSilent = "AgentSilent"
 )
 
 // ClusterRegistration Accepted.

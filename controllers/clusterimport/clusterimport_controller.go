@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -258,7 +259,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", klog.KObj(cluster)))
 
-	s := &scope{cluster: cluster, before: ownedStatus(&cluster.Status), now: r.Now()}
+	// The agent's last check-in, from its Lease: status.agent.lastSeen is
+	// refreshed only now and then (controllers/cluster).
+	checkIn, err := checkin.LastOf(ctx, r.Client, cluster)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the check-in of cluster %s: %w", cluster.Name, err)
+	}
+	s := &scope{cluster: cluster, before: ownedStatus(&cluster.Status), now: r.Now(), checkIn: checkIn}
 	defer func() {
 		res, retErr = r.patchStatus(ctx, s, retErr)
 	}()
@@ -293,7 +300,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) (ctrl
 		}
 	}
 	if err == nil {
-		res.RequeueAfter = NextCheck(s.cluster.Status.Agent.LastSeen.Time, s.restartedAt, s.now, r.StaleAfter, r.CheckInterval)
+		res.RequeueAfter = NextCheck(s.checkIn, s.restartedAt, s.now, r.StaleAfter, r.CheckInterval)
 	}
 	return res, resErr
 }

@@ -73,17 +73,17 @@ func TestCheckTakeover(t *testing.T) {
 		lease   *coordinationv1.Lease
 	}{
 		"agent checked in by Lease only: a generic token may not": {generic, cluster(false, ""), true, lease("")},
-		"agent checked in by Lease: the agent's own proof on it":   {generic, cluster(false, ""), false, lease(registration.RenewalHash(reg.Spec.ClientRandom))},
-		"agent checked in by Lease: a proof of another on it":      {generic, cluster(true, ""), true, lease(registration.RenewalHash("another-random-nonce"))},
-		"agent checked in by Lease: a token for the cluster":       {token(map[string]string{fleet.RegistrationTokenClusterLabel: "edge"}, "t"), cluster(false, ""), false, lease("")},
-		"no agent yet: any token claims it":         {generic, cluster(false, ""), false, nil},
-		"agent checked in: a generic token may not": {generic, cluster(true, ""), true, nil},
-		"agent checked in: a token for the cluster": {token(map[string]string{fleet.RegistrationTokenClusterLabel: "edge"}, "t"), cluster(true, ""), false, nil},
-		"agent checked in: the import token":        {token(nil, "import-token-edge"), cluster(true, ""), false, nil},
-		"agent checked in: a token for another":     {token(map[string]string{fleet.RegistrationTokenClusterLabel: "other"}, "t"), cluster(true, ""), true, nil},
-		"a token for another, no agent yet":         {token(map[string]string{fleet.RegistrationTokenClusterLabel: "other"}, "t"), cluster(false, ""), true, nil},
-		"agent checked in: the agent's own proof":   {generic, cluster(true, registration.RenewalHash(reg.Spec.ClientRandom)), false, nil},
-		"agent checked in: a proof of another":      {generic, cluster(true, registration.RenewalHash("another-random-nonce")), true, nil},
+		"agent checked in by Lease: the agent's own proof on it":  {generic, cluster(false, ""), false, lease(registration.RenewalHash(reg.Spec.ClientRandom))},
+		"agent checked in by Lease: a proof of another on it":     {generic, cluster(true, ""), true, lease(registration.RenewalHash("another-random-nonce"))},
+		"agent checked in by Lease: a token for the cluster":      {token(map[string]string{fleet.RegistrationTokenClusterLabel: "edge"}, "t"), cluster(false, ""), false, lease("")},
+		"no agent yet: any token claims it":                       {generic, cluster(false, ""), false, nil},
+		"agent checked in: a generic token may not":               {generic, cluster(true, ""), true, nil},
+		"agent checked in: a token for the cluster":               {token(map[string]string{fleet.RegistrationTokenClusterLabel: "edge"}, "t"), cluster(true, ""), false, nil},
+		"agent checked in: the import token":                      {token(nil, "import-token-edge"), cluster(true, ""), false, nil},
+		"agent checked in: a token for another":                   {token(map[string]string{fleet.RegistrationTokenClusterLabel: "other"}, "t"), cluster(true, ""), true, nil},
+		"a token for another, no agent yet":                       {token(map[string]string{fleet.RegistrationTokenClusterLabel: "other"}, "t"), cluster(false, ""), true, nil},
+		"agent checked in: the agent's own proof":                 {generic, cluster(true, registration.RenewalHash(reg.Spec.ClientRandom)), false, nil},
+		"agent checked in: a proof of another":                    {generic, cluster(true, registration.RenewalHash("another-random-nonce")), true, nil},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
