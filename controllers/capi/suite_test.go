@@ -188,7 +188,7 @@ func TestFleetAgentReadyFollowsCheckIns(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	c := capiCluster(t, ns.Name, "beta", true, nil)
 	kubeconfigSecret(t, ns.Name, "beta")
-	g.Eventually(fleetCluster(ctx, ns.Name, "beta")).WithTimeout(20 * time.Second).Should(HaveField("Status.Namespace", Not(BeEmpty())),
+	g.Eventually(fleetCluster(ctx, ns.Name, "beta")).WithTimeout(20*time.Second).Should(HaveField("Status.Namespace", Not(BeEmpty())),
 		"the fleet Cluster and its namespace")
 	fc, err := fleetCluster(ctx, ns.Name, "beta")()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -218,13 +218,13 @@ func TestFleetAgentReadyFollowsCheckIns(t *testing.T) {
 			}
 		}
 	}()
-	g.Eventually(agentReady(ctx, c)).WithTimeout(20 * time.Second).Should(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered),
+	g.Eventually(agentReady(ctx, c)).WithTimeout(20*time.Second).Should(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered),
 		"True once the agent checks in, unreachable or not")
-	g.Consistently(agentReady(ctx, c)).WithTimeout(3 * staleAfter).WithPolling(200 * time.Millisecond).
+	g.Consistently(agentReady(ctx, c)).WithTimeout(3*staleAfter).WithPolling(200*time.Millisecond).
 		Should(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered), "True as long as the agent checks in, for longer than staleAfter")
 
 	stop()
-	g.Eventually(agentReady(ctx, c)).WithTimeout(4 * staleAfter).Should(And(
+	g.Eventually(agentReady(ctx, c)).WithTimeout(4*staleAfter).Should(And(
 		haveReason(metav1.ConditionFalse, fleet.ReasonAgentSilent), HaveField("Message", ContainSubstring("ClusterUnreachable"))),
 		"False once the agent stopped checking in")
 }

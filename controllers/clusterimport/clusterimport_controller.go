@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -182,6 +183,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Cluster{}, builder.WithPredicates(Predicate())).
 		WatchesRawSource(r.Secrets.Source(handler.TypedEnqueueRequestsFromMapFunc(r.clustersOfSecret))).
+		// A check-in while the controller waits for one (after an install
+		// or restart): the Cluster's lastSeen is not written for every
+		// check-in, its Lease is renewed.
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.waitingOfCheckIn)).
 		Named("clusterimport").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -211,6 +216,24 @@ func Predicate() predicate.Predicate {
 				importedReason(o) != "" && importedReason(n) == ""
 		},
 	}
+}
+
+// waitingOfCheckIn maps an agent's check-in Lease to its imported Cluster
+// while that one's agent is not known to be registered; the heartbeats of a
+// registered agent wake nothing.
+func (r *Reconciler) waitingOfCheckIn(ctx context.Context, lease client.Object) []reconcile.Request {
+	reqs := checkin.ClusterOfLease(ctx, r.Client, lease)
+	if len(reqs) == 0 {
+		return nil
+	}
+	c := &fleet.Cluster{}
+	if err := r.Client.Get(ctx, reqs[0].NamespacedName, c); err != nil {
+		return nil
+	}
+	if c.Spec.KubeConfigSecret == "" || importedReason(c) == fleet.ReasonAgentRegistered {
+		return nil
+	}
+	return reqs
 }
 
 func importedReason(c *fleet.Cluster) string {
