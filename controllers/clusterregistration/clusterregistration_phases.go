@@ -294,7 +294,7 @@ func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 	}, rotationAccess(r.AgentNamespace, s.saName)...)
 	return concurrently(
 		func() error {
-			if err := ensure.Namespace(ctx, r.Client, s.clusterNS, clusterNamespaceLabels(s.cluster)); err != nil {
+			if err := r.ensureClusterNamespace(ctx, s); err != nil {
 				return err
 			}
 			return ensureObject(ctx, r.Client, labels, &rbacv1.RoleBinding{
@@ -305,6 +305,23 @@ func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 		},
 		func() error { return ensureAll(ctx, r.Client, labels, elsewhere) },
 	)
+}
+
+// ensureClusterNamespace makes the cluster namespace. The cluster controller
+// makes it too, for the Cluster the grant just created: when it won the race,
+// the namespace is read past the cache, rather than failing the grant and
+// writing its status twice more.
+func (r *Reconciler) ensureClusterNamespace(ctx context.Context, s *scope) error {
+	labels := clusterNamespaceLabels(s.cluster)
+	err := ensure.Namespace(ctx, r.Client, s.clusterNS, labels)
+	if err == nil || outcome.IsStalling(err) || r.APIReader == nil {
+		return err
+	}
+	ns := &corev1.Namespace{}
+	if gerr := r.APIReader.Get(ctx, types.NamespacedName{Name: s.clusterNS}, ns); gerr != nil || !ensure.Carries(ns, labels) {
+		return err // not there after all, or not this Cluster's: checked again on the retry
+	}
+	return nil
 }
 
 // agentLabels are on what a grant writes for the agent: the grant's, and the
