@@ -2,12 +2,12 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -182,9 +182,9 @@ func run(ctx context.Context, o Options) error {
 		o.CheckinInterval = interval
 	}
 	log.Info("Agent running", "cluster", cred.Namespace+"/"+cred.ClusterName, "checkinInterval", o.CheckinInterval, "version", version.Get())
-	// The agent says where it runs: the manager deploys the agent's own
-	// Bundle (its Deployment) there.
-	hb := &Heartbeat{Client: upstream, Namespace: cred.Namespace, Name: cred.ClusterName, AgentNamespace: o.Namespace, Interval: o.CheckinInterval,
+	// The agent says where it runs (in its Lease): the manager deploys the
+	// agent's own Bundle (its Deployment) there.
+	hb := &Heartbeat{Client: upstream, ClusterNamespace: cred.ClusterNamespace, AgentNamespace: o.Namespace, Interval: o.CheckinInterval,
 		MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff}
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -206,14 +206,19 @@ func run(ctx context.Context, o Options) error {
 	}
 }
 
-// Heartbeat patches the agent's Cluster status.agent.lastSeen: once at start,
-// then every Interval. It patches only that field, through the status
-// subresource, so the manager's targeting sees no spec or label change.
+// Heartbeat renews the agent's check-in Lease (fleet.AgentLeaseName in its
+// cluster namespace upstream): once at start, then every Interval. The
+// manager folds it into the Cluster's status.agent, writing the Cluster only
+// when what it shows changes; the agent itself has no right on its Cluster,
+// nor anything else in the workspace namespace.
 type Heartbeat struct {
-	Client          client.Client
-	Namespace, Name string
-	AgentNamespace  string
-	Interval        time.Duration
+	Client client.Client
+	// ClusterNamespace is the agent's cluster namespace upstream.
+	ClusterNamespace string
+	// AgentNamespace, when set, is the agent's downstream namespace,
+	// reported on the Lease.
+	AgentNamespace string
+	Interval       time.Duration
 	// MinBackoff and MaxBackoff bound retries of a failed check-in.
 	MinBackoff, MaxBackoff time.Duration
 }
@@ -226,21 +231,19 @@ func (h *Heartbeat) Run(ctx context.Context) {
 	})
 }
 
-// Beat sends one check-in.
+// Beat sends one check-in: a merge patch of the Lease's renewal time (one
+// request), or its creation the first time.
 func (h *Heartbeat) Beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cluster := &fleet.Cluster{}
-	cluster.Namespace, cluster.Name = h.Namespace, h.Name
-	status := map[string]interface{}{"agent": map[string]interface{}{
-		"lastSeen": metav1.Now().UTC().Format(time.RFC3339),
-	}}
+	now := metav1.NowMicro()
+	seconds := int32(max(h.Interval/time.Second, 1))
+	holder := fleet.AgentName
+	var annotations map[string]string
 	if h.AgentNamespace != "" {
-		status["agent"].(map[string]interface{})["namespace"] = h.AgentNamespace
+		annotations = map[string]string{fleet.AgentNamespaceAnnotation: h.AgentNamespace}
+		holder = h.AgentNamespace + "/" + fleet.AgentName
 	}
-	patch, err := json.Marshal(map[string]interface{}{"status": status})
-	if err != nil {
-		return err
-	}
-	return h.Client.Status().Patch(ctx, cluster, client.RawPatch("application/merge-patch+json", patch))
+	spec := coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &now}
+	return registration.WriteLease(ctx, h.Client, h.ClusterNamespace, spec, annotations)
 }

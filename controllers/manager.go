@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +42,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/helmop"
 	"github.com/gitfleet/fleet/controllers/localcluster"
 	"github.com/gitfleet/fleet/controllers/manageraddress"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
@@ -160,6 +162,11 @@ func (o Options) SystemRegistrationNamespace() string {
 	return names.SystemRegistrationNamespace(o.systemNamespace())
 }
 
+// AgentNamespace is where the agents' ServiceAccounts live.
+func (o Options) AgentNamespace() string {
+	return names.AgentIdentityNamespace(o.systemNamespace())
+}
+
 func (o Options) systemNamespace() string {
 	if o.SystemNamespace == "" {
 		return fleet.DefaultSystemNamespace
@@ -186,6 +193,8 @@ func Scheme() *runtime.Scheme {
 // their managedFields, which no controller reads: at thousands of clusters
 // they were a large part of the memory.
 //
+// Of Leases it holds only the agents' check-ins (internal/checkin).
+//
 // The cache holds only the Secrets the manager writes itself (registration
 // token values, agent credentials), which carry fleet.cattle.io/managed:
 // no other Secret of the management cluster is kept in memory. Controllers
@@ -196,6 +205,8 @@ func CacheOptions() cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{fleet.ManagedLabel: "true"})},
+			// The agents' check-in Leases only, by name.
+			&coordinationv1.Lease{}: checkin.CacheByObject(),
 		},
 	}
 }
@@ -229,12 +240,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := clusterregistration.EnsureSharedRoles(ctx, direct); err != nil {
+	if err := clusterregistration.EnsureSharedRoles(ctx, direct, o.AgentNamespace()); err != nil {
 		return fmt.Errorf("creating the agents' ClusterRoles: %w", err)
 	}
 	reg := &clusterregistration.Reconciler{
 		Client:                      mgr.GetClient(),
 		SystemRegistrationNamespace: o.SystemRegistrationNamespace(),
+		AgentNamespace:              o.AgentNamespace(),
 		CredentialLifetime:          o.CredentialLifetime,
 		CredentialSecretTTL:         o.CredentialSecretTTL,
 		Workers:                     o.RegistrationWorkers,
@@ -293,7 +305,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// served; installed later, it is turned on when it appears.
 	setupCAPI := func(ctx context.Context) error {
 		r := &capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: secrets, Recorder: recorder("fleet-capi"),
-			ClusterSelector: o.CAPIClusterSelector, NamespaceSelector: o.CAPINamespaceSelector}
+			ClusterSelector: o.CAPIClusterSelector, NamespaceSelector: o.CAPINamespaceSelector, StaleAfter: o.ImportStaleAfter}
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up the Cluster API controller: %w", err)
 		}
@@ -321,7 +333,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := (&bundle.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Recorder: recorder("fleet-bundle")}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the bundle controller: %w", err)
 	}
-	if err := (&cluster.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, OfflineAfter: o.ClusterOfflineAfter,
+	if err := (&cluster.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, OfflineAfter: o.ClusterOfflineAfter, AgentNamespace: o.AgentNamespace(),
 		Recorder: recorder("fleet-cluster")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}

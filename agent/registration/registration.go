@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -127,6 +129,7 @@ func UpstreamMapper() meta.RESTMapper {
 	for _, kind := range []string{"Secret", "ConfigMap", "ServiceAccount"} {
 		add(corev1.SchemeGroupVersion, kind, meta.RESTScopeNamespace)
 	}
+	add(coordinationv1.SchemeGroupVersion, "Lease", meta.RESTScopeNamespace)
 	return m
 }
 
@@ -302,23 +305,51 @@ func sameManager(cred *Credential, boot *agentinstall.Bootstrap) bool {
 }
 
 // proveRenewal writes, with the agent's working credential, the hash of the
-// new request's clientRandom into its Cluster's status.agent.renewalHash.
-// Only the Cluster's own agent can write there, so the manager lets a
-// registration whose clientRandom matches take the Cluster over again even
-// with a generic registration token, which on its own may not re-register a
-// Cluster whose agent has checked in.
+// new request's clientRandom onto its check-in Lease in its cluster
+// namespace (fleet.RenewalHashAnnotation). Only the Cluster's own agent can
+// write there, so the manager lets a registration whose clientRandom matches
+// take the Cluster over again even with a generic registration token, which
+// on its own may not re-register a Cluster whose agent has checked in.
 func proveRenewal(ctx context.Context, cred *Credential, clientRandom string) error {
 	c, err := NewUpstreamClient(cred.RESTConfig())
 	if err != nil {
 		return err
 	}
-	cluster := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: cred.Namespace, Name: cred.ClusterName}}
-	patch := fmt.Sprintf(`{"status":{"agent":{"renewalHash":%q}}}`, internalregistration.RenewalHash(clientRandom))
-	if err := c.Status().Patch(ctx, cluster, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		return fmt.Errorf("proving with the stored credential that this cluster's agent registers again (Cluster %s/%s status): %w",
-			cred.Namespace, cred.ClusterName, err)
+	err = WriteLease(ctx, c, cred.ClusterNamespace, coordinationv1.LeaseSpec{},
+		map[string]string{fleet.RenewalHashAnnotation: internalregistration.RenewalHash(clientRandom)})
+	if err != nil {
+		return fmt.Errorf("proving with the stored credential that this cluster's agent registers again (Lease %s/%s): %w",
+			cred.ClusterNamespace, fleet.AgentLeaseName, err)
 	}
 	return nil
+}
+
+// WriteLease merges spec's fields that are set and annotations into the
+// agent's check-in Lease in clusterNamespace, creating it when there is none
+// yet: one request when it exists, which it does after the first check-in.
+func WriteLease(ctx context.Context, c client.Client, clusterNamespace string, spec coordinationv1.LeaseSpec, annotations map[string]string) error {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: fleet.AgentLeaseName, Annotations: annotations}, Spec: spec}
+	body := map[string]any{"spec": spec}
+	if len(annotations) > 0 {
+		// Only those given: a null would delete the others.
+		body["metadata"] = map[string]any{"annotations": annotations}
+	}
+	patch, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	for range 2 {
+		err = c.Patch(ctx, lease.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		err = c.Create(ctx, lease.DeepCopy())
+		if !apierrors.IsAlreadyExists(err) {
+			return err // created, or failed
+		}
+		// Made meanwhile (by a check-in racing a renewal proof): patch it.
+	}
+	return err
 }
 
 // Identity is the cluster's identity: the configured client ID, or the UID of

@@ -93,6 +93,21 @@ const (
 	AgentBootstrapSecretName = "fleet-agent-bootstrap"
 )
 
+// The agent's check-in upstream: a coordination.k8s.io Lease of this name in
+// its cluster namespace, renewed by the agent (spec.renewTime), which the
+// manager folds into its Cluster's status.agent.
+const (
+	// AgentLeaseName names the agent's check-in Lease in its cluster
+	// namespace.
+	AgentLeaseName = "fleet-agent-checkin"
+	// AgentNamespaceAnnotation on the check-in Lease is the agent's
+	// downstream namespace (folded into status.agent.namespace).
+	AgentNamespaceAnnotation = "fleet.cattle.io/agent-namespace"
+	// RenewalHashAnnotation on the check-in Lease is the agent's proof that
+	// it registers again (see ClusterAgentStatus.RenewalHash).
+	RenewalHashAnnotation = "fleet.cattle.io/renewal-hash"
+)
+
 // Defaults applied by the controllers rather than by the CRDs.
 const (
 	// DefaultTargetName and DefaultClusterGroup make up the target used when

@@ -137,6 +137,8 @@ const (
 	// ReasonUnenrolled: a person deleted the fleet Cluster of an enrolled
 	// Cluster API Cluster; it is not enrolled again until asked.
 	ReasonUnenrolled = "Unenrolled"
+	// ReasonAgentSilent: the agent checked in once, and not lately.
+	ReasonAgentSilent = "AgentSilent"
 )
 
 // ClusterRegistration Accepted.

@@ -3,7 +3,10 @@ package capi
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/secretmeta"
@@ -114,7 +118,17 @@ type Reconciler struct {
 	// Recorder records an event each time FleetAgentReady changes (default:
 	// the manager's recorder).
 	Recorder events.EventRecorder
+	// StaleAfter is how long after the agent's last check-in
+	// FleetAgentReady stays True (default DefaultStaleAfter).
+	StaleAfter time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
+
+// DefaultStaleAfter is the default of Reconciler.StaleAfter: as long as the
+// import controller waits before it takes a silent agent for lost, three of
+// the check-ins it configures.
+const DefaultStaleAfter = 15 * time.Minute
 
 // SetupWithManager registers the controller. The manager's scheme must hold
 // the Cluster API types (AddToScheme).
@@ -124,6 +138,12 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.StaleAfter <= 0 {
+		r.StaleAfter = DefaultStaleAfter
+	}
+	if r.Now == nil {
+		r.Now = time.Now
 	}
 	if r.Secrets == nil {
 		var err error
@@ -139,6 +159,9 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error
 			}))).
 		Watches(&fleet.Cluster{}, handler.EnqueueRequestsFromMapFunc(sameName), builder.WithPredicates(fleetClusterChanged())).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersInNamespace), builder.WithPredicates(r.enrollLabelChanged())).
+		// A check-in turns FleetAgentReady True: only Clusters where it is
+		// not yet are woken, so a heartbeat costs nothing here.
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.notReadyOfCheckIn)).
 		Named("capi").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -168,6 +191,24 @@ func fleetClusterChanged() predicate.Predicate {
 			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
 			!conditions.Same(conditions.Get(o, fleet.ConditionImported), conditions.Get(n, fleet.ConditionImported))
 	}}
+}
+
+// notReadyOfCheckIn maps an agent's check-in Lease to the Cluster API Cluster
+// of its fleet Cluster (same namespace and name) when that one's
+// FleetAgentReady is not True.
+func (r *Reconciler) notReadyOfCheckIn(ctx context.Context, lease client.Object) []reconcile.Request {
+	reqs := checkin.ClusterOfLease(ctx, r.Client, lease)
+	if len(reqs) == 0 {
+		return nil
+	}
+	capi := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, reqs[0].NamespacedName, capi); err != nil {
+		return nil
+	}
+	if c := conditions.Get(capi, ConditionFleetAgentReady); c != nil && c.Status == metav1.ConditionTrue {
+		return nil
+	}
+	return reqs
 }
 
 // enrollLabelChanged passes the namespace changes that can change what is
@@ -265,15 +306,25 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) (ctrl
 		return outcome.Result(err, 0)
 	}
 	var after *metav1.Condition
+	var next time.Duration
 	switch {
 	case s.unenrolled != "":
 		conditions.Set(s.capi, UnenrolledCondition(s.unenrolled, s.capi.Generation))
 		after = conditions.Get(s.capi, ConditionFleetAgentReady)
 	case !s.optedOut:
-		c := FleetAgentReadyCondition(Observed{
+		o := Observed{
 			ControlPlaneInitialized: s.initialized, SecretExists: s.secretExists, SecretName: s.secretName(),
-			Fleet: s.fleet, Err: err,
-		}, s.capi.Generation)
+			Fleet: s.fleet, Err: err, Now: r.Now(), StaleAfter: r.StaleAfter,
+		}
+		if s.fleet != nil {
+			checkIn, cerr := checkin.LastOf(ctx, r.Client, s.fleet)
+			if cerr != nil {
+				return ctrl.Result{}, errors.Join(fmt.Errorf("reading the agent's check-in: %w", cerr), err)
+			}
+			o.CheckIn = checkIn
+		}
+		next = NextCheckInCheck(o)
+		c := FleetAgentReadyCondition(o, s.capi.Generation)
 		conditions.Set(s.capi, c)
 		after = conditions.Get(s.capi, ConditionFleetAgentReady)
 	}
@@ -290,6 +341,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) (ctrl
 			}
 			r.Recorder.Eventf(s.capi, related, kind, after.Reason, "Enroll", "%s", after.Message)
 		}
+	}
+	if err == nil && next > 0 {
+		return ctrl.Result{RequeueAfter: next}, nil
 	}
 	return outcome.Result(err, 0)
 }

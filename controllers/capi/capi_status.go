@@ -1,9 +1,11 @@
 package capi
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,10 +34,26 @@ type Observed struct {
 	// Err is this controller's own failure to enroll that only a person can
 	// fix (a Stalling error), if any.
 	Err error
+	// CheckIn is the agent's last check-in (its Lease, internal/checkin);
+	// Now and StaleAfter tell whether it is recent.
+	CheckIn    time.Time
+	Now        time.Time
+	StaleAfter time.Duration
 }
 
-// FleetAgentReadyCondition computes the FleetAgentReady condition; its
-// message on failure is the fleet Cluster's Imported condition.
+// checksIn tells whether the agent checked in within StaleAfter.
+func (o Observed) checksIn() bool {
+	return !o.CheckIn.IsZero() && o.Now.Sub(o.CheckIn) < o.StaleAfter
+}
+
+// FleetAgentReadyCondition computes the FleetAgentReady condition. It
+// follows the agent's check-ins (the agent pulls, the manager never needs to
+// reach the workload cluster for it): True while the agent checks in, even
+// when the workload cluster's API cannot be reached from the manager (a
+// control plane rolling, a network cut one way), so it does not flap. Before
+// the first check-in, and after one that is no longer recent, it tells what
+// the installation is doing; its message on failure is the fleet Cluster's
+// Imported condition.
 func FleetAgentReadyCondition(o Observed, generation int64) metav1.Condition {
 	c := metav1.Condition{Type: ConditionFleetAgentReady, Status: metav1.ConditionFalse, ObservedGeneration: generation}
 	switch {
@@ -49,13 +67,24 @@ func FleetAgentReadyCondition(o Observed, generation int64) metav1.Condition {
 		c.Reason, c.Message = fleet.ReasonInstalling, "creating the fleet Cluster"
 	case !o.Fleet.DeletionTimestamp.IsZero():
 		c.Reason, c.Message = fleet.ReasonInstalling, "the fleet Cluster is being deleted; it will be created again"
+	case o.checksIn():
+		// No time in the message: a renewal must not rewrite it.
+		c.Status, c.Reason = metav1.ConditionTrue, fleet.ReasonRegistered
+		c.Message = fmt.Sprintf("the fleet agent checks in (last check-in within %s)", o.StaleAfter)
 	default:
 		imported := meta.FindStatusCondition(o.Fleet.Status.Conditions, fleet.ConditionImported)
 		switch {
 		case imported == nil:
 			c.Reason, c.Message = fleet.ReasonInstalling, "waiting for the fleet manager to install the agent"
+		case !o.CheckIn.IsZero():
+			c.Reason = fleet.ReasonAgentSilent
+			c.Message = fmt.Sprintf("the fleet agent has not checked in since %s (more than %s)", o.CheckIn.UTC().Format(time.RFC3339), o.StaleAfter)
+			if imported.Reason != fleet.ReasonAgentRegistered {
+				c.Message += "; " + imported.Reason + ": " + imported.Message
+			}
 		case imported.Reason == fleet.ReasonAgentRegistered:
-			c.Status, c.Reason, c.Message = metav1.ConditionTrue, fleet.ReasonRegistered, imported.Message
+			// Registered, and yet no check-in: not ready until it checks in.
+			c.Reason, c.Message = fleet.ReasonInstalling, "waiting for the fleet agent to check in"
 		case imported.Reason == fleet.ReasonApplied, imported.Reason == fleet.ReasonAdopting,
 			imported.Reason == fleet.ReasonWaitingForToken:
 			c.Reason, c.Message = fleet.ReasonInstalling, imported.Message
@@ -73,6 +102,16 @@ func UnenrolledCondition(at string, generation int64) metav1.Condition {
 		Reason: fleet.ReasonUnenrolled,
 		Message: "the fleet Cluster was deleted at " + at + ", so the manager removed the agent and does not enroll this cluster again: remove annotation " +
 			UnenrolledAnnotation + " to enroll it again"}
+}
+
+// NextCheckInCheck is when to look again without an event for FleetAgentReady
+// to turn False should the agent stop checking in; 0 when it does not check
+// in now.
+func NextCheckInCheck(o Observed) time.Duration {
+	if !o.checksIn() {
+		return 0
+	}
+	return o.CheckIn.Add(o.StaleAfter).Sub(o.Now) + time.Second
 }
 
 // capiStatus is the part of a Cluster API Cluster's status this controller

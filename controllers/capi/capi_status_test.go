@@ -3,6 +3,7 @@ package capi
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,22 @@ func fleetCluster(reason, message string) *fleet.Cluster {
 	return c
 }
 
+// now is the clock of the check-in cases.
+var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// checkingIn observes fc whose agent last checked in ago before now.
+func checkingIn(fc *fleet.Cluster, ago time.Duration) Observed {
+	return Observed{Fleet: fc, CheckIn: now.Add(-ago), Now: now, StaleAfter: 15 * time.Minute}
+}
+
+func TestNextCheckInCheck(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(NextCheckInCheck(checkingIn(fleetCluster("", ""), time.Minute))).To(Equal(14*time.Minute+time.Second),
+		"looked at again when the check-in would grow stale")
+	g.Expect(NextCheckInCheck(checkingIn(fleetCluster("", ""), 20*time.Minute))).To(BeZero(), "stale already: a check-in wakes it")
+	g.Expect(NextCheckInCheck(Observed{})).To(BeZero())
+}
+
 func TestFleetAgentReadyCondition(t *testing.T) {
 	deleting := fleetCluster(fleet.ReasonAgentRegistered, "ok")
 	deleting.DeletionTimestamp = ptr.To(metav1.Now())
@@ -45,10 +62,19 @@ func TestFleetAgentReadyCondition(t *testing.T) {
 		"applied": {in: Observed{Fleet: fleetCluster(fleet.ReasonApplied, "waiting for the agent")}, status: metav1.ConditionFalse,
 			reason: fleet.ReasonInstalling, message: "waiting for the agent"},
 		"adopting": {in: Observed{Fleet: fleetCluster(fleet.ReasonAdopting, "taking over")}, status: metav1.ConditionFalse, reason: fleet.ReasonInstalling},
-		"registered": {in: Observed{Fleet: fleetCluster(fleet.ReasonAgentRegistered, "checks in")}, status: metav1.ConditionTrue,
-			reason: fleet.ReasonRegistered, message: "checks in"},
-		"registered, control plane since degraded": {in: Observed{Fleet: fleetCluster(fleet.ReasonAgentRegistered, "ok")},
+		"registered, checking in": {in: checkingIn(fleetCluster(fleet.ReasonAgentRegistered, "checks in"), time.Minute), status: metav1.ConditionTrue,
+			reason: fleet.ReasonRegistered, message: "the fleet agent checks in (last check-in within 15m0s)"},
+		"registered, never checked in": {in: Observed{Fleet: fleetCluster(fleet.ReasonAgentRegistered, "ok")},
+			status: metav1.ConditionFalse, reason: fleet.ReasonInstalling, message: "waiting for the fleet agent to check in"},
+		"workload API unreachable from the manager, the agent checking in": {
+			in:     checkingIn(fleetCluster(fleet.ReasonClusterUnreachable, "connection refused"), 14*time.Minute),
 			status: metav1.ConditionTrue, reason: fleet.ReasonRegistered},
+		"the agent silent since": {in: checkingIn(fleetCluster(fleet.ReasonAgentRegistered, "ok"), 20*time.Minute),
+			status: metav1.ConditionFalse, reason: fleet.ReasonAgentSilent,
+			message: "the fleet agent has not checked in since 2026-01-02T02:44:05Z (more than 15m0s)"},
+		"the agent silent, and unreachable": {in: checkingIn(fleetCluster(fleet.ReasonClusterUnreachable, "connection refused"), 20*time.Minute),
+			status: metav1.ConditionFalse, reason: fleet.ReasonAgentSilent,
+			message: "the fleet agent has not checked in since 2026-01-02T02:44:05Z (more than 15m0s); ClusterUnreachable: connection refused"},
 		"bad kubeconfig": {in: Observed{Fleet: fleetCluster(fleet.ReasonKubeconfigInvalid, "kubeconfig is not valid YAML")},
 			status: metav1.ConditionFalse, reason: fleet.ReasonFailed, message: "KubeconfigInvalid: kubeconfig is not valid YAML"},
 		"unreachable": {in: Observed{Fleet: fleetCluster(fleet.ReasonClusterUnreachable, "connection refused")},

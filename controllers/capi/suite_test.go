@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/capi"
 	"github.com/gitfleet/fleet/controllers/cluster"
@@ -24,6 +26,9 @@ import (
 )
 
 var env *envtest.Environment
+
+// staleAfter is how long FleetAgentReady stays True after a check-in here.
+const staleAfter = 4 * time.Second
 
 func TestMain(m *testing.M) {
 	os.Exit(envtest.Run(context.Background(), envtest.RunInput{
@@ -36,7 +41,8 @@ func TestMain(m *testing.M) {
 			if err := (&cluster.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			return (&capi.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr)
+			// Check-ins grow stale in seconds here, not minutes.
+			return (&capi.Reconciler{Client: mgr.GetClient(), StaleAfter: staleAfter}).SetupWithManager(ctx, mgr)
 		},
 		SetupEnv: func(e *envtest.Environment) { env = e },
 	}))
@@ -148,10 +154,11 @@ func TestEnrollsAnInitializedClusterWithItsKubeconfigSecret(t *testing.T) {
 	g.Expect(got.Finalizers).To(ContainElement(fleet.CAPIEnrollmentFinalizer))
 	g.Eventually(agentReady(ctx, c)).WithTimeout(20 * time.Second).Should(haveReason(metav1.ConditionFalse, fleet.ReasonInstalling))
 
-	// FleetAgentReady follows the fleet Cluster's Imported condition.
+	// Before the agent checks in, FleetAgentReady follows the fleet
+	// Cluster's Imported condition.
 	setImported(t, fc, metav1.ConditionTrue, fleet.ReasonAgentRegistered, "the agent is registered and checks in")
 	g.Eventually(agentReady(ctx, c)).WithTimeout(20 * time.Second).Should(And(
-		haveReason(metav1.ConditionTrue, fleet.ReasonRegistered), HaveField("Message", "the agent is registered and checks in")))
+		haveReason(metav1.ConditionFalse, fleet.ReasonInstalling), HaveField("Message", "waiting for the fleet agent to check in")))
 	setImported(t, fc, metav1.ConditionFalse, fleet.ReasonKubeconfigInvalid, "kubeconfig is not valid YAML")
 	g.Eventually(agentReady(ctx, c)).WithTimeout(20 * time.Second).Should(And(
 		haveReason(metav1.ConditionFalse, fleet.ReasonFailed), HaveField("Message", "KubeconfigInvalid: kubeconfig is not valid YAML")))
@@ -167,6 +174,59 @@ func TestEnrollsAnInitializedClusterWithItsKubeconfigSecret(t *testing.T) {
 	g.Expect(env.Delete(ctx, c)).To(Succeed())
 	g.Eventually(notFound(ctx, fc)).WithTimeout(20*time.Second).Should(BeTrue(), "the fleet Cluster deleted")
 	g.Eventually(notFound(ctx, c)).WithTimeout(20*time.Second).Should(BeTrue(), "the finalizer removed")
+}
+
+// FleetAgentReady follows the agent's check-ins, not the manager's reach into
+// the workload cluster: it stays True while the agent renews its Lease even
+// though the import controller cannot reach the cluster's API (the kubeconfig
+// points at an address nothing answers), and turns False once the agent goes
+// silent.
+func TestFleetAgentReadyFollowsCheckIns(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := env.CreateNamespace(ctx, "capi-checkin")
+	g.Expect(err).NotTo(HaveOccurred())
+	c := capiCluster(t, ns.Name, "beta", true, nil)
+	kubeconfigSecret(t, ns.Name, "beta")
+	g.Eventually(fleetCluster(ctx, ns.Name, "beta")).WithTimeout(20*time.Second).Should(HaveField("Status.Namespace", Not(BeEmpty())),
+		"the fleet Cluster and its namespace")
+	fc, err := fleetCluster(ctx, ns.Name, "beta")()
+	g.Expect(err).NotTo(HaveOccurred())
+	// What the import controller writes when the cluster's API does not
+	// answer, as during a control plane rollout.
+	setImported(t, fc, metav1.ConditionFalse, fleet.ReasonClusterUnreachable,
+		"reaching the cluster: dial tcp 192.0.2.1:6443: i/o timeout")
+	g.Eventually(agentReady(ctx, c)).WithTimeout(20 * time.Second).Should(haveReason(metav1.ConditionFalse, fleet.ReasonFailed))
+
+	// The agent checks in, as it does, through the Lease in its cluster
+	// namespace, every half second.
+	renewing, stop := context.WithCancel(ctx)
+	defer stop()
+	beat := func() error {
+		now, seconds, holder := metav1.NowMicro(), int32(1), "fleet-agent"
+		return registration.WriteLease(ctx, env.Client, fc.Status.Namespace,
+			coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &now}, nil)
+	}
+	g.Expect(beat()).To(Succeed())
+	go func() {
+		for {
+			select {
+			case <-renewing.Done():
+				return
+			case <-time.After(500 * time.Millisecond):
+				_ = beat()
+			}
+		}
+	}()
+	g.Eventually(agentReady(ctx, c)).WithTimeout(20*time.Second).Should(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered),
+		"True once the agent checks in, unreachable or not")
+	g.Consistently(agentReady(ctx, c)).WithTimeout(3*staleAfter).WithPolling(200*time.Millisecond).
+		Should(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered), "True as long as the agent checks in, for longer than staleAfter")
+
+	stop()
+	g.Eventually(agentReady(ctx, c)).WithTimeout(4*staleAfter).Should(And(
+		haveReason(metav1.ConditionFalse, fleet.ReasonAgentSilent), HaveField("Message", ContainSubstring("ClusterUnreachable"))),
+		"False once the agent stopped checking in")
 }
 
 func TestLeavesPausedClustersAlone(t *testing.T) {

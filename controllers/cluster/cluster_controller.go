@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,10 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/names"
@@ -28,6 +31,12 @@ import (
 // DefaultOfflineAfter is how long a cluster's agent may stay silent before the
 // Cluster is shown Offline: three check-ins at the agent's default interval.
 const DefaultOfflineAfter = 45 * time.Minute
+
+// DefaultLastSeenRefresh is how stale status.agent.lastSeen may grow while
+// the agent keeps renewing its check-in Lease before the manager writes it
+// again: one Cluster write per agent per hour at most, none for the
+// heartbeats in between, whatever the check-in interval.
+const DefaultLastSeenRefresh = time.Hour
 
 // FieldOwner is the field manager of the status fields this controller owns
 // (namespace, summary, display, and the Ready and Processed conditions): the
@@ -47,8 +56,24 @@ type Reconciler struct {
 	// OfflineAfter is how long an agent may go without checking in before
 	// its Cluster is Offline (default DefaultOfflineAfter).
 	OfflineAfter time.Duration
+	// LastSeenRefresh is how old status.agent.lastSeen may grow before a
+	// renewal of the agent's Lease is written into it (default
+	// DefaultLastSeenRefresh); first check-ins and the return of an Offline
+	// cluster are written at once.
+	LastSeenRefresh time.Duration
+	// AgentNamespace holds the agents' ServiceAccounts
+	// (clusterregistration.Reconciler.AgentNamespace): deleting a Cluster
+	// deletes those of its agents, revoking their credentials. Empty: none.
+	AgentNamespace string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+}
+
+func (r *Reconciler) lastSeenRefresh() time.Duration {
+	if r.LastSeenRefresh > 0 {
+		return r.LastSeenRefresh
+	}
+	return DefaultLastSeenRefresh
 }
 
 func (r *Reconciler) offlineAfter() time.Duration {
@@ -77,9 +102,34 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[fleet.ClusterNamespaceLabel], Name: l[fleet.ClusterLabel]}}}
 		})).
+		// An agent's check-in Lease wakes its Cluster only when folding it
+		// changes what is shown (foldCheckIn): a heartbeat costs a cache
+		// read and no write.
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.clusterOfCheckIn)).
 		Named("cluster").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
+}
+
+// clusterOfCheckIn maps a check-in Lease to its Cluster when folding it in
+// changes the Cluster's status.
+func (r *Reconciler) clusterOfCheckIn(ctx context.Context, o client.Object) []reconcile.Request {
+	lease, ok := o.(*coordinationv1.Lease)
+	if !ok {
+		return nil
+	}
+	reqs := checkin.ClusterOfLease(ctx, r.Client, lease)
+	if len(reqs) == 0 {
+		return nil
+	}
+	cluster := &fleet.Cluster{}
+	if err := r.Client.Get(ctx, reqs[0].NamespacedName, cluster); err != nil {
+		return nil
+	}
+	if foldCheckIn(cluster.Status, lease, r.lastSeenRefresh()) == cluster.Status.Agent {
+		return nil
+	}
+	return reqs
 }
 
 // CheckInPredicate passes spec, label and deletion changes, an agent's first
@@ -100,6 +150,8 @@ func CheckInPredicate() predicate.Predicate {
 // scope is what one reconcile's phases share.
 type scope struct {
 	cluster *fleet.Cluster
+	// lease is the agent's check-in Lease, nil when there is none.
+	lease *coordinationv1.Lease
 	// namespace is the cluster namespace, where its BundleDeployments live.
 	namespace string
 	// deployments are the cluster's BundleDeployments; nil until listed.
@@ -127,7 +179,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	defer func() {
 		result, reterr = r.finish(ctx, s, before, reterr)
 	}()
-	for _, phase := range []func(context.Context, *scope) error{r.ensureNamespace, r.listDeployments} {
+	for _, phase := range []func(context.Context, *scope) error{r.ensureNamespace, r.readCheckIn, r.listDeployments} {
 		if err := phase(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -147,13 +199,15 @@ func (r *Reconciler) now() time.Time {
 // applies this controller's status fields once, when they changed.
 func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.Cluster, err error) (ctrl.Result, error) {
 	c := s.cluster
+	c.Status.Agent = foldCheckIn(c.Status, s.lease, r.lastSeenRefresh())
+	checkIn := checkin.Last(c, s.lease)
 	if s.deployments != nil {
-		computeStatus(c, s.namespace, s.deployments, s.now, r.offlineAfter())
+		computeStatus(c, s.namespace, s.deployments, checkIn, s.now, r.offlineAfter())
 	}
 	result, rerr := outcome.Compute(ctx, outcome.Input{Object: c, Condition: fleet.ConditionProcessed, SuccessReason: fleet.ReasonProcessed,
 		FallbackReason: fleet.ReasonError, Err: err, Recorder: r.Recorder, Action: "Process"})
 	if err == nil {
-		result.RequeueAfter = offlineCheck(c, s.now, r.offlineAfter())
+		result.RequeueAfter = offlineCheck(c, checkIn, s.now, r.offlineAfter())
 	}
 	if owned := ownedStatus(c); !equality.Semantic.DeepEqual(ownedStatus(before), owned) {
 		if aerr := conditions.ApplyStatus(ctx, r.Client, fleet.GroupVersion.WithKind("Cluster"), client.ObjectKeyFromObject(c), owned, FieldOwner); aerr != nil {
@@ -182,6 +236,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		return err
 	}
 	if err := r.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if err := r.revokeAgents(ctx, s); err != nil {
 		return err
 	}
 	controllerutil.RemoveFinalizer(cluster, fleet.ClusterFinalizer)

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/ensure"
 )
 
@@ -18,6 +21,35 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, s *scope) error {
 	})
 	if err != nil {
 		return fmt.Errorf("ensuring namespace %s for cluster %s: %w", s.namespace, s.cluster.Name, err)
+	}
+	return nil
+}
+
+// readCheckIn reads the agent's check-in Lease, which finish folds into the
+// status.
+func (r *Reconciler) readCheckIn(ctx context.Context, s *scope) error {
+	lease, err := checkin.Lease(ctx, r.Client, s.cluster)
+	if err != nil {
+		return fmt.Errorf("reading the check-in Lease of cluster %s: %w", s.cluster.Name, err)
+	}
+	s.lease = lease
+	return nil
+}
+
+// revokeAgents deletes the ServiceAccounts of the Cluster's agents, and
+// their right to renew their tokens: they live in the agents' namespace, not
+// in the cluster namespace that goes with the Cluster, and their group may
+// read Contents. Only what the registration controller made for this
+// Cluster, as its labels say, is deleted.
+func (r *Reconciler) revokeAgents(ctx context.Context, s *scope) error {
+	if r.AgentNamespace == "" {
+		return nil
+	}
+	sel := client.MatchingLabels{fleet.ManagedLabel: "true", fleet.ClusterLabel: s.cluster.Name, fleet.ClusterNamespaceLabel: s.cluster.Namespace}
+	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.RoleBinding{}, &rbacv1.Role{}} {
+		if err := r.Client.DeleteAllOf(ctx, obj, client.InNamespace(r.AgentNamespace), sel); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("revoking the agents of cluster %s (%T in %s): %w", s.cluster.Name, obj, r.AgentNamespace, err)
+		}
 	}
 	return nil
 }

@@ -4,17 +4,20 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/summary"
 )
 
 // computeStatus sets a cluster's status from its BundleDeployments, and marks
-// it Offline when its agent last checked in more than offlineAfter before now:
-// the statuses it reported may then be out of date.
-func computeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeployment, now time.Time, offlineAfter time.Duration) {
+// it Offline when its agent last checked in (checkIn, internal/checkin.Last)
+// more than offlineAfter before now: the statuses it reported may then be out
+// of date.
+func computeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeployment, checkIn, now time.Time, offlineAfter time.Duration) {
 	bds := make([]*fleet.BundleDeployment, len(items))
 	for i := range items {
 		bds[i] = &items[i]
@@ -29,15 +32,15 @@ func computeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeploy
 	st.Display.ReadyBundles = fmt.Sprintf("%d/%d", st.Summary.Ready, st.Summary.DesiredReady)
 	cond := summary.ReadyCondition(st.Summary, cluster.Generation)
 	switch {
-	case st.Agent.LastSeen.IsZero():
+	case checkIn.IsZero():
 		st.Display.State = fleet.ClusterStateWaitCheckIn
 		cond = metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ClusterStateWaitCheckIn,
 			Message: "waiting for the agent to check in", ObservedGeneration: cluster.Generation}
-	case now.Sub(st.Agent.LastSeen.Time) > offlineAfter:
+	case now.Sub(checkIn) > offlineAfter:
 		st.Display.State = fleet.ClusterStateOffline
 		cond = metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ClusterStateOffline,
 			Message: fmt.Sprintf("the agent has not checked in since %s (more than %s): the status of its deployments may be out of date",
-				st.Agent.LastSeen.UTC().Format(time.RFC3339), offlineAfter),
+				checkIn.UTC().Format(time.RFC3339), offlineAfter),
 			ObservedGeneration: cluster.Generation}
 	default:
 		st.Display.State = string(summary.WorstState(st.Summary))
@@ -83,12 +86,36 @@ func gitRepoCounts(bds []*fleet.BundleDeployment) (ready, desired int) {
 // offlineCheck is when to look at a cluster again without an event:
 // heartbeats do not wake this controller, so it comes back when the cluster
 // would turn Offline without one. 0 when it is Offline or never checked in.
-func offlineCheck(cluster *fleet.Cluster, now time.Time, offlineAfter time.Duration) time.Duration {
-	seen := cluster.Status.Agent.LastSeen
-	if seen.IsZero() || cluster.Status.Display.State == fleet.ClusterStateOffline {
+func offlineCheck(cluster *fleet.Cluster, checkIn, now time.Time, offlineAfter time.Duration) time.Duration {
+	if checkIn.IsZero() || cluster.Status.Display.State == fleet.ClusterStateOffline {
 		return 0
 	}
-	return seen.Add(offlineAfter).Sub(now) + time.Second
+	return checkIn.Add(offlineAfter).Sub(now) + time.Second
+}
+
+// foldCheckIn is the cluster's status.agent with its check-in Lease folded
+// in. A renewal is written into lastSeen only when it shows: the first
+// check-in, the check-in of a cluster shown Offline, or once lastSeen is
+// refresh old; every other renewal costs the manager no write (Offline is
+// computed from the Lease itself, internal/checkin.Last). The agent's
+// namespace comes from the Lease's annotation.
+func foldCheckIn(st fleet.ClusterStatus, lease *coordinationv1.Lease, refresh time.Duration) fleet.AgentStatus {
+	agent := st.Agent
+	if lease == nil {
+		return agent
+	}
+	if ns := lease.Annotations[fleet.AgentNamespaceAnnotation]; ns != "" {
+		agent.Namespace = ns
+	}
+	// Stored to the second: a finer renewal would look new every time.
+	renewed := checkin.RenewTime(lease).Truncate(time.Second)
+	if !renewed.After(agent.LastSeen.Time) {
+		return agent
+	}
+	if agent.LastSeen.IsZero() || st.Display.State == fleet.ClusterStateOffline || renewed.Sub(agent.LastSeen.Time) >= refresh {
+		agent.LastSeen = metav1.NewTime(renewed)
+	}
+	return agent
 }
 
 // status is the part of a Cluster's status this controller owns and
@@ -108,6 +135,16 @@ type status struct {
 	// Display is left out until it has a value, for the same reason.
 	Display    *fleet.ClusterDisplay `json:"display,omitempty"`
 	Conditions []metav1.Condition    `json:"conditions"`
+	// Agent is the check-in folded from the agent's Lease; left out until
+	// there is one.
+	Agent *agentStatus `json:"agent,omitempty"`
+}
+
+// agentStatus is what this controller applies of status.agent: the
+// renewalHash written by agents of earlier versions stays theirs.
+type agentStatus struct {
+	LastSeen  *metav1.Time `json:"lastSeen,omitempty"`
+	Namespace string       `json:"namespace,omitempty"`
 }
 
 // summaryCounts is a BundleSummary whose desired and ready counts are sent
@@ -131,6 +168,13 @@ func ownedStatus(cluster *fleet.Cluster) status {
 	if st.Display != (fleet.ClusterDisplay{}) {
 		d := st.Display
 		out.Display = &d
+	}
+	if a := st.Agent; !a.LastSeen.IsZero() || a.Namespace != "" {
+		out.Agent = &agentStatus{Namespace: a.Namespace}
+		if !a.LastSeen.IsZero() {
+			seen := a.LastSeen
+			out.Agent.LastSeen = &seen
+		}
 	}
 	for _, t := range []string{fleet.ConditionReady, fleet.ConditionProcessed} {
 		if c := conditions.Get(cluster, t); c != nil {

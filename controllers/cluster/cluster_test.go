@@ -6,11 +6,13 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 )
 
 func TestPredicates(t *testing.T) {
@@ -37,23 +39,22 @@ func TestComputeStatus(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	c := &fleet.Cluster{}
-	computeStatus(c, "ns", nil, now, time.Minute)
+	computeStatus(c, "ns", nil, time.Time{}, now, time.Minute)
 	g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateWaitCheckIn))
-	c.Status.Agent.LastSeen = metav1.NewTime(now.Add(-time.Minute))
-	computeStatus(c, "ns", []fleet.BundleDeployment{{}}, now, time.Minute)
+	checkIn := now.Add(-time.Minute)
+	computeStatus(c, "ns", []fleet.BundleDeployment{{}}, checkIn, now, time.Minute)
 	g.Expect(c.Status.Display.ReadyBundles).To(Equal("0/1"))
 	g.Expect(c.Status.Namespace).To(Equal("ns"))
 	g.Expect(c.Status.Display.State).NotTo(Equal(fleet.ClusterStateOffline), "silent for exactly the limit")
 
-	computeStatus(c, "ns", []fleet.BundleDeployment{{}}, now.Add(time.Second), time.Minute)
+	computeStatus(c, "ns", []fleet.BundleDeployment{{}}, checkIn, now.Add(time.Second), time.Minute)
 	g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateOffline))
 	ready := meta.FindStatusCondition(c.Status.Conditions, fleet.ConditionReady)
 	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(ready.Reason).To(Equal(fleet.ClusterStateOffline))
 	g.Expect(ready.Message).To(ContainSubstring("not checked in since 2026-01-02T03:03:05Z"))
 
-	c.Status.Agent.LastSeen = metav1.NewTime(now)
-	computeStatus(c, "ns", []fleet.BundleDeployment{{}}, now.Add(time.Second), time.Minute)
+	computeStatus(c, "ns", []fleet.BundleDeployment{{}}, now, now.Add(time.Second), time.Minute)
 	g.Expect(c.Status.Display.State).NotTo(Equal(fleet.ClusterStateOffline), "back after a check-in")
 }
 
@@ -65,7 +66,7 @@ func TestOwnedStatusSendsZeroCounts(t *testing.T) {
 	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "fleet-default"}}
 	c.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 3}
 	c.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionImported, Status: metav1.ConditionTrue, Reason: fleet.ReasonApplied}}
-	computeStatus(c, "cluster-ns", nil, time.Now(), time.Hour)
+	computeStatus(c, "cluster-ns", nil, time.Time{}, time.Now(), time.Hour)
 	raw, err := json.Marshal(ownedStatus(c))
 	g.Expect(err).NotTo(HaveOccurred())
 	var applied map[string]any
@@ -105,7 +106,7 @@ func TestOfflineCheck(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			NewWithT(t).Expect(offlineCheck(tc.cluster, now, 5*time.Minute)).To(Equal(tc.want))
+			NewWithT(t).Expect(offlineCheck(tc.cluster, tc.cluster.Status.Agent.LastSeen.Time, now, 5*time.Minute)).To(Equal(tc.want))
 		})
 	}
 }
@@ -147,4 +148,55 @@ func TestGitRepoAndResourceCounts(t *testing.T) {
 			g.Expect(resourceCounts(tc.bds)).To(Equal(tc.wantCounts))
 		})
 	}
+}
+
+func TestFoldCheckIn(t *testing.T) {
+	g := NewWithT(t)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	lease := func(renewed time.Time, agentNS string) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: renewed}}}
+		if agentNS != "" {
+			l.Annotations = map[string]string{fleet.AgentNamespaceAnnotation: agentNS}
+		}
+		return l
+	}
+	st := fleet.ClusterStatus{}
+	g.Expect(foldCheckIn(st, nil, time.Hour)).To(Equal(st.Agent), "no Lease: nothing changes")
+
+	first := foldCheckIn(st, lease(t0.Add(300*time.Millisecond), "fleet-system"), time.Hour)
+	g.Expect(first.LastSeen.Time).To(Equal(t0), "the first check-in is written, to the second")
+	g.Expect(first.Namespace).To(Equal("fleet-system"))
+
+	st.Agent = first
+	st.Display.State = string(fleet.Ready)
+	g.Expect(foldCheckIn(st, lease(t0.Add(59*time.Minute), "fleet-system"), time.Hour)).To(Equal(st.Agent),
+		"a heartbeat within the refresh interval writes nothing")
+	g.Expect(foldCheckIn(st, lease(t0.Add(time.Hour), "fleet-system"), time.Hour).LastSeen.Time).To(Equal(t0.Add(time.Hour)),
+		"lastSeen is refreshed once it is an interval old")
+	g.Expect(foldCheckIn(st, lease(t0.Add(-time.Hour), "fleet-system"), time.Hour)).To(Equal(st.Agent), "an older renewal never goes back")
+
+	st.Display.State = fleet.ClusterStateOffline
+	back := foldCheckIn(st, lease(t0.Add(time.Minute), "fleet-system"), time.Hour)
+	g.Expect(back.LastSeen.Time).To(Equal(t0.Add(time.Minute)), "an Offline cluster's check-in is written at once")
+
+	st.Display.State = string(fleet.Ready)
+	g.Expect(foldCheckIn(st, lease(t0.Add(time.Minute), "fleet-other"), time.Hour).Namespace).To(Equal("fleet-other"),
+		"a changed agent namespace is written")
+}
+
+func TestOfflineFromLease(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// lastSeen an hour old (not refreshed since), the Lease renewed a
+	// minute ago: the cluster is online, and comes back when it would turn
+	// Offline without a renewal.
+	c := &fleet.Cluster{}
+	c.Status.Agent.LastSeen = metav1.NewTime(now.Add(-time.Hour))
+	l := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: now.Add(-time.Minute)}}}
+	checkIn := checkin.Last(c, l)
+	computeStatus(c, "ns", []fleet.BundleDeployment{}, checkIn, now, 45*time.Minute)
+	g.Expect(c.Status.Display.State).NotTo(Equal(fleet.ClusterStateOffline))
+	g.Expect(offlineCheck(c, checkIn, now, 45*time.Minute)).To(Equal(44*time.Minute + time.Second))
+	computeStatus(c, "ns", []fleet.BundleDeployment{}, checkIn, now.Add(46*time.Minute), 45*time.Minute)
+	g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateOffline), "the Lease not renewed for longer than offlineAfter")
 }

@@ -1,6 +1,12 @@
 // Package cluster keeps each Cluster's namespace (where its BundleDeployments
 // live) and its status: the summary of its BundleDeployments, whether its agent
-// has checked in, and a Ready condition. Heartbeats alone do not make it work:
-// a status-only change of a Cluster is reconciled only when the agent checks
-// in for the first time.
+// has checked in, and a Ready condition.
+//
+// The agent checks in by renewing a Lease (fleet.AgentLeaseName) in its cluster
+// namespace. The controller folds it into status.agent only when something
+// shown changes (foldCheckIn: the first check-in, the return of an Offline
+// cluster, lastSeen older than LastSeenRefresh, the agent's namespace), and
+// computes Offline from the Lease itself (internal/checkin): a steady
+// heartbeat costs a cache read and no write. Deleting a Cluster deletes its
+// namespace and its agents' ServiceAccounts, revoking their credentials.
 package cluster

@@ -23,16 +23,20 @@ var env *envtest.Environment
 
 func TestMain(m *testing.M) {
 	os.Exit(envtest.Run(context.Background(), envtest.RunInput{
-		M:    m,
-		Name: "cluster",
+		M:          m,
+		Name:       "cluster",
+		Namespaces: []string{agentNS},
 		SetupReconcilers: func(_ context.Context, mgr ctrl.Manager) error {
-			return (&cluster.Reconciler{Client: mgr.GetClient(), Workers: 2}).SetupWithManager(mgr)
+			return (&cluster.Reconciler{Client: mgr.GetClient(), Workers: 2, AgentNamespace: agentNS}).SetupWithManager(mgr)
 		},
 		SetupEnv: func(e *envtest.Environment) { env = e },
 	}))
 }
 
 const timeout = 20 * time.Second
+
+// agentNS holds the agents' ServiceAccounts.
+const agentNS = "fleet-agents-system"
 
 // ready waits for the cluster's Ready condition to have status and reason.
 func ready(ctx context.Context, g *WithT, c *fleet.Cluster, status metav1.ConditionStatus, reason string) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -194,6 +196,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Cluster{}, builder.WithPredicates(Predicate())).
 		WatchesRawSource(r.Secrets.Source(handler.TypedEnqueueRequestsFromMapFunc(r.clustersOfSecret))).
+		// A check-in while the controller waits for one (after an install
+		// or restart): the Cluster's lastSeen is not written for every
+		// check-in, its Lease is renewed.
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.waitingOfCheckIn)).
 		Named("clusterimport").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -223,6 +229,24 @@ func Predicate() predicate.Predicate {
 				importedReason(o) != "" && importedReason(n) == ""
 		},
 	}
+}
+
+// waitingOfCheckIn maps an agent's check-in Lease to its imported Cluster
+// while that one's agent is not known to be registered; the heartbeats of a
+// registered agent wake nothing.
+func (r *Reconciler) waitingOfCheckIn(ctx context.Context, lease client.Object) []reconcile.Request {
+	reqs := checkin.ClusterOfLease(ctx, r.Client, lease)
+	if len(reqs) == 0 {
+		return nil
+	}
+	c := &fleet.Cluster{}
+	if err := r.Client.Get(ctx, reqs[0].NamespacedName, c); err != nil {
+		return nil
+	}
+	if c.Spec.KubeConfigSecret == "" || importedReason(c) == fleet.ReasonAgentRegistered {
+		return nil
+	}
+	return reqs
 }
 
 func importedReason(c *fleet.Cluster) string {
@@ -275,7 +299,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", klog.KObj(cluster)))
 
-	s := &scope{cluster: cluster, before: ownedStatus(&cluster.Status), now: r.Now()}
+	// The agent's last check-in, from its Lease: status.agent.lastSeen is
+	// refreshed only now and then (controllers/cluster).
+	checkIn, err := checkin.LastOf(ctx, r.Client, cluster)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the check-in of cluster %s: %w", cluster.Name, err)
+	}
+	s := &scope{cluster: cluster, before: ownedStatus(&cluster.Status), now: r.Now(), checkIn: checkIn}
 	defer func() {
 		res, retErr = r.patchStatus(ctx, s, retErr)
 	}()
@@ -312,7 +342,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) (ctrl
 		}
 	}
 	if err == nil {
-		res.RequeueAfter = NextCheck(s.cluster.Status.Agent.LastSeen.Time, s.restartedAt, s.now, r.StaleAfter, r.CheckInterval)
+		res.RequeueAfter = NextCheck(s.checkIn, s.restartedAt, s.now, r.StaleAfter, r.CheckInterval)
 	}
 	return res, resErr
 }

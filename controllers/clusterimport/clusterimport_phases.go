@@ -37,6 +37,8 @@ type scope struct {
 	local  bool
 	before importStatus
 	now    time.Time
+	// checkIn is the agent's last check-in (internal/checkin.Last).
+	checkIn time.Time
 
 	// From the kubeconfig Secret.
 	remote       client.Client
@@ -342,14 +344,16 @@ func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
 	opts := r.agentOptions(s, image)
 	want := Wanted{SettingsHash: SettingsHash(opts), Generation: c.Spec.RedeployAgentGeneration,
 		APIServerURL: s.apiServerURL, APIServerCAHash: CAHash(s.apiServerCA)}
-	d := Decide(s.deployed, want, c.Status, s.now, r.StaleAfter)
+	status := c.Status
+	status.Agent.LastSeen = metav1.NewTime(s.checkIn)
+	d := Decide(s.deployed, want, status, s.now, r.StaleAfter)
 	s.restartedAt = s.deployed.RestartedAt
 	if d.Reason == InstallSettingsChanged && r.AgentBundles && !c.Status.Agent.LastSeen.IsZero() {
 		// The agent Bundle brings the settings; the agent deploys it.
 		d = Decision{}
 	}
 	if d.Reason == "" {
-		s.registered = AgentRegistered(c.Status.Agent.LastSeen.Time, s.restartedAt, s.now, r.StaleAfter)
+		s.registered = AgentRegistered(s.checkIn, s.restartedAt, s.now, r.StaleAfter)
 		return nil
 	}
 
@@ -395,7 +399,7 @@ func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
 	c.Status.AgentDeployedGeneration = &c.Spec.RedeployAgentGeneration
 	c.Status.APIServerURL = want.APIServerURL
 	c.Status.APIServerCAHash = want.APIServerCAHash
-	s.registered = AgentRegistered(c.Status.Agent.LastSeen.Time, s.restartedAt, s.now, r.StaleAfter)
+	s.registered = AgentRegistered(s.checkIn, s.restartedAt, s.now, r.StaleAfter)
 	return nil
 }
 

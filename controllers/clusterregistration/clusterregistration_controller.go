@@ -38,6 +38,10 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// SystemRegistrationNamespace holds credential secrets.
 	SystemRegistrationNamespace string
+	// AgentNamespace holds the agents' ServiceAccounts, and nothing else
+	// (default names.AgentIdentityNamespace of the default system
+	// namespace); EnsureSharedRoles makes it and binds its group.
+	AgentNamespace string
 	// CredentialLifetime is how long an agent credential is valid.
 	CredentialLifetime time.Duration
 	// CredentialSecretTTL is how long a credential secret stays after the grant.
@@ -76,6 +80,9 @@ const DefaultMaxPendingPerToken = 50
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
+	}
+	if r.AgentNamespace == "" {
+		r.AgentNamespace = names.AgentIdentityNamespace(fleet.DefaultSystemNamespace)
 	}
 	if r.CredentialLifetime == 0 {
 		r.CredentialLifetime = DefaultCredentialLifetime
@@ -205,7 +212,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			// The grant.
 			r.reconcileCluster,
 			r.reconcileAgentAccess,
-			r.reconcileRotationAccess,
 			r.reconcileCredential,
 			r.replaceOlder,
 			r.markGranted,

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/ensure"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -154,11 +156,16 @@ func clusterNamespaceLabels(cluster *fleet.Cluster) map[string]string {
 	return map[string]string{fleet.ManagedLabel: "true", fleet.ClusterLabel: cluster.Name, fleet.ClusterNamespaceLabel: cluster.Namespace}
 }
 
-// checkTakeover is checkTakeover on the Cluster found, read again from the
-// API server before a refusal: the agent writes its renewal proof a moment
-// before it asks, and the cache may not have seen it yet.
+// checkTakeover is checkTakeover on the Cluster found and its agent's
+// check-in Lease, read again from the API server before a refusal: the agent
+// writes its renewal proof a moment before it asks, and the cache may not
+// have seen it yet.
 func (r *Reconciler) checkTakeover(ctx context.Context, s *scope) error {
-	err := checkTakeover(s.reg, s.token, s.cluster)
+	lease, err := checkin.Lease(ctx, r.Client, s.cluster)
+	if err != nil {
+		return err
+	}
+	err = checkTakeover(s.reg, s.token, s.cluster, lease)
 	if err == nil || r.APIReader == nil {
 		return err
 	}
@@ -170,30 +177,38 @@ func (r *Reconciler) checkTakeover(ctx context.Context, s *scope) error {
 		return fmt.Errorf("cluster %s/%s changed meanwhile: looking again", live.Namespace, live.Name)
 	}
 	s.cluster = live
-	return checkTakeover(s.reg, s.token, s.cluster)
+	if lease, err = checkin.Lease(ctx, r.APIReader, live); err != nil {
+		return err
+	}
+	return checkTakeover(s.reg, s.token, s.cluster, lease)
 }
 
 // checkTakeover refuses a registration onto a Cluster it may not have. A
 // token issued for one Cluster registers that Cluster only. Knowing a
 // Cluster's clientID (spec.clientID, readable by many) is no proof of being
-// it: once an agent has checked in, only a token issued for that Cluster
-// (`fleet install agent-token --cluster NAME`, or the import controller's),
-// or the agent itself (status.agent.renewalHash, written with its current
-// credential, matching the new request) may register onto it again and so
-// revoke the credential it holds. A Cluster an admin made ahead of time, which
-// no agent has checked in to yet, may be claimed with any token.
-func checkTakeover(reg *fleet.ClusterRegistration, token *fleet.ClusterRegistrationToken, cluster *fleet.Cluster) error {
+// it: once an agent has checked in (its Lease, or status.agent.lastSeen),
+// only a token issued for that Cluster (`fleet install agent-token --cluster
+// NAME`, or the import controller's), or the agent itself (the renewal hash
+// on its check-in Lease, which only its current credential can write, or
+// status.agent.renewalHash written by an agent of an earlier version,
+// matching the new request) may register onto it again and so revoke the
+// credential it holds. A Cluster an admin made ahead of time, which no agent
+// has checked in to yet, may be claimed with any token.
+func checkTakeover(reg *fleet.ClusterRegistration, token *fleet.ClusterRegistrationToken, cluster *fleet.Cluster, lease *coordinationv1.Lease) error {
 	if bound := registration.BoundCluster(token); bound != "" && bound != cluster.Name {
 		return outcome.Stallf(fleet.ReasonIdentityConflict,
 			"registration token %s was issued for Cluster %s only, and this cluster's identity belongs to Cluster %s: register it with a token issued for %s (fleet install agent-token --cluster %s)",
 			token.Name, bound, cluster.Name, cluster.Name, cluster.Name)
 	}
+	want := registration.RenewalHash(reg.Spec.ClientRandom)
 	switch {
-	case cluster.Status.Agent.LastSeen.IsZero():
+	case checkin.Last(cluster, lease).IsZero():
 		return nil
 	case registration.TokenBoundTo(token, cluster.Name):
 		return nil
-	case cluster.Status.Agent.RenewalHash != "" && cluster.Status.Agent.RenewalHash == registration.RenewalHash(reg.Spec.ClientRandom):
+	case lease != nil && lease.Annotations[fleet.RenewalHashAnnotation] == want:
+		return nil
+	case cluster.Status.Agent.RenewalHash != "" && cluster.Status.Agent.RenewalHash == want:
 		return nil
 	}
 	return outcome.Stallf(fleet.ReasonIdentityConflict,
@@ -250,29 +265,18 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 // credential should not linger). A grant is a chain of round trips,
 // and thousands may be waiting: what does not need the namespace is written
 // while it is made, and each step writes its objects at once.
+//
+// The ServiceAccount lives in the agents' namespace (AgentNamespace), whose
+// group is bound once to ContentReaderRole; in the cluster namespace one
+// RoleBinding to the shared AgentRole names it. No per-agent binding is
+// cluster-wide or in the workspace namespace, where the API server would
+// weigh it on every request of every agent.
 func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 	s.clusterNS = names.ClusterNamespaceFor(s.cluster.Namespace, s.cluster.Name, s.cluster.Status.Namespace)
 	s.saName = names.AgentServiceAccount(s.cluster.Namespace, s.cluster.Name, s.reg.Spec.ClientID, s.reg.Spec.ClientRandom)
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.saName, Namespace: s.clusterNS}}
-	labels := managedLabels(s.reg)
-	elsewhere := []client.Object{
-		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: names.Limit(s.clusterNS+"-"+s.saName, names.MaxNameLength)},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ContentReaderRole},
-			Subjects:   subject,
-		},
-		&rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: StatusRoleName(s.cluster.Name), Namespace: s.cluster.Namespace},
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"clusters/status"},
-				Verbs: []string{"patch"}, ResourceNames: []string{s.cluster.Name},
-			}},
-		},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.cluster.Namespace},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: StatusRoleName(s.cluster.Name)},
-			Subjects:   subject,
-		},
+	labels := agentLabels(s.reg, s.cluster)
+	elsewhere := append([]client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: r.AgentNamespace}},
 		&rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace},
 			Rules: []rbacv1.PolicyRule{{
@@ -287,29 +291,53 @@ func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind,
 				Name: names.RegistrationTokenServiceAccount(s.token.Namespace, s.token.Name), Namespace: r.SystemRegistrationNamespace}},
 		},
-	}
-	if err := concurrently(
+	}, rotationAccess(r.AgentNamespace, s.saName)...)
+	return concurrently(
 		func() error {
-			return ensure.Namespace(ctx, r.Client, s.clusterNS, clusterNamespaceLabels(s.cluster))
+			if err := r.ensureClusterNamespace(ctx, s); err != nil {
+				return err
+			}
+			return ensureObject(ctx, r.Client, labels, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentRole},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.saName, Namespace: r.AgentNamespace}},
+			})
 		},
 		func() error { return ensureAll(ctx, r.Client, labels, elsewhere) },
-	); err != nil {
+	)
+}
+
+// ensureClusterNamespace makes the cluster namespace. The cluster controller
+// makes it too, for the Cluster the grant just created: when it won the race,
+// the namespace is read past the cache, rather than failing the grant and
+// writing its status twice more.
+func (r *Reconciler) ensureClusterNamespace(ctx context.Context, s *scope) error {
+	labels := clusterNamespaceLabels(s.cluster)
+	err := ensure.Namespace(ctx, r.Client, s.clusterNS, labels)
+	if err == nil || outcome.IsStalling(err) || r.APIReader == nil {
 		return err
 	}
-	return ensureAll(ctx, r.Client, labels, []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS}},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentRole},
-			Subjects:   subject,
-		},
-	})
+	ns := &corev1.Namespace{}
+	if gerr := r.APIReader.Get(ctx, types.NamespacedName{Name: s.clusterNS}, ns); gerr != nil || !ensure.Carries(ns, labels) {
+		return err // not there after all, or not this Cluster's: checked again on the retry
+	}
+	return nil
+}
+
+// agentLabels are on what a grant writes for the agent: the grant's, and the
+// Cluster's, by which deleting the Cluster finds its agents' ServiceAccounts
+// (controllers/cluster).
+func agentLabels(reg *fleet.ClusterRegistration, cluster *fleet.Cluster) map[string]string {
+	l := managedLabels(reg)
+	l[fleet.ClusterLabel] = cluster.Name
+	l[fleet.ClusterNamespaceLabel] = cluster.Namespace
+	return l
 }
 
 // reconcileCredential mints the agent's token and writes the credential
 // secret, which only the registering token may read.
 func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) error {
-	bearer, err := satoken.Mint(ctx, r.Client, s.clusterNS, s.saName, r.CredentialLifetime)
+	bearer, err := satoken.Mint(ctx, r.Client, r.AgentNamespace, s.saName, r.CredentialLifetime)
 	if err != nil {
 		return err
 	}
@@ -428,7 +456,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		// granted by earlier versions named it after themselves. Only what
 		// carries this registration's labels is deleted.
 		saNames := []string{names.AgentServiceAccount(s.reg.Namespace, cluster, s.reg.Spec.ClientID, s.reg.Spec.ClientRandom), s.reg.Name}
-		var objs []client.Object
+		// The ServiceAccount first: with it go its tokens.
+		objs := []client.Object{&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: saNames[0], Namespace: r.AgentNamespace}}}
+		objs = append(objs, rotationAccess(r.AgentNamespace, saNames[0])...)
+		// What earlier versions wrote: the ServiceAccount in the cluster
+		// namespace, a ClusterRoleBinding for Contents, and a Role and
+		// RoleBinding in the workspace namespace for the Cluster's status.
+		objs = append(objs, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: StatusRoleName(cluster), Namespace: s.reg.Namespace}})
 		for _, sa := range saNames {
 			objs = append(objs, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: s.reg.Namespace}})
 			for _, clusterNS := range []string{names.ClusterNamespace(s.reg.Namespace, cluster), names.LegacyClusterNamespace(s.reg.Namespace, cluster)} {

@@ -2,8 +2,10 @@ package clusterregistration
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -56,24 +58,37 @@ func TestCheckTakeover(t *testing.T) {
 		c.Status.Agent.RenewalHash = renewal
 		return c
 	}
+	// lease is an agent's check-in Lease, renewed, with a renewal proof.
+	lease := func(proof string) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: time.Now()}}}
+		if proof != "" {
+			l.Annotations = map[string]string{fleet.RenewalHashAnnotation: proof}
+		}
+		return l
+	}
 	cases := map[string]struct {
 		token   *fleet.ClusterRegistrationToken
 		cluster *fleet.Cluster
 		refused bool
+		lease   *coordinationv1.Lease
 	}{
-		"no agent yet: any token claims it":         {generic, cluster(false, ""), false},
-		"agent checked in: a generic token may not": {generic, cluster(true, ""), true},
-		"agent checked in: a token for the cluster": {token(map[string]string{fleet.RegistrationTokenClusterLabel: "edge"}, "t"), cluster(true, ""), false},
-		"agent checked in: the import token":        {token(nil, "import-token-edge"), cluster(true, ""), false},
-		"agent checked in: a token for another":     {token(map[string]string{fleet.RegistrationTokenClusterLabel: "other"}, "t"), cluster(true, ""), true},
-		"a token for another, no agent yet":         {token(map[string]string{fleet.RegistrationTokenClusterLabel: "other"}, "t"), cluster(false, ""), true},
-		"agent checked in: the agent's own proof":   {generic, cluster(true, registration.RenewalHash(reg.Spec.ClientRandom)), false},
-		"agent checked in: a proof of another":      {generic, cluster(true, registration.RenewalHash("another-random-nonce")), true},
+		"agent checked in by Lease only: a generic token may not": {generic, cluster(false, ""), true, lease("")},
+		"agent checked in by Lease: the agent's own proof on it":  {generic, cluster(false, ""), false, lease(registration.RenewalHash(reg.Spec.ClientRandom))},
+		"agent checked in by Lease: a proof of another on it":     {generic, cluster(true, ""), true, lease(registration.RenewalHash("another-random-nonce"))},
+		"agent checked in by Lease: a token for the cluster":      {token(map[string]string{fleet.RegistrationTokenClusterLabel: "edge"}, "t"), cluster(false, ""), false, lease("")},
+		"no agent yet: any token claims it":                       {generic, cluster(false, ""), false, nil},
+		"agent checked in: a generic token may not":               {generic, cluster(true, ""), true, nil},
+		"agent checked in: a token for the cluster":               {token(map[string]string{fleet.RegistrationTokenClusterLabel: "edge"}, "t"), cluster(true, ""), false, nil},
+		"agent checked in: the import token":                      {token(nil, "import-token-edge"), cluster(true, ""), false, nil},
+		"agent checked in: a token for another":                   {token(map[string]string{fleet.RegistrationTokenClusterLabel: "other"}, "t"), cluster(true, ""), true, nil},
+		"a token for another, no agent yet":                       {token(map[string]string{fleet.RegistrationTokenClusterLabel: "other"}, "t"), cluster(false, ""), true, nil},
+		"agent checked in: the agent's own proof":                 {generic, cluster(true, registration.RenewalHash(reg.Spec.ClientRandom)), false, nil},
+		"agent checked in: a proof of another":                    {generic, cluster(true, registration.RenewalHash("another-random-nonce")), true, nil},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			err := checkTakeover(reg, tc.token, tc.cluster)
+			err := checkTakeover(reg, tc.token, tc.cluster, tc.lease)
 			if !tc.refused {
 				g.Expect(err).NotTo(HaveOccurred())
 				return

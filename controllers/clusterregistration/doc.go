@@ -4,17 +4,26 @@
 // an agent needs and nothing more:
 //
 //   - in the cluster namespace: get, list and watch BundleDeployments, update
-//     and patch their status, get Secrets and ConfigMaps;
+//     and patch their status, get Secrets and ConfigMaps, and keep its
+//     check-in Lease (fleet.AgentLeaseName), which the cluster controller
+//     folds into the Cluster's status;
 //   - cluster-wide: get Contents;
-//   - in the Cluster's own namespace: patch the status of its own Cluster only;
-//   - in the cluster namespace: create tokens for its own ServiceAccount only,
-//     to renew its credential before it expires (rotation.go).
+//   - in the agents' namespace: create tokens for its own ServiceAccount
+//     only, to renew its credential before it expires (rotation.go).
 //
-// The credential is the token of a ServiceAccount made for the registration; it
-// is handed over in a Secret in the system registration namespace that only
-// the registering token's ServiceAccount may read, and that is removed a short
-// time later. A newer registration of the same identity replaces the older one,
-// whose ServiceAccount (and so whose credential) is deleted with it.
+// The credential is the token of a ServiceAccount made for the registration
+// in the agents' namespace (AgentNamespace, fleet-agents-system), which the
+// manager owns: one ClusterRoleBinding to that namespace's ServiceAccount
+// group grants every agent Contents, and one RoleBinding in the cluster
+// namespace, to the shared ClusterRole fleet-agent, the rest. Nothing is
+// granted per agent at cluster scope or in the workspace namespace, where the
+// API server's authorizer would weigh it on every request of every agent. The
+// credential is handed over in a Secret in the system registration namespace
+// that only the registering token's ServiceAccount may read, and that is
+// removed a short time later. A newer registration of the same identity
+// replaces the older one, whose ServiceAccount (and so whose credential) is
+// deleted with it; deleting the Cluster deletes its agents' ServiceAccounts
+// (controllers/cluster).
 //
 // Condition Accepted says what became of a request: True (Granted), False
 // with the reason and what to do when it is refused (InvalidRegistration,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,13 +28,27 @@ const (
 	AgentRole = "fleet-agent"
 	// ContentReaderRole is the ClusterRole that lets agents get Contents.
 	ContentReaderRole = "fleet-content-reader"
+	// ContentReaderBinding binds ContentReaderRole to the group of every
+	// ServiceAccount of the agents' namespace: one binding for all agents,
+	// which the API server's authorizer weighs on each request, rather than
+	// one per agent.
+	ContentReaderBinding = "fleet-agents-content-reader"
 )
+
+// agentGroup is the group of every ServiceAccount of the agents' namespace.
+func agentGroup(agentNamespace string) string {
+	return "system:serviceaccounts:" + agentNamespace
+}
 
 // SharedRoles are the ClusterRoles every agent is bound to. They are the
 // same for all agents, so they are made once at start rather than by each
 // grant:
 //   - fleet-agent: what an agent may do in its cluster namespace. Bound by a
-//     RoleBinding in that namespace, it grants nothing anywhere else;
+//     RoleBinding in that namespace, it grants nothing anywhere else. Besides
+//     its BundleDeployments, Secrets and ConfigMaps, the agent keeps its
+//     check-in Lease there (fleet.AgentLeaseName, the only Lease it may read
+//     or renew; it may create Leases there, as create cannot be limited to a
+//     name, and the manager reads no other);
 //   - fleet-content-reader: get Contents (by name; no list or watch).
 func SharedRoles() []*rbacv1.ClusterRole {
 	labels := map[string]string{fleet.ManagedLabel: "true"}
@@ -42,6 +58,9 @@ func SharedRoles() []*rbacv1.ClusterRole {
 			{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"bundledeployments"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{fleet.GroupVersion.Group}, Resources: []string{"bundledeployments/status"}, Verbs: []string{"update", "patch"}},
 			{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}},
+			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"get", "update", "patch"},
+				ResourceNames: []string{fleet.AgentLeaseName}},
 		},
 	}, {
 		ObjectMeta: metav1.ObjectMeta{Name: ContentReaderRole, Labels: labels},
@@ -49,14 +68,36 @@ func SharedRoles() []*rbacv1.ClusterRole {
 	}}
 }
 
-// EnsureSharedRoles creates or corrects the shared ClusterRoles. Replicas
+// SharedBindings are the bindings made once for every agent: Contents for
+// the group of the agents' namespace.
+func SharedBindings(agentNamespace string) []*rbacv1.ClusterRoleBinding {
+	return []*rbacv1.ClusterRoleBinding{{
+		ObjectMeta: metav1.ObjectMeta{Name: ContentReaderBinding, Labels: map[string]string{fleet.ManagedLabel: "true"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ContentReaderRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: agentGroup(agentNamespace)}},
+	}}
+}
+
+// EnsureSharedRoles creates or corrects the shared ClusterRoles, the agents'
+// namespace agentNamespace and the bindings shared by all agents. Replicas
 // starting together race to create them: the loser reads them again and
-// corrects them.
-func EnsureSharedRoles(ctx context.Context, c client.Client) error {
+// corrects them. An agents' namespace that exists and was not made by fleet
+// is refused: every ServiceAccount in it may read Contents.
+func EnsureSharedRoles(ctx context.Context, c client.Client, agentNamespace string) error {
+	if err := ensureAgentNamespace(ctx, c, agentNamespace); err != nil {
+		return err
+	}
 	raced := func(err error) bool { return apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) }
+	var objs []client.Object
 	for _, role := range SharedRoles() {
+		objs = append(objs, role)
+	}
+	for _, b := range SharedBindings(agentNamespace) {
+		objs = append(objs, b)
+	}
+	for _, obj := range objs {
 		if err := retry.OnError(retry.DefaultRetry, raced, func() error {
-			return ensureObject(ctx, c, map[string]string{fleet.ManagedLabel: "true"}, role)
+			return ensureObject(ctx, c, map[string]string{fleet.ManagedLabel: "true"}, obj)
 		}); err != nil {
 			return err
 		}
@@ -64,7 +105,32 @@ func EnsureSharedRoles(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// StatusRoleName is the Role letting an agent patch its own Cluster's status.
+// ensureAgentNamespace creates the agents' namespace, or checks that fleet
+// made the one there.
+func ensureAgentNamespace(ctx context.Context, c client.Client, name string) error {
+	if name == "" {
+		return errors.New("no namespace for the agents' ServiceAccounts was given")
+	}
+	ns := &corev1.Namespace{}
+	err := c.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if apierrors.IsNotFound(err) {
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{fleet.ManagedLabel: "true"}}}
+		if err = c.Create(ctx, ns); apierrors.IsAlreadyExists(err) {
+			err = c.Get(ctx, client.ObjectKey{Name: name}, ns)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("ensuring the agents' namespace %s: %w", name, err)
+	}
+	if !ensure.Carries(ns, managed) {
+		return fmt.Errorf("namespace %s, where fleet keeps the agents' ServiceAccounts (every one of which may read Contents), exists and was not made by fleet (no %s=true label): delete it, or label it if it is the one fleet made", name, fleet.ManagedLabel)
+	}
+	return nil
+}
+
+// StatusRoleName is the Role that let an agent patch its own Cluster's
+// status, before agents checked in with a Lease: revoking a registration
+// of that time deletes it.
 func StatusRoleName(cluster string) string {
 	return names.Limit("fleet-agent-"+cluster+"-status", names.MaxNameLength)
 }

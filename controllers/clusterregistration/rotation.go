@@ -10,16 +10,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/ensure"
 	"github.com/gitfleet/fleet/internal/names"
 )
 
 // Credential rotation: an agent renews its own token before it expires
 // (agent/registration). For that, each agent's ServiceAccount may create
-// tokens for itself, and for no other ServiceAccount: a Role in its cluster
+// tokens for itself, and for no other ServiceAccount: a Role in the agents'
 // namespace naming that ServiceAccount alone, which the agent's
-// ServiceAccount is bound to. The token it asks for lasts as long as the one
-// the manager minted; the old one expires at its own exp.
+// ServiceAccount is bound to. The API server weighs these bindings only for
+// requests in that namespace, which agents make only to renew. The token it
+// asks for lasts as long as the one the manager minted; the old one expires
+// at its own exp.
 
 // rotationAccessName names the Role and RoleBinding letting the agent of
 // ServiceAccount saName renew its token.
@@ -47,34 +50,39 @@ func rotationAccess(clusterNS, saName string) []client.Object {
 	}
 }
 
-// reconcileRotationAccess lets the agent renew its token: in a grant, right
-// after the rest of its access; for a registration granted before (by a
-// manager that did not give this right), as long as its ServiceAccount
-// exists.
+// reconcileRotationAccess lets the agent of a registration granted before
+// keep renewing its token, as long as its ServiceAccount exists (a grant
+// writes it with the rest of the agent's access).
 func (r *Reconciler) reconcileRotationAccess(ctx context.Context, s *scope) error {
-	if s.clusterNS != "" { // granting: the ServiceAccount was just made
-		return ensureAll(ctx, r.Client, managedLabels(s.reg), rotationAccess(s.clusterNS, s.saName))
-	}
 	cluster := s.reg.Status.ClusterName
 	if cluster == "" {
 		return nil
 	}
-	// The ServiceAccount is named after the grant; earlier versions named
-	// it after the registration, in a namespace with a shorter hash.
+	saName := names.AgentServiceAccount(s.reg.Namespace, cluster, s.reg.Spec.ClientID, s.reg.Spec.ClientRandom)
+	labels := managedLabels(s.reg)
+	type place struct{ namespace, sa string }
+	places := []place{{r.AgentNamespace, saName}}
+	// Earlier versions kept the ServiceAccount in the cluster namespace
+	// (one with a shorter hash, before), named after the grant or the
+	// registration.
 	for _, clusterNS := range []string{names.ClusterNamespace(s.reg.Namespace, cluster), names.LegacyClusterNamespace(s.reg.Namespace, cluster)} {
-		for _, saName := range []string{names.AgentServiceAccount(s.reg.Namespace, cluster, s.reg.Spec.ClientID, s.reg.Spec.ClientRandom), s.reg.Name} {
-			sa := &corev1.ServiceAccount{}
-			err := r.Client.Get(ctx, types.NamespacedName{Namespace: clusterNS, Name: saName}, sa)
-			switch {
-			case apierrors.IsNotFound(err):
-				continue
-			case err != nil:
-				return err
-			case !ensure.Carries(sa, ownerLabels(s.reg)):
-				continue // not this registration's: never touched
-			}
-			return ensureAll(ctx, r.Client, managedLabels(s.reg), rotationAccess(clusterNS, saName))
+		places = append(places, place{clusterNS, saName}, place{clusterNS, s.reg.Name})
+	}
+	for i, p := range places {
+		sa := &corev1.ServiceAccount{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: p.namespace, Name: p.sa}, sa)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return err
+		case !ensure.Carries(sa, ownerLabels(s.reg)):
+			continue // not this registration's: never touched
 		}
+		if i == 0 {
+			labels[fleet.ClusterLabel], labels[fleet.ClusterNamespaceLabel] = cluster, s.reg.Namespace
+		}
+		return ensureAll(ctx, r.Client, labels, rotationAccess(p.namespace, p.sa))
 	}
 	return nil // revoked: nothing to renew
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,9 +31,10 @@ func TestRotationAccess(t *testing.T) {
 		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
 		g.Expect(reg.Status.Granted).To(BeTrue())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
-	clusterNS := names.ClusterNamespace(ns.Name, reg.Status.ClusterName)
 	sa := names.AgentServiceAccount(ns.Name, reg.Status.ClusterName, reg.Spec.ClientID, reg.Spec.ClientRandom)
-	key := types.NamespacedName{Namespace: clusterNS, Name: sa + "-token"}
+	// In the agents' namespace, beside the ServiceAccount: a token is
+	// requested in the ServiceAccount's namespace.
+	key := types.NamespacedName{Namespace: agentNS, Name: sa + "-token"}
 
 	role, binding := &rbacv1.Role{}, &rbacv1.RoleBinding{}
 	g.Expect(env.Get(ctx, key, role)).To(Succeed())
@@ -40,7 +42,7 @@ func TestRotationAccess(t *testing.T) {
 		APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}, ResourceNames: []string{sa},
 	}))
 	g.Expect(env.Get(ctx, key, binding)).To(Succeed())
-	g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: clusterNS}))
+	g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: agentNS}))
 
 	// Granted by a manager that did not give the right: the next reconcile
 	// gives it.
@@ -57,6 +59,7 @@ func TestRotationAccess(t *testing.T) {
 
 	g.Expect(env.Delete(ctx, reg)).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Get(ctx, key, &rbacv1.Role{})) && apierrors.IsNotFound(env.Get(ctx, key, &rbacv1.RoleBinding{}))
-	}).WithTimeout(30*time.Second).Should(BeTrue(), "revoked with the registration")
+		return apierrors.IsNotFound(env.Get(ctx, key, &rbacv1.Role{})) && apierrors.IsNotFound(env.Get(ctx, key, &rbacv1.RoleBinding{})) &&
+			apierrors.IsNotFound(env.Get(ctx, types.NamespacedName{Namespace: agentNS, Name: sa}, &corev1.ServiceAccount{}))
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "revoked with the registration, ServiceAccount and all")
 }

@@ -27,6 +27,7 @@ import (
 
 const (
 	systemNS   = fleet.DefaultSystemRegistrationNamespace
+	agentNS    = "fleet-agents-system"
 	maxPending = 3
 )
 
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 			if err != nil {
 				return err
 			}
-			if err := clusterregistration.EnsureSharedRoles(ctx, direct); err != nil {
+			if err := clusterregistration.EnsureSharedRoles(ctx, direct, agentNS); err != nil {
 				return err
 			}
 			if err := (&clusterregistrationtoken.Reconciler{Client: mgr.GetClient(), SystemRegistrationNamespace: systemNS,
@@ -54,6 +55,7 @@ func TestMain(m *testing.M) {
 			return (&clusterregistration.Reconciler{
 				Client:                      mgr.GetClient(),
 				SystemRegistrationNamespace: systemNS,
+				AgentNamespace:              agentNS,
 				Workers:                     8,
 				MaxPending:                  maxPending,
 			}).SetupWithManager(ctx, mgr)
@@ -133,15 +135,44 @@ func TestGrant(t *testing.T) {
 	clusterNS := names.ClusterNamespace(ns.Name, clusterName)
 	g.Expect(env.Get(ctx, types.NamespacedName{Name: clusterNS}, &corev1.Namespace{})).To(Succeed())
 	// Named after the grant, not after the registration (a name the
-	// requester chose).
+	// requester chose), in the agents' namespace, whose group alone is
+	// bound to read Contents.
 	saName := names.AgentServiceAccount(ns.Name, clusterName, reg.Spec.ClientID, reg.Spec.ClientRandom)
-	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: clusterNS, Name: saName}, &corev1.ServiceAccount{})).To(Succeed())
+	sa := &corev1.ServiceAccount{}
+	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: agentNS, Name: saName}, sa)).To(Succeed())
+	g.Expect(sa.Labels).To(HaveKeyWithValue(fleet.ClusterLabel, clusterName), "found by its Cluster when that is deleted")
+	g.Expect(sa.Labels).To(HaveKeyWithValue(fleet.ClusterNamespaceLabel, ns.Name))
 	agentBinding := &rbacv1.RoleBinding{}
 	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: clusterNS, Name: saName}, agentBinding)).To(Succeed())
 	g.Expect(agentBinding.RoleRef.Name).To(Equal(clusterregistration.AgentRole))
-	statusRole := &rbacv1.Role{}
-	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: clusterregistration.StatusRoleName(clusterName)}, statusRole)).To(Succeed())
-	g.Expect(statusRole.Rules).To(ConsistOf(HaveField("ResourceNames", []string{clusterName})))
+	g.Expect(agentBinding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: agentNS}))
+
+	// Nothing per agent where the API server weighs it on every request:
+	// no ClusterRoleBinding, nothing in the workspace namespace.
+	crbs := &rbacv1.ClusterRoleBindingList{}
+	g.Expect(env.List(ctx, crbs)).To(Succeed())
+	for _, b := range crbs.Items {
+		for _, sub := range b.Subjects {
+			g.Expect(sub.Namespace).NotTo(Equal(agentNS), "ClusterRoleBinding %s names an agent", b.Name)
+		}
+	}
+	wsRoles, wsBindings := &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}
+	g.Expect(env.List(ctx, wsRoles, client.InNamespace(ns.Name))).To(Succeed())
+	g.Expect(env.List(ctx, wsBindings, client.InNamespace(ns.Name))).To(Succeed())
+	for _, r := range wsRoles.Items {
+		for _, rule := range r.Rules {
+			g.Expect(rule.Resources).NotTo(ContainElement("clusters/status"), "Role %s lets someone patch Cluster status", r.Name)
+		}
+	}
+	for _, b := range wsBindings.Items {
+		for _, sub := range b.Subjects {
+			g.Expect(sub.Namespace).NotTo(Equal(agentNS), "RoleBinding %s in the workspace namespace names an agent", b.Name)
+		}
+	}
+	shared := &rbacv1.ClusterRoleBinding{}
+	g.Expect(env.Get(ctx, types.NamespacedName{Name: clusterregistration.ContentReaderBinding}, shared)).To(Succeed())
+	g.Expect(shared.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + agentNS}))
+	g.Expect(shared.RoleRef.Name).To(Equal(clusterregistration.ContentReaderRole))
 
 	secretName := names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)
 	secret := &corev1.Secret{}

@@ -115,6 +115,17 @@ func SystemRegistrationNamespace(systemNamespace string) string {
 	return systemNamespace + "-clusters-system"
 }
 
+// AgentIdentityNamespace derives the namespace of the agents'
+// ServiceAccounts from the system namespace: fleet-system gives
+// fleet-agents-system. One namespace for all agents lets one binding to its
+// ServiceAccounts' group grant what every agent may do cluster-wide.
+func AgentIdentityNamespace(systemNamespace string) string {
+	if base, ok := strings.CutSuffix(systemNamespace, "-system"); ok {
+		return base + "-agents-system"
+	}
+	return systemNamespace + "-agents-system"
+}
+
 // ImportToken names the registration token of a manager-initiated import.
 func ImportToken(cluster string) string {
 	return Limit("import-token-"+cluster, MaxNameLength)

@@ -66,10 +66,11 @@ func BoundCluster(token *fleet.ClusterRegistrationToken) string {
 	return token.Labels[fleet.RegistrationTokenClusterLabel]
 }
 
-// RenewalHash is what an agent writes into its Cluster's
-// status.agent.renewalHash, with its current credential, before it
-// registers again with clientRandom: the proof that the new registration
-// is its own.
+// RenewalHash is what an agent writes onto its check-in Lease (annotation
+// fleet.RenewalHashAnnotation; agents of earlier versions wrote it into
+// their Cluster's status.agent.renewalHash), with its current credential,
+// before it registers again with clientRandom: the proof that the new
+// registration is its own.
 func RenewalHash(clientRandom string) string {
 	sum := sha256.Sum256([]byte(clientRandom))
 	return hex.EncodeToString(sum[:])

@@ -147,9 +147,10 @@ func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
 	}
 }
 
-// Beat checks in once, as the real agent's heartbeat does.
+// Beat checks in once, as the real agent's heartbeat does: it renews its
+// check-in Lease in its cluster namespace.
 func (a *Agent) Beat(ctx context.Context) error {
-	hb := &agent.Heartbeat{Client: a.c, Namespace: a.Cred.Namespace, Name: a.Cred.ClusterName}
+	hb := &agent.Heartbeat{Client: a.c, ClusterNamespace: a.Cred.ClusterNamespace, AgentNamespace: a.Name, Interval: time.Minute}
 	return hb.Beat(ctx)
 }
 

@@ -157,7 +157,13 @@ func EnrollmentSpec(ctx context.Context, inputGetter func() SpecInput) {
 		fc, err := getFleetCluster(ns, "alpha")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(fc.UID).To(Equal(alphaUID), "the same Cluster object")
-		Expect(fc.Status.Agent.LastSeen.IsZero()).To(BeFalse())
+		// The check-in reaches the import controller and the Cluster's
+		// lastSeen from the agent's Lease, each on its own.
+		Eventually(func() bool {
+			fc, err = getFleetCluster(ns, "alpha")
+			Expect(err).NotTo(HaveOccurred())
+			return fc.Status.Agent.LastSeen.IsZero()
+		}, 10*time.Second, 100*time.Millisecond).Should(BeFalse())
 		Expect(clustersWithClientID(kubeSystemUID(workloads[0]))()).To(ConsistOf(ns+"/alpha"), "no second Cluster")
 		Expect(fc.Status.AgentDeployedGeneration).NotTo(BeNil())
 		Expect(fc.Status.APIServerURL).To(Equal(upstream.Config.Host))

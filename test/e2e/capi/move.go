@@ -21,6 +21,7 @@ import (
 
 	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	fleetcheckin "github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/controllers/capi"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/test/controlplane"
@@ -176,17 +177,22 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 			}
 			return string(s.Data[registration.APIServerURLKey])
 		}, 10*time.Second, 100*time.Millisecond).Should(Equal(targetCP.Config.Host), "the stored credential is the target's")
-		var first metav1.Time
-		Eventually(func() bool {
+		// The agent's Lease at the target: lastSeen is written only now
+		// and then.
+		lastCheckIn := func() time.Time {
 			c := &fleet.Cluster{}
 			Expect(target.Get(ctx, types.NamespacedName{Namespace: moveNS, Name: name}, c)).To(Succeed())
-			first = c.Status.Agent.LastSeen
+			seen, err := fleetcheckin.LastOf(ctx, target, c)
+			Expect(err).NotTo(HaveOccurred())
+			return seen
+		}
+		var first time.Time
+		Eventually(func() bool {
+			first = lastCheckIn()
 			return first.IsZero()
 		}, 30*time.Second, 200*time.Millisecond).Should(BeFalse())
 		Eventually(func() bool {
-			c := &fleet.Cluster{}
-			Expect(target.Get(ctx, types.NamespacedName{Namespace: moveNS, Name: name}, c)).To(Succeed())
-			return c.Status.Agent.LastSeen.After(first.Time)
+			return lastCheckIn().After(first)
 		}, 3*checkin, 200*time.Millisecond).Should(BeTrue(), "check-ins go on at the target")
 		msg := fmt.Sprintf("Agent reporting to the target's manager %s after the move began", switched.Round(time.Millisecond))
 		AddReportEntry("move", msg)

@@ -10,6 +10,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +22,7 @@ import (
 	"github.com/gitfleet/fleet/agent/registration"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
@@ -88,8 +91,8 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 		err = prod.Local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, &corev1.Secret{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the cluster forgets the token: %v", err)
 
-		// The heartbeat reaches the Cluster's status with the credential's
-		// own right to patch it.
+		// The check-in, a Lease the agent renews in its cluster namespace,
+		// reaches the Cluster's status through the manager.
 		Eventually(func(g Gomega) {
 			c := &fleet.Cluster{}
 			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(prod.Cluster), c)).To(Succeed())
@@ -119,6 +122,7 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 			return s
 		}
 		ownSecret := secretIn(prod.Cred.ClusterNamespace)
+		secretIn(other.Cred.ClusterNamespace)
 		systemSecret := secretIn(fleet.DefaultSystemNamespace)
 
 		c := prod.CredClient()
@@ -135,9 +139,22 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(c.Status().Patch(ctx, own, patch)).To(Succeed())
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(ownSecret), &corev1.Secret{})).To(Succeed())
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(content), &fleet.Content{})).To(Succeed())
-		cluster := prod.Cluster.DeepCopy()
-		Expect(c.Status().Patch(ctx, cluster, client.RawPatch(types.MergePatchType, []byte(`{"status":{"agent":{"namespace":"fleet-system"}}}`)))).To(Succeed())
-
+		// Its check-in Lease: read and renewed (the running agent made it).
+		ownLease := &coordinationv1.Lease{}
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: prod.Cred.ClusterNamespace, Name: fleet.AgentLeaseName}, ownLease)).To(Succeed())
+		now := metav1.NowMicro()
+		Expect(registration.WriteLease(ctx, c, prod.Cred.ClusterNamespace, coordinationv1.LeaseSpec{RenewTime: &now}, nil)).To(Succeed())
+		// The other agent's Lease and ServiceAccount, read as an admin.
+		Eventually(func() error {
+			return admin.Get(ctx, types.NamespacedName{Namespace: other.Cred.ClusterNamespace, Name: fleet.AgentLeaseName}, &coordinationv1.Lease{})
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "the other agent checked in")
+		theirLease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: other.Cred.ClusterNamespace, Name: fleet.AgentLeaseName}}
+		theirClaims, err := registration.ParseToken(other.Cred.Token)
+		Expect(err).NotTo(HaveOccurred())
+		ownClaims, err := registration.ParseToken(prod.Cred.Token)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ownClaims.Namespace).To(Equal(theirClaims.Namespace), "every agent's ServiceAccount lives in the agents' namespace")
+		Expect(ownClaims.Namespace).NotTo(Equal(prod.Cred.ClusterNamespace))
 		By("forbidden")
 		forbidden := func(what string, err error) {
 			GinkgoHelper()
@@ -157,6 +174,25 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 		forbidden("listing Secrets in its own namespace", c.List(ctx, &corev1.SecretList{}, client.InNamespace(prod.Cred.ClusterNamespace)))
 		forbidden("patching another Cluster's status", c.Status().Patch(ctx, other.Cluster.DeepCopy(),
 			client.RawPatch(types.MergePatchType, []byte(`{"status":{"agent":{"namespace":"x"}}}`))))
+		forbidden("patching its own Cluster's status (the workspace namespace is out of reach)", c.Status().Patch(ctx, prod.Cluster.DeepCopy(),
+			client.RawPatch(types.MergePatchType, []byte(`{"status":{"agent":{"namespace":"fleet-system"}}}`))))
+		forbidden("reading another agent's Lease", c.Get(ctx, client.ObjectKeyFromObject(theirLease), &coordinationv1.Lease{}))
+		forbidden("renewing another agent's Lease", registration.WriteLease(ctx, c, other.Cred.ClusterNamespace, coordinationv1.LeaseSpec{RenewTime: &now}, nil))
+		forbidden("deleting another agent's Lease", c.Delete(ctx, theirLease.DeepCopy()))
+		forbidden("deleting its own Lease", c.Delete(ctx, ownLease.DeepCopy()))
+		forbidden("listing Leases in its own namespace", c.List(ctx, &coordinationv1.LeaseList{}, client.InNamespace(prod.Cred.ClusterNamespace)))
+		forbidden("reading another cluster's Secret", c.Get(ctx, types.NamespacedName{Namespace: other.Cred.ClusterNamespace, Name: "rights-test"}, &corev1.Secret{}))
+		forbidden("creating a ServiceAccount in the agents' namespace", c.Create(ctx, &corev1.ServiceAccount{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ownClaims.Namespace, Name: "evil-agent"}}))
+		forbidden("creating a ServiceAccount in its own namespace", c.Create(ctx, &corev1.ServiceAccount{
+			ObjectMeta: metav1.ObjectMeta{Namespace: prod.Cred.ClusterNamespace, Name: "evil-agent"}}))
+		forbidden("deleting another agent's ServiceAccount", c.Delete(ctx, &corev1.ServiceAccount{
+			ObjectMeta: metav1.ObjectMeta{Namespace: theirClaims.Namespace, Name: theirClaims.ServiceAccount}}))
+		seconds := int64(3600)
+		forbidden("requesting a token for another agent's ServiceAccount", c.SubResource("token").Create(ctx,
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: theirClaims.Namespace, Name: theirClaims.ServiceAccount}},
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}))
+		forbidden("listing the agents' ServiceAccounts", c.List(ctx, &corev1.ServiceAccountList{}, client.InNamespace(ownClaims.Namespace)))
 		forbidden("updating its own Cluster's spec", c.Patch(ctx, prod.Cluster.DeepCopy(),
 			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"env":"hacked"}}}`))))
 		forbidden("listing Clusters", c.List(ctx, &fleet.ClusterList{}, client.InNamespace(fleet.DefaultWorkspace)))
@@ -289,7 +325,9 @@ func TokenRegistrationSpec(ctx context.Context, inputGetter func() SpecInput) {
 		e2e.WaitFor("the agent to check in with the new credential", func(g Gomega) {
 			c := &fleet.Cluster{}
 			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(before), c)).To(Succeed())
-			g.Expect(c.Status.Agent.LastSeen.Time).To(BeTemporally(">", time.Now().Add(-10*time.Second)))
+			seen, err := checkin.LastOf(ctx, admin, c)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(seen).To(BeTemporally(">", time.Now().Add(-10*time.Second)))
 		}, 30*time.Second, 500*time.Millisecond)
 	})
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
@@ -78,7 +79,10 @@ func OutageSpec(ctx context.Context, inputGetter func() SpecInput) {
 			g.Expect(admin.List(ctx, list, client.InNamespace(fleet.DefaultWorkspace), client.MatchingLabels{"outage": "true"})).To(Succeed())
 			g.Expect(list.Items).To(HaveLen(agents))
 			for _, c := range list.Items {
-				g.Expect(c.Status.Agent.LastSeen.Time).To(BeTemporally(">", t), "%s checked in again", c.Name)
+				// The Lease: lastSeen is written only now and then.
+				seen, err := checkin.LastOf(ctx, admin, &c)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(seen).To(BeTemporally(">", t), "%s checked in again", c.Name)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,13 +79,13 @@ func (h *tokenHolder) fetch(ctx context.Context, reg *fleet.ClusterRegistration)
 	}
 }
 
-// checkIn writes the agent's heartbeat with its own credential.
+// checkIn renews the agent's check-in Lease with its own credential, as
+// the agent's heartbeat does.
 func checkIn(ctx context.Context, cred *registration.Credential) {
 	c, err := registration.NewUpstreamClient(cred.RESTConfig())
 	Expect(err).NotTo(HaveOccurred())
-	cluster := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: cred.Namespace, Name: cred.ClusterName}}
-	patch := fmt.Sprintf(`{"status":{"agent":{"lastSeen":%q}}}`, time.Now().UTC().Format(time.RFC3339))
-	Expect(c.Status().Patch(ctx, cluster, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+	now := metav1.NowMicro()
+	Expect(registration.WriteLease(ctx, c, cred.ClusterNamespace, coordinationv1.LeaseSpec{RenewTime: &now}, nil)).To(Succeed())
 }
 
 // accepted is condition Accepted of a registration, read by the admin.
@@ -136,8 +137,10 @@ var _ = Describe("Registration", func() {
 		checkIn(ctx, victimCred)
 		Expect(registration.Check(ctx, victimCred)).To(Succeed())
 		before := &fleet.Cluster{}
-		Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: victimCred.ClusterName}, before)).To(Succeed())
-		Expect(before.Status.Agent.LastSeen.IsZero()).To(BeFalse())
+		Eventually(func(g Gomega) {
+			g.Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: victimCred.ClusterName}, before)).To(Succeed())
+			g.Expect(before.Status.Agent.LastSeen.IsZero()).To(BeFalse(), "the manager folds the first check-in into the Cluster")
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 
 		// The clientID is no secret: it is in the Cluster's spec.
 		_, attacker := issueToken(ctx, ws, "")
@@ -346,5 +349,25 @@ var _ = Describe("Registration", func() {
 		Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(ciBot), after)).To(Succeed(), "ci-bot outlives the token")
 		Expect(after.UID).To(Equal(ciBot.UID))
 		Expect(after.ResourceVersion).To(Equal(ciBot.ResourceVersion), "not adopted: no labels or owner added")
+	})
+
+	It("11: deleting a Cluster revokes its agent's credential, Contents included, though the agent's ServiceAccount lives outside the cluster namespace", func(ctx SpecContext) {
+		ws := workspace(ctx, "sec-reg-delete")
+		_, holder := issueToken(ctx, ws, "")
+		reg := holder.request(ctx, "", "sec-reg-11")
+		cred := holder.fetch(ctx, reg)
+		content := &fleet.Content{ObjectMeta: metav1.ObjectMeta{Name: "s-sec-reg-11"}, Content: []byte("x")}
+		Expect(env.Admin.Create(ctx, content)).To(Succeed())
+		agent, err := registration.NewUpstreamClient(cred.RESTConfig())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(agent.Get(ctx, client.ObjectKeyFromObject(content), &fleet.Content{})).To(Succeed(), "the agent reads Contents")
+		Expect(registration.Check(ctx, cred)).To(Succeed())
+
+		Expect(env.Admin.Delete(ctx, &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: cred.ClusterName}})).To(Succeed())
+		Eventually(func() bool {
+			err := agent.Get(ctx, client.ObjectKeyFromObject(content), &fleet.Content{})
+			return apierrors.IsUnauthorized(err)
+		}, 30*time.Second, 200*time.Millisecond).Should(BeTrue(), "the credential no longer authenticates: its ServiceAccount is gone")
+		Expect(registration.Check(ctx, cred)).To(MatchError(registration.ErrRejected))
 	})
 })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
 )
@@ -66,7 +67,7 @@ var _ = Describe("Credential rotation", func() {
 		}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
 		cluster := types.NamespacedName{Namespace: leaked.Namespace, Name: leaked.ClusterName}
 
-		By("rotating: the stored token changes twice while the Cluster keeps checking in")
+		By("rotating: the stored token changes twice while the agent keeps checking in")
 		tokens := []string{leaked.Token}
 		var lastSeen time.Time
 		lastAdvance := time.Now()
@@ -84,7 +85,10 @@ var _ = Describe("Credential rotation", func() {
 			}
 			c := &fleet.Cluster{}
 			Expect(env.Admin.Get(ctx, cluster, c)).To(Succeed())
-			if seen := c.Status.Agent.LastSeen.Time; seen.After(lastSeen) {
+			// Its Lease, renewed every check-in.
+			seen, err := checkin.LastOf(ctx, env.Admin, c)
+			Expect(err).NotTo(HaveOccurred())
+			if seen.After(lastSeen) {
 				if !lastSeen.IsZero() {
 					advancedSinceRotation++
 				}
