@@ -125,12 +125,19 @@ type ClusterDisplay struct {
 
 // AgentStatus is the agent's last check-in.
 type AgentStatus struct {
-	// LastSeen is when the agent last checked in.
+	// LastSeen is when the agent last checked in, as far as the manager
+	// shows it: agents check in by renewing their Lease
+	// (fleet-agent-checkin in the cluster namespace), and the manager copies
+	// its renew time here only when something shown changes (the first
+	// check-in, an Offline cluster back, the agent's namespace) or when this
+	// is an hour old.
 	LastSeen metav1.Time `json:"lastSeen,omitempty"`
 	// Namespace is the downstream namespace the agent runs in.
 	Namespace string `json:"namespace,omitempty"`
 	// RenewalHash is the hex SHA-256 of the clientRandom of a registration
-	// the agent is about to make, written with its current credential: it
+	// the agent is about to make, written with its current credential by
+	// agents of the layout before check-in Leases (agents now write it as
+	// an annotation of their Lease); it
 	// proves that the new registration comes from the agent that holds the
 	// Cluster, which the manager then lets replace its credential.
 	RenewalHash string `json:"renewalHash,omitempty"`
