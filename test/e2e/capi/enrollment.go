@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,6 +20,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/capi"
 	"github.com/gitfleet/fleet/controllers/clusterimport"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/test/controlplane"
@@ -175,6 +177,50 @@ func EnrollmentSpec(ctx context.Context, inputGetter func() SpecInput) {
 		err = w0Local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, &corev1.Secret{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the agent forgot the token: %v", err)
 		Expect(k0.Starts()).To(Equal(1))
+	})
+
+	It("keeps FleetAgentReady True while the agent checks in, though the manager cannot reach the workload API", func() {
+		// The manager's way in (the kubeconfig) now leads nowhere, as during
+		// a control-plane rollout or behind a firewall that lets only the
+		// agent's outgoing connections through.
+		secret := &corev1.Secret{}
+		Expect(admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: capi.KubeconfigSecretName("alpha")}, secret)).To(Succeed())
+		reachable := secret.Data[fleet.KubeConfigSecretValueKey]
+		dead := rest.CopyConfig(workloads[0].Config)
+		dead.Host = "https://127.0.0.1:1"
+		value, err := kubeconfig.FromREST(dead, "alpha")
+		Expect(err).NotTo(HaveOccurred())
+		secret.Data[fleet.KubeConfigSecretValueKey] = value
+		Expect(admin.Update(ctx, secret)).To(Succeed())
+		restore := func() {
+			Expect(admin.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+			secret.Data[fleet.KubeConfigSecretValueKey] = reachable
+			Expect(admin.Update(ctx, secret)).To(Succeed())
+		}
+		DeferCleanup(restore)
+
+		// FleetAgentReady is sampled all along: it may never leave True.
+		sample := func() {
+			GinkgoHelper()
+			Expect(agentReady(ns, "alpha")()).To(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered), "FleetAgentReady while the workload API is unreachable")
+		}
+		Eventually(func() *metav1.Condition { sample(); return importedCondition(ns, "alpha") }, checkInterval+3*remoteTimeout+20*time.Second, 200*time.Millisecond).
+			Should(haveReason(metav1.ConditionFalse, fleet.ReasonClusterUnreachable), "the manager sees the workload API unreachable")
+		// And the agent goes on checking in: its Lease is renewed past this point.
+		unreachableAt := time.Now()
+		Eventually(func() time.Time {
+			sample()
+			fc, err := getFleetCluster(ns, "alpha")
+			Expect(err).NotTo(HaveOccurred())
+			last, err := checkin.LastOf(ctx, admin, fc)
+			Expect(err).NotTo(HaveOccurred())
+			return last
+		}, checkinInterval+20*time.Second, 200*time.Millisecond).Should(BeTemporally(">", unreachableAt.Truncate(time.Second)), "a check-in while unreachable")
+		Consistently(sample, 3*time.Second, 200*time.Millisecond)
+
+		restore()
+		Eventually(imported(ns, "alpha"), checkInterval+3*remoteTimeout+20*time.Second, 200*time.Millisecond).Should(Equal(fleet.ReasonAgentRegistered))
+		sample()
 	})
 
 	It("targets Bundles by the labels copied from Cluster API and retargets when they change", func() {

@@ -21,8 +21,8 @@ import (
 
 	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	fleetcheckin "github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/controllers/capi"
+	fleetcheckin "github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/test/controlplane"
 )
