@@ -75,6 +75,18 @@ func writesSince(before, after map[string]float64) string {
 	return requestsSince("API writes", before, after, isWrite)
 }
 
+// writesTotal is the number of writes between two readings (before may be
+// nil: since the start).
+func writesTotal(before, after map[string]float64) float64 {
+	total := 0.0
+	for k, v := range after {
+		if isWrite(k) {
+			total += v - before[k]
+		}
+	}
+	return total
+}
+
 // readsSince does the same for reads (GET, LIST, WATCH): what waiting
 // agents and informers cost the API server.
 func readsSince(before, after map[string]float64) string {
