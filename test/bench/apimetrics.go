@@ -31,6 +31,80 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 	return parseRequests(string(raw)), nil
 }
 
+// storage is what the API server holds in etcd: objects by resource
+// (apiserver_storage_objects, which it refreshes about once a minute) and
+// the database size (apiserver_storage_size_bytes).
+type storage struct {
+	objects map[string]float64
+	dbBytes float64
+}
+
+func apiStorage(ctx context.Context, cfg *rest.Config) (storage, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return storage{}, err
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return storage{}, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	return parseStorage(string(raw)), nil
+}
+
+func parseStorage(metrics string) storage {
+	st := storage{objects: map[string]float64{}}
+	for _, line := range strings.Split(metrics, "\n") {
+		var rest string
+		var ok, size bool
+		if rest, ok = strings.CutPrefix(line, "apiserver_storage_objects{"); !ok {
+			if rest, size = strings.CutPrefix(line, "apiserver_storage_size_bytes{"); !size {
+				continue
+			}
+		}
+		i := strings.LastIndexByte(rest, ' ')
+		v, err := strconv.ParseFloat(rest[i+1:], 64)
+		if err != nil || v < 0 {
+			continue
+		}
+		if size {
+			st.dbBytes = max(st.dbBytes, v)
+			continue
+		}
+		for _, m := range labelRE.FindAllStringSubmatch(rest[:i], -1) {
+			if m[1] == "resource" {
+				st.objects[m[2]] += v
+			}
+		}
+	}
+	return st
+}
+
+// total is the number of objects, and text the kinds holding most:
+// "bundledeployments.fleet.cattle.io 10000, rolebindings... ".
+func (s storage) total() float64 {
+	t := 0.0
+	for _, v := range s.objects {
+		t += v
+	}
+	return t
+}
+
+func (s storage) text() string {
+	keys := make([]string, 0, len(s.objects))
+	for k := range s.objects {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return s.objects[keys[i]] > s.objects[keys[j]] })
+	parts := make([]string, 0, 10)
+	for i, k := range keys {
+		if i == 10 || s.objects[k] == 0 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, s.objects[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
 var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
 func parseRequests(metrics string) map[string]float64 {

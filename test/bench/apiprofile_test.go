@@ -70,3 +70,18 @@ func TestCPUSharesByStack(t *testing.T) {
 		}
 	}
 }
+
+func TestParseStorage(t *testing.T) {
+	st := parseStorage(`# HELP apiserver_storage_objects x
+apiserver_storage_objects{resource="bundledeployments.fleet.cattle.io"} 5000
+apiserver_storage_objects{resource="rolebindings.rbac.authorization.k8s.io"} 2000
+apiserver_storage_objects{resource="events"} -1
+apiserver_storage_size_bytes{storage_cluster_id="abc"} 1.048576e+07
+`)
+	if st.total() != 7000 || st.dbBytes != 10485760 {
+		t.Errorf("total %v, db %v; want 7000 objects (the unknown -1 left out) and 10 MiB", st.total(), st.dbBytes)
+	}
+	if st.text() != "bundledeployments.fleet.cattle.io 5000, rolebindings.rbac.authorization.k8s.io 2000" {
+		t.Errorf("text %q", st.text())
+	}
+}

@@ -90,6 +90,12 @@ type Result struct {
 	ManagerWritesByNS    map[string]int `json:"manager_writes_by_ns,omitempty"`
 	// AuditWrites is who wrote what where, from the audit log.
 	AuditWrites string `json:"audit_writes,omitempty"`
+	// EtcdObjects is what the API server holds in etcd as the experiment
+	// ended (apiserver_storage_objects, refreshed about once a minute), the
+	// kinds holding most, and the size of etcd's database.
+	EtcdObjects       float64 `json:"etcd_objects,omitempty"`
+	EtcdObjectsByKind string  `json:"etcd_objects_by_kind,omitempty"`
+	EtcdDBMB          float64 `json:"etcd_db_mb,omitempty"`
 	// Load1 is the machine's load average over the last minute as the
 	// experiment ended: the machine may be shared.
 	Load1 float64 `json:"load_1m,omitempty"`
@@ -318,11 +324,11 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 
 func printTable(results []Result) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tof CR ceiling\tp50 s\tp99 s\twrites/obj\tapiserver CPU ms/obj\tauthz\tmanager RSS MB\tmanager CPU s\tof it metrics\tapiserver+etcd CPU s\tbench CPU s\tload 1m\tnote")
+	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tof CR ceiling\tp50 s\tp99 s\twrites/obj\tapiserver CPU ms/obj\tauthz\tmanager RSS MB\tmanager CPU s\tof it metrics\tapiserver+etcd CPU s\tbench CPU s\tetcd objects\tload 1m\tnote")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
 			pct(r.CeilingRatio), pct(r.CRCeilingRatio), num(r.P50), num(r.P99), writesCell(r), num(r.APIServerCPUMsPerBD+r.APIServerCPUMsPerReg), pct(r.AuthzShare),
-			num(r.ManagerRSSMB), num(r.ManagerCPUS), metricsCell(r), num(r.APIServerCPUS+r.EtcdCPUS), num(r.BenchCPUS), num(r.Load1), r.Note)
+			num(r.ManagerRSSMB), num(r.ManagerCPUS), metricsCell(r), num(r.APIServerCPUS+r.EtcdCPUS), num(r.BenchCPUS), num(r.EtcdObjects), num(r.Load1), r.Note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
