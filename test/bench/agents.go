@@ -360,12 +360,13 @@ func (f *fleetRun) Heartbeat(ctx context.Context) error {
 			idleManagerWrites = c.writer("manager")
 		}
 	}
-	f.mark(ctx)
+	f.markProfiled(ctx)
 	cpu := cpuSeconds(f.mgr)
 	start := time.Now()
 	beats := 0
 	for range 2 {
 		if err := parallel(32, len(f.agents), func(i int) error { return f.agents[i].Beat(ctx) }); err != nil {
+			finishProfile(f.prof, &Result{})
 			return err
 		}
 		beats += len(f.agents)
@@ -379,6 +380,8 @@ func (f *fleetRun) Heartbeat(ctx context.Context) error {
 	r := Result{Experiment: "heartbeat", Objects: beats, Seconds: s, Rate: float64(beats) / s,
 		Note: fmt.Sprintf("manager CPU per heartbeat %.3f ms (idle %.2f s per %s subtracted)", 1000*max(spent, 0)/float64(beats), idle, window)}
 	r = f.measure(r, cpu)
+	finishProfile(f.prof, &r)
+	r.APIServerCPUMsPerBeat = 1000 * r.APIServerCPUS / float64(beats)
 	if c, ok := f.audited(end, &r); ok {
 		// The manager's idle writes over as long as this window took.
 		idleShare := float64(idleManagerWrites) * s / window.Seconds()

@@ -114,7 +114,7 @@ var apiCategories = []stackCategory{
 	// applied, validation, managed fields and the etcd transaction (not
 	// the request's authentication, authorization and body decoding).
 	{"status_writes", []string{".(*StatusREST)."}},
-// Every write: its handler, and the storage call the handler runs on
+	// Every write: its handler, and the storage call the handler runs on
 	// another goroutine (the request finisher), known by the patcher and
 	// the generic store's write methods.
 	{"writes", []string{"k8s.io/apiserver/pkg/endpoints/handlers.UpdateResource", "k8s.io/apiserver/pkg/endpoints/handlers.PatchResource",

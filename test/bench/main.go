@@ -78,14 +78,17 @@ type Result struct {
 	// registration.
 	APIServerCPUMsPerBD  float64 `json:"apiserver_cpu_ms_per_bd,omitempty"`
 	APIServerCPUMsPerReg float64 `json:"apiserver_cpu_ms_per_registration,omitempty"`
+	// APIServerCPUMsPerBeat is its CPU per heartbeat (agent check-in and
+	// whatever the manager makes of it).
+	APIServerCPUMsPerBeat float64 `json:"apiserver_cpu_ms_per_heartbeat,omitempty"`
 	// WritesPerRegistration is the management cluster's API writes per
 	// registration, until its writes settle.
 	WritesPerRegistration float64 `json:"writes_per_registration,omitempty"`
 	// Heartbeat: the manager's writes per heartbeat (beyond its idle
 	// writes), and the writes of agents and manager by namespace kind
 	// (cluster, workspace, none, other) from the audit log.
-	ManagerWritesPerBeat *float64      `json:"manager_writes_per_heartbeat,omitempty"`
-	AgentWritesPerBeat   *float64      `json:"agent_writes_per_heartbeat,omitempty"`
+	ManagerWritesPerBeat *float64       `json:"manager_writes_per_heartbeat,omitempty"`
+	AgentWritesPerBeat   *float64       `json:"agent_writes_per_heartbeat,omitempty"`
 	AgentWritesByNS      map[string]int `json:"agent_writes_by_ns,omitempty"`
 	ManagerWritesByNS    map[string]int `json:"manager_writes_by_ns,omitempty"`
 	// AuditWrites is who wrote what where, from the audit log.
@@ -327,7 +330,7 @@ func printTable(results []Result) error {
 	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tof CR ceiling\tp50 s\tp99 s\twrites/obj\tapiserver CPU ms/obj\tauthz\tmanager RSS MB\tmanager CPU s\tof it metrics\tapiserver+etcd CPU s\tbench CPU s\tetcd objects\tload 1m\tnote")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
-			pct(r.CeilingRatio), pct(r.CRCeilingRatio), num(r.P50), num(r.P99), writesCell(r), num(r.APIServerCPUMsPerBD+r.APIServerCPUMsPerReg), pct(r.AuthzShare),
+			pct(r.CeilingRatio), pct(r.CRCeilingRatio), num(r.P50), num(r.P99), writesCell(r), num(r.APIServerCPUMsPerBD+r.APIServerCPUMsPerReg+r.APIServerCPUMsPerBeat), pct(r.AuthzShare),
 			num(r.ManagerRSSMB), num(r.ManagerCPUS), metricsCell(r), num(r.APIServerCPUS+r.EtcdCPUS), num(r.BenchCPUS), num(r.EtcdObjects), num(r.Load1), r.Note)
 	}
 	if err := tw.Flush(); err != nil {
