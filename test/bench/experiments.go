@@ -80,7 +80,12 @@ func Ceiling(ctx context.Context, cp *controlplane.ControlPlane, clients, count 
 		})
 	})
 	s := since(start)
-	return Result{Experiment: "ceiling", Objects: count, Seconds: s, Rate: float64(count) / s, Load1: loadAverage()}, err
+	r := Result{Experiment: "ceiling", Objects: count, Seconds: s, Rate: float64(count) / s, Load1: loadAverage()}
+	if err != nil {
+		return r, err
+	}
+	// What the management cluster holds later is the fleet's alone.
+	return r, cs[0].DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns))
 }
 
 // CRCeiling measures raw creates/s of BundleDeployments (a custom resource,
@@ -103,8 +108,14 @@ func CRCeiling(ctx context.Context, cp *controlplane.ControlPlane, clients, coun
 		})
 	})
 	s := since(start)
-	return Result{Experiment: "cr-ceiling", Objects: count, Seconds: s, Rate: float64(count) / s, Load1: loadAverage(),
-		Note: "BundleDeployments created directly: the API server's limit for custom resources"}, err
+	r := Result{Experiment: "cr-ceiling", Objects: count, Seconds: s, Rate: float64(count) / s, Load1: loadAverage(),
+		Note: "BundleDeployments created directly: the API server's limit for custom resources"}
+	if err != nil {
+		return r, err
+	}
+	// Nothing of them stays to weigh on the experiments after (the watch
+	// cache holds every BundleDeployment).
+	return r, c.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(ns))
 }
 
 // Fanout creates N clusters, starts the manager, creates B bundles of 10 KB
