@@ -32,7 +32,7 @@ rules:
 
 // auditLog is the bench API server's audit log.
 type auditLog struct {
-	path string
+	dir, path string
 	// admin is the bench's own user (it shares it with nothing but the
 	// manager, known by its user agent).
 	admin string
@@ -45,11 +45,18 @@ func auditArgs(dir string) (*auditLog, map[string][]string, error) {
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, nil, err
 	}
-	a := &auditLog{path: filepath.Join(dir, "audit.log")}
+	a := &auditLog{dir: dir, path: filepath.Join(dir, "audit.log")}
 	return a, map[string][]string{
 		"audit-policy-file": {policy}, "audit-log-path": {a.path}, "audit-log-format": {"json"},
 		"audit-log-maxsize": {"0"}, "audit-log-mode": {"blocking"},
 	}, nil
+}
+
+// remove deletes the log and its policy (nil: nothing to do).
+func (a *auditLog) remove() {
+	if a != nil {
+		_ = os.RemoveAll(a.dir)
+	}
 }
 
 // learnAdmin asks the API server who the bench's admin client is.

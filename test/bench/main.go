@@ -190,11 +190,13 @@ func startControlPlane(name string, audit bool) (*controlplane.ControlPlane, *au
 	}
 	cp, err := controlplane.Start(controlplane.Options{Name: name, APIServerArgs: args})
 	if err != nil {
+		log.remove()
 		return nil, nil, err
 	}
 	if log != nil {
 		if err := log.learnAdmin(context.Background(), cp.Config); err != nil {
 			_ = cp.Stop()
+			log.remove()
 			return nil, nil, err
 		}
 		fmt.Fprintf(os.Stderr, "The API server's audit log of writes: %s\n", log.path)
@@ -243,6 +245,7 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 	if err != nil {
 		return nil, err
 	}
+	defer audit.remove()
 	defer func() { _ = cp.Stop() }()
 
 	if all || want["agent"] {
