@@ -6,11 +6,15 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -31,14 +35,17 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 	return parseRequests(string(raw)), nil
 }
 
-// storage is what the API server holds in etcd: objects by resource
-// (apiserver_storage_objects, which it refreshes about once a minute) and
-// the database size (apiserver_storage_size_bytes).
+// storage is what the API server holds in etcd: objects by resource and
+// the database size (apiserver_storage_size_bytes, which the API server
+// refreshes about once a minute).
 type storage struct {
 	objects map[string]float64
 	dbBytes float64
 }
 
+// apiStorage counts the objects of every listable resource now: a list
+// of one object tells how many remain (remainingItemCount), read from etcd
+// at once (apiserver_storage_objects lags by up to a minute).
 func apiStorage(ctx context.Context, cfg *rest.Config) (storage, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -48,7 +55,45 @@ func apiStorage(ctx context.Context, cfg *rest.Config) (storage, error) {
 	if err != nil {
 		return storage{}, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	return parseStorage(string(raw)), nil
+	st := parseStorage(string(raw))
+	quiet := rest.CopyConfig(cfg)
+	quiet.WarningHandler = rest.NoWarnings{} // deprecated kinds are counted too
+	dyn, err := dynamic.NewForConfig(quiet)
+	if err != nil {
+		return st, err
+	}
+	lists, err := cs.Discovery().ServerPreferredResources()
+	if err != nil {
+		return st, err
+	}
+	st.objects = map[string]float64{}
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil || gv.Group == "events.k8s.io" { // the core events again
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || r.Name == "componentstatuses" {
+				continue
+			}
+			list, err := dyn.Resource(gv.WithResource(r.Name)).List(ctx, metav1.ListOptions{Limit: 1, ResourceVersion: ""})
+			if err != nil {
+				continue
+			}
+			n := float64(len(list.Items))
+			if rest := list.GetRemainingItemCount(); rest != nil {
+				n += float64(*rest)
+			}
+			if n > 0 {
+				name := r.Name
+				if gv.Group != "" {
+					name += "." + gv.Group
+				}
+				st.objects[name] = n
+			}
+		}
+	}
+	return st, nil
 }
 
 func parseStorage(metrics string) storage {

@@ -94,8 +94,8 @@ type Result struct {
 	// AuditWrites is who wrote what where, from the audit log.
 	AuditWrites string `json:"audit_writes,omitempty"`
 	// EtcdObjects is what the API server holds in etcd as the experiment
-	// ended (apiserver_storage_objects, refreshed about once a minute), the
-	// kinds holding most, and the size of etcd's database.
+	// ended (counted by listing), the kinds holding most, and the size of
+	// etcd's database (refreshed about once a minute).
 	EtcdObjects       float64 `json:"etcd_objects,omitempty"`
 	EtcdObjectsByKind string  `json:"etcd_objects_by_kind,omitempty"`
 	EtcdDBMB          float64 `json:"etcd_db_mb,omitempty"`
