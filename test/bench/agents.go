@@ -212,6 +212,7 @@ func (f *fleetRun) Register(ctx context.Context) error {
 		r.Note += "; without the audit log the writes per registration hold the simulated agents' own-cluster writes too"
 	}
 	r.WritesPerRegistration = (r.APIWritesTotal - float64(downstream)) / float64(f.n)
+	countObjects(ctx, f.cp.Config, &r)
 	f.results = append(f.results, r)
 	printJSON(r)
 	for _, a := range agents {
@@ -296,6 +297,7 @@ func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) 
 	finishProfile(f.prof, &r)
 	ratios(&r, ceiling, crCeiling)
 	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(want)
+	countObjects(ctx, f.cp.Config, &r)
 	f.results = append(f.results, r)
 	printJSON(r)
 	return nil

@@ -32,6 +32,9 @@ type apiProfiler struct {
 	mu     sync.Mutex
 	chunks []*profile.Profile
 	err    error
+	// failed counts the pieces that could not be read, lastErr why.
+	failed  int
+	lastErr error
 }
 
 // profileEnabled turns the API server's CPU profile on (-apiserver-profile).
@@ -50,6 +53,9 @@ func startAPIProfile(ctx context.Context, cfg *rest.Config) *apiProfiler {
 	}
 	go func() {
 		defer close(p.done)
+		// On a busy machine a piece may fail (a TLS handshake timing out):
+		// the next one is tried, and only three failures in a row end it.
+		failures := 0
 		for {
 			raw, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
 				Param("seconds", fmt.Sprint(profileChunk)).DoRaw(ctx)
@@ -59,13 +65,21 @@ func startAPIProfile(ctx context.Context, cfg *rest.Config) *apiProfiler {
 					p.mu.Lock()
 					p.chunks = append(p.chunks, prof)
 					p.mu.Unlock()
+					failures = 0
 				}
 			}
 			if err != nil {
+				failures++
 				p.mu.Lock()
-				p.err = fmt.Errorf("reading the API server's CPU profile (is --profiling on?): %w", err)
+				p.failed++
+				p.lastErr = err
 				p.mu.Unlock()
-				return
+				if failures == 3 || ctx.Err() != nil {
+					p.mu.Lock()
+					p.err = fmt.Errorf("reading the API server's CPU profile (is --profiling on?): %w", err)
+					p.mu.Unlock()
+					return
+				}
 			}
 			select {
 			case <-p.stop:
@@ -217,6 +231,10 @@ func finishProfile(p *apiProfiler, r *Result) {
 	if err != nil {
 		r.Note = strings.TrimPrefix(r.Note+"; "+err.Error(), "; ")
 		return
+	}
+	if p.failed > 0 {
+		r.Note = strings.TrimPrefix(r.Note+fmt.Sprintf("; %d of %d pieces of the API server's profile not read (%v)",
+			p.failed, p.failed+len(p.chunks), p.lastErr), "; ")
 	}
 	r.Shares, r.ProfileCPUS = cpuShares(prof)
 	r.AuthzShare = r.Shares["authz"]

@@ -299,9 +299,6 @@ func (u usage) since(ctx context.Context, cp *controlplane.ControlPlane, r *Resu
 	r.EtcdCPUS = now.etcdCPU - u.etcdCPU
 	r.BenchCPUS = now.ownCPU - u.ownCPU
 	r.Load1 = loadAverage()
-	if st, err := apiStorage(ctx, cp.Config); err == nil {
-		r.EtcdObjects, r.EtcdObjectsByKind, r.EtcdDBMB = st.total(), st.text(), st.dbBytes/(1<<20)
-	}
 }
 
 // loadAverage is the machine's one-minute load average (0 if unknown).
