@@ -5,8 +5,17 @@
 //     this API server on this machine;
 //   - fanout: N clusters x B bundles (10 KB each): time until N*B
 //     BundleDeployments exist, and that rate as a fraction of the ceiling;
+//   - register, ready, retarget, heartbeat: with N simulated agents
+//     (agents.go);
+//   - scaling: registration and ready at two sizes, each on a fresh
+//     control plane (scaling.go);
 //   - agent: one real fleet-agent process (its memory, idle CPU and
 //     requests, bandwidth, reconnect and start; agent.go).
+//
+// Beside each experiment's figures: the API server's requests (its
+// counters), its CPU profile by kind of work (apiprofile.go), who wrote
+// where (its audit log, audit.go), and what etcd holds. docs/scale.md
+// tells what each figure means.
 //
 // The manager runs as its own process (the real fleet-manager binary), so its
 // peak RSS and CPU time are its own.
