@@ -116,6 +116,10 @@ type Result struct {
 	ReadyRates map[string]float64 `json:"ready_rates,omitempty"`
 	CRCeilings map[string]float64 `json:"cr_ceilings,omitempty"`
 	ScaleRatio float64            `json:"scale_ratio,omitempty"`
+	// CPUScaleRatio is the API server's CPU per Ready BundleDeployment at
+	// the smallest size over that at the largest: the rate ratio to expect
+	// were its CPU the only limit, whatever the machine's load.
+	CPUScaleRatio float64 `json:"cpu_scale_ratio,omitempty"`
 }
 
 // setMetricsCPU records the state-metrics handlers' time s.

@@ -43,12 +43,20 @@ func Scaling(ctx context.Context, sizes []int, b int) ([]Result, error) {
 	sum.Clusters, sum.Objects, sum.Seconds, sum.Rate = last.Clusters, last.Objects, last.Seconds, last.Rate
 	sum.CRCeilingRatio = last.CRCeilingRatio
 	sum.ScaleRatio = last.Rate / first.Rate
+	// What the machine's load does not change: the API server's CPU per
+	// Ready BundleDeployment at the smallest size over that at the largest
+	// (the rate ratio to expect were its CPU the only limit).
+	if last.APIServerCPUMsPerBD > 0 {
+		sum.CPUScaleRatio = first.APIServerCPUMsPerBD / last.APIServerCPUMsPerBD
+	}
 	verdict := "below"
 	if sum.ScaleRatio >= 0.75 {
 		verdict = "meets"
 	}
 	sum.Note = fmt.Sprintf("ready rate at N=%d is %.0f%% of the rate at N=%d (%.0f/s vs %.0f/s): %s the goal of 75%%; of each size's custom-resource ceiling: %.0f%% and %.0f%%",
 		last.Clusters, 100*sum.ScaleRatio, first.Clusters, last.Rate, first.Rate, verdict, 100*first.CRCeilingRatio, 100*last.CRCeilingRatio)
+	sum.Note += fmt.Sprintf("; API server CPU per Ready BundleDeployment %.1f ms at N=%d, %.1f ms at N=%d (ratio %.2f)",
+		first.APIServerCPUMsPerBD, first.Clusters, last.APIServerCPUMsPerBD, last.Clusters, sum.CPUScaleRatio)
 	printJSON(sum)
 	return append(results, sum), nil
 }
