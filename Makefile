@@ -17,7 +17,8 @@ TEST_TIMEOUT ?= 40m
 GINKGO_ARGS  ?=
 
 # Benchmarks: `make bench CLUSTERS=200 BUNDLES=5 EXPERIMENTS=ceiling,fanout`;
-# `make bench EXPERIMENTS=agent BENCH_ARGS="-agent-idle 10m -agent-cut 5m"`.
+# `make bench EXPERIMENTS=agent BENCH_ARGS="-agent-idle 10m -agent-cut 5m"`;
+# `make bench EXPERIMENTS=scaling BENCH_ARGS="-scaling-sizes 500,5000"` (docs/scale.md).
 CLUSTERS     ?= 1000
 BUNDLES      ?= 10
 EXPERIMENTS  ?= all

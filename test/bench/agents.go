@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,12 +36,51 @@ type fleetRun struct {
 	started usage
 	// metricsBefore is fleet_metrics_update_seconds_total then.
 	metricsBefore float64
+	// audit is the API server's audit log of writes (nil without), and
+	// auditFrom where the running experiment's part of it starts.
+	audit     *auditLog
+	auditFrom int64
+	// prof is the API server's CPU profile of the running experiment.
+	prof *apiProfiler
 }
 
 // mark notes the API server's counters and CPU at an experiment's start.
 func (f *fleetRun) mark(ctx context.Context) {
 	f.started = takeUsage(ctx, f.cp)
 	f.metricsBefore = f.mgr.metricsUpdateSeconds()
+	f.auditFrom = f.audit.offset()
+}
+
+// markProfiled also starts the API server's CPU profile (one at a time:
+// finishProfile ends it).
+func (f *fleetRun) markProfiled(ctx context.Context) {
+	f.mark(ctx)
+	f.prof = startAPIProfile(ctx, f.cp.Config)
+}
+
+// kinds tells the agents' cluster namespaces and workspaces apart.
+func (f *fleetRun) kinds() namespaceKinds {
+	k := namespaceKinds{cluster: map[string]bool{}, workspace: map[string]bool{fleet.DefaultWorkspace: true}}
+	for _, a := range f.agents {
+		k.cluster[a.Cred.ClusterNamespace] = true
+		k.workspace[a.Cred.Namespace] = true
+	}
+	return k
+}
+
+// audited counts the writes in the audit log since mark, until end; ok is
+// false without an audit log (the reason is then in r's note).
+func (f *fleetRun) audited(end time.Time, r *Result) (auditCounts, bool) {
+	if f.audit == nil {
+		return auditCounts{}, false
+	}
+	c, err := f.audit.count(f.auditFrom, end, f.kinds())
+	if err != nil {
+		r.Note = strings.TrimPrefix(r.Note+"; reading the audit log: "+err.Error(), "; ")
+		return auditCounts{}, false
+	}
+	r.AuditWrites = c.text()
+	return c, true
 }
 
 // bdEvents counts BundleDeployment writes seen through a metadata informer.
@@ -141,19 +181,40 @@ func (f *fleetRun) Register(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "Registering %d simulated agents at once\n", f.n)
-	f.mark(ctx)
+	f.markProfiled(ctx)
 	cpu := cpuSeconds(f.mgr)
 	start := time.Now()
 	agents, took, err := simagent.RegisterPrepared(ctx, host, f.n)
 	if err != nil {
+		finishProfile(f.prof, &Result{})
 		return err
 	}
 	s := since(start)
 	f.agents = agents
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	f.results = append(f.results, f.measure(Result{Experiment: "register", Objects: f.n, Seconds: s, Rate: float64(f.n) / s,
-		P50: took[len(took)/2].Seconds(), P99: took[len(took)*99/100].Seconds(), Note: f.registrationTimeline(ctx, start)}, cpu))
-	printJSON(f.results[len(f.results)-1])
+	// The manager finishes its part (the Clusters' status) after the last
+	// agent holds its credential: the writes are counted until they settle.
+	end := waitWritesSettle(ctx, f.cp, 3*time.Second, time.Minute)
+	r := Result{Experiment: "register", Objects: f.n, Seconds: s, Rate: float64(f.n) / s,
+		P50: took[len(took)/2].Seconds(), P99: took[len(took)*99/100].Seconds(), Note: f.registrationTimeline(ctx, start)}
+	r = f.measure(r, cpu)
+	finishProfile(f.prof, &r)
+	r.APIServerCPUMsPerReg = 1000 * r.APIServerCPUS / float64(f.n)
+	// The simulated agents keep what a real agent keeps in its own
+	// cluster on this API server too: those writes are not the
+	// management cluster's, and the audit log tells them apart.
+	downstream := 0
+	if c, ok := f.audited(end, &r); ok {
+		downstream = c.writer("downstream")
+		r.Note += fmt.Sprintf("; writes per registration by writer: manager %.1f, agent %.1f (downstream, not counted: %.1f)",
+			float64(c.writer("manager"))/float64(f.n), float64(c.writer("agent"))/float64(f.n), float64(downstream)/float64(f.n))
+	} else {
+		r.Note += "; without the audit log the writes per registration hold the simulated agents' own-cluster writes too"
+	}
+	r.WritesPerRegistration = (r.APIWritesTotal - float64(downstream)) / float64(f.n)
+	countObjects(ctx, f.cp.Config, &r)
+	f.results = append(f.results, r)
+	printJSON(r)
 	for _, a := range agents {
 		go a.Run(ctx)
 	}
@@ -193,10 +254,11 @@ func (f *fleetRun) registrationTimeline(ctx context.Context, start time.Time) st
 
 // FanoutReady creates B bundles of 10 KB targeting every agent's cluster and
 // times until N*B BundleDeployments exist (fanout) and until every Bundle
-// counts all clusters Ready (ready).
+// counts all clusters Ready (ready), comparing the rates with the ceilings
+// (0: not measured). The API server's CPU profile covers both.
 func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) error {
 	want := int64(f.n * f.b)
-	f.mark(ctx)
+	f.markProfiled(ctx)
 	cpu := cpuSeconds(f.mgr)
 	fmt.Fprintf(os.Stderr, "Creating %d bundles of 10 KB for %d clusters\n", f.b, f.n)
 	start := time.Now()
@@ -207,11 +269,13 @@ func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) 
 		return fmt.Errorf("%d of %d BundleDeployments: %w", f.events.adds.Load(), want, err)
 	}
 	fan := since(start)
-	r := f.measure(Result{Experiment: "fanout", Objects: int(want), Seconds: fan, Rate: float64(want) / fan,
-		CeilingRatio: float64(want) / fan / ceiling, Note: fmt.Sprintf("%.0f%% of the custom-resource ceiling", 100*float64(want)/fan/crCeiling)}, cpu)
+	r := f.measure(Result{Experiment: "fanout", Objects: int(want), Seconds: fan, Rate: float64(want) / fan}, cpu)
+	ratios(&r, ceiling, crCeiling)
+	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(want)
 	f.results = append(f.results, r)
 	printJSON(r)
-	if err := waitFor(ctx, 30*time.Minute, func() (bool, error) {
+	// Listing the Bundles is not free for the API server: every 250 ms.
+	if err := waitEvery(ctx, 250*time.Millisecond, 30*time.Minute, func() (bool, error) {
 		list := &fleet.BundleList{}
 		if err := f.c.List(ctx, list, client.InNamespace(fleet.DefaultWorkspace)); err != nil {
 			return false, err
@@ -223,14 +287,31 @@ func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) 
 		}
 		return len(list.Items) == f.b, nil
 	}); err != nil {
+		finishProfile(f.prof, &Result{})
 		return fmt.Errorf("ready: %w", err)
 	}
 	ready := since(start)
-	r = f.measure(Result{Experiment: "ready", Objects: int(want), Seconds: ready, Rate: float64(want) / ready,
-		CeilingRatio: float64(want) / ready / ceiling, Note: fmt.Sprintf("%.2fx the fanout time", ready/fan)}, cpu)
+	r = Result{Experiment: "ready", Objects: int(want), Seconds: ready, Rate: float64(want) / ready,
+		Note: fmt.Sprintf("%.2fx the fanout time", ready/fan)}
+	r = f.measure(r, cpu)
+	finishProfile(f.prof, &r)
+	ratios(&r, ceiling, crCeiling)
+	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(want)
+	countObjects(ctx, f.cp.Config, &r)
 	f.results = append(f.results, r)
 	printJSON(r)
 	return nil
+}
+
+// ratios sets r's rate over the ceilings that were measured.
+func ratios(r *Result, ceiling, crCeiling float64) {
+	if ceiling > 0 {
+		r.CeilingRatio = r.Rate / ceiling
+	}
+	if crCeiling > 0 {
+		r.CRCeilingRatio = r.Rate / crCeiling
+		r.Note = strings.TrimPrefix(r.Note+fmt.Sprintf("; %.0f%% of the custom-resource ceiling", 100*r.CRCeilingRatio), "; ")
+	}
 }
 
 // Retarget relabels one cluster out of every bundle's targets and counts the
@@ -264,27 +345,56 @@ func (f *fleetRun) Retarget(ctx context.Context) error {
 }
 
 // Heartbeat has every agent check in twice within a window and reports the
-// manager CPU spent per heartbeat beyond its idle use over the same time.
+// manager CPU spent per heartbeat beyond its idle use over the same time,
+// and the writes per heartbeat: the manager's (beyond its idle writes) and
+// the agents', by namespace kind, from the audit log.
 func (f *fleetRun) Heartbeat(ctx context.Context) error {
 	window := 10 * time.Second
+	// Idle means after the manager's writes from the experiments before.
+	waitWritesSettle(ctx, f.cp, 3*time.Second, time.Minute)
+	idleFrom := f.audit.offset()
 	idleStart := cpuSeconds(f.mgr)
 	time.Sleep(window)
 	idle := cpuSeconds(f.mgr) - idleStart
-	f.mark(ctx)
+	idleManagerWrites := 0
+	if f.audit != nil {
+		if c, err := f.audit.count(idleFrom, time.Time{}, f.kinds()); err == nil {
+			idleManagerWrites = c.writer("manager")
+		}
+	}
+	f.markProfiled(ctx)
 	cpu := cpuSeconds(f.mgr)
 	start := time.Now()
 	beats := 0
 	for range 2 {
 		if err := parallel(32, len(f.agents), func(i int) error { return f.agents[i].Beat(ctx) }); err != nil {
+			finishProfile(f.prof, &Result{})
 			return err
 		}
 		beats += len(f.agents)
 		time.Sleep(window / 2)
 	}
+	// What the manager makes of the check-ins may come later: counted
+	// until the writes settle.
+	end := waitWritesSettle(ctx, f.cp, 3*time.Second, 30*time.Second)
 	spent := cpuSeconds(f.mgr) - cpu - idle
 	s := since(start)
-	r := f.measure(Result{Experiment: "heartbeat", Objects: beats, Seconds: s, Rate: float64(beats) / s,
-		Note: fmt.Sprintf("manager CPU per heartbeat %.3f ms (idle %.2f s per %s subtracted)", 1000*max(spent, 0)/float64(beats), idle, window)}, cpu)
+	r := Result{Experiment: "heartbeat", Objects: beats, Seconds: s, Rate: float64(beats) / s,
+		Note: fmt.Sprintf("manager CPU per heartbeat %.3f ms (idle %.2f s per %s subtracted)", 1000*max(spent, 0)/float64(beats), idle, window)}
+	r = f.measure(r, cpu)
+	finishProfile(f.prof, &r)
+	r.APIServerCPUMsPerBeat = 1000 * r.APIServerCPUS / float64(beats)
+	if c, ok := f.audited(end, &r); ok {
+		// The manager's idle writes over as long as this window took.
+		idleShare := float64(idleManagerWrites) * s / window.Seconds()
+		mgr := max(float64(c.writer("manager"))-idleShare, 0) / float64(beats)
+		agent := float64(c.writer("agent")) / float64(beats)
+		r.ManagerWritesPerBeat, r.AgentWritesPerBeat = &mgr, &agent
+		r.AgentWritesByNS, r.ManagerWritesByNS = c.byWriter["agent"], c.byWriter["manager"]
+		r.Note += fmt.Sprintf("; manager writes: %d in the window, %d in %s idle before", c.writer("manager"), idleManagerWrites, window)
+	} else {
+		r.Note += fmt.Sprintf("; without the audit log: %.2f API writes per heartbeat, all writers", r.APIWritesTotal/float64(beats))
+	}
 	f.results = append(f.results, r)
 	printJSON(r)
 	return nil

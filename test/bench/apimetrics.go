@@ -6,12 +6,16 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/gitfleet/fleet/test/framework"
@@ -29,6 +33,134 @@ func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, err
 		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
 	return parseRequests(string(raw)), nil
+}
+
+// storage is what the API server holds in etcd: objects by resource and
+// the database size (apiserver_storage_size_bytes, which the API server
+// refreshes about once a minute).
+type storage struct {
+	objects map[string]float64
+	dbBytes float64
+}
+
+// apiStorage counts the objects of every listable resource by listing
+// their metadata in pages (the storage metric lags by a minute, and a
+// list's remainingItemCount from the watch cache is not exact), and reads
+// the database size from the metrics. It loads the API server: it runs
+// after an experiment's window, never inside one.
+func apiStorage(ctx context.Context, cfg *rest.Config) (storage, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return storage{}, err
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return storage{}, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	st := parseStorage(string(raw))
+	quiet := rest.CopyConfig(cfg)
+	quiet.WarningHandler = rest.NoWarnings{} // deprecated kinds are counted too
+	quiet.QPS, quiet.Burst = -1, 0
+	meta, err := metadata.NewForConfig(quiet)
+	if err != nil {
+		return st, err
+	}
+	lists, err := cs.Discovery().ServerPreferredResources()
+	if err != nil {
+		return st, err
+	}
+	st.objects = map[string]float64{}
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil || gv.Group == "events.k8s.io" { // the core events again
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || r.Name == "componentstatuses" {
+				continue
+			}
+			n, cont := 0, ""
+			for {
+				list, err := meta.Resource(gv.WithResource(r.Name)).List(ctx, metav1.ListOptions{Limit: 2000, Continue: cont})
+				if err != nil {
+					break
+				}
+				n += len(list.Items)
+				if cont = list.Continue; cont == "" {
+					break
+				}
+			}
+			if n > 0 {
+				name := r.Name
+				if gv.Group != "" {
+					name += "." + gv.Group
+				}
+				st.objects[name] = float64(n)
+			}
+		}
+	}
+	return st, nil
+}
+
+// countObjects records in r what etcd holds now (see apiStorage).
+func countObjects(ctx context.Context, cfg *rest.Config, r *Result) {
+	if st, err := apiStorage(ctx, cfg); err == nil {
+		r.EtcdObjects, r.EtcdObjectsByKind, r.EtcdDBMB = st.total(), st.text(), st.dbBytes/(1<<20)
+	}
+}
+
+func parseStorage(metrics string) storage {
+	st := storage{objects: map[string]float64{}}
+	for _, line := range strings.Split(metrics, "\n") {
+		var rest string
+		var ok, size bool
+		if rest, ok = strings.CutPrefix(line, "apiserver_storage_objects{"); !ok {
+			if rest, size = strings.CutPrefix(line, "apiserver_storage_size_bytes{"); !size {
+				continue
+			}
+		}
+		i := strings.LastIndexByte(rest, ' ')
+		v, err := strconv.ParseFloat(rest[i+1:], 64)
+		if err != nil || v < 0 {
+			continue
+		}
+		if size {
+			st.dbBytes = max(st.dbBytes, v)
+			continue
+		}
+		for _, m := range labelRE.FindAllStringSubmatch(rest[:i], -1) {
+			if m[1] == "resource" {
+				st.objects[m[2]] += v
+			}
+		}
+	}
+	return st
+}
+
+// total is the number of objects, and text the kinds holding most:
+// "bundledeployments.fleet.cattle.io 10000, rolebindings... ".
+func (s storage) total() float64 {
+	t := 0.0
+	for _, v := range s.objects {
+		t += v
+	}
+	return t
+}
+
+func (s storage) text() string {
+	keys := make([]string, 0, len(s.objects))
+	for k := range s.objects {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return s.objects[keys[i]] > s.objects[keys[j]] })
+	parts := make([]string, 0, 10)
+	for i, k := range keys {
+		if i == 10 || s.objects[k] == 0 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, s.objects[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
@@ -73,6 +205,18 @@ func isWrite(key string) bool {
 // "API writes N: PATCH bundledeployments/status 10000, POST ...".
 func writesSince(before, after map[string]float64) string {
 	return requestsSince("API writes", before, after, isWrite)
+}
+
+// writesTotal is the number of writes between two readings (before may be
+// nil: since the start).
+func writesTotal(before, after map[string]float64) float64 {
+	total := 0.0
+	for k, v := range after {
+		if isWrite(k) {
+			total += v - before[k]
+		}
+	}
+	return total
 }
 
 // readsSince does the same for reads (GET, LIST, WATCH): what waiting

@@ -80,7 +80,12 @@ func Ceiling(ctx context.Context, cp *controlplane.ControlPlane, clients, count 
 		})
 	})
 	s := since(start)
-	return Result{Experiment: "ceiling", Objects: count, Seconds: s, Rate: float64(count) / s}, err
+	r := Result{Experiment: "ceiling", Objects: count, Seconds: s, Rate: float64(count) / s, Load1: loadAverage()}
+	if err != nil {
+		return r, err
+	}
+	// What the management cluster holds later is the fleet's alone.
+	return r, cs[0].DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns))
 }
 
 // CRCeiling measures raw creates/s of BundleDeployments (a custom resource,
@@ -103,8 +108,14 @@ func CRCeiling(ctx context.Context, cp *controlplane.ControlPlane, clients, coun
 		})
 	})
 	s := since(start)
-	return Result{Experiment: "cr-ceiling", Objects: count, Seconds: s, Rate: float64(count) / s,
-		Note: "BundleDeployments created directly: the API server's limit for custom resources"}, err
+	r := Result{Experiment: "cr-ceiling", Objects: count, Seconds: s, Rate: float64(count) / s, Load1: loadAverage(),
+		Note: "BundleDeployments created directly: the API server's limit for custom resources"}
+	if err != nil {
+		return r, err
+	}
+	// Nothing of them stays to weigh on the experiments after (the watch
+	// cache holds every BundleDeployment).
+	return r, c.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(ns))
 }
 
 // Fanout creates N clusters, starts the manager, creates B bundles of 10 KB
@@ -220,7 +231,39 @@ func countAdds(ctx context.Context, cfg *rest.Config, gvk schema.GroupVersionKin
 }
 
 func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
-	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond() })
+	return waitEvery(ctx, 20*time.Millisecond, timeout, cond)
+}
+
+// waitEvery checks cond every interval: conditions that list objects are
+// checked less often, so that the checking does not load the API server.
+func waitEvery(ctx context.Context, interval, timeout time.Duration, cond func() (bool, error)) error {
+	return wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) { return cond() })
+}
+
+// waitWritesSettle waits until the API server's write counters have not
+// moved for quiet (at most limit), so that a window's count holds the
+// writes that follow its last event (the manager's status updates after a
+// registration or a heartbeat). It returns when they settled.
+func waitWritesSettle(ctx context.Context, cp *controlplane.ControlPlane, quiet, limit time.Duration) time.Time {
+	deadline := time.Now().Add(limit)
+	last, lastChange := -1.0, time.Now()
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		reqs, err := apiRequests(ctx, cp.Config)
+		if err != nil {
+			break
+		}
+		total := writesTotal(nil, reqs)
+		if total != last {
+			last, lastChange = total, time.Now()
+		} else if time.Since(lastChange) >= quiet {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return lastChange
 }
 
 // usage is what the control plane and this process had done when an
@@ -250,10 +293,26 @@ func (u usage) since(ctx context.Context, cp *controlplane.ControlPlane, r *Resu
 	if u.requests != nil && now.requests != nil {
 		r.APIWrites = writesSince(u.requests, now.requests)
 		r.APIReads = readsSince(u.requests, now.requests)
+		r.APIWritesTotal = writesTotal(u.requests, now.requests)
 	}
 	r.APIServerCPUS = now.apiserverCPU - u.apiserverCPU
 	r.EtcdCPUS = now.etcdCPU - u.etcdCPU
 	r.BenchCPUS = now.ownCPU - u.ownCPU
+	r.Load1 = loadAverage()
+}
+
+// loadAverage is the machine's one-minute load average (0 if unknown).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	l, _ := strconv.ParseFloat(f[0], 64)
+	return l
 }
 
 // peakRSSMB reads VmHWM of a process.

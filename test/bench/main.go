@@ -5,8 +5,17 @@
 //     this API server on this machine;
 //   - fanout: N clusters x B bundles (10 KB each): time until N*B
 //     BundleDeployments exist, and that rate as a fraction of the ceiling;
+//   - register, ready, retarget, heartbeat: with N simulated agents
+//     (agents.go);
+//   - scaling: registration and ready at two sizes, each on a fresh
+//     control plane (scaling.go);
 //   - agent: one real fleet-agent process (its memory, idle CPU and
 //     requests, bandwidth, reconnect and start; agent.go).
+//
+// Beside each experiment's figures: the API server's requests (its
+// counters), its CPU profile by kind of work (apiprofile.go), who wrote
+// where (its audit log, audit.go), and what etcd holds. docs/scale.md
+// tells what each figure means.
 //
 // The manager runs as its own process (the real fleet-manager binary), so its
 // peak RSS and CPU time are its own.
@@ -19,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -60,6 +70,56 @@ type Result struct {
 	// MetricsShare that time as a share of ManagerCPUS.
 	MetricsUpdateS float64 `json:"metrics_update_s,omitempty"`
 	MetricsShare   float64 `json:"metrics_share,omitempty"`
+
+	// APIWritesTotal is the API server's write requests during the
+	// experiment (its request counters: create, update, patch, delete).
+	APIWritesTotal float64 `json:"api_writes_total,omitempty"`
+	// CRCeilingRatio is Rate over the custom-resource ceiling measured on
+	// the same API server.
+	CRCeilingRatio float64 `json:"cr_ceiling_ratio,omitempty"`
+	// Shares of the API server's CPU profile over the experiment by kind
+	// of work (apiprofile.go; they overlap), AuthzShare the authorizers'
+	// share, ProfileCPUS the CPU seconds the profile holds.
+	Shares      map[string]float64 `json:"shares,omitempty"`
+	AuthzShare  float64            `json:"authz_share,omitempty"`
+	ProfileCPUS float64            `json:"profile_cpu_s,omitempty"`
+	// API server CPU (its /proc time) per Ready BundleDeployment and per
+	// registration.
+	APIServerCPUMsPerBD  float64 `json:"apiserver_cpu_ms_per_bd,omitempty"`
+	APIServerCPUMsPerReg float64 `json:"apiserver_cpu_ms_per_registration,omitempty"`
+	// APIServerCPUMsPerBeat is its CPU per heartbeat (agent check-in and
+	// whatever the manager makes of it).
+	APIServerCPUMsPerBeat float64 `json:"apiserver_cpu_ms_per_heartbeat,omitempty"`
+	// WritesPerRegistration is the management cluster's API writes per
+	// registration, until its writes settle.
+	WritesPerRegistration float64 `json:"writes_per_registration,omitempty"`
+	// Heartbeat: the manager's writes per heartbeat (beyond its idle
+	// writes), and the writes of agents and manager by namespace kind
+	// (cluster, workspace, none, other) from the audit log.
+	ManagerWritesPerBeat *float64       `json:"manager_writes_per_heartbeat,omitempty"`
+	AgentWritesPerBeat   *float64       `json:"agent_writes_per_heartbeat,omitempty"`
+	AgentWritesByNS      map[string]int `json:"agent_writes_by_ns,omitempty"`
+	ManagerWritesByNS    map[string]int `json:"manager_writes_by_ns,omitempty"`
+	// AuditWrites is who wrote what where, from the audit log.
+	AuditWrites string `json:"audit_writes,omitempty"`
+	// EtcdObjects is what the API server holds in etcd as the experiment
+	// ended (counted by listing), the kinds holding most, and the size of
+	// etcd's database (refreshed about once a minute).
+	EtcdObjects       float64 `json:"etcd_objects,omitempty"`
+	EtcdObjectsByKind string  `json:"etcd_objects_by_kind,omitempty"`
+	EtcdDBMB          float64 `json:"etcd_db_mb,omitempty"`
+	// Load1 is the machine's load average over the last minute as the
+	// experiment ended: the machine may be shared.
+	Load1 float64 `json:"load_1m,omitempty"`
+	// Scaling: the ready rate and custom-resource ceiling at each size, and
+	// the rate at the largest size over the rate at the smallest.
+	ReadyRates map[string]float64 `json:"ready_rates,omitempty"`
+	CRCeilings map[string]float64 `json:"cr_ceilings,omitempty"`
+	ScaleRatio float64            `json:"scale_ratio,omitempty"`
+	// CPUScaleRatio is the API server's CPU per Ready BundleDeployment at
+	// the smallest size over that at the largest: the rate ratio to expect
+	// were its CPU the only limit, whatever the machine's load.
+	CPUScaleRatio float64 `json:"cpu_scale_ratio,omitempty"`
 }
 
 // setMetricsCPU records the state-metrics handlers' time s.
@@ -73,8 +133,12 @@ func (r *Result) setMetricsCPU(s float64) {
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,fanout,register,ready,retarget,heartbeat,agent (all = every one)")
+	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,fanout,register,ready,retarget,heartbeat,agent,scaling (all = every one but scaling, which starts its own control planes)")
+	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
 	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")
+	flag.BoolVar(&profileEnabled, "apiserver-profile", true, "read the API server's CPU profile during registration and fan-out")
+	flag.StringVar(&profileDir, "apiserver-profile-dir", "", "also write the API server's CPU profiles into this directory")
+	flag.BoolVar(&auditEnabled, "audit", true, "log the API server's writes (audit, level Metadata) to count them by writer and namespace; the scaling experiment runs without it")
 	flag.StringVar(&agentOpts.Binary, "agent-binary", "", "agent experiment: the fleet-agent to measure (default: cmd/fleet-agent built as it ships)")
 	flag.DurationVar(&agentOpts.Idle, "agent-idle", 2*time.Minute, "agent experiment: idle window")
 	flag.DurationVar(&agentOpts.Checkin, "agent-checkin", time.Minute, "agent experiment: the agent's check-in interval")
@@ -85,40 +149,129 @@ func main() {
 	flag.DurationVar(&agentOpts.Cut, "agent-cut", 30*time.Second, "agent experiment: how long the link to the manager is cut")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
-	if err := run(*clusters, *bundles, *experiments); err != nil {
+	scaling, err := parseSizes(*sizes)
+	if err == nil {
+		err = run(*clusters, *bundles, *experiments, scaling)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
+// parseSizes reads -scaling-sizes: two or more cluster counts.
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-scaling-sizes %q: want cluster counts separated by commas, like 500,5000", s)
+		}
+		out = append(out, n)
+	}
+	if len(out) < 2 {
+		return nil, fmt.Errorf("-scaling-sizes %q: want at least two sizes to compare, like 500,5000", s)
+	}
+	return out, nil
+}
+
 // agentOpts are the agent experiment's flags.
 var agentOpts AgentOptions
 
-func run(n, b int, which string) error {
+// auditEnabled logs the bench API server's writes (-audit).
+var auditEnabled bool
+
+// startControlPlane starts a control plane for the bench: generous
+// in-flight limits, profiling on, and with audit an audit log of writes
+// (nil without).
+func startControlPlane(name string, audit bool) (*controlplane.ControlPlane, *auditLog, error) {
+	args := map[string][]string{
+		"max-requests-inflight": {"800"}, "max-mutating-requests-inflight": {"400"}, "profiling": {"true"},
+	}
+	var log *auditLog
+	var dir string
+	if audit {
+		var err error
+		if dir, err = os.MkdirTemp("", "fleet-bench-audit-"); err != nil {
+			return nil, nil, err
+		}
+		var extra map[string][]string
+		if log, extra, err = auditArgs(dir); err != nil {
+			return nil, nil, err
+		}
+		for k, v := range extra {
+			args[k] = v
+		}
+	}
+	cp, err := controlplane.Start(controlplane.Options{Name: name, APIServerArgs: args})
+	if err != nil {
+		log.remove()
+		return nil, nil, err
+	}
+	if log != nil {
+		if err := log.learnAdmin(context.Background(), cp.Config); err != nil {
+			_ = cp.Stop()
+			log.remove()
+			return nil, nil, err
+		}
+		fmt.Fprintf(os.Stderr, "The API server's audit log of writes: %s\n", log.path)
+	}
+	return cp, log, nil
+}
+
+func run(n, b int, which string, sizes []int) error {
 	want := map[string]bool{}
 	for _, e := range strings.Split(which, ",") {
 		want[strings.TrimSpace(e)] = true
 	}
-	all := want["all"]
+	for e := range want {
+		if !strings.Contains(",all,ceiling,cr-ceiling,fanout,register,ready,retarget,heartbeat,agent,scaling,", ","+e+",") {
+			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,fanout,register,ready,retarget,heartbeat,agent,scaling", which, e)
+		}
+	}
 	// Interrupted, it still stops the control plane and the manager.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(os.Stderr, "Starting a control plane for N=%d clusters, B=%d bundles\n", n, b)
-	cp, err := controlplane.Start(controlplane.Options{Name: "bench", APIServerArgs: map[string][]string{
-		"max-requests-inflight": {"800"}, "max-mutating-requests-inflight": {"400"},
-	}})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = cp.Stop() }()
 	defer framework.RemoveBinaries()
+	var results []Result
+	if !(len(want) == 1 && want["scaling"]) {
+		var err error
+		if results, err = runMain(ctx, n, b, want); err != nil {
+			return err
+		}
+	}
+	if want["scaling"] {
+		rs, err := Scaling(ctx, sizes, b)
+		results = append(results, rs...)
+		if err != nil {
+			_ = printTable(results)
+			return fmt.Errorf("scaling: %w", err)
+		}
+	}
+	if len(results) == 0 {
+		return nil // the agent experiment prints its own lines
+	}
+	return printTable(results)
+}
+
+// runMain runs every experiment but scaling on one control plane.
+func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, error) {
+	all := want["all"]
+	fmt.Fprintf(os.Stderr, "Starting a control plane for N=%d clusters, B=%d bundles\n", n, b)
+	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"]
+	cp, audit, err := startControlPlane("bench", auditEnabled && agentMode)
+	if err != nil {
+		return nil, err
+	}
+	defer audit.remove()
+	defer func() { _ = cp.Stop() }()
 
 	if all || want["agent"] {
 		if err := AgentExperiment(ctx, cp, agentOpts); err != nil {
-			return fmt.Errorf("agent: %w", err)
+			return nil, fmt.Errorf("agent: %w", err)
 		}
 		if len(want) == 1 && want["agent"] {
-			return nil // the ceilings are the manager's yardstick, not the agent's
+			return nil, nil // the ceilings are the manager's yardstick, not the agent's
 		}
 	}
 
@@ -128,7 +281,7 @@ func run(n, b int, which string) error {
 	{
 		r, err := Ceiling(ctx, cp, 32, max(2000, min(n*b, 10000)))
 		if err != nil {
-			return fmt.Errorf("ceiling: %w", err)
+			return nil, fmt.Errorf("ceiling: %w", err)
 		}
 		ceiling = r.Rate
 		results = append(results, r)
@@ -138,29 +291,28 @@ func run(n, b int, which string) error {
 	{
 		r, err := CRCeiling(ctx, cp, 32, max(2000, min(n*b, 10000)))
 		if err != nil {
-			return fmt.Errorf("cr-ceiling: %w", err)
+			return nil, fmt.Errorf("cr-ceiling: %w", err)
 		}
 		crCeiling = r.Rate
 		r.CeilingRatio = r.Rate / ceiling
 		results = append(results, r)
 		printJSON(r)
 	}
-	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"]
 	switch {
 	case agentMode:
 		// Everything after registration needs the agents and their bundles,
 		// so register always runs here, and fanout and ready unless only
 		// register was asked for.
-		f := &fleetRun{cp: cp, n: n, b: b}
+		f := &fleetRun{cp: cp, n: n, b: b, audit: audit}
 		if f.c, err = newClient(cp.Config); err != nil {
-			return err
+			return nil, err
 		}
 		if f.mgr, err = startManager(cp); err != nil {
-			return err
+			return nil, err
 		}
 		defer f.mgr.Stop()
 		if err := watchBDs(ctx, f); err != nil {
-			return err
+			return nil, err
 		}
 		steps := []func(context.Context) error{f.Register}
 		if all || want["fanout"] || want["ready"] || want["retarget"] || want["heartbeat"] {
@@ -175,32 +327,59 @@ func run(n, b int, which string) error {
 		for _, step := range steps {
 			if err := step(ctx); err != nil {
 				results = append(results, f.results...)
-				printTable(results)
-				return fmt.Errorf("%w (manager log: %s)", err, f.mgr.Log)
+				_ = printTable(results)
+				return nil, fmt.Errorf("%w (manager log: %s)", err, f.mgr.Log)
 			}
 		}
 		results = append(results, f.results...)
 	case want["fanout"]:
 		r, err := Fanout(ctx, cp, n, b)
 		if err != nil {
-			return fmt.Errorf("fanout: %w", err)
+			return nil, fmt.Errorf("fanout: %w", err)
 		}
 		r.CeilingRatio = r.Rate / ceiling
+		r.CRCeilingRatio = r.Rate / crCeiling
 		r.Note = fmt.Sprintf("%.0f%% of the custom-resource ceiling", 100*r.Rate/crCeiling)
 		results = append(results, r)
 		printJSON(r)
 	}
-	return printTable(results)
+	return results, nil
 }
 
 func printTable(results []Result) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tp50 s\tp99 s\tmanager RSS MB\tmanager CPU s\tof it metrics\tapiserver+etcd CPU s\tbench CPU s\tnote")
+	fmt.Fprintln(tw, "\nexperiment\tclusters\tbundles\tobjects\tseconds\trate/s\tof ceiling\tof CR ceiling\tp50 s\tp99 s\twrites/obj\tapiserver CPU ms/obj\tauthz\tmanager RSS MB\tmanager CPU s\tof it metrics\tapiserver+etcd CPU s\tbench CPU s\tetcd objects\tload 1m\tnote")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
-			pct(r.CeilingRatio), num(r.P50), num(r.P99), num(r.ManagerRSSMB), num(r.ManagerCPUS), metricsCell(r), num(r.APIServerCPUS+r.EtcdCPUS), num(r.BenchCPUS), r.Note)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Experiment, r.Clusters, r.Bundles, r.Objects, r.Seconds, r.Rate,
+			pct(r.CeilingRatio), pct(r.CRCeilingRatio), num(r.P50), num(r.P99), writesCell(r), num(r.APIServerCPUMsPerBD+r.APIServerCPUMsPerReg+r.APIServerCPUMsPerBeat), pct(r.AuthzShare),
+			num(r.ManagerRSSMB), num(r.ManagerCPUS), metricsCell(r), num(r.APIServerCPUS+r.EtcdCPUS), num(r.BenchCPUS), num(r.EtcdObjects), num(r.Load1), r.Note)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if len(r.Shares) > 0 {
+			fmt.Printf("API server CPU by stack, %s N=%d (%.1f s profiled; shares overlap): %s\n", r.Experiment, r.Clusters, r.ProfileCPUS, sharesText(r.Shares))
+		}
+		if r.AuditWrites != "" {
+			fmt.Printf("Writes by writer, namespace kind, verb and resource, %s N=%d: %s\n", r.Experiment, r.Clusters, r.AuditWrites)
+		}
+	}
+	return nil
+}
+
+// writesCell is the API writes per object of an experiment: per
+// registration, per heartbeat (manager and agent), per BundleDeployment.
+func writesCell(r Result) string {
+	switch {
+	case r.WritesPerRegistration > 0:
+		return fmt.Sprintf("%.1f", r.WritesPerRegistration)
+	case r.ManagerWritesPerBeat != nil && r.AgentWritesPerBeat != nil:
+		return fmt.Sprintf("manager %.2f, agent %.2f", *r.ManagerWritesPerBeat, *r.AgentWritesPerBeat)
+	case r.APIWritesTotal > 0 && r.Objects > 0:
+		return fmt.Sprintf("%.1f", r.APIWritesTotal/float64(r.Objects))
+	}
+	return "-"
 }
 
 func printJSON(r any) {
