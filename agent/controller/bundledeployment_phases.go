@@ -291,6 +291,22 @@ func (r *Reconciler) collectGarbage(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if r.APIReader != nil && hasOrphans(owned, live) {
+		// Confirm with the API server before uninstalling: the cache may
+		// be fed by a watch that outlives the agent's credential (a
+		// Cluster being deleted with its workloads kept revokes the agent
+		// before its deployments go), and a revoked agent must not read
+		// their deletion as an order to uninstall.
+		fresh := &fleet.BundleDeploymentList{}
+		if err := r.APIReader.List(ctx, fresh, client.InNamespace(r.ClusterNamespace)); err != nil {
+			return fmt.Errorf("confirming which BundleDeployments are gone before uninstalling their releases: %w", err)
+		}
+		for i := range fresh.Items {
+			if _, ok := live[fresh.Items[i].Name]; !ok && fresh.Items[i].DeletionTimestamp.IsZero() {
+				live[fresh.Items[i].Name] = &fresh.Items[i]
+			}
+		}
+	}
 	var errs []error
 	for _, rel := range owned {
 		name := deployer.Annotations(rel)[fleet.BundleDeploymentAnnotation]
@@ -314,6 +330,17 @@ func (r *Reconciler) collectGarbage(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// hasOrphans tells whether a release in owned belongs to no BundleDeployment
+// in live.
+func hasOrphans(owned []*release.Release, live map[string]*fleet.BundleDeployment) bool {
+	for _, rel := range owned {
+		if live[deployer.Annotations(rel)[fleet.BundleDeploymentAnnotation]] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // contentCache keeps recently used Contents' files: they never change

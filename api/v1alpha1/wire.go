@@ -4,6 +4,8 @@ package v1alpha1
 // both sides must agree on, kept here so that neither imports the other's
 // packages.
 
+import "time"
+
 // Finalizers, one per controller that must clean up before an object goes.
 const (
 	// ClusterFinalizer makes deleting a Cluster delete its namespace and
@@ -52,17 +54,36 @@ func KeepResourcesOnUnenroll(c *Cluster) bool {
 // BundleDeployments: its agent is being removed downstream first
 // (AgentRemovalFinalizer) and its releases are to stay, so nothing may
 // take a deployment away while the agent could still act on it.
+//
+// A Cluster registered by token (no kubeconfig Secret: the manager cannot
+// reach its agent) keeps its deployments until its agents' credentials are
+// revoked (AgentsRevokedAnnotation): a revoked agent cannot confirm that a
+// deployment is gone, so it uninstalls nothing.
 func KeepsDeployments(c *Cluster) bool {
 	if c.DeletionTimestamp.IsZero() || !KeepResourcesOnUnenroll(c) {
 		return false
 	}
 	for _, f := range c.Finalizers {
-		if f == AgentRemovalFinalizer {
+		switch {
+		case f == AgentRemovalFinalizer:
+			return true
+		case f == ClusterFinalizer && c.Spec.KubeConfigSecret == "" && c.Annotations[AgentsRevokedAnnotation] == "":
 			return true
 		}
 	}
 	return false
 }
+
+// AgentsRevokedAnnotation, on a Cluster registered by token that is being
+// deleted, says (with the time) that its agents' credentials are revoked,
+// so its deployments may go without the agent uninstalling the releases.
+const AgentsRevokedAnnotation = "fleet.cattle.io/agents-revoked"
+
+// UninstallGrace is how long a Cluster registered by token and deleted with
+// KeepResourcesOnUnenrollAnnotation "false" keeps its agent's credential
+// after its deployments are deleted: the agent uninstalls the releases
+// meanwhile (the manager cannot reach it to wait for that).
+const UninstallGrace = 30 * time.Second
 
 // CAPIMovedAnnotation, on a fleet Cluster enrolled for a Cluster API
 // Cluster, says (with the time it was seen) that the Cluster API Cluster

@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -168,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	s := &scope{cluster: cluster, namespace: names.ClusterNamespaceFor(cluster.Namespace, cluster.Name, cluster.Status.Namespace), now: r.now()}
 	if !cluster.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, s)
+		return outcome.Result(r.reconcileDelete(ctx, s), 0)
 	}
 	if controllerutil.AddFinalizer(cluster, fleet.ClusterFinalizer) {
 		if err := r.Client.Update(ctx, cluster); err != nil {
@@ -230,10 +232,43 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	if controllerutil.ContainsFinalizer(cluster, fleet.AgentRemovalFinalizer) {
 		return nil
 	}
+	// A cluster registered by token: the manager cannot reach its agent, so
+	// the order of revoking it and deleting its deployments decides what
+	// happens to the releases. To keep them (the default), the agent is
+	// revoked first: it confirms a deployment is gone with the API server
+	// before uninstalling, which a revoked agent cannot. To uninstall them,
+	// the deployments go first and the agent keeps its credential for
+	// UninstallGrace.
+	token := cluster.Spec.KubeConfigSecret == ""
+	if token && fleet.KeepResourcesOnUnenroll(cluster) && cluster.Annotations[fleet.AgentsRevokedAnnotation] == "" {
+		if err := r.revokeAgents(ctx, s); err != nil {
+			return err
+		}
+		// The API server caches a token's authentication for a few
+		// seconds after its ServiceAccount goes; authorization is not
+		// cached, so the agent's bindings in its namespace go too.
+		if err := r.Client.DeleteAllOf(ctx, &rbacv1.RoleBinding{}, client.InNamespace(s.namespace),
+			client.MatchingLabels{fleet.ManagedLabel: "true"}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("revoking the agent's rights in %s: %w", s.namespace, err)
+		}
+		patch := client.MergeFrom(cluster.DeepCopy())
+		if cluster.Annotations == nil {
+			cluster.Annotations = map[string]string{}
+		}
+		cluster.Annotations[fleet.AgentsRevokedAnnotation] = s.now.UTC().Format(time.RFC3339)
+		if err := r.Client.Patch(ctx, cluster, patch); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
 	// Without a namespace controller (as in tests) deleting the namespace
 	// alone leaves its objects, so the deployments go first.
 	if err := r.Client.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(s.namespace)); client.IgnoreNotFound(err) != nil {
 		return err
+	}
+	if token && !fleet.KeepResourcesOnUnenroll(cluster) {
+		if left := fleet.UninstallGrace - s.now.Sub(cluster.DeletionTimestamp.Time); left > 0 {
+			return outcome.Waitf(fleet.ReasonRemovingAgent, left, "the agent of cluster %s uninstalls its releases (keep-resources-on-unenroll: false) before its credential is revoked", cluster.Name)
+		}
 	}
 	if err := r.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); client.IgnoreNotFound(err) != nil {
 		return err

@@ -100,7 +100,11 @@ func startManager(cp *controlplane.ControlPlane) (*manager, error) {
 	}
 	args := []string{"--kubeconfig", cp.Kubeconfig,
 		"--api-server-url", cp.Config.Host, "--kube-api-qps", "5000", "--kube-api-burst", "10000", "--webhook-bind-address", "",
-		"--metrics-bind-address", metricsAddr}
+		"--metrics-bind-address", metricsAddr,
+		// The simulated agents run no agent Deployment: agent Bundles (one
+		// Bundle and one BundleDeployment per cluster, rolled out in
+		// batches) would measure the agent rollout, not the fan-out.
+		"--agent-bundles=false"}
 	if pprofAddr != "" {
 		fmt.Fprintf(os.Stderr, "The manager serves profiles at http://%s/debug/pprof/\n", pprofAddr)
 		args = append(args, "--pprof-bind-address", pprofAddr)

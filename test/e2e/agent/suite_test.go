@@ -85,5 +85,6 @@ func TestAgent(t *testing.T) {
 	Describe("The agent", Ordered, func() { agent.AgentSpec(ctx, s.input) })
 	Describe("The manager's own cluster", Ordered, func() { agent.LocalClusterSpec(ctx, s.input) })
 	Describe("A repository laid out Fleet's way", Ordered, func() { agent.FleetRepoSpec(ctx, s.input) })
+	Describe("Un-enrolling a token-registered cluster", Ordered, func() { agent.UnenrollSpec(ctx, s.input) })
 	RunSpecs(t, "Agent")
 }
