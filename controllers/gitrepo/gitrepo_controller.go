@@ -28,6 +28,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/enqueue"
+	"github.com/gitfleet/fleet/internal/fairshare"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/summary"
@@ -96,40 +97,19 @@ type Reconciler struct {
 	mu    sync.Mutex
 	repos map[types.NamespacedName]*repoState
 	// slots counts the git fetch slots each namespace holds.
-	slots map[string]int
+	slots fairshare.Slots
 }
 
 // takeSlot takes a git fetch slot for namespace ns unless it holds its share
 // already.
-func (r *Reconciler) takeSlot(ns string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.slots == nil {
-		r.slots = map[string]int{}
-	}
-	if r.slots[ns] >= (max(r.Workers, 1)+1)/2 {
-		return false
-	}
-	r.slots[ns]++
-	return true
-}
+func (r *Reconciler) takeSlot(ns string) bool { return r.slots.Take(ns, fairshare.Share(r.Workers)) }
 
-func (r *Reconciler) releaseSlot(ns string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.slots[ns]--; r.slots[ns] <= 0 {
-		delete(r.slots, ns)
-	}
-}
+func (r *Reconciler) releaseSlot(ns string) { r.slots.Release(ns) }
 
 // RepoKey is the fleet.RepoIndex value of a BundleDeployment: "" when its
 // Bundle was not built from a GitRepo.
 func RepoKey(bd client.Object) string {
-	l := bd.GetLabels()
-	if l[fleet.RepoLabel] == "" || l[fleet.BundleNamespaceLabel] == "" {
-		return ""
-	}
-	return l[fleet.BundleNamespaceLabel] + "/" + l[fleet.RepoLabel]
+	return cacheindex.LabelKey(bd, fleet.BundleNamespaceLabel, fleet.RepoLabel)
 }
 
 // SetupWithManager registers the controller: it watches GitRepos, the
@@ -138,14 +118,7 @@ func RepoKey(bd client.Object) string {
 // status.resources.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var err error
-	r.deployments, err = cacheindex.For(context.Background(), mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.RepoIndex: func(obj any) ([]string, error) {
-		if o, ok := obj.(client.Object); ok {
-			if k := RepoKey(o); k != "" {
-				return []string{k}, nil
-			}
-		}
-		return nil, nil
-	}})
+	r.deployments, err = cacheindex.For(context.Background(), mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.RepoIndex: cacheindex.KeyIndex(RepoKey)})
 	if err != nil {
 		return err
 	}

@@ -197,19 +197,8 @@ func firstMessage(bundles []fleet.Bundle, name string, st fleet.BundleState) str
 // display is what kubectl shows: ready/desired bundle deployments, the worst
 // state, and the first problem.
 func display(conds []metav1.Condition, r rollup) fleet.GitRepoDisplay {
-	d := fleet.GitRepoDisplay{
-		ReadyBundleDeployments: fmt.Sprintf("%d/%d", r.summary.Ready, r.summary.DesiredReady),
-		State:                  string(r.state),
-		Message:                r.message,
-		Error:                  r.state == fleet.ErrApplied || r.errBundle != "",
-	}
-	for _, t := range []string{fleet.ConditionAccepted, fleet.ConditionGitPolling} {
-		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse {
-			d.Message, d.Error = c.Message, true
-			break
-		}
-	}
-	return d
+	return summary.Display(conds, summary.Rollup{Summary: r.summary, State: r.state, Message: r.message, BundleErr: r.errBundle != ""},
+		fleet.ConditionAccepted, fleet.ConditionGitPolling)
 }
 
 // setStatus computes the whole status (but commit and observedGeneration,

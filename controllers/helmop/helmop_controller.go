@@ -26,6 +26,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/enqueue"
+	"github.com/gitfleet/fleet/internal/fairshare"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/summary"
 )
@@ -66,40 +67,19 @@ type Reconciler struct {
 	mu  sync.Mutex
 	ops map[types.NamespacedName]*opState
 	// slots counts the download slots each namespace holds.
-	slots map[string]int
+	slots fairshare.Slots
 }
 
 // takeSlot takes a download slot for namespace ns unless it holds its share
 // already.
-func (r *Reconciler) takeSlot(ns string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.slots == nil {
-		r.slots = map[string]int{}
-	}
-	if r.slots[ns] >= (max(r.Workers, 1)+1)/2 {
-		return false
-	}
-	r.slots[ns]++
-	return true
-}
+func (r *Reconciler) takeSlot(ns string) bool { return r.slots.Take(ns, fairshare.Share(r.Workers)) }
 
-func (r *Reconciler) releaseSlot(ns string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.slots[ns]--; r.slots[ns] <= 0 {
-		delete(r.slots, ns)
-	}
-}
+func (r *Reconciler) releaseSlot(ns string) { r.slots.Release(ns) }
 
 // HelmOpKey is the fleet.HelmOpIndex value of a BundleDeployment: "" when
 // its Bundle was not made from a HelmOp.
 func HelmOpKey(bd client.Object) string {
-	l := bd.GetLabels()
-	if l[fleet.HelmOpLabel] == "" || l[fleet.BundleNamespaceLabel] == "" {
-		return ""
-	}
-	return l[fleet.BundleNamespaceLabel] + "/" + l[fleet.HelmOpLabel]
+	return cacheindex.LabelKey(bd, fleet.BundleNamespaceLabel, fleet.HelmOpLabel)
 }
 
 // SetupWithManager registers the controller: it watches HelmOps, their
@@ -108,14 +88,7 @@ func HelmOpKey(bd client.Object) string {
 // GitRepoRestrictions of their namespaces.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var err error
-	r.deployments, err = cacheindex.For(context.Background(), mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.HelmOpIndex: func(obj any) ([]string, error) {
-		if o, ok := obj.(client.Object); ok {
-			if k := HelmOpKey(o); k != "" {
-				return []string{k}, nil
-			}
-		}
-		return nil, nil
-	}})
+	r.deployments, err = cacheindex.For(context.Background(), mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.HelmOpIndex: cacheindex.KeyIndex(HelmOpKey)})
 	if err != nil {
 		return err
 	}

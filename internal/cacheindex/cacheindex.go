@@ -49,3 +49,26 @@ func Objects[T any](idx toolscache.Indexer, index, key string) ([]*T, error) {
 	}
 	return out, nil
 }
+
+// LabelKey is "<namespace>/<name>" read from o's labels nsLabel and
+// nameLabel: how a generated object names what it was made from. It is ""
+// unless both are set.
+func LabelKey(o client.Object, nsLabel, nameLabel string) string {
+	l := o.GetLabels()
+	if l[nsLabel] == "" || l[nameLabel] == "" {
+		return ""
+	}
+	return l[nsLabel] + "/" + l[nameLabel]
+}
+
+// KeyIndex indexes objects by key, leaving out those whose key is "".
+func KeyIndex(key func(client.Object) string) toolscache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		if o, ok := obj.(client.Object); ok {
+			if k := key(o); k != "" {
+				return []string{k}, nil
+			}
+		}
+		return nil, nil
+	}
+}
