@@ -197,6 +197,8 @@ func TestManagerChartValues(t *testing.T) {
 		"nodeSelector":   map[string]any{"kubernetes.io/os": "linux"},
 		"tolerations":    []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}},
 		"extraArgs":      []any{"--workers=8", "--kubeconfig-secret-namespaces=capi-system"},
+		"agentUpgrade":   map[string]any{"enabled": false, "maxUnavailable": "25%"},
+		"clusterAPI":     map[string]any{"clusterSelector": "fleet.cattle.io/enroll=true", "namespaceSelector": "team in (a,b)"},
 		"extraEnv":       []any{map[string]any{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -228,7 +230,9 @@ func TestManagerChartValues(t *testing.T) {
 		"--metrics-bind-address=0", "--webhook-bind-address=:9443",
 		"--api-server-url=https://manager.example.com:6443", "--api-server-ca-file=/etc/fleet/api-server-ca/ca.crt",
 		"--webhook-secret-file=/etc/fleet/webhook/token", "--local-cluster=false",
-		"--workers=8", "--kubeconfig-secret-namespaces=capi-system"))
+		"--workers=8", "--kubeconfig-secret-namespaces=capi-system",
+		"--agent-bundles=false", "--agent-max-unavailable=25%",
+		"--capi-cluster-selector=fleet.cattle.io/enroll=true", "--capi-namespace-selector=team in (a,b)"))
 	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example.com:3128"}))
 	portNames := []string{}
 	for _, p := range c.Ports {
@@ -255,6 +259,7 @@ func TestManagerChartRejectsBadValues(t *testing.T) {
 		{"plain http API server", map[string]any{"apiServerURL": "http://manager:6443"}, "apiServerURL"},
 		{"bad lease duration", map[string]any{"leaderElection": map[string]any{"leaseDuration": "thirty"}}, "leaseDuration"},
 		{"extra arg not a flag", map[string]any{"extraArgs": []any{"workers=8"}}, "extraArgs"},
+		{"max unavailable not a number or percentage", map[string]any{"agentUpgrade": map[string]any{"maxUnavailable": "ten"}}, "maxUnavailable"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
