@@ -3,18 +3,14 @@ package capi
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +21,7 @@ import (
 	fleetcheckin "github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/test/framework/e2e"
 )
 
 // moveNS holds the moved Cluster API Cluster, on both management clusters.
@@ -52,7 +49,7 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 		srcFleet       *fleet.Cluster
 		cmUID          types.UID
 		releaseUID     types.UID
-		watcher        *deletionWatch
+		watcher        *e2e.DeletionWatch
 		// The agent's check-in interval, as the managers write it.
 		checkin time.Duration
 	)
@@ -89,7 +86,7 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 	})
 	AfterAll(func() {
 		if watcher != nil {
-			watcher.stop()
+			watcher.Stop()
 		}
 		if kubelet != nil {
 			kubelet.stop()
@@ -121,7 +118,10 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(srcFleet.OwnerReferences).To(BeEmpty(), "nothing for a garbage collector to follow")
 
-		watcher = watchDeletion(ctx, workload, "default", bundle, cm.ResourceVersion)
+		wc, err := client.NewWithWatch(workload.Config, client.Options{Scheme: registration.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		watcher = e2e.WatchDeletions(ctx, wc, e2e.DeletionScope{Namespace: "default", Name: bundle, FromVersion: cm.ResourceVersion,
+			Kinds: []client.ObjectList{&corev1.ConfigMapList{}}})
 	})
 
 	It("moves the Cluster API Cluster to the second management cluster", func() {
@@ -209,7 +209,7 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 			g.Expect(local.Get(ctx, types.NamespacedName{Namespace: "default", Name: "sh.helm.release.v1." + bundle + ".v1"}, rel)).To(Succeed())
 			g.Expect(rel.UID).To(Equal(releaseUID), "the same Helm release, never uninstalled")
 		}, 5*time.Second, 200*time.Millisecond).Should(Succeed())
-		Expect(watcher.deletions()).To(BeEmpty(), "the ConfigMap was never deleted")
+		Expect(watcher.Seen()).To(BeEmpty(), "the ConfigMap was never deleted")
 	})
 
 	It("leaves the source's fleet Cluster and BundleDeployment in place, marked as moved", func() {
@@ -236,77 +236,4 @@ func deployed(ctx context.Context, c client.Client, namespace, name string) func
 		}
 		return bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID
 	}
-}
-
-// deletionWatch watches one ConfigMap from a resourceVersion on and records
-// every deletion of it (and every new object of its name), so that a delete
-// followed by a quick re-create cannot pass unseen.
-type deletionWatch struct {
-	mu     sync.Mutex
-	events []string
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func watchDeletion(ctx context.Context, cp *controlplane.ControlPlane, namespace, name, fromVersion string) *deletionWatch {
-	GinkgoHelper()
-	c, err := client.NewWithWatch(cp.Config, client.Options{Scheme: registration.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(ctx)
-	w := &deletionWatch{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer GinkgoRecover()
-		defer close(w.done)
-		rv := fromVersion
-		for ctx.Err() == nil {
-			wi, err := c.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(namespace),
-				client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)},
-				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
-			if err != nil {
-				select {
-				case <-ctx.Done():
-				case <-time.After(200 * time.Millisecond):
-				}
-				continue
-			}
-			for ev := range wi.ResultChan() {
-				if ev.Type == watch.Error {
-					// Its place expired: absence could pass unseen.
-					w.record(fmt.Sprintf("the watch failed: %v", apierrors.FromObject(ev.Object)))
-					wi.Stop()
-					return
-				}
-				obj, ok := ev.Object.(*corev1.ConfigMap)
-				if !ok {
-					continue
-				}
-				rv = obj.ResourceVersion
-				switch ev.Type {
-				case watch.Deleted:
-					w.record("deleted at resourceVersion " + rv)
-				case watch.Added:
-					w.record("created again at resourceVersion " + rv)
-				}
-			}
-			wi.Stop()
-		}
-	}()
-	return w
-}
-
-func (w *deletionWatch) record(s string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.events = append(w.events, s)
-}
-
-func (w *deletionWatch) deletions() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.events...)
-}
-
-func (w *deletionWatch) stop() {
-	w.cancel()
-	<-w.done
 }

@@ -82,7 +82,7 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 		joined            []*e2e.JoinedCluster
 		releasesBefore    []map[string]types.UID
 		configMapsBefore  []*corev1.ConfigMap
-		deletions         []*deletionWatch
+		deletions         []*e2e.DeletionWatch
 		round             int
 		proxyC            *framework.Proxy
 		rebuiltProcessOld *framework.Process
@@ -163,7 +163,7 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 			for name, uid := range releasesBefore[i] {
 				Expect(now).To(HaveKeyWithValue(name, uid), "%s: Helm release record %s kept", j.Downstream.Name, name)
 			}
-			Expect(deletions[i].seen()).To(BeEmpty(), "%s: nothing deployed was deleted", j.Downstream.Name)
+			Expect(deletions[i].Seen()).To(BeEmpty(), "%s: nothing deployed was deleted", j.Downstream.Name)
 			AddReportEntry(j.Downstream.Name, fmt.Sprintf("ConfigMap resourceVersion %s -> %s; Helm release records %d -> %d",
 				configMapsBefore[i].ResourceVersion, cm.ResourceVersion, len(releasesBefore[i]), len(now)))
 		}
@@ -193,7 +193,7 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 				j.StopAgents()
 			}
 			for _, w := range deletions {
-				w.stop()
+				w.Stop()
 			}
 			for _, p := range []*framework.Process{first.process, rebuilt.process, rebuiltProcessOld} {
 				p.Stop()
@@ -218,7 +218,8 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 			releasesBefore = append(releasesBefore, rel)
 			wc, err := client.NewWithWatch(j.Downstream.Config, client.Options{Scheme: registration.Scheme()})
 			Expect(err).NotTo(HaveOccurred())
-			deletions = append(deletions, watchDeletions(ctx, wc, releaseNS))
+			deletions = append(deletions, e2e.WatchDeletions(ctx, wc, e2e.DeletionScope{Namespace: releaseNS,
+				Kinds: []client.ObjectList{&corev1.ConfigMapList{}, &corev1.SecretList{}}}))
 		}
 	})
 
