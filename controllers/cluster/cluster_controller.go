@@ -43,12 +43,13 @@ const DefaultOfflineAfter = 45 * time.Minute
 const DefaultLastSeenRefresh = time.Hour
 
 // DefaultSummaryInterval is how often at most a Cluster's summary of its
-// deployments is written while they change: during a fan-out to thousands
-// of clusters each one's counts move with every deployment created and
-// reported Ready, and writing each step cost the API server more than the
-// deployments themselves. What is shown lags by up to this much; the last
-// state is always written.
-const DefaultSummaryInterval = 5 * time.Second
+// deployments is written while they change: during a fan-out to thousands of
+// clusters each one's counts and state move with every deployment created
+// and reported Ready, and writing each step cost the API server about as
+// much as the deployments themselves. What the summary shows lags by up to
+// this much; the last state is always written, and what its agent decides
+// (a first check-in, Offline) or a failure to process is written at once.
+const DefaultSummaryInterval = 10 * time.Second
 
 // FieldOwner is the field manager of the status fields this controller owns
 // (namespace, summary, display, and the Ready and Processed conditions): the
@@ -243,8 +244,8 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.Cluster
 	}
 	key := client.ObjectKeyFromObject(c)
 	if wait := r.summaryWait(key, was, owned, s.now); wait > 0 {
-		// Only the counts moved, and they were written moments ago: the
-		// next write, in wait, shows where they got to by then.
+		// Only the summary moved, and it was written moments ago: the
+		// next write, in wait, shows where it got to by then.
 		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 			result.RequeueAfter = wait
 		}
@@ -278,8 +279,9 @@ func (r *Reconciler) summaryWait(key client.ObjectKey, was, owned status, now ti
 
 // summaryOnly tells whether was and owned differ only in what sums up the
 // cluster's deployments (the summary, resource and GitRepo counts, ready
-// bundles and the Ready condition that follows from them), the cluster
-// staying in a state its deployments decide.
+// bundles, the state they decide and the Ready condition that follows from
+// them): not in its namespace, its agent's check-in, Offline or WaitCheckIn,
+// nor its Processed condition.
 func summaryOnly(was, owned status) bool {
 	if was.Namespace != owned.Namespace || !equality.Semantic.DeepEqual(was.Agent, owned.Agent) ||
 		was.Display == nil || owned.Display == nil ||
@@ -287,8 +289,8 @@ func summaryOnly(was, owned status) bool {
 		len(was.Conditions) != len(owned.Conditions) {
 		return false
 	}
-	for i := range owned.Conditions {
-		if owned.Conditions[i].Type != fleet.ConditionReady && !equality.Semantic.DeepEqual(was.Conditions[i], owned.Conditions[i]) {
+	for i, c := range owned.Conditions {
+		if c.Type != was.Conditions[i].Type || (c.Type != fleet.ConditionReady && !equality.Semantic.DeepEqual(was.Conditions[i], c)) {
 			return false
 		}
 	}
@@ -302,23 +304,43 @@ func deploymentState(state string) bool {
 }
 
 // writeStatus writes this controller's status fields with a JSON merge patch
-// of only what changed since before, guarded by before's resourceVersion:
-// lighter for the API server than an apply of the whole owned status, and a
-// concurrent writer (the import controller's Imported condition, in the
-// same conditions list) makes it fail with a conflict and retry rather than
-// be overwritten. Clusters that never had this controller's status get it
-// applied, so that its fields are owned (FieldOwner) from the start.
+// of only what changed since before: lighter for the API server than an
+// apply of the whole owned status. A merge patch replaces a list whole: when
+// the conditions changed and someone else may write one of them (the import
+// controller's Imported condition, on a cluster imported by kubeconfig), the
+// patch is guarded by before's resourceVersion, so that a concurrent write
+// makes it fail with a conflict and retry rather than be overwritten.
+// Clusters that never had this controller's status get it applied, so that
+// its fields are owned (FieldOwner) from the start.
 func (r *Reconciler) writeStatus(ctx context.Context, before, c *fleet.Cluster, owned status) error {
 	if before.Status.Namespace == "" || before.Status.Display == (fleet.ClusterDisplay{}) {
 		return conditions.ApplyStatus(ctx, r.Client, fleet.GroupVersion.WithKind("Cluster"), client.ObjectKeyFromObject(c), owned, FieldOwner)
 	}
 	// Only this controller's fields differ from before: the reconcile
 	// changed nothing else.
-	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	patch := client.MergeFrom(before)
+	if !equality.Semantic.DeepEqual(before.Status.Conditions, c.Status.Conditions) && sharedConditions(before) {
+		patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	}
 	if err := r.Client.Status().Patch(ctx, c, patch, client.FieldOwner(FieldOwner)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("writing the status of cluster %s: %w", c.Name, err))
 	}
 	return nil
+}
+
+// sharedConditions tells whether another writer may change a condition of
+// the cluster: it has one this controller does not write, or it is imported
+// by kubeconfig (the import controller writes Imported).
+func sharedConditions(c *fleet.Cluster) bool {
+	if c.Spec.KubeConfigSecret != "" {
+		return true
+	}
+	for _, cond := range c.Status.Conditions {
+		if cond.Type != fleet.ConditionReady && cond.Type != fleet.ConditionProcessed {
+			return true
+		}
+	}
+	return false
 }
 
 // reconcileDelete removes the cluster's deployments and namespace, then lets
