@@ -34,6 +34,9 @@ type Agent struct {
 	Cred *registration.Credential
 	// Applied counts the deployments it "applied".
 	Applied atomic.Int64
+	// Started is true once it has checked in and listed its deployments
+	// for the first time.
+	Started atomic.Bool
 
 	c client.WithWatch
 }
@@ -98,6 +101,7 @@ func (a *Agent) Run(ctx context.Context) {
 				a.apply(ctx, &list.Items[i])
 			}
 			rv = list.ResourceVersion
+			a.Started.Store(true)
 		}
 		timeout := int64(300 + rand.IntN(300)) // 5 to 10 minutes, as reflectors do
 		w, err := a.c.Watch(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(a.Cred.ClusterNamespace),
