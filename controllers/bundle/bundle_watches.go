@@ -74,7 +74,10 @@ func (r *Reconciler) deploymentEvents() handler.EventHandler {
 			add(e.ObjectOld, q, full)
 			add(e.ObjectNew, q, full)
 		},
-		DeleteFunc:  func(_ context.Context, e event.DeleteEvent, q queue) { add(e.Object, q, false) },
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) {
+			r.mem.deleted(client.ObjectKeyFromObject(e.Object))
+			add(e.Object, q, false)
+		},
 		GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) { add(e.Object, q, true) },
 	}
 }

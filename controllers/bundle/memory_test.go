@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/target"
@@ -120,6 +121,16 @@ func TestMemoryExpectations(t *testing.T) {
 	existing = map[string]*fleet.BundleDeployment{}
 	m.addTo("bundle", existing)
 	g.Expect(existing).To(HaveKey("c3"), "addTo forgets nothing")
+
+	m.created("bundle", bd("c4"), now)
+	m.deleted(types.NamespacedName{Namespace: "c4", Name: "other-name"})
+	existing = map[string]*fleet.BundleDeployment{}
+	m.fill("bundle", existing, now)
+	g.Expect(existing).To(HaveKey("c4"), "another deployment's deletion in the namespace changes nothing")
+	m.deleted(client.ObjectKeyFromObject(bd("c4")))
+	existing = map[string]*fleet.BundleDeployment{}
+	m.fill("bundle", existing, now)
+	g.Expect(existing).NotTo(HaveKey("c4"), "deleted before the cache showed it: no longer expected")
 
 	m.forget("other")
 	existing = map[string]*fleet.BundleDeployment{}

@@ -3,12 +3,14 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -40,6 +42,15 @@ const DefaultOfflineAfter = 45 * time.Minute
 // heartbeats in between, whatever the check-in interval.
 const DefaultLastSeenRefresh = time.Hour
 
+// DefaultSummaryInterval is how often at most a Cluster's summary of its
+// deployments is written while they change: during a fan-out to thousands of
+// clusters each one's counts and state move with every deployment created
+// and reported Ready, and writing each step cost the API server about as
+// much as the deployments themselves. What the summary shows lags by up to
+// this much; the last state is always written, and what its agent decides
+// (a first check-in, Offline) or a failure to process is written at once.
+const DefaultSummaryInterval = 10 * time.Second
+
 // FieldOwner is the field manager of the status fields this controller owns
 // (namespace, summary, display, and the Ready and Processed conditions): the
 // agent's check-in and the import controller's Imported condition are
@@ -67,8 +78,24 @@ type Reconciler struct {
 	// (clusterregistration.Reconciler.AgentNamespace): deleting a Cluster
 	// deletes those of its agents, revoking their credentials. Empty: none.
 	AgentNamespace string
+	// SummaryInterval is the least time between two writes of a Cluster's
+	// status that change only its summary of deployments (default
+	// DefaultSummaryInterval); the first check-in, Offline and failures
+	// are written at once.
+	SummaryInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	// written is when each Cluster's status was last written by this
+	// process (types.NamespacedName to time.Time).
+	written sync.Map
+}
+
+func (r *Reconciler) summaryInterval() time.Duration {
+	if r.SummaryInterval > 0 {
+		return r.SummaryInterval
+	}
+	return DefaultSummaryInterval
 }
 
 func (r *Reconciler) lastSeenRefresh() time.Duration {
@@ -211,12 +238,109 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.Cluster
 	if err == nil {
 		result.RequeueAfter = offlineCheck(c, checkIn, s.now, r.offlineAfter())
 	}
-	if owned := ownedStatus(c); !equality.Semantic.DeepEqual(ownedStatus(before), owned) {
-		if aerr := conditions.ApplyStatus(ctx, r.Client, fleet.GroupVersion.WithKind("Cluster"), client.ObjectKeyFromObject(c), owned, FieldOwner); aerr != nil {
-			return ctrl.Result{}, aerr
+	was, owned := ownedStatus(before), ownedStatus(c)
+	if equality.Semantic.DeepEqual(was, owned) {
+		return result, rerr
+	}
+	key := client.ObjectKeyFromObject(c)
+	if wait := r.summaryWait(key, was, owned, s.now); wait > 0 {
+		// Only the summary moved, and it was written moments ago: the
+		// next write, in wait, shows where it got to by then.
+		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+			result.RequeueAfter = wait
+		}
+		return result, rerr
+	}
+	if perr := r.writeStatus(ctx, before, c, owned); apierrors.IsConflict(perr) {
+		// The cache had not seen the last write yet: the next reconcile,
+		// from a fresher cache, writes again.
+		return ctrl.Result{RequeueAfter: time.Second}, rerr
+	} else if perr != nil {
+		return ctrl.Result{}, perr
+	}
+	r.written.Store(key, s.now)
+	return result, rerr
+}
+
+// summaryWait is how long to hold back a status change from was to owned:
+// a change of the summary alone waits until SummaryInterval has passed
+// since the last write; anything else (a first check-in, a lastSeen
+// refresh, Offline, a failure to process) is written at once.
+func (r *Reconciler) summaryWait(key client.ObjectKey, was, owned status, now time.Time) time.Duration {
+	if !summaryOnly(was, owned) {
+		return 0
+	}
+	last, ok := r.written.Load(key)
+	if !ok {
+		return 0
+	}
+	return last.(time.Time).Add(r.summaryInterval()).Sub(now)
+}
+
+// summaryOnly tells whether was and owned differ only in what sums up the
+// cluster's deployments (the summary, resource and GitRepo counts, ready
+// bundles, the state they decide and the Ready condition that follows from
+// them): not in its namespace, its agent's check-in, Offline or WaitCheckIn,
+// nor its Processed condition.
+func summaryOnly(was, owned status) bool {
+	if was.Namespace != owned.Namespace || !equality.Semantic.DeepEqual(was.Agent, owned.Agent) ||
+		was.Display == nil || owned.Display == nil ||
+		!deploymentState(was.Display.State) || !deploymentState(owned.Display.State) ||
+		len(was.Conditions) != len(owned.Conditions) {
+		return false
+	}
+	for i, c := range owned.Conditions {
+		if c.Type != was.Conditions[i].Type || (c.Type != fleet.ConditionReady && !equality.Semantic.DeepEqual(was.Conditions[i], c)) {
+			return false
 		}
 	}
-	return result, rerr
+	return true
+}
+
+// deploymentState tells whether a displayed cluster state is one its
+// deployments decide, not its agent (WaitCheckIn, Offline).
+func deploymentState(state string) bool {
+	return state != fleet.ClusterStateWaitCheckIn && state != fleet.ClusterStateOffline
+}
+
+// writeStatus writes this controller's status fields with a JSON merge patch
+// of only what changed since before: lighter for the API server than an
+// apply of the whole owned status. A merge patch replaces a list whole: when
+// the conditions changed and someone else may write one of them (the import
+// controller's Imported condition, on a cluster imported by kubeconfig), the
+// patch is guarded by before's resourceVersion, so that a concurrent write
+// makes it fail with a conflict and retry rather than be overwritten.
+// Clusters that never had this controller's status get it applied, so that
+// its fields are owned (FieldOwner) from the start.
+func (r *Reconciler) writeStatus(ctx context.Context, before, c *fleet.Cluster, owned status) error {
+	if before.Status.Namespace == "" || before.Status.Display == (fleet.ClusterDisplay{}) {
+		return conditions.ApplyStatus(ctx, r.Client, fleet.GroupVersion.WithKind("Cluster"), client.ObjectKeyFromObject(c), owned, FieldOwner)
+	}
+	// Only this controller's fields differ from before: the reconcile
+	// changed nothing else.
+	patch := client.MergeFrom(before)
+	if !equality.Semantic.DeepEqual(before.Status.Conditions, c.Status.Conditions) && sharedConditions(before) {
+		patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	}
+	if err := r.Client.Status().Patch(ctx, c, patch, client.FieldOwner(FieldOwner)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("writing the status of cluster %s: %w", c.Name, err))
+	}
+	return nil
+}
+
+// sharedConditions tells whether another writer may change a condition of
+// the cluster: it has one this controller does not write, or it is imported
+// by kubeconfig (the import controller writes Imported).
+func sharedConditions(c *fleet.Cluster) bool {
+	if c.Spec.KubeConfigSecret != "" {
+		return true
+	}
+	for _, cond := range c.Status.Conditions {
+		if cond.Type != fleet.ConditionReady && cond.Type != fleet.ConditionProcessed {
+			return true
+		}
+	}
+	return false
 }
 
 // reconcileDelete removes the cluster's deployments and namespace, then lets
@@ -277,5 +401,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		return err
 	}
 	controllerutil.RemoveFinalizer(cluster, fleet.ClusterFinalizer)
+	r.written.Delete(client.ObjectKeyFromObject(cluster))
 	return client.IgnoreNotFound(r.Client.Update(ctx, cluster))
 }

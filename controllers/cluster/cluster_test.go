@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -199,4 +200,50 @@ func TestOfflineFromLease(t *testing.T) {
 	g.Expect(offlineCheck(c, checkIn, now, 45*time.Minute)).To(Equal(44*time.Minute + time.Second))
 	computeStatus(c, "ns", []fleet.BundleDeployment{}, checkIn, now.Add(46*time.Minute), 45*time.Minute)
 	g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateOffline), "the Lease not renewed for longer than offlineAfter")
+}
+
+// TestSummaryWritesCoalesced: a change of the deployments' summary alone
+// (their counts, and the state they decide) is held back until
+// SummaryInterval has passed since the cluster's last write; a first
+// check-in, Offline or a failure is written at once.
+func TestSummaryWritesCoalesced(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Unix(1000, 0)
+	r := &Reconciler{SummaryInterval: 5 * time.Second}
+	key := types.NamespacedName{Namespace: "ws", Name: "edge"}
+	base := &fleet.Cluster{}
+	base.Status.Namespace = "cluster-ns"
+	base.Status.Agent.LastSeen = metav1.NewTime(now.Add(-time.Minute))
+	base.Status.Display = fleet.ClusterDisplay{ReadyBundles: "1/3", State: string(fleet.NotReady)}
+	base.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 1, NotReady: 2}
+	meta.SetStatusCondition(&base.Status.Conditions, metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: "NotReady", Message: "NotReady(2)"})
+	meta.SetStatusCondition(&base.Status.Conditions, metav1.Condition{Type: fleet.ConditionProcessed, Status: metav1.ConditionTrue, Reason: "Processed"})
+
+	counted := base.DeepCopy()
+	counted.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 2, NotReady: 1}
+	counted.Status.Display.ReadyBundles = "2/3"
+	meta.SetStatusCondition(&counted.Status.Conditions, metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: "NotReady", Message: "NotReady(1)"})
+	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(counted), now)).To(BeZero(), "never written by this process: at once")
+
+	r.written.Store(key, now.Add(-2*time.Second))
+	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(counted), now)).To(Equal(3*time.Second), "counts written 2s ago: 3s more")
+	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(counted), now.Add(4*time.Second))).To(BeNumerically("<=", 0), "once the interval is over")
+
+	ready := counted.DeepCopy()
+	ready.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 3}
+	ready.Status.Display = fleet.ClusterDisplay{ReadyBundles: "3/3", State: string(fleet.Ready)}
+	meta.SetStatusCondition(&ready.Status.Conditions, metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready"})
+	g.Expect(r.summaryWait(key, ownedStatus(counted), ownedStatus(ready), now)).To(Equal(3*time.Second), "turning Ready: its deployments decide it too")
+	offline := counted.DeepCopy()
+	offline.Status.Display.State = fleet.ClusterStateOffline
+	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(offline), now)).To(BeZero(), "turning Offline")
+	seen := counted.DeepCopy()
+	seen.Status.Agent.LastSeen = metav1.NewTime(now)
+	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(seen), now)).To(BeZero(), "a lastSeen refresh")
+	failed := counted.DeepCopy()
+	meta.SetStatusCondition(&failed.Status.Conditions, metav1.Condition{Type: fleet.ConditionProcessed, Status: metav1.ConditionFalse, Reason: "Error"})
+	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(failed), now)).To(BeZero(), "a failure to process")
+	waiting := base.DeepCopy()
+	waiting.Status.Display.State = fleet.ClusterStateWaitCheckIn
+	g.Expect(r.summaryWait(key, ownedStatus(waiting), ownedStatus(counted), now)).To(BeZero(), "the first check-in")
 }

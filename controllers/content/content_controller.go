@@ -9,8 +9,11 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -18,6 +21,10 @@ import (
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
+
+// countDelay is how long a change of a Content's references waits before it
+// is counted: the changes in between are counted with it.
+const countDelay = 5 * time.Second
 
 // Reconciler garbage-collects Contents by reference count.
 type Reconciler struct {
@@ -67,12 +74,19 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	r.refs = refs
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Content{}).
-		Watches(&fleet.BundleDeployment{}, enqueue.After(2*time.Second, func(_ context.Context, o client.Object) []reconcile.Request {
+		// Only what moves a reference: a deployment created, deleted or
+		// pointed at another Content. Its agent's status writes (one per
+		// deployment during a fan-out) do not; and while a fan-out creates
+		// thousands, each Content's count is written once per countDelay.
+		Watches(&fleet.BundleDeployment{}, enqueue.After(countDelay, func(_ context.Context, o client.Object) []reconcile.Request {
 			if c := o.GetLabels()[fleet.ContentNameLabel]; c != "" {
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: c}}}
 			}
 			return nil
-		})).
+		}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetLabels()[fleet.ContentNameLabel] != e.ObjectNew.GetLabels()[fleet.ContentNameLabel] ||
+				e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+		}})).
 		Named("content").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)

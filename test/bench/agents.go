@@ -222,6 +222,20 @@ func (f *fleetRun) Register(ctx context.Context) error {
 	for _, a := range agents {
 		go a.Run(ctx)
 	}
+	// A rollout reaches clusters whose agents joined earlier: their first
+	// check-in (a Lease created, folded into the Cluster) and list are
+	// not the rollout's, so the experiments after start once they are done.
+	if err := waitFor(ctx, 10*time.Minute, func() (bool, error) {
+		for _, a := range agents {
+			if !a.Started.Load() {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return fmt.Errorf("waiting for the agents' first check-in and list: %w", err)
+	}
+	waitWritesSettle(ctx, f.cp, 3*time.Second, time.Minute)
 	return nil
 }
 

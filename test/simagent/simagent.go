@@ -34,6 +34,9 @@ type Agent struct {
 	Cred *registration.Credential
 	// Applied counts the deployments it "applied".
 	Applied atomic.Int64
+	// Started is true once it has checked in and listed its deployments
+	// for the first time.
+	Started atomic.Bool
 
 	c client.WithWatch
 }
@@ -98,6 +101,7 @@ func (a *Agent) Run(ctx context.Context) {
 				a.apply(ctx, &list.Items[i])
 			}
 			rv = list.ResourceVersion
+			a.Started.Store(true)
 		}
 		timeout := int64(300 + rand.IntN(300)) // 5 to 10 minutes, as reflectors do
 		w, err := a.c.Watch(ctx, &fleet.BundleDeploymentList{}, client.InNamespace(a.Cred.ClusterNamespace),
@@ -130,12 +134,7 @@ func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
 		return
 	}
 	patch := client.MergeFrom(bd.DeepCopy())
-	bd.Status.AppliedDeploymentID = bd.Spec.DeploymentID
-	bd.Status.Ready, bd.Status.NonModified = true, true
-	bd.Status.Display = fleet.BundleDeploymentDisplay{Deployed: "Yes", Monitored: "Yes", State: string(fleet.Ready)}
-	for _, t := range []string{fleet.ConditionInstalled, fleet.ConditionDeployed, fleet.ConditionReady, fleet.ConditionMonitored} {
-		meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "Simulated"})
-	}
+	readyStatus(bd)
 	// A real agent's reconcile is requeued with backoff when its status
 	// write fails (the API server busy: 429, timeouts): so is this one.
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 12, Cap: 10 * time.Second}
@@ -145,6 +144,33 @@ func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
 	if err == nil {
 		a.Applied.Add(1)
 	}
+}
+
+// readyStatus sets what the real agent writes in the status of a deployment
+// it installed and found ready (agent/controller/bundledeployment_status.go),
+// field for field, so that every write, watch event and managed-fields
+// computation weighs what it weighs with real agents: the release, the
+// applied deploymentID, the deployed objects and their counts (one
+// ConfigMap, as the bench's bundles hold), the four conditions and the
+// display.
+func readyStatus(bd *fleet.BundleDeployment) {
+	st := &bd.Status
+	release := "default/" + bd.Name + ":1"
+	st.Release, st.AppliedDeploymentID = release, bd.Spec.DeploymentID
+	st.Ready, st.NonModified = true, true
+	st.NonReadyStatus, st.ModifiedStatus, st.IncompleteState = nil, nil, false
+	st.Resources = []fleet.BundleDeploymentResource{{Kind: "ConfigMap", APIVersion: "v1", Namespace: "default", Name: bd.Name}}
+	st.ResourceCounts = fleet.ResourceCounts{DesiredReady: 1, Ready: 1}
+	for _, c := range []metav1.Condition{
+		{Type: fleet.ConditionInstalled, Reason: fleet.ReasonInstalled, Message: "release " + release},
+		{Type: fleet.ConditionDeployed, Reason: fleet.ReasonDeployed},
+		{Type: fleet.ConditionMonitored, Reason: fleet.ReasonMonitored},
+		{Type: fleet.ConditionReady, Reason: fleet.ReasonReady},
+	} {
+		c.Status, c.ObservedGeneration = metav1.ConditionTrue, bd.Generation
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	st.Display = fleet.BundleDeploymentDisplay{Deployed: "True", Monitored: "True", State: string(fleet.Ready)}
 }
 
 // Beat checks in once, as the real agent's heartbeat does: it renews its
