@@ -238,6 +238,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		AgentNamespace:              o.AgentNamespace(),
 		CredentialLifetime:          o.CredentialLifetime,
 		CredentialRenewAfter:        o.CredentialRenewAfter,
+		APIServerURL:                o.APIServerURL,
+		APIServerCA:                 o.APIServerCA,
 		Workers:                     o.RegistrationWorkers,
 		Recorder:                    recorder("fleet-clusterregistration"),
 	}

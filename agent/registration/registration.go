@@ -59,6 +59,14 @@ type Credential struct {
 	// current, set by NewRotator, is the token in use since the last
 	// rotation; Token is then the one the credential started with.
 	current *currentToken
+	// published is the address the manager said, at the grant, that agents
+	// reach it at.
+	published *address
+}
+
+type address struct {
+	url string
+	ca  []byte
 }
 
 // RESTConfig builds a client config for the manager's API server. Once a
@@ -283,6 +291,17 @@ func attempt(ctx context.Context, o Options) (*Credential, error) {
 	if err := retry.OnError(keep, func(error) bool { return ctx.Err() == nil }, func() error { return store(ctx, o, cred) }); err != nil {
 		return nil, err
 	}
+	if cred.published != nil {
+		// The manager told the address agents reach it at: followed now, as
+		// the manager publishes it in the cluster namespace only when it
+		// changes later.
+		if next, err := followTo(ctx, o, cred, cred.published.url, cred.published.ca); err != nil {
+			log.Info("Not following the manager's address", "reason", err.Error())
+		} else if next != nil {
+			cred = next
+		}
+		cred.published = nil
+	}
 	// Forget the token: only the per-cluster credential stays in the cluster.
 	if err := o.Local.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
 		return nil, fmt.Errorf("deleting the bootstrap secret: %w", err)
@@ -449,7 +468,7 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 			if err != nil {
 				return nil, fmt.Errorf("registration %s/%s: %w", reg.Namespace, reg.Name, err)
 			}
-			return &Credential{
+			cred := &Credential{
 				APIServerURL:     boot.APIServerURL,
 				APIServerCA:      []byte(boot.APIServerCA),
 				Token:            sealed.Token,
@@ -457,7 +476,11 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 				ClusterNamespace: sealed.ClusterNamespace,
 				Namespace:        sealed.Namespace,
 				ClientID:         clientID,
-			}, nil
+			}
+			if sealed.APIServerURL != "" {
+				cred.published = &address{url: sealed.APIServerURL, ca: []byte(sealed.APIServerCA)}
+			}
+			return cred, nil
 		case err == nil:
 			if c := meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionAccepted); c != nil && c.Status == metav1.ConditionFalse && c.Message != refused {
 				// The message says what to do; the request stays, and is

@@ -17,8 +17,8 @@ func init() {
 
 // ClusterRegistration is an agent's request to join, created with the rights
 // of a ClusterRegistrationToken and labelled with the token's name. The
-// manager grants it by creating or finding the Cluster and writing the agent's
-// credential secret.
+// manager grants it by creating or finding the Cluster and sealing the
+// agent's credential to the request's key in its status.
 type ClusterRegistration struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -36,6 +36,11 @@ type Reconciler struct {
 	// (default names.AgentIdentityNamespace of the default system
 	// namespace); EnsureSharedRoles makes it and binds its group.
 	AgentNamespace string
+	// APIServerURL and APIServerCA are the address agents reach the manager
+	// at (its --api-server-url and CA), told to each agent in its sealed
+	// credential; with no URL, agents keep their token's.
+	APIServerURL string
+	APIServerCA  []byte
 	// CredentialLifetime is how long an agent credential is valid.
 	CredentialLifetime time.Duration
 	// CredentialRenewAfter is how old an agent's newest token gets before

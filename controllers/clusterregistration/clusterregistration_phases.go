@@ -121,6 +121,12 @@ func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 				Finalizers: []string{fleet.ClusterFinalizer}},
 			Spec: fleet.ClusterSpec{ClientID: s.reg.Spec.ClientID},
 		}
+		if r.APIServerURL != "" {
+			// The agent is told the manager's address with its credential:
+			// controllers/manageraddress publishes it for this Cluster only
+			// once it changes.
+			s.cluster.Annotations = map[string]string{registration.AddressAnnotation: registration.AddressHash(r.APIServerURL, r.APIServerCA)}
+		}
 		s.newCluster = true
 	default:
 		return err
@@ -343,6 +349,7 @@ func (r *Reconciler) sealCredential(_ context.Context, s *scope) error {
 	}
 	s.sealed, err = registration.Seal(key, s.reg.Namespace, s.reg.Name, registration.SealedCredential{
 		Token: s.bearer, ClusterName: s.cluster.Name, ClusterNamespace: s.clusterNS, Namespace: s.cluster.Namespace,
+		APIServerURL: r.APIServerURL, APIServerCA: string(r.APIServerCA),
 	})
 	return err
 }

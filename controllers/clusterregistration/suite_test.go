@@ -29,8 +29,8 @@ import (
 )
 
 const (
-	systemNS   = fleet.DefaultSystemRegistrationNamespace
-	agentNS = "fleet-agents-system"
+	systemNS = fleet.DefaultSystemRegistrationNamespace
+	agentNS  = "fleet-agents-system"
 	// renewAfter is how old an agent's newest token gets before the
 	// manager issues the next one: short, so that a test sees it.
 	renewAfter = 3 * time.Second

@@ -75,7 +75,7 @@ func ownedServiceAccount(token *fleet.ClusterRegistrationToken, sa *corev1.Servi
 
 // reconcileServiceAccount keeps the token's ServiceAccount and the Role and
 // RoleBinding that let it create ClusterRegistrations in the token's
-// namespace, and nothing else.
+// namespace and get them by name, and nothing else.
 func (r *Reconciler) reconcileServiceAccount(ctx context.Context, s *scope) error {
 	token := s.token
 	meta := func(name string) metav1.ObjectMeta {

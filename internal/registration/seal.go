@@ -41,6 +41,12 @@ type SealedCredential struct {
 	ClusterName      string `json:"clusterName"`
 	ClusterNamespace string `json:"clusterNamespace"`
 	Namespace        string `json:"namespace"`
+	// APIServerURL and APIServerCA are the address agents reach the manager
+	// at, when it has one configured: the agent follows it at once, and the
+	// manager publishes it in the cluster namespace only when it changes
+	// (AddressConfigMap).
+	APIServerURL string `json:"apiServerURL,omitempty"`
+	APIServerCA  string `json:"apiServerCA,omitempty"`
 }
 
 // NewKey makes an ephemeral key pair for one registration request; its
