@@ -17,10 +17,12 @@ import (
 )
 
 // Following the manager's address. The manager tells a registering agent
-// the URL and CA agents reach it at in the credential it seals to it, and
-// publishes them in the ConfigMap fleet-manager-address of the agent's
-// cluster namespace (controllers/manageraddress) when they change after
-// that, or when the agent registered before this was sealed with it. When they differ from the
+// the URL and CA agents reach it at in the credential it seals to it (kept
+// in the fleet-agent Secret), and publishes them in the ConfigMap
+// fleet-manager-address of the agent's cluster namespace
+// (controllers/manageraddress) when they change after that, or when the
+// agent registered before this was sealed with it. The ConfigMap, when
+// there is one, is what the agent follows; otherwise the address told. When they differ from the
 // credential's, the agent tries its credential there: the same API server
 // behind another name accepts the same token. Only then does it store the
 // new address and switch to it, so a published address that does not work
@@ -56,8 +58,15 @@ func Published(ctx context.Context, cred *Credential) (url string, ca []byte, ok
 // returns false, with the reason, when the address stays.
 func Follow(ctx context.Context, o Options, cred *Credential) (bool, error) {
 	url, ca, ok, err := Published(ctx, cred)
-	if err != nil || !ok {
+	if err != nil {
 		return false, err
+	}
+	if !ok {
+		// Nothing published since the grant: the address told with it.
+		if cred.PublishedURL == "" {
+			return false, nil
+		}
+		url, ca = cred.PublishedURL, cred.PublishedCA
 	}
 	next, err := followTo(ctx, o, cred, url, ca)
 	return next != nil, err

@@ -42,6 +42,10 @@ const (
 	ClusterNamespaceKey = "clusterNamespace"
 	NamespaceKey        = "namespace"
 	ClientIDKey         = "clientID"
+	// PublishedURLKey and PublishedCAKey hold the address the manager told
+	// the agent with its grant (absent when it told none).
+	PublishedURLKey = "publishedAPIServerURL"
+	PublishedCAKey  = "publishedAPIServerCA"
 )
 
 // Credential is what a registered agent uses to talk to the manager.
@@ -59,14 +63,12 @@ type Credential struct {
 	// current, set by NewRotator, is the token in use since the last
 	// rotation; Token is then the one the credential started with.
 	current *currentToken
-	// published is the address the manager said, at the grant, that agents
-	// reach it at.
-	published *address
-}
-
-type address struct {
-	url string
-	ca  []byte
+	// PublishedURL and PublishedCA are the address the manager said, with
+	// the grant, that agents reach it at: followed like the one it publishes
+	// in the cluster namespace (Follow), which it writes only once the
+	// address changes.
+	PublishedURL string
+	PublishedCA  []byte
 }
 
 // RESTConfig builds a client config for the manager's API server. Once a
@@ -291,17 +293,6 @@ func attempt(ctx context.Context, o Options) (*Credential, error) {
 	if err := retry.OnError(keep, func(error) bool { return ctx.Err() == nil }, func() error { return store(ctx, o, cred) }); err != nil {
 		return nil, err
 	}
-	if cred.published != nil {
-		// The manager told the address agents reach it at: followed now, as
-		// the manager publishes it in the cluster namespace only when it
-		// changes later.
-		if next, err := followTo(ctx, o, cred, cred.published.url, cred.published.ca); err != nil {
-			log.Info("Not following the manager's address", "reason", err.Error())
-		} else if next != nil {
-			cred = next
-		}
-		cred.published = nil
-	}
 	// Forget the token: only the per-cluster credential stays in the cluster.
 	if err := o.Local.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
 		return nil, fmt.Errorf("deleting the bootstrap secret: %w", err)
@@ -478,7 +469,7 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 				ClientID:         clientID,
 			}
 			if sealed.APIServerURL != "" {
-				cred.published = &address{url: sealed.APIServerURL, ca: []byte(sealed.APIServerCA)}
+				cred.PublishedURL, cred.PublishedCA = sealed.APIServerURL, []byte(sealed.APIServerCA)
 			}
 			return cred, nil
 		case err == nil:
@@ -579,6 +570,8 @@ func LoadStored(ctx context.Context, local client.Client, namespace string) (*Cr
 		ClusterNamespace: string(d[ClusterNamespaceKey]),
 		Namespace:        string(d[NamespaceKey]),
 		ClientID:         string(d[ClientIDKey]),
+		PublishedURL:     string(d[PublishedURLKey]),
+		PublishedCA:      d[PublishedCAKey],
 	}
 	if cred.APIServerURL == "" || cred.Token == "" || cred.ClusterNamespace == "" {
 		return nil, nil
@@ -599,6 +592,9 @@ func store(ctx context.Context, o Options, cred *Credential) error {
 			NamespaceKey:        []byte(cred.Namespace),
 			ClientIDKey:         []byte(cred.ClientID),
 		},
+	}
+	if cred.PublishedURL != "" {
+		secret.Data[PublishedURLKey], secret.Data[PublishedCAKey] = []byte(cred.PublishedURL), cred.PublishedCA
 	}
 	err := o.Local.Create(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {

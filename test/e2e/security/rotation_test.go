@@ -108,7 +108,7 @@ var _ = Describe("Credential rotation", func() {
 		Expect(registration.Check(ctx, current)).To(Succeed())
 		stored := &corev1.Secret{}
 		Expect(local.Get(ctx, types.NamespacedName{Namespace: agentNS, Name: fleet.AgentName}, stored)).To(Succeed())
-		Expect(stored.Data).To(HaveLen(7), "the credential's fields, one token among them")
+		Expect(stored.Data).To(HaveLen(9), "the credential's fields, one token among them, and the manager's address told with the grant")
 		for key, value := range stored.Data {
 			for _, old := range tokens[:len(tokens)-1] {
 				Expect(string(value)).NotTo(Equal(old), "key %s holds a replaced token", key)
