@@ -42,9 +42,9 @@ type SealedCredential struct {
 	ClusterNamespace string `json:"clusterNamespace"`
 	Namespace        string `json:"namespace"`
 	// APIServerURL and APIServerCA are the address agents reach the manager
-	// at, when it has one configured: the agent follows it at once, and the
-	// manager publishes it in the cluster namespace only when it changes
-	// (AddressConfigMap).
+	// at, when it has one configured: the agent keeps it and follows it as
+	// it follows a published one, and the manager publishes it in the
+	// cluster namespace only when it changes (AddressConfigMap).
 	APIServerURL string `json:"apiServerURL,omitempty"`
 	APIServerCA  string `json:"apiServerCA,omitempty"`
 }
