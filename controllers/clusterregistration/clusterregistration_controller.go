@@ -109,7 +109,10 @@ type scope struct {
 	token      *fleet.ClusterRegistrationToken // the token the registration names
 	cluster    *fleet.Cluster                  // found, or to be created when new is set
 	newCluster bool
-	clusterNS  string
+	// namespaceMade is set when the cache holds the cluster namespace,
+	// made for this Cluster.
+	namespaceMade bool
+	clusterNS     string
 	// saName names the agent's ServiceAccount and bindings: a hash of the
 	// grant, set once the Cluster is known.
 	saName string

@@ -143,7 +143,8 @@ func (r *Reconciler) checkNamespace(ctx context.Context, s *scope) error {
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !ensure.Carries(ns, clusterNamespaceLabels(s.cluster)) {
+	s.namespaceMade = ensure.Carries(ns, clusterNamespaceLabels(s.cluster))
+	if !s.namespaceMade {
 		return outcome.Stallf(fleet.ReasonNamespaceConflict,
 			"namespace %s, where Cluster %s/%s would get its deployments, exists and is not labelled for it (%s=%q, %s=%q): fleet does not adopt it; delete or rename that namespace, then register again",
 			name, s.cluster.Namespace, s.cluster.Name, fleet.ClusterLabel, ns.Labels[fleet.ClusterLabel], fleet.ClusterNamespaceLabel, ns.Labels[fleet.ClusterNamespaceLabel])
@@ -292,6 +293,9 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 // it is read past the cache and its labels checked, rather than failing the
 // grant and writing its status twice more.
 func (r *Reconciler) ensureClusterNamespace(ctx context.Context, s *scope) error {
+	if s.namespaceMade {
+		return nil // the cache holds it, made for this Cluster: a Cluster registering again
+	}
 	labels := clusterNamespaceLabels(s.cluster)
 	err := r.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.clusterNS, Labels: labels}})
 	if !apierrors.IsAlreadyExists(err) {
