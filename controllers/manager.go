@@ -58,17 +58,9 @@ const DefaultWorkers = 32
 // less waiting.
 const DefaultRegistrationWorkers = 128
 
-// DefaultRegistrationMaxPending is how many granted credentials may wait for
-// their agents at once (see clusterregistration.Reconciler.MaxPending).
-const DefaultRegistrationMaxPending = clusterregistration.DefaultMaxPending
-
 // DefaultCredentialLifetime is how long an agent credential is valid; agents
 // renew theirs before it ends (see agent/registration).
 const DefaultCredentialLifetime = clusterregistration.DefaultCredentialLifetime
-
-// DefaultRegistrationMaxPendingPerToken is the same bound for the grants of
-// one registration token.
-const DefaultRegistrationMaxPendingPerToken = clusterregistration.DefaultMaxPendingPerToken
 
 // Options configure the reconcilers.
 type Options struct {
@@ -81,14 +73,11 @@ type Options struct {
 	Workers int
 	// RegistrationWorkers is the number of registrations granted at once.
 	RegistrationWorkers int
-	// RegistrationMaxPending bounds the granted credentials not picked up yet.
-	RegistrationMaxPending int
-	// RegistrationMaxPendingPerToken bounds the same per registration token.
-	RegistrationMaxPendingPerToken int
 	// CredentialLifetime is how long an agent credential is valid.
 	CredentialLifetime time.Duration
-	// CredentialSecretTTL is how long a granted credential waits for its agent.
-	CredentialSecretTTL time.Duration
+	// CredentialRenewAfter is how old an agent's newest token gets before
+	// the manager issues the next one (default half CredentialLifetime).
+	CredentialRenewAfter time.Duration
 	// ContentGrace is how long an unreferenced Content is kept.
 	ContentGrace time.Duration
 	// GitCacheDir holds the git caches (default below the temp directory).
@@ -248,10 +237,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		SystemRegistrationNamespace: o.SystemRegistrationNamespace(),
 		AgentNamespace:              o.AgentNamespace(),
 		CredentialLifetime:          o.CredentialLifetime,
-		CredentialSecretTTL:         o.CredentialSecretTTL,
+		CredentialRenewAfter:        o.CredentialRenewAfter,
+		APIServerURL:                o.APIServerURL,
+		APIServerCA:                 o.APIServerCA,
 		Workers:                     o.RegistrationWorkers,
-		MaxPending:                  o.RegistrationMaxPending,
-		MaxPendingPerToken:          o.RegistrationMaxPendingPerToken,
 		Recorder:                    recorder("fleet-clusterregistration"),
 	}
 	if err := reg.SetupWithManager(ctx, mgr); err != nil {

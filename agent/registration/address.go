@@ -16,9 +16,13 @@ import (
 	internalregistration "github.com/gitfleet/fleet/internal/registration"
 )
 
-// Following the manager's address. The manager publishes the URL and CA
-// agents reach it at in the ConfigMap fleet-manager-address of the agent's
-// cluster namespace (controllers/manageraddress). When they differ from the
+// Following the manager's address. The manager tells a registering agent
+// the URL and CA agents reach it at in the credential it seals to it (kept
+// in the fleet-agent Secret), and publishes them in the ConfigMap
+// fleet-manager-address of the agent's cluster namespace
+// (controllers/manageraddress) when they change after that, or when the
+// agent registered before this was sealed with it. The ConfigMap, when
+// there is one, is what the agent follows; otherwise the address told. When they differ from the
 // credential's, the agent tries its credential there: the same API server
 // behind another name accepts the same token. Only then does it store the
 // new address and switch to it, so a published address that does not work
@@ -54,9 +58,24 @@ func Published(ctx context.Context, cred *Credential) (url string, ca []byte, ok
 // returns false, with the reason, when the address stays.
 func Follow(ctx context.Context, o Options, cred *Credential) (bool, error) {
 	url, ca, ok, err := Published(ctx, cred)
-	if err != nil || !ok {
+	if err != nil {
 		return false, err
 	}
+	if !ok {
+		// Nothing published since the grant: the address told with it.
+		if cred.PublishedURL == "" {
+			return false, nil
+		}
+		url, ca = cred.PublishedURL, cred.PublishedCA
+	}
+	next, err := followTo(ctx, o, cred, url, ca)
+	return next != nil, err
+}
+
+// followTo moves cred to url and ca when they differ from cred's and the
+// manager accepts cred there: it stores and returns the moved credential
+// (nil when the address stays).
+func followTo(ctx context.Context, o Options, cred *Credential, url string, ca []byte) (*Credential, error) {
 	// A manager that publishes no CA says nothing about it (its
 	// certificate may be publicly trusted, or it was started without
 	// --api-server-ca-file): the CA the agent has is tried first.
@@ -65,26 +84,27 @@ func Follow(ctx context.Context, o Options, cred *Credential) (bool, error) {
 		cas = [][]byte{cred.APIServerCA, nil}
 	}
 	if sameURL(url, cred.APIServerURL) && bytes.Equal(cas[0], cred.APIServerCA) {
-		return false, nil
+		return nil, nil
 	}
 	next := *cred
 	next.Token, next.current = cred.CurrentToken(), nil
 	next.APIServerURL = url
+	var err error
 	for i, ca := range cas {
 		next.APIServerCA = ca
 		if err = Check(ctx, &next); err == nil {
 			break
 		}
 		if i == len(cas)-1 {
-			return false, fmt.Errorf("the manager publishes the address %s, and the agent's credential does not work there (%w): staying at %s",
+			return nil, fmt.Errorf("the manager publishes the address %s, and the agent's credential does not work there (%w): staying at %s",
 				url, err, cred.APIServerURL)
 		}
 	}
 	if err := store(ctx, o, &next); err != nil {
-		return false, err
+		return nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("The manager moved: following it to its published address", "from", cred.APIServerURL, "to", url)
-	return true, nil
+	return &next, nil
 }
 
 // sameURL compares two URLs of an API server, a trailing slash aside.

@@ -108,6 +108,26 @@ func TestFollowMovesOnlyToAnAddressThatWorks(t *testing.T) {
 	g.Expect(stored.Token).To(Equal(cred.Token), "the same credential")
 	g.Expect(stored.ClusterNamespace).To(Equal(clusterNS))
 	g.Expect(registration.Check(ctx, stored)).To(Succeed(), "it works at the new address")
+
+	// Nothing published, but the manager told an address with the grant:
+	// followed the same way, and kept with the credential.
+	g.Expect(admin.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: internalregistration.AddressConfigMap}})).To(Succeed())
+	told := *cred
+	told.PublishedURL, told.PublishedCA = gone.URL, cp.Config.CAData
+	moved, err = registration.Follow(ctx, o, &told)
+	g.Expect(moved).To(BeFalse())
+	g.Expect(err).To(MatchError(ContainSubstring("staying at " + oldAddr.URL)), "a told address that does not answer is not followed")
+	told.PublishedURL = newAddr.URL
+	moved, err = registration.Follow(ctx, o, &told)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(moved).To(BeTrue())
+	stored, err = registration.LoadStored(ctx, admin, agentNS)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored.APIServerURL).To(Equal(newAddr.URL))
+	g.Expect(stored.PublishedURL).To(Equal(newAddr.URL), "the told address is kept")
+	moved, err = registration.Follow(ctx, o, stored)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(moved).To(BeFalse(), "there already")
 }
 
 // writeConfigMap writes cm with data, creating it if needed.

@@ -30,7 +30,6 @@ import (
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/internal/names"
 	internalregistration "github.com/gitfleet/fleet/internal/registration"
 )
 
@@ -43,6 +42,10 @@ const (
 	ClusterNamespaceKey = "clusterNamespace"
 	NamespaceKey        = "namespace"
 	ClientIDKey         = "clientID"
+	// PublishedURLKey and PublishedCAKey hold the address the manager told
+	// the agent with its grant (absent when it told none).
+	PublishedURLKey = "publishedAPIServerURL"
+	PublishedCAKey  = "publishedAPIServerCA"
 )
 
 // Credential is what a registered agent uses to talk to the manager.
@@ -60,6 +63,12 @@ type Credential struct {
 	// current, set by NewRotator, is the token in use since the last
 	// rotation; Token is then the one the credential started with.
 	current *currentToken
+	// PublishedURL and PublishedCA are the address the manager said, with
+	// the grant, that agents reach it at: followed like the one it publishes
+	// in the cluster namespace (Follow), which it writes only once the
+	// address changes.
+	PublishedURL string
+	PublishedCA  []byte
 }
 
 // RESTConfig builds a client config for the manager's API server. Once a
@@ -269,7 +278,7 @@ func attempt(ctx context.Context, o Options) (*Credential, error) {
 	if secret == nil {
 		return nil, fmt.Errorf("no credential and no %s/%s secret: apply a registration token (fleet install agent-token; for a cluster that was registered before and lost its credential, fleet install agent-token --cluster NAME)", o.Namespace, fleet.AgentBootstrapSecretName)
 	}
-	cred, forget, err := register(ctx, o, boot, proof)
+	cred, err := register(ctx, o, boot, proof)
 	if err != nil && fallback != nil {
 		// The bootstrap stays: the next start of the agent tries it again.
 		log.Info("Could not register with the new bootstrap, going on with the stored credential", "reason", err.Error())
@@ -283,12 +292,6 @@ func attempt(ctx context.Context, o Options) (*Credential, error) {
 	keep := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 10, Cap: 10 * time.Second}
 	if err := retry.OnError(keep, func(error) bool { return ctx.Err() == nil }, func() error { return store(ctx, o, cred) }); err != nil {
 		return nil, err
-	}
-	// Kept here, the credential is not needed upstream any more: deleting it
-	// there ends the token's right to read it. Should that fail, the manager
-	// expires it a few minutes later.
-	if err := forget(ctx); err != nil {
-		ctrl.LoggerFrom(ctx).Info("Could not delete the credential secret upstream; the manager will expire it", "reason", err.Error())
 	}
 	// Forget the token: only the per-cluster credential stays in the cluster.
 	if err := o.Local.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
@@ -365,41 +368,47 @@ func Identity(ctx context.Context, local client.Client, cfg *agentinstall.AgentC
 	return string(ns.UID), nil
 }
 
-// register asks the manager for a credential and waits for it. forget
-// deletes the manager's copy once the caller has kept it.
+// register asks the manager for a credential and waits for it: the grant
+// seals it to a key made for this request (internal/registration.Seal) in
+// the registration's status.
 //
 // With proof, the credential the agent holds for the same Cluster of the
 // same manager, the request is proven to come from the Cluster's own agent
 // first (proveRenewal).
-func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proof *Credential) (cred *Credential, forget func(context.Context) error, err error) {
+func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proof *Credential) (*Credential, error) {
 	cm := &corev1.ConfigMap{}
 	if err := o.Local.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: fleet.AgentName}, cm); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return nil, nil, err
+			return nil, err
 		}
 		cm = nil
 	}
 	cfg, err := agentinstall.ReadConfig(cm)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	clientID, err := Identity(ctx, o.Local, cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	upstream, err := NewUpstreamClient(restConfig(boot.APIServerURL, []byte(boot.APIServerCA), boot.Token))
 	if err != nil {
-		return nil, nil, fmt.Errorf("manager API server %s: %w", boot.APIServerURL, err)
+		return nil, fmt.Errorf("manager API server %s: %w", boot.APIServerURL, err)
+	}
+	// The key the credential is sealed to: in memory for this request only.
+	key, err := internalregistration.NewKey()
+	if err != nil {
+		return nil, err
 	}
 	random := make([]byte, 16)
 	_, _ = rand.Read(random)
 	clientRandom := hex.EncodeToString(random)
 	if proof != nil {
 		if proof.ClientID != "" && proof.ClientID != clientID {
-			return nil, nil, fmt.Errorf("the stored credential was granted to client ID %s, and this cluster is %s now: it proves nothing", proof.ClientID, clientID)
+			return nil, fmt.Errorf("the stored credential was granted to client ID %s, and this cluster is %s now: it proves nothing", proof.ClientID, clientID)
 		}
 		if err := proveRenewal(ctx, proof, clientRandom); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	reg := &fleet.ClusterRegistration{
@@ -415,7 +424,8 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 			// missing, but that is one more write per registration.
 			Finalizers: []string{fleet.RegistrationFinalizer},
 		},
-		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: clientRandom, ClusterLabels: cfg.Labels},
+		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: clientRandom, ClusterLabels: cfg.Labels,
+			PublicKey: internalregistration.EncodePublicKey(key)},
 	}
 	create := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 6, Cap: 10 * time.Second}
 	err = retry.OnError(create, transient, func() error {
@@ -426,55 +436,65 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 		return err
 	})
 	if err != nil {
-		return nil, nil, explain("creating the cluster registration", err)
+		return nil, explain("creating the cluster registration", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Created cluster registration, waiting for the manager to grant it", "registration", reg.Namespace+"/"+reg.Name, "clientID", clientID)
 
-	secretName := names.CredentialSecret(clientID, reg.Spec.ClientRandom)
 	// Short polls first: the grant usually comes within a second or two,
 	// and a long sleep past it is what registration latency is made of. When
-	// it takes longer, thousands of clusters are registering at once: every
-	// poll is authorized against every pending grant's RoleBinding, so the
+	// it takes longer, thousands of clusters are registering at once: the
 	// polls thin out rather than slow the grants down further.
-	b := &Backoff{Min: 250 * time.Millisecond, Max: 5 * time.Second}
+	b := &Backoff{Min: 250 * time.Millisecond, Max: 3 * time.Second}
 	deadline := time.Now().Add(5 * time.Minute)
+	refused := ""
 	for {
-		secret := &corev1.Secret{}
+		got := &fleet.ClusterRegistration{}
 		// Served from the API server's watch cache (resourceVersion 0): many
-		// agents waiting at once must not each reach etcd on every poll.
-		err := upstream.Get(ctx, types.NamespacedName{Namespace: boot.SystemRegistrationNamespace, Name: secretName}, secret,
-			&client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
-		if err == nil {
-			forget := func(ctx context.Context) error {
-				return client.IgnoreNotFound(upstream.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}))
+		// agents waiting at once must not each reach etcd on every poll. The
+		// token may get a registration by name, never list or watch them.
+		err := upstream.Get(ctx, client.ObjectKeyFromObject(reg), got, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+		switch {
+		case err == nil && got.Status.SealedCredential != "":
+			sealed, err := internalregistration.Open(key, reg.Namespace, reg.Name, got.Status.SealedCredential)
+			if err != nil {
+				return nil, fmt.Errorf("registration %s/%s: %w", reg.Namespace, reg.Name, err)
 			}
-			return &Credential{
+			cred := &Credential{
 				APIServerURL:     boot.APIServerURL,
 				APIServerCA:      []byte(boot.APIServerCA),
-				Token:            string(secret.Data[fleet.CredentialTokenKey]),
-				ClusterName:      string(secret.Data[fleet.CredentialClusterNameKey]),
-				ClusterNamespace: string(secret.Data[fleet.CredentialClusterNamespaceKey]),
-				Namespace:        string(secret.Data[fleet.CredentialNamespaceKey]),
+				Token:            sealed.Token,
+				ClusterName:      sealed.ClusterName,
+				ClusterNamespace: sealed.ClusterNamespace,
+				Namespace:        sealed.Namespace,
 				ClientID:         clientID,
-			}, forget, nil
-		}
-		switch {
-		case apierrors.IsUnauthorized(err):
-			return nil, nil, explain("waiting for the credential", err)
-		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
-			// Not granted yet.
+			}
+			if sealed.APIServerURL != "" {
+				cred.PublishedURL, cred.PublishedCA = sealed.APIServerURL, []byte(sealed.APIServerCA)
+			}
+			return cred, nil
+		case err == nil:
+			if c := meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionAccepted); c != nil && c.Status == metav1.ConditionFalse && c.Message != refused {
+				// The message says what to do; the request stays, and is
+				// granted if that is done in time.
+				refused = c.Message
+				ctrl.LoggerFrom(ctx).Info("The manager refused the registration", "registration", reg.Namespace+"/"+reg.Name, "reason", c.Reason, "message", c.Message)
+			}
+		case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
+			return nil, explain("waiting for the grant", err)
+		case apierrors.IsNotFound(err):
+			// Not in the watch cache yet.
 		default:
 			// The API server is busy (429) or unreachable for a moment: keep
 			// waiting for this registration rather than make another one,
 			// which would only add to the manager's work.
-			ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the credential", "reason", err.Error())
+			ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the grant", "reason", err.Error())
 		}
 		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("registration %s/%s was not granted within 5 minutes: is the manager running?", reg.Namespace, reg.Name)
+			return nil, fmt.Errorf("registration %s/%s was not granted within 5 minutes: is the manager running?", reg.Namespace, reg.Name)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(b.Next()):
 		}
 	}
@@ -550,6 +570,8 @@ func LoadStored(ctx context.Context, local client.Client, namespace string) (*Cr
 		ClusterNamespace: string(d[ClusterNamespaceKey]),
 		Namespace:        string(d[NamespaceKey]),
 		ClientID:         string(d[ClientIDKey]),
+		PublishedURL:     string(d[PublishedURLKey]),
+		PublishedCA:      d[PublishedCAKey],
 	}
 	if cred.APIServerURL == "" || cred.Token == "" || cred.ClusterNamespace == "" {
 		return nil, nil
@@ -570,6 +592,9 @@ func store(ctx context.Context, o Options, cred *Credential) error {
 			NamespaceKey:        []byte(cred.Namespace),
 			ClientIDKey:         []byte(cred.ClientID),
 		},
+	}
+	if cred.PublishedURL != "" {
+		secret.Data[PublishedURLKey], secret.Data[PublishedCAKey] = []byte(cred.PublishedURL), cred.PublishedCA
 	}
 	err := o.Local.Create(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {

@@ -2,31 +2,33 @@ package registration
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/satoken"
 )
 
 // Credential rotation. The agent's credential is a token of the
-// ServiceAccount its registration made; the manager grants the agent the
-// right to request tokens for that ServiceAccount, and no other. When less
-// than RotateOptions.Before of its token's lifetime remains (a third by
-// default), the agent requests a new token of the same lifetime, checks that
-// the manager accepts it, stores it in its fleet-agent Secret and switches
-// every upstream client to it; requests in flight finish with the old one,
-// so the agent never stops reporting.
+// ServiceAccount its registration made. The manager mints the next token of
+// that ServiceAccount before the current one is due, and puts it in the
+// Secret fleet.RenewedCredentialSecretName of the agent's cluster namespace,
+// which the agent may read by name (it may mint no token itself: that right
+// would need a Role per agent). When less than RotateOptions.Before of its
+// token's lifetime remains (a third by default), the agent reads that
+// Secret, takes the token there if it is of its own ServiceAccount and
+// expires later than the one in use, checks that the manager accepts it,
+// stores it in its fleet-agent Secret and switches every upstream client to
+// it; requests in flight finish with the old one, so the agent never stops
+// reporting.
 //
 // ServiceAccount tokens cannot be revoked one by one: the old token is left
 // to expire at its own exp, at most one lifetime after it was minted (the
@@ -39,42 +41,16 @@ import (
 const minRotationInterval = 5 * time.Second
 
 // TokenClaims are the claims of a ServiceAccount token the agent needs to
-// rotate it. They are read without verifying the signature: the token is
-// the agent's own, and the API server verifies it on every request.
-type TokenClaims struct {
-	Namespace, ServiceAccount string
-	IssuedAt, Expiry          time.Time
-}
-
-// Lifetime is how long the token was minted to be valid.
-func (c TokenClaims) Lifetime() time.Duration { return c.Expiry.Sub(c.IssuedAt) }
+// rotate it.
+type TokenClaims = satoken.Claims
 
 // ParseToken reads the claims of a ServiceAccount token (a JWT).
 func ParseToken(token string) (TokenClaims, error) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return TokenClaims{}, errors.New("the credential's token is not a JWT: it cannot be rotated; register the cluster again with a fresh registration token")
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	c, err := satoken.Parse(token)
 	if err != nil {
-		return TokenClaims{}, fmt.Errorf("the credential's token has an unreadable payload (%v): register the cluster again with a fresh registration token", err)
+		return c, fmt.Errorf("the credential's token cannot be rotated (%v): register the cluster again with a fresh registration token", err)
 	}
-	var claims struct {
-		Subject  string `json:"sub"`
-		IssuedAt int64  `json:"iat"`
-		Expiry   int64  `json:"exp"`
-	}
-	if err := json.Unmarshal(payload, &claims); err != nil {
-		return TokenClaims{}, fmt.Errorf("the credential's token has unreadable claims (%v): register the cluster again with a fresh registration token", err)
-	}
-	sa := strings.Split(claims.Subject, ":")
-	if len(sa) != 4 || sa[0] != "system" || sa[1] != "serviceaccount" || claims.Expiry == 0 || claims.IssuedAt == 0 {
-		return TokenClaims{}, fmt.Errorf("the credential's token is not an expiring ServiceAccount token (subject %q): register the cluster again with a fresh registration token", claims.Subject)
-	}
-	return TokenClaims{
-		Namespace: sa[2], ServiceAccount: sa[3],
-		IssuedAt: time.Unix(claims.IssuedAt, 0), Expiry: time.Unix(claims.Expiry, 0),
-	}, nil
+	return c, nil
 }
 
 // currentToken is the token the upstream clients of one credential send. It
@@ -190,30 +166,39 @@ func (r *Rotator) due(c TokenClaims) time.Time {
 	return c.Expiry.Add(-before)
 }
 
-// request asks the manager's API server for a new token of the agent's own
-// ServiceAccount, valid as long as the current one was minted for.
+// request reads the next token the manager put in the agent's cluster
+// namespace, and takes it when it is of the same ServiceAccount as c and
+// expires later.
 func (r *Rotator) request(ctx context.Context, c TokenClaims) (string, error) {
 	upstream, err := NewUpstreamClient(r.cred.RESTConfig())
 	if err != nil {
 		return "", err
 	}
-	seconds := int64(c.Lifetime() / time.Second)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.ServiceAccount}}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
-	if err := upstream.SubResource("token").Create(ctx, sa, tr); err != nil {
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: r.cred.ClusterNamespace, Name: fleet.RenewedCredentialSecretName}
+	if err := upstream.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("the manager has not issued the next credential yet (no secret %s): it does before a third of the token's lifetime remains; is the manager running and up to date?", key)
+		}
 		return "", explainRotation(err)
 	}
-	if tr.Status.Token == "" {
-		return "", errors.New("the manager's API server returned an empty token")
+	token := string(secret.Data[fleet.CredentialTokenKey])
+	next, err := satoken.Parse(token)
+	if err != nil {
+		return "", fmt.Errorf("secret %s holds no usable token: %w", key, err)
 	}
-	return tr.Status.Token, nil
+	if next.Namespace != c.Namespace || next.ServiceAccount != c.ServiceAccount || !next.Expiry.After(c.Expiry) {
+		return "", fmt.Errorf("the manager has not issued the next credential yet (secret %s holds a token of %s/%s expiring %s)", key,
+			next.Namespace, next.ServiceAccount, next.Expiry.UTC())
+	}
+	return token, nil
 }
 
 func explainRotation(err error) error {
-	const what = "requesting a new token for the agent's ServiceAccount"
+	const what = "reading the next credential the manager issued"
 	switch {
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("%s: %w: %v: upgrade the manager, which grants agents the right to renew their own token", what, ErrRejected, err)
+		return fmt.Errorf("%s: %w: %v: upgrade the manager", what, ErrRejected, err)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("%s: %w: %v: the credential has expired or was revoked; apply a fresh registration token (fleet install agent-token) and restart the agent", what, ErrRejected, err)
 	}

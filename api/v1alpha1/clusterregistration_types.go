@@ -17,8 +17,8 @@ func init() {
 
 // ClusterRegistration is an agent's request to join, created with the rights
 // of a ClusterRegistrationToken and labelled with the token's name. The
-// manager grants it by creating or finding the Cluster and writing the agent's
-// credential secret.
+// manager grants it by creating or finding the Cluster and sealing the
+// agent's credential to the request's key in its status.
 type ClusterRegistration struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -46,8 +46,14 @@ type ClusterRegistrationSpec struct {
 	// same ClientID keeps the same Cluster.
 	ClientID string `json:"clientID,omitempty"`
 	// ClientRandom is a random value chosen by the agent; with ClientID it
-	// names the credential secret the agent then reads.
+	// names the registration, and its hash proves a renewal.
 	ClientRandom string `json:"clientRandom,omitempty"`
+	// PublicKey is the agent's ephemeral X25519 public key (base64, 32
+	// bytes) for this request: the manager seals the credential it issues to
+	// it (status.sealedCredential), so that only the agent holding the
+	// private key, which it keeps in memory for this request only, can read
+	// it.
+	PublicKey string `json:"publicKey,omitempty"`
 	// ClusterLabels are set on a Cluster created for this registration.
 	ClusterLabels map[string]string `json:"clusterLabels,omitempty"`
 }
@@ -57,8 +63,13 @@ type ClusterRegistrationSpec struct {
 type ClusterRegistrationStatus struct {
 	// ClusterName is the name of the Cluster registered.
 	ClusterName string `json:"clusterName,omitempty"`
-	// Granted is true once the credential secret was written.
+	// Granted is true once the credential was issued.
 	Granted bool `json:"granted,omitempty"`
+	// SealedCredential is the credential issued, sealed to spec.publicKey
+	// (base64 of the manager's ephemeral X25519 public key, the AES-GCM
+	// nonce and ciphertext; internal/registration.Seal): readable by the
+	// agent that asked, and by nobody else, who sees only ciphertext.
+	SealedCredential string `json:"sealedCredential,omitempty"`
 	// Conditions: Accepted. True (Granted) once the credential is written;
 	// False, with the reason and what to do, when the manager refuses the
 	// registration (InvalidRegistration, TokenNotFound, IdentityConflict);

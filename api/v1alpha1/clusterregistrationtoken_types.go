@@ -17,7 +17,8 @@ func init() {
 
 // ClusterRegistrationToken lets agents register clusters into its namespace.
 // The manager makes a ServiceAccount that may only create
-// ClusterRegistrations there and writes its token, with what an agent needs
+// ClusterRegistrations there and get them by name (to read the grant, sealed
+// to the requesting agent's key), and writes its token, with what an agent needs
 // to reach the manager, to the Secret named in status. An expired token is
 // deleted with its ServiceAccount.
 type ClusterRegistrationToken struct {

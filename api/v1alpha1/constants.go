@@ -70,6 +70,11 @@ const (
 	// CredentialSecretType is the type of the secrets that hand a registered
 	// agent its upstream credentials.
 	CredentialSecretType = "fleet.cattle.io/agent-credential"
+	// RenewedCredentialSecretName names the Secret in an agent's cluster
+	// namespace where the manager puts the agent's next token, under
+	// CredentialTokenKey, before the current one runs out: the agent reads
+	// it by name and switches to it (credential rotation).
+	RenewedCredentialSecretName = "fleet-agent-credential"
 	// KubeConfigSecretValueKey holds the kubeconfig in a Cluster's
 	// spec.kubeConfigSecret (the same key as Cluster API's <cluster>-kubeconfig).
 	KubeConfigSecretValueKey = "value"

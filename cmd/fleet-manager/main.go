@@ -94,10 +94,6 @@ func newCommand() *cobra.Command {
 		"clusters of a namespace whose agent may move to a new image, or be not Ready, at once: a number or a percentage (at least one)")
 	f.IntVar(&o.Workers, "workers", controllers.DefaultWorkers, "concurrent reconciles per controller")
 	f.IntVar(&o.RegistrationWorkers, "registration-workers", controllers.DefaultRegistrationWorkers, "cluster registrations granted at once")
-	f.IntVar(&o.RegistrationMaxPending, "registration-max-pending", controllers.DefaultRegistrationMaxPending,
-		"granted credentials that may wait for their agents at once; further registrations wait")
-	f.IntVar(&o.RegistrationMaxPendingPerToken, "registration-max-pending-per-token", controllers.DefaultRegistrationMaxPendingPerToken,
-		"granted credentials of one registration token that may wait for their agents at once; its further registrations wait")
 	f.Float32Var(&qps, "kube-api-qps", 500, "API requests per second to the manager's API server")
 	f.IntVar(&burst, "kube-api-burst", 1000, "API request burst to the manager's API server")
 	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for git caches (default: below the temp directory)")
@@ -132,6 +128,8 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 0, "leader lease duration (default 15s)")
 	f.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", controllers.DefaultCredentialLifetime,
 		"lifetime of agent credentials; agents renew theirs when a third of it remains (at least 10m)")
+	f.DurationVar(&o.CredentialRenewAfter, "agent-credential-renew-after", 0,
+		"age of an agent's newest token at which the manager issues the next one, for the agent to switch to (default half of --agent-credential-lifetime; keep it under two thirds)")
 	return cmd
 }
 

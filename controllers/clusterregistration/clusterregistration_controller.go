@@ -6,21 +6,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -29,54 +22,43 @@ import (
 // Reconciler grants ClusterRegistrations.
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads around the cache: a credential secret missing from
-	// the cache may only be too new to be there yet.
+	// APIReader reads around the cache: a namespace the cache does not show
+	// may only be too new to be there yet.
 	APIReader client.Reader
 	// Recorder, when set, gets a Warning event for each registration
 	// refused (SetupWithManager defaults it). Grants, thousands at once,
 	// record none.
 	Recorder events.EventRecorder
-	// SystemRegistrationNamespace holds credential secrets.
+	// SystemRegistrationNamespace held the credential secrets of earlier
+	// versions, which are removed.
 	SystemRegistrationNamespace string
 	// AgentNamespace holds the agents' ServiceAccounts, and nothing else
 	// (default names.AgentIdentityNamespace of the default system
 	// namespace); EnsureSharedRoles makes it and binds its group.
 	AgentNamespace string
+	// APIServerURL and APIServerCA are the address agents reach the manager
+	// at (its --api-server-url and CA), told to each agent in its sealed
+	// credential; with no URL, agents keep their token's.
+	APIServerURL string
+	APIServerCA  []byte
 	// CredentialLifetime is how long an agent credential is valid.
 	CredentialLifetime time.Duration
-	// CredentialSecretTTL is how long a credential secret stays after the grant.
-	CredentialSecretTTL time.Duration
+	// CredentialRenewAfter is how old an agent's newest token gets before
+	// the manager issues the next one (renewal.go); 0 means half of
+	// CredentialLifetime. Agents switch to it when a third of their token's
+	// lifetime remains (by default), so it must be less than two thirds.
+	CredentialRenewAfter time.Duration
 	// Workers is the number of registrations reconciled at once.
 	Workers int
-	// MaxPending bounds the grants whose agent has not picked up its
-	// credential yet (DefaultMaxPending when 0). Each such grant's
-	// RoleBinding names the registering token, and the API server weighs
-	// every one of them on each of the token's requests, which thousands of
-	// waiting agents make: unbounded, registering N agents at once cost the
-	// API server N² role checks. Past the bound, registrations wait.
-	MaxPending int
-	// MaxPendingPerToken bounds, the same way, the grants of one
-	// registration token (DefaultMaxPendingPerToken when 0): a token holder
-	// registering junk must not hold every other registration back.
-	MaxPendingPerToken int
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
-
-	pending *pendingBound
 }
 
 // DefaultCredentialLifetime is the default of Reconciler.CredentialLifetime:
 // agents renew their token when a third of it remains.
 const DefaultCredentialLifetime = 30 * 24 * time.Hour
 
-// DefaultMaxPending is the default of Reconciler.MaxPending.
-const DefaultMaxPending = 500
-
-// DefaultMaxPendingPerToken is the default of Reconciler.MaxPendingPerToken.
-const DefaultMaxPendingPerToken = 50
-
-// SetupWithManager registers the controller, the credential pickup
-// controller and their indexes.
+// SetupWithManager registers the controller and its indexes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
@@ -87,15 +69,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.CredentialLifetime == 0 {
 		r.CredentialLifetime = DefaultCredentialLifetime
 	}
-	if r.CredentialSecretTTL == 0 {
-		r.CredentialSecretTTL = 10 * time.Minute
-	}
-	if r.MaxPending <= 0 {
-		r.MaxPending = DefaultMaxPending
-	}
-	if r.MaxPendingPerToken <= 0 {
-		r.MaxPendingPerToken = DefaultMaxPendingPerToken
-	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -103,24 +76,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.Recorder = mgr.GetEventRecorder("fleet-clusterregistration")
 	}
 	if err := IndexClientID(ctx, mgr); err != nil {
-		return err
-	}
-	bindings, err := cacheindex.For(ctx, mgr.GetCache(), &rbacv1.RoleBinding{}, nil)
-	if err != nil {
-		return err
-	}
-	r.pending = newPendingBound(r.MaxPending, r.MaxPendingPerToken, r.SystemRegistrationNamespace, bindings)
-	// An agent deletes its credential secret once it has stored the
-	// credential: the token's right to read it goes at once, rather than when
-	// the secret would have expired. This has a queue of its own, so as not to
-	// wait behind thousands of grants: until it is done, the binding weighs
-	// on every request of the token, and counts against MaxPending.
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("credentialpickup").
-		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{},
-			credentialSecretDeleted(r.SystemRegistrationNamespace))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 32}).
-		Complete(reconcile.Func(r.withdrawPickedUp)); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -148,31 +103,24 @@ func IndexClientID(ctx context.Context, mgr ctrl.Manager) error {
 	})
 }
 
-// credentialSecretDeleted passes only the deletion of credential secrets.
-func credentialSecretDeleted(namespace string) predicate.TypedPredicate[*corev1.Secret] {
-	return predicate.TypedFuncs[*corev1.Secret]{
-		CreateFunc:  func(event.TypedCreateEvent[*corev1.Secret]) bool { return false },
-		UpdateFunc:  func(event.TypedUpdateEvent[*corev1.Secret]) bool { return false },
-		GenericFunc: func(event.TypedGenericEvent[*corev1.Secret]) bool { return false },
-		DeleteFunc: func(e event.TypedDeleteEvent[*corev1.Secret]) bool {
-			return e.Object.Namespace == namespace && e.Object.Type == fleet.CredentialSecretType
-		},
-	}
-}
-
 // scope is what the phases of one reconcile share.
 type scope struct {
 	reg        *fleet.ClusterRegistration
 	token      *fleet.ClusterRegistrationToken // the token the registration names
 	cluster    *fleet.Cluster                  // found, or to be created when new is set
 	newCluster bool
-	clusterNS  string
+	// namespaceMade is set when the cache holds the cluster namespace,
+	// made for this Cluster.
+	namespaceMade bool
+	clusterNS     string
 	// saName names the agent's ServiceAccount and bindings: a hash of the
 	// grant, set once the Cluster is known.
-	saName     string
+	saName string
+	// secretName named the credential secret of earlier versions.
 	secretName string
-	// admitted is set once the pending bound let the grant through.
-	admitted bool
+	// bearer is the agent's token, minted by the grant, and sealed its
+	// credential sealed to the request's key.
+	bearer, sealed string
 	// granted is set when this reconcile granted the registration.
 	granted bool
 	// requeueAfter is when to look again after a reconcile that succeeded.
@@ -198,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	before := reg.Status.DeepCopy()
 	var err error
 	defer func() { res, retErr = r.finish(ctx, s, before, err) }()
-	phases := []phase{r.reconcileRotationAccess, r.reconcileExpiry}
+	phases := []phase{r.reconcileLegacyCredential, r.reconcileRenewal}
 	if !reg.Status.Granted {
 		phases = []phase{
 			// Checks first: a registration refused, or waiting for the
@@ -208,11 +156,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.findCluster,
 			r.checkNamespace,
 			r.reconcileFinalizer,
-			r.admit,
 			// The grant.
-			r.reconcileCluster,
 			r.reconcileAgentAccess,
-			r.reconcileCredential,
+			r.sealCredential,
 			r.replaceOlder,
 			r.markGranted,
 		}
@@ -229,14 +175,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // changed, records a refusal, and turns the phases' error into the result.
 func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.ClusterRegistrationStatus, err error) (ctrl.Result, error) {
 	reg := s.reg
-	if s.admitted {
-		r.pending.done(s.secretName)
-	}
-	clusterName := ""
+	clusterName, sealed := "", ""
 	if s.granted {
-		clusterName = s.cluster.Name
+		clusterName, sealed = s.cluster.Name, s.sealed
 	}
-	reg.Status = nextStatus(*before, reg.Generation, clusterName, err, r.Now())
+	reg.Status = nextStatus(*before, reg.Generation, clusterName, sealed, err, r.Now())
 	if !equality.Semantic.DeepEqual(*before, reg.Status) {
 		base := reg.DeepCopy()
 		base.Status = *before

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,10 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/checkin"
@@ -27,21 +24,14 @@ import (
 	"github.com/gitfleet/fleet/internal/satoken"
 )
 
-// pendingRetry is how soon a registration held back by MaxPending is looked
-// at again.
-const pendingRetry = 2 * time.Second
-
-// Labels naming the registration a credential secret (and its RBAC) is for.
-// The token read bindings carrying registrationLabel are what MaxPending
-// counts.
+// Labels naming the registration what a grant wrote is for.
 const (
 	registrationLabel          = registration.RequestLabel
 	registrationNamespaceLabel = registration.RequestNamespaceLabel
 )
 
 // managedLabels are on everything a grant writes: the manager deletes or
-// rewrites nothing that does not carry them. The token label lets revoking
-// the token take back the credentials of its that wait for their agents.
+// rewrites nothing that does not carry them.
 func managedLabels(reg *fleet.ClusterRegistration) map[string]string {
 	l := ownerLabels(reg)
 	l[fleet.RegistrationTokenLabel] = reg.Labels[fleet.RegistrationTokenLabel]
@@ -72,6 +62,9 @@ func Validate(reg *fleet.ClusterRegistration) error {
 	}
 	if len(reg.Spec.ClientRandom) < 16 || len(reg.Spec.ClientRandom) > 256 {
 		errs = append(errs, errors.New("spec.clientRandom must be 16 to 256 characters"))
+	}
+	if _, err := registration.ParsePublicKey(reg.Spec.PublicKey); err != nil {
+		errs = append(errs, err)
 	}
 	if reg.Labels[fleet.RegistrationTokenLabel] == "" {
 		errs = append(errs, fmt.Errorf("label %s naming the registration token is missing", fleet.RegistrationTokenLabel))
@@ -128,6 +121,12 @@ func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 				Finalizers: []string{fleet.ClusterFinalizer}},
 			Spec: fleet.ClusterSpec{ClientID: s.reg.Spec.ClientID},
 		}
+		if r.APIServerURL != "" {
+			// The agent is told the manager's address with its credential:
+			// controllers/manageraddress publishes it for this Cluster only
+			// once it changes.
+			s.cluster.Annotations = map[string]string{registration.AddressAnnotation: registration.AddressHash(r.APIServerURL, r.APIServerCA)}
+		}
 		s.newCluster = true
 	default:
 		return err
@@ -144,7 +143,8 @@ func (r *Reconciler) checkNamespace(ctx context.Context, s *scope) error {
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !ensure.Carries(ns, clusterNamespaceLabels(s.cluster)) {
+	s.namespaceMade = ensure.Carries(ns, clusterNamespaceLabels(s.cluster))
+	if !s.namespaceMade {
 		return outcome.Stallf(fleet.ReasonNamespaceConflict,
 			"namespace %s, where Cluster %s/%s would get its deployments, exists and is not labelled for it (%s=%q, %s=%q): fleet does not adopt it; delete or rename that namespace, then register again",
 			name, s.cluster.Namespace, s.cluster.Name, fleet.ClusterLabel, ns.Labels[fleet.ClusterLabel], fleet.ClusterNamespaceLabel, ns.Labels[fleet.ClusterNamespaceLabel])
@@ -226,27 +226,58 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// admit holds the grant back while MaxPending credentials wait for their
-// agents (see pendingBound).
-func (r *Reconciler) admit(_ context.Context, s *scope) error {
-	ok, perToken, err := r.pending.admit(s.secretName, s.reg.Namespace+"/"+s.token.Name)
-	if err != nil || ok {
-		s.admitted = ok
+// reconcileAgentAccess writes the grant: the cluster namespace, the Cluster
+// (made or claimed), the agent's ServiceAccount and its one RoleBinding, and
+// mints the agent's token. A grant is a chain of round trips, and thousands
+// may be waiting: what does not depend on another write is written at once,
+// in two rounds, each object with a create (the cache already said it is
+// not there; when it is after all, ensureObject reads and corrects it).
+//
+// The namespace is made before the Cluster, so that the cluster controller,
+// which makes it too for Clusters made otherwise, finds it rather than
+// racing this create and failing.
+//
+// The ServiceAccount lives in the agents' namespace (AgentNamespace), whose
+// group is bound once to ContentReaderRole; in the cluster namespace one
+// RoleBinding to the shared AgentRole names it. No per-agent binding is
+// cluster-wide, in the workspace namespace, or anywhere the registration
+// token is weighed.
+func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
+	s.clusterNS = names.ClusterNamespaceFor(s.cluster.Namespace, s.cluster.Name, s.cluster.Status.Namespace)
+	s.saName = names.AgentServiceAccount(s.cluster.Namespace, s.cluster.Name, s.reg.Spec.ClientID, s.reg.Spec.ClientRandom)
+	labels := agentLabels(s.reg, s.cluster)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: r.AgentNamespace}}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.saName, Namespace: r.AgentNamespace}},
+	}
+	if err := concurrently(
+		func() error { return r.ensureClusterNamespace(ctx, s) },
+		func() error { return createOrEnsure(ctx, r.Client, labels, sa) },
+	); err != nil {
 		return err
 	}
-	if perToken {
-		return outcome.Waitf(fleet.ReasonPendingBound, pendingRetry,
-			"%d credentials granted with registration token %s already wait for their agents to fetch them, the most one token may have waiting: the registration is granted when one is fetched or expires",
-			r.MaxPendingPerToken, s.token.Name)
-	}
-	return outcome.Waitf(fleet.ReasonPendingBound, pendingRetry,
-		"%d granted credentials already wait for their agents to fetch them, the most this manager lets wait at once: the registration is granted when one is fetched or expires", r.MaxPending)
+	return concurrently(
+		func() error { return r.reconcileCluster(ctx, s) },
+		func() error { return createOrEnsure(ctx, r.Client, labels, binding) },
+		func() (err error) {
+			s.bearer, err = satoken.Mint(ctx, r.Client, r.AgentNamespace, s.saName, r.CredentialLifetime)
+			return err
+		},
+	)
 }
 
 // reconcileCluster claims the Cluster found, or creates it.
 func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 	if s.newCluster {
-		return r.Client.Create(ctx, s.cluster)
+		err := r.Client.Create(ctx, s.cluster)
+		if apierrors.IsAlreadyExists(err) {
+			// Made by an earlier try of this grant whose status write failed,
+			// or by someone else: looked at again on the retry.
+			return fmt.Errorf("cluster %s/%s was created meanwhile: looking again", s.cluster.Namespace, s.cluster.Name)
+		}
+		return err
 	}
 	if s.cluster.Spec.ClientID != "" {
 		return nil
@@ -257,69 +288,48 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 	return r.Client.Patch(ctx, s.cluster, patch)
 }
 
-// reconcileAgentAccess creates the cluster namespace, the agent's
-// ServiceAccount and exactly its RBAC, and lets the registering token read
-// the credential secret to come, and delete it once read (that one secret,
-// nothing else: every pending grant's binding names the token, so the API
-// server weighs them all on each of the token's requests, and a picked-up
-// credential should not linger). A grant is a chain of round trips,
-// and thousands may be waiting: what does not need the namespace is written
-// while it is made, and each step writes its objects at once.
-//
-// The ServiceAccount lives in the agents' namespace (AgentNamespace), whose
-// group is bound once to ContentReaderRole; in the cluster namespace one
-// RoleBinding to the shared AgentRole names it. No per-agent binding is
-// cluster-wide or in the workspace namespace, where the API server would
-// weigh it on every request of every agent.
-func (r *Reconciler) reconcileAgentAccess(ctx context.Context, s *scope) error {
-	s.clusterNS = names.ClusterNamespaceFor(s.cluster.Namespace, s.cluster.Name, s.cluster.Status.Namespace)
-	s.saName = names.AgentServiceAccount(s.cluster.Namespace, s.cluster.Name, s.reg.Spec.ClientID, s.reg.Spec.ClientRandom)
-	labels := agentLabels(s.reg, s.cluster)
-	elsewhere := append([]client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: r.AgentNamespace}},
-		&rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace},
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "delete"}, ResourceNames: []string{s.secretName},
-			}},
-		},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: s.secretName},
-			// The token's ServiceAccount, which the token controller keeps in
-			// this namespace.
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind,
-				Name: names.RegistrationTokenServiceAccount(s.token.Namespace, s.token.Name), Namespace: r.SystemRegistrationNamespace}},
-		},
-	}, rotationAccess(r.AgentNamespace, s.saName)...)
-	return concurrently(
-		func() error {
-			if err := r.ensureClusterNamespace(ctx, s); err != nil {
-				return err
-			}
-			return ensureObject(ctx, r.Client, labels, &rbacv1.RoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: s.saName, Namespace: s.clusterNS},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentRole},
-				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: s.saName, Namespace: r.AgentNamespace}},
-			})
-		},
-		func() error { return ensureAll(ctx, r.Client, labels, elsewhere) },
-	)
-}
-
-// ensureClusterNamespace makes the cluster namespace. The cluster controller
-// makes it too, for the Cluster the grant just created: when it won the race,
-// the namespace is read past the cache, rather than failing the grant and
-// writing its status twice more.
+// ensureClusterNamespace makes the cluster namespace, once: when it exists
+// already (the cluster controller made it, or an earlier try of this grant),
+// it is read past the cache and its labels checked, rather than failing the
+// grant and writing its status twice more.
 func (r *Reconciler) ensureClusterNamespace(ctx context.Context, s *scope) error {
+	if s.namespaceMade {
+		return nil // the cache holds it, made for this Cluster: a Cluster registering again
+	}
 	labels := clusterNamespaceLabels(s.cluster)
-	err := ensure.Namespace(ctx, r.Client, s.clusterNS, labels)
-	if err == nil || outcome.IsStalling(err) || r.APIReader == nil {
+	err := r.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.clusterNS, Labels: labels}})
+	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
 	ns := &corev1.Namespace{}
-	if gerr := r.APIReader.Get(ctx, types.NamespacedName{Name: s.clusterNS}, ns); gerr != nil || !ensure.Carries(ns, labels) {
-		return err // not there after all, or not this Cluster's: checked again on the retry
+	if err := reader.Get(ctx, types.NamespacedName{Name: s.clusterNS}, ns); err != nil {
+		return err
+	}
+	if !ensure.Carries(ns, labels) {
+		return ensure.Namespace(ctx, r.Client, s.clusterNS, labels) // refuses it, saying why
+	}
+	return nil
+}
+
+// createOrEnsure creates obj, or, when it exists, brings it in line
+// (ensureObject): a grant's objects are new, so one request, not three.
+func createOrEnsure(ctx context.Context, c client.Client, labels map[string]string, obj client.Object) error {
+	create := obj.DeepCopyObject().(client.Object)
+	l := map[string]string{}
+	for k, v := range labels {
+		l[k] = v
+	}
+	create.SetLabels(l)
+	err := c.Create(ctx, create)
+	if apierrors.IsAlreadyExists(err) {
+		return ensureObject(ctx, c, labels, obj)
+	}
+	if err != nil {
+		return fmt.Errorf("creating %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }
@@ -334,24 +344,16 @@ func agentLabels(reg *fleet.ClusterRegistration, cluster *fleet.Cluster) map[str
 	return l
 }
 
-// reconcileCredential mints the agent's token and writes the credential
-// secret, which only the registering token may read.
-func (r *Reconciler) reconcileCredential(ctx context.Context, s *scope) error {
-	bearer, err := satoken.Mint(ctx, r.Client, r.AgentNamespace, s.saName, r.CredentialLifetime)
+// sealCredential seals the agent's credential to the key of its request:
+// the status write that ends the grant carries it.
+func (r *Reconciler) sealCredential(_ context.Context, s *scope) error {
+	key, err := registration.ParsePublicKey(s.reg.Spec.PublicKey)
 	if err != nil {
-		return err
+		return err // validated before: not reached
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}}
-	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
-		secret.Labels = managedLabels(s.reg)
-		secret.Type = fleet.CredentialSecretType
-		secret.Data = map[string][]byte{
-			fleet.CredentialTokenKey:            []byte(bearer),
-			fleet.CredentialClusterNameKey:      []byte(s.cluster.Name),
-			fleet.CredentialClusterNamespaceKey: []byte(s.clusterNS),
-			fleet.CredentialNamespaceKey:        []byte(s.cluster.Namespace),
-		}
-		return nil
+	s.sealed, err = registration.Seal(key, s.reg.Namespace, s.reg.Name, registration.SealedCredential{
+		Token: s.bearer, ClusterName: s.cluster.Name, ClusterNamespace: s.clusterNS, Namespace: s.cluster.Namespace,
+		APIServerURL: r.APIServerURL, APIServerCA: string(r.APIServerCA),
 	})
 	return err
 }
@@ -377,69 +379,29 @@ func (r *Reconciler) replaceOlder(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// markGranted ends a grant: the credential is written, and the secret is
-// looked at again once the agent has had time to fetch it.
+// markGranted ends a grant: the status write carries it; the credential is
+// renewed when due (renewal.go).
 func (r *Reconciler) markGranted(_ context.Context, s *scope) error {
 	s.granted = true
-	s.requeueAfter = r.CredentialSecretTTL
+	s.requeueAfter = r.renewAfter()
 	return nil
 }
 
-// withdrawPickedUp takes back a token's right to read a credential secret
-// once the secret is gone. The cache saw the deletion, so it is asked whether
-// the secret came back.
-func (r *Reconciler) withdrawPickedUp(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if err := r.Client.Get(ctx, req.NamespacedName, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-		return reconcile.Result{}, err // still there (nil): the expiry takes care of it
-	}
-	return reconcile.Result{}, r.withdrawRead(ctx, req.Name)
-}
-
-// withdrawRead deletes the RoleBinding and Role, named after a credential
-// secret, that let the registering token read it. From then on the grant
-// no longer counts against MaxPending.
-func (r *Reconciler) withdrawRead(ctx context.Context, secretName string) error {
-	meta := metav1.ObjectMeta{Name: secretName, Namespace: r.SystemRegistrationNamespace}
-	if err := deleteAll(ctx, r.Client, &rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta}); err != nil {
-		return err
-	}
-	r.pending.withdrawn(secretName)
-	return nil
-}
-
-// reconcileExpiry removes the credential secret of a granted registration
-// and the token's right to read it: at once when the agent has deleted the
-// secret (it has the credential), otherwise once the agent has had time to
-// fetch it.
-func (r *Reconciler) reconcileExpiry(ctx context.Context, s *scope) error {
-	key := types.NamespacedName{Namespace: r.SystemRegistrationNamespace, Name: s.secretName}
-	secret := &corev1.Secret{}
-	err := r.Client.Get(ctx, key, secret)
-	if apierrors.IsNotFound(err) {
-		// Fetched and deleted by the agent, or too new for the cache.
-		err = r.APIReader.Get(ctx, key, secret)
-	}
-	if apierrors.IsNotFound(err) {
-		// Normally already done by withdrawPickedUp; not if the deletion
-		// came while the manager was down.
-		return r.withdrawRead(ctx, s.secretName)
-	}
-	if err != nil {
-		return err
-	}
-	if left := secret.CreationTimestamp.Add(r.CredentialSecretTTL).Sub(r.Now()); left > 0 {
-		s.requeueAfter = left
+// reconcileLegacyCredential removes what a grant of an earlier version
+// wrote to hand the credential over (a Secret in the system registration
+// namespace, and a Role and RoleBinding letting the registering token read
+// it): grants seal the credential into the status now.
+func (r *Reconciler) reconcileLegacyCredential(ctx context.Context, s *scope) error {
+	if s.reg.Spec.PublicKey != "" {
 		return nil
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Expiring a credential its agent did not fetch", "secret", key.Name)
-	return r.deleteCredentialSecret(ctx, s)
+	return r.deleteLegacyCredential(ctx, s)
 }
 
-func (r *Reconciler) deleteCredentialSecret(ctx context.Context, s *scope) error {
-	if err := deleteAll(ctx, r.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}}); err != nil {
-		return err
-	}
-	return r.withdrawRead(ctx, s.secretName)
+func (r *Reconciler) deleteLegacyCredential(ctx context.Context, s *scope) error {
+	meta := metav1.ObjectMeta{Name: s.secretName, Namespace: r.SystemRegistrationNamespace}
+	return deleteOwned(ctx, r.Client, managed,
+		&corev1.Secret{ObjectMeta: meta}, &rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta})
 }
 
 // reconcileDelete revokes the credential: the ServiceAccount (so its token)
@@ -448,7 +410,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	if !controllerutil.ContainsFinalizer(s.reg, fleet.RegistrationFinalizer) {
 		return nil
 	}
-	if err := r.deleteCredentialSecret(ctx, s); err != nil {
+	if err := r.deleteLegacyCredential(ctx, s); err != nil {
 		return err
 	}
 	if cluster := s.reg.Status.ClusterName; cluster != "" {

@@ -14,10 +14,14 @@ import (
 )
 
 func TestValidate(t *testing.T) {
+	key, err := registration.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
 	valid := func() *fleet.ClusterRegistration {
 		return &fleet.ClusterRegistration{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{fleet.RegistrationTokenLabel: "t"}},
-			Spec:       fleet.ClusterRegistrationSpec{ClientID: "uid", ClientRandom: "0123456789abcdef"},
+			Spec:       fleet.ClusterRegistrationSpec{ClientID: "uid", ClientRandom: "0123456789abcdef", PublicKey: registration.EncodePublicKey(key)},
 		}
 	}
 	cases := map[string]struct {
@@ -28,6 +32,9 @@ func TestValidate(t *testing.T) {
 		"no client id":   {func(r *fleet.ClusterRegistration) { r.Spec.ClientID = "" }, "spec.clientID"},
 		"short random":   {func(r *fleet.ClusterRegistration) { r.Spec.ClientRandom = "abc" }, "spec.clientRandom"},
 		"no token label": {func(r *fleet.ClusterRegistration) { r.Labels = nil }, fleet.RegistrationTokenLabel},
+		// An agent of an earlier version, which waits for a credential secret.
+		"no public key":  {func(r *fleet.ClusterRegistration) { r.Spec.PublicKey = "" }, "spec.publicKey"},
+		"bad public key": {func(r *fleet.ClusterRegistration) { r.Spec.PublicKey = "AAAA" }, "spec.publicKey"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -13,13 +13,14 @@ import (
 
 // nextStatus is a registration's status after a reconcile that ended with
 // err; clusterName names the Cluster when this reconcile granted it ("" when
-// it did not). A status that says the same as old is equal to old, so that
+// it did not), and sealed is the credential it sealed to the agent. A status that says the same as old is equal to old, so that
 // the caller writes nothing.
-func nextStatus(old fleet.ClusterRegistrationStatus, generation int64, clusterName string, err error, now time.Time) fleet.ClusterRegistrationStatus {
+func nextStatus(old fleet.ClusterRegistrationStatus, generation int64, clusterName, sealed string, err error, now time.Time) fleet.ClusterRegistrationStatus {
 	st := *old.DeepCopy()
 	if err == nil && clusterName != "" {
 		st.Granted = true
 		st.ClusterName = clusterName
+		st.SealedCredential = sealed
 	}
 	if c := acceptedCondition(err, clusterName); c != nil {
 		c.ObservedGeneration = generation
@@ -36,10 +37,6 @@ func nextStatus(old fleet.ClusterRegistrationStatus, generation int64, clusterNa
 //   - refused (a Stalling error: invalid request, token missing, identity
 //     conflict): False with the error's reason, and its message, which says
 //     what to do;
-//   - held back by MaxPending: Unknown, PendingBound. Unknown rather than
-//     False: nothing is wrong with the registration, the manager has not
-//     decided yet. The message does not carry the current count, so that a
-//     registration waiting through many retries is written once;
 //   - a transient error, or a reconcile of a registration granted before:
 //     nil. A conflict on the way to a grant is no news, and not worth a
 //     write.
@@ -51,8 +48,6 @@ func acceptedCondition(err error, clusterName string) *metav1.Condition {
 	case outcome.IsStalling(err):
 		c := outcome.Condition(fleet.ConditionAccepted, err, fleet.ReasonGranted, "", fleet.ReasonInvalidRegistration)
 		return &c
-	case outcome.IsWaiting(err) && outcome.ReasonOf(err, "") == fleet.ReasonPendingBound:
-		return &metav1.Condition{Type: fleet.ConditionAccepted, Status: metav1.ConditionUnknown, Reason: fleet.ReasonPendingBound, Message: err.Error()}
 	}
 	return nil
 }

@@ -22,19 +22,20 @@ func TestNextStatus(t *testing.T) {
 			ObservedGeneration: 1, LastTransitionTime: at}}
 	}
 	noToken := outcome.Stallf(fleet.ReasonTokenNotFound, "registration token ns/t does not exist")
-	pending := outcome.Waitf(fleet.ReasonPendingBound, time.Second, "10 credentials wait")
+	waiting := outcome.Waitf(fleet.ReasonPendingBound, time.Second, "10 credentials wait")
 	cases := []struct {
 		name        string
 		old         fleet.ClusterRegistrationStatus
 		clusterName string
+		sealed      string
 		err         error
 		want        fleet.ClusterRegistrationStatus
 	}{{
 		name:        "granted",
-		clusterName: "c-1", want: fleet.ClusterRegistrationStatus{Granted: true, ClusterName: "c-1",
+		clusterName: "c-1", sealed: "v1.sealed", want: fleet.ClusterRegistrationStatus{Granted: true, ClusterName: "c-1", SealedCredential: "v1.sealed",
 			Conditions: accepted(metav1.ConditionTrue, fleet.ReasonGranted, "Granted as Cluster c-1", metav1.NewTime(now))},
 	}, {
-		name:        "granted after waiting for the bound",
+		name:        "granted after an earlier version held it back",
 		old:         fleet.ClusterRegistrationStatus{Conditions: accepted(metav1.ConditionUnknown, fleet.ReasonPendingBound, "10 credentials wait", earlier)},
 		clusterName: "c-1", want: fleet.ClusterRegistrationStatus{Granted: true, ClusterName: "c-1",
 			Conditions: accepted(metav1.ConditionTrue, fleet.ReasonGranted, "Granted as Cluster c-1", metav1.NewTime(now))},
@@ -57,14 +58,9 @@ func TestNextStatus(t *testing.T) {
 		err:  fmt.Errorf("validate: %w", outcome.Stallf(fleet.ReasonInvalidRegistration, "bad")),
 		want: fleet.ClusterRegistrationStatus{Conditions: accepted(metav1.ConditionFalse, fleet.ReasonInvalidRegistration, "validate: bad", metav1.NewTime(now))},
 	}, {
-		name: "waiting for the bound",
-		err:  pending,
-		want: fleet.ClusterRegistrationStatus{Conditions: accepted(metav1.ConditionUnknown, fleet.ReasonPendingBound, "10 credentials wait", metav1.NewTime(now))},
-	}, {
-		name: "still waiting: no change",
-		old:  fleet.ClusterRegistrationStatus{Conditions: accepted(metav1.ConditionUnknown, fleet.ReasonPendingBound, "10 credentials wait", earlier)},
-		err:  pending,
-		want: fleet.ClusterRegistrationStatus{Conditions: accepted(metav1.ConditionUnknown, fleet.ReasonPendingBound, "10 credentials wait", earlier)},
+		name: "waiting, which grants no longer do: nothing new",
+		err:  waiting,
+		want: fleet.ClusterRegistrationStatus{},
 	}, {
 		name: "a transient error says nothing new",
 		old:  fleet.ClusterRegistrationStatus{Conditions: accepted(metav1.ConditionUnknown, fleet.ReasonPendingBound, "10 credentials wait", earlier)},
@@ -85,7 +81,7 @@ func TestNextStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			old := tc.old.DeepCopy()
-			got := nextStatus(tc.old, 1, tc.clusterName, tc.err, now)
+			got := nextStatus(tc.old, 1, tc.clusterName, tc.sealed, tc.err, now)
 			g.Expect(got).To(Equal(tc.want))
 			g.Expect(tc.old).To(Equal(*old), "the old status is not changed")
 			g.Expect(equality.Semantic.DeepEqual(got, tc.old)).To(Equal(equality.Semantic.DeepEqual(tc.want, tc.old)), "a write only when something changed")

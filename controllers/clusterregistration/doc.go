@@ -8,8 +8,10 @@
 //     check-in Lease (fleet.AgentLeaseName), which the cluster controller
 //     folds into the Cluster's status;
 //   - cluster-wide: get Contents;
-//   - in the agents' namespace: create tokens for its own ServiceAccount
-//     only, to renew its credential before it expires (rotation.go).
+//
+// and nothing else: not even tokens for itself. The manager issues its next
+// token before the current one is due, into a Secret of the cluster
+// namespace (renewal.go).
 //
 // The credential is the token of a ServiceAccount made for the registration
 // in the agents' namespace (AgentNamespace, fleet-agents-system), which the
@@ -17,26 +19,31 @@
 // group grants every agent Contents, and one RoleBinding in the cluster
 // namespace, to the shared ClusterRole fleet-agent, the rest. Nothing is
 // granted per agent at cluster scope or in the workspace namespace, where the
-// API server's authorizer would weigh it on every request of every agent. The
-// credential is handed over in a Secret in the system registration namespace
-// that only the registering token's ServiceAccount may read, and that is
-// removed a short time later. A newer registration of the same identity
+// API server's authorizer would weigh it on every request of every agent.
+//
+// The credential is handed over sealed (internal/registration.Seal) to the
+// ephemeral X25519 key the agent put in spec.publicKey, in the status write
+// that grants the request: the registering token may get registrations by
+// name (never list or watch them), and anyone reading another's sees only
+// ciphertext. Nothing is written for the token itself: a grant is the
+// namespace, the Cluster, the ServiceAccount, its RoleBinding, its token and
+// the one status write. The granted registration stays, as the record of the
+// grant whose deletion revokes the credential (its finalizer); its ciphertext
+// cannot be opened once the agent has dropped its key. A newer registration of the same identity
 // replaces the older one, whose ServiceAccount (and so whose credential) is
 // deleted with it; deleting the Cluster deletes its agents' ServiceAccounts
 // (controllers/cluster).
 //
 // Condition Accepted says what became of a request: True (Granted), False
 // with the reason and what to do when it is refused (InvalidRegistration,
-// TokenNotFound, IdentityConflict), Unknown (PendingBound) while it waits
-// behind MaxPending credentials that their agents have not fetched yet. The
-// agent cannot read it (its token may only create registrations); it is for
-// the person wondering why a cluster does not appear.
+// TokenNotFound, IdentityConflict). The agent logs a refusal; it is for the
+// person wondering why a cluster does not appear.
 //
 // Files: clusterregistration_controller.go (setup and the Reconcile skeleton,
 // with the one status patch at the end), clusterregistration_phases.go (the
-// checks, the grant, expiry and revocation), clusterregistration_status.go
-// (the status as pure functions of how a reconcile ended), pending.go (the
-// bound on credentials waiting for their agents) and rbac.go (the shared
-// ClusterRoles and the helpers that write RBAC), rotation.go (the agent's
-// right to renew its own token).
+// checks, the grant and revocation), clusterregistration_status.go (the
+// status as pure functions of how a reconcile ended), rbac.go (the shared
+// ClusterRoles and the helpers that write RBAC), renewal.go (the agent's next
+// token), rotation.go (what earlier versions granted for rotation, revoked
+// with their registrations).
 package clusterregistration

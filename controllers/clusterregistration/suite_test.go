@@ -2,6 +2,7 @@ package clusterregistration_test
 
 import (
 	"context"
+	"crypto/ecdh"
 	"fmt"
 	"os"
 	"sync"
@@ -22,13 +23,17 @@ import (
 	"github.com/gitfleet/fleet/controllers/clusterregistration"
 	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/registration"
+	"github.com/gitfleet/fleet/internal/satoken"
 	"github.com/gitfleet/fleet/test/envtest"
 )
 
 const (
-	systemNS   = fleet.DefaultSystemRegistrationNamespace
-	agentNS    = "fleet-agents-system"
-	maxPending = 3
+	systemNS = fleet.DefaultSystemRegistrationNamespace
+	agentNS  = "fleet-agents-system"
+	// renewAfter is how old an agent's newest token gets before the
+	// manager issues the next one: short, so that a test sees it.
+	renewAfter = 3 * time.Second
 )
 
 var env *envtest.Environment
@@ -57,7 +62,8 @@ func TestMain(m *testing.M) {
 				SystemRegistrationNamespace: systemNS,
 				AgentNamespace:              agentNS,
 				Workers:                     8,
-				MaxPending:                  maxPending,
+				CredentialLifetime:          time.Hour,
+				CredentialRenewAfter:        renewAfter,
 			}).SetupWithManager(ctx, mgr)
 		},
 		SetupEnv: func(e *envtest.Environment) { env = e },
@@ -76,14 +82,25 @@ func workspace(ctx context.Context, g Gomega, prefix string) (*corev1.Namespace,
 
 // request is what an agent creates to register.
 func request(namespace, token, clientID string, labels map[string]string) *fleet.ClusterRegistration {
+	reg, _ := requestWithKey(namespace, token, clientID, labels)
+	return reg
+}
+
+// requestWithKey is request with the key the credential is sealed to.
+func requestWithKey(namespace, token, clientID string, labels map[string]string) (*fleet.ClusterRegistration, *ecdh.PrivateKey) {
+	key, err := registration.NewKey()
+	if err != nil {
+		panic(err)
+	}
 	return &fleet.ClusterRegistration{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "request-", Namespace: namespace,
 			Labels:     map[string]string{fleet.RegistrationTokenLabel: token},
 			Finalizers: []string{fleet.RegistrationFinalizer},
 		},
-		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: "0123456789abcdef-" + clientID, ClusterLabels: labels},
-	}
+		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: "0123456789abcdef-" + clientID, ClusterLabels: labels,
+			PublicKey: registration.EncodePublicKey(key)},
+	}, key
 }
 
 func accepted(ctx context.Context, g Gomega, reg *fleet.ClusterRegistration) *metav1.Condition {
@@ -92,27 +109,11 @@ func accepted(ctx context.Context, g Gomega, reg *fleet.ClusterRegistration) *me
 	return meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionAccepted)
 }
 
-// pendingBindings counts the token read bindings the API server holds.
-func pendingBindings(ctx context.Context) (int, error) {
-	list := &rbacv1.RoleBindingList{}
-	if err := env.List(ctx, list, client.InNamespace(systemNS), client.HasLabels{"fleet.cattle.io/registration"}); err != nil {
-		return 0, err
-	}
-	return len(list.Items), nil
-}
-
-// pickUp deletes a granted registration's credential secret, as its agent
-// does once it has stored the credential.
-func pickUp(ctx context.Context, reg *fleet.ClusterRegistration) error {
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}}
-	return client.IgnoreNotFound(env.Delete(ctx, secret))
-}
-
 func TestGrant(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, token := workspace(ctx, g, "grant")
-	reg := request(ns.Name, token.Name, "grant-1", map[string]string{"env": "prod", "fleet.cattle.io/cluster": "other"})
+	reg, key := requestWithKey(ns.Name, token.Name, "grant-1", map[string]string{"env": "prod", "fleet.cattle.io/cluster": "other"})
 	g.Expect(env.Create(ctx, reg)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
@@ -174,24 +175,67 @@ func TestGrant(t *testing.T) {
 	g.Expect(shared.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + agentNS}))
 	g.Expect(shared.RoleRef.Name).To(Equal(clusterregistration.ContentReaderRole))
 
-	secretName := names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)
-	secret := &corev1.Secret{}
-	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: systemNS, Name: secretName}, secret)).To(Succeed())
-	g.Expect(secret.Type).To(BeEquivalentTo(fleet.CredentialSecretType))
-	g.Expect(secret.Data).To(HaveKeyWithValue(fleet.CredentialClusterNameKey, []byte(clusterName)))
-	g.Expect(secret.Data).To(HaveKeyWithValue(fleet.CredentialClusterNamespaceKey, []byte(clusterNS)))
-	g.Expect(secret.Data[fleet.CredentialTokenKey]).NotTo(BeEmpty())
-	readBinding := &rbacv1.RoleBinding{}
-	g.Expect(env.Get(ctx, types.NamespacedName{Namespace: systemNS, Name: secretName}, readBinding)).To(Succeed())
-	g.Expect(readBinding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind,
-		Name: names.RegistrationTokenServiceAccount(ns.Name, token.Name), Namespace: systemNS}))
+	// The credential, sealed to the request's key in the status; nothing
+	// for the registering token anywhere else.
+	g.Expect(reg.Status.SealedCredential).NotTo(BeEmpty())
+	cred, err := registration.Open(key, reg.Namespace, reg.Name, reg.Status.SealedCredential)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cred.ClusterName).To(Equal(clusterName))
+	g.Expect(cred.ClusterNamespace).To(Equal(clusterNS))
+	g.Expect(cred.Namespace).To(Equal(ns.Name))
+	claims, err := satoken.Parse(cred.Token)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(claims.Namespace + "/" + claims.ServiceAccount).To(Equal(agentNS + "/" + saName))
+	g.Expect(claims.Lifetime()).To(Equal(time.Hour))
+	other, err := registration.NewKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = registration.Open(other, reg.Namespace, reg.Name, reg.Status.SealedCredential)
+	g.Expect(err).To(HaveOccurred(), "another key opens nothing")
+	for _, list := range []client.ObjectList{&corev1.SecretList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
+		g.Expect(env.List(ctx, list, client.InNamespace(systemNS), client.MatchingLabels{"fleet.cattle.io/registration": reg.Name})).To(Succeed())
+		g.Expect(meta.LenList(list)).To(BeZero(), "%T written for the grant in the system registration namespace", list)
+	}
+	// No per-agent right to mint tokens: the manager issues the next one.
+	roles := &rbacv1.RoleList{}
+	g.Expect(env.List(ctx, roles, client.InNamespace(agentNS))).To(Succeed())
+	g.Expect(roles.Items).To(BeEmpty(), "Roles in the agents' namespace")
+}
 
-	// The agent fetches its credential and deletes the secret: the token's
-	// right to read it goes.
-	g.Expect(pickUp(ctx, reg)).To(Succeed())
+// The manager issues the agent's next token into its cluster namespace
+// when the newest is renewAfter old, again and again, for the agent's own
+// ServiceAccount; revoking the registration ends it.
+func TestRenewal(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, token := workspace(ctx, g, "renewal")
+	reg := request(ns.Name, token.Name, "renewal-1", nil)
+	g.Expect(env.Create(ctx, reg)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+		g.Expect(reg.Status.Granted).To(BeTrue())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	sa := names.AgentServiceAccount(ns.Name, reg.Status.ClusterName, reg.Spec.ClientID, reg.Spec.ClientRandom)
+	key := types.NamespacedName{Namespace: names.ClusterNamespace(ns.Name, reg.Status.ClusterName), Name: fleet.RenewedCredentialSecretName}
+
+	var seen []satoken.Claims
+	g.Eventually(func(g Gomega) {
+		secret := &corev1.Secret{}
+		g.Expect(env.Get(ctx, key, secret)).To(Succeed())
+		g.Expect(secret.Labels).To(HaveKeyWithValue(fleet.ManagedLabel, "true"))
+		c, err := satoken.Parse(string(secret.Data[fleet.CredentialTokenKey]))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(c.Namespace + "/" + c.ServiceAccount).To(Equal(agentNS + "/" + sa))
+		g.Expect(c.Lifetime()).To(Equal(time.Hour))
+		if len(seen) == 0 || c.IssuedAt.After(seen[len(seen)-1].IssuedAt) {
+			seen = append(seen, c)
+		}
+		g.Expect(seen).To(HaveLen(2), "two tokens issued one after the other")
+	}).WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "the next token issued, twice")
+
+	g.Expect(env.Delete(ctx, reg)).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Get(ctx, types.NamespacedName{Namespace: systemNS, Name: secretName}, &rbacv1.RoleBinding{}))
-	}).WithTimeout(30*time.Second).Should(BeTrue(), "the token read binding withdrawn after pickup")
+		return apierrors.IsNotFound(env.Get(ctx, types.NamespacedName{Namespace: agentNS, Name: sa}, &corev1.ServiceAccount{}))
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "revoked with the registration: every token of its ServiceAccount with it")
 }
 
 func TestRefusalsAreRecordedAsAcceptedFalse(t *testing.T) {
@@ -248,39 +292,17 @@ func TestRefusalsAreRecordedAsAcceptedFalse(t *testing.T) {
 	g.Expect(list.Items).To(HaveLen(1), "only the Cluster made beforehand")
 }
 
-func TestPendingBoundHoldsAsSeenFromTheAPIServer(t *testing.T) {
+// Many registrations at once are all granted, each with one status write
+// and nothing held back.
+func TestGrantsAtOnce(t *testing.T) {
 	const n = 12
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	g := NewWithT(t)
-	ns, token := workspace(ctx, g, "bound")
-	g.Eventually(pendingBindings).WithContext(ctx).WithTimeout(30*time.Second).Should(BeZero(), "no credential of another test waiting")
-
-	// Watch the API server for as long as the test runs.
-	var (
-		mu      sync.Mutex
-		peak    int
-		sampled = make(chan struct{})
-	)
-	go func() {
-		defer close(sampled)
-		for ctx.Err() == nil {
-			if c, err := pendingBindings(ctx); err == nil {
-				mu.Lock()
-				peak = max(peak, c)
-				mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}()
-
+	ns, token := workspace(ctx, g, "many")
 	regs := make([]*fleet.ClusterRegistration, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		regs[i] = request(ns.Name, token.Name, fmt.Sprint("bound-", i), nil)
+		regs[i] = request(ns.Name, token.Name, fmt.Sprint("many-", i), nil)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -288,40 +310,15 @@ func TestPendingBoundHoldsAsSeenFromTheAPIServer(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-
-	// With no agent fetching anything, exactly maxPending are granted and
-	// the others say they wait.
-	status := func(g Gomega) (granted, waiting int) {
-		for _, reg := range regs {
-			switch c := accepted(ctx, g, reg); {
-			case c == nil:
-			case c.Reason == fleet.ReasonGranted:
-				granted++
-			case c.Status == metav1.ConditionUnknown && c.Reason == fleet.ReasonPendingBound:
-				waiting++
-			}
-		}
-		return granted, waiting
-	}
-	g.Eventually(func(g Gomega) {
-		granted, waiting := status(g)
-		g.Expect(granted).To(Equal(maxPending))
-		g.Expect(waiting).To(Equal(n - maxPending))
-	}).WithTimeout(30*time.Second).Should(Succeed(), "the bound reached and the others waiting")
-
-	// Agents fetch their credentials as they come: all are granted in turn.
 	g.Eventually(func(g Gomega) {
 		for _, reg := range regs {
-			if c := accepted(ctx, g, reg); c != nil && c.Reason == fleet.ReasonGranted {
-				g.Expect(pickUp(ctx, reg)).To(Succeed())
-			}
+			got := &fleet.ClusterRegistration{}
+			g.Expect(env.Get(ctx, client.ObjectKeyFromObject(reg), got)).To(Succeed())
+			g.Expect(got.Status.Granted).To(BeTrue(), "registration %s", reg.Name)
+			g.Expect(got.Status.SealedCredential).NotTo(BeEmpty())
 		}
-		granted, _ := status(g)
-		g.Expect(granted).To(Equal(n))
 	}).WithTimeout(60*time.Second).Should(Succeed(), "every registration granted")
-	cancel()
-	<-sampled
-	mu.Lock()
-	defer mu.Unlock()
-	g.Expect(peak).To(And(BeNumerically(">", 0), BeNumerically("<=", maxPending)), "pending token read bindings at once")
+	clusters := &fleet.ClusterList{}
+	g.Expect(env.List(ctx, clusters, client.InNamespace(ns.Name))).To(Succeed())
+	g.Expect(clusters.Items).To(HaveLen(n))
 }

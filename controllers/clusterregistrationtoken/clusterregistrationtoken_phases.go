@@ -75,7 +75,7 @@ func ownedServiceAccount(token *fleet.ClusterRegistrationToken, sa *corev1.Servi
 
 // reconcileServiceAccount keeps the token's ServiceAccount and the Role and
 // RoleBinding that let it create ClusterRegistrations in the token's
-// namespace, and nothing else.
+// namespace and get them by name, and nothing else.
 func (r *Reconciler) reconcileServiceAccount(ctx context.Context, s *scope) error {
 	token := s.token
 	meta := func(name string) metav1.ObjectMeta {
@@ -117,7 +117,11 @@ func (r *Reconciler) reconcileServiceAccount(ctx context.Context, s *scope) erro
 				o.Rules = []rbacv1.PolicyRule{{
 					APIGroups: []string{fleet.GroupVersion.Group},
 					Resources: []string{"clusterregistrations"},
-					Verbs:     []string{"create"},
+					// get, to read the grant sealed to the agent's key in the
+					// status; never list or watch, so a token holder finds
+					// no other request, and reads only ciphertext in one
+					// whose name it learnt.
+					Verbs: []string{"create", "get"},
 				}}
 			case *rbacv1.RoleBinding:
 				o.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}

@@ -1,8 +1,10 @@
 // Package clusterregistrationtoken reconciles ClusterRegistrationTokens.
 //
 // A token is the right to register clusters into one workspace namespace. For
-// each token the manager keeps a ServiceAccount whose only permission is to
-// create ClusterRegistrations in that namespace, and a Secret
+// each token the manager keeps a ServiceAccount whose only permissions are to
+// create ClusterRegistrations in that namespace and get them by name (never
+// list or watch: the grant in a registration's status is sealed to the
+// requesting agent's key), and a Secret
 // (status.secretName) whose `values` key holds what an agent needs: the
 // manager's URL and CA, the ServiceAccount's bearer token and the namespaces
 // to use. When the TTL runs out the token is deleted; its finalizer deletes the

@@ -12,6 +12,10 @@
 // hands their agents the address (the Secret's own apiServerURL/apiServerCA
 // keys, else the manager's) and reinstalls them when it changes.
 //
+// A Cluster whose agent was told the current address with its credential at
+// registration (annotation registration.AddressAnnotation) gets no ConfigMap
+// until the address changes: one write fewer per registration.
+//
 // Every Cluster is looked at when the controller starts (which is when a
 // changed flag takes effect) and when it gets its cluster namespace;
 // heartbeats and other status changes do not wake it. The ConfigMap is read

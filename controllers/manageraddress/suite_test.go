@@ -110,3 +110,30 @@ func TestTheManagersAddressIsPublishedToTokenClusters(t *testing.T) {
 		g.Expect(got.ResourceVersion).To(Equal(foreign.ResourceVersion), "a ConfigMap fleet did not make is not overwritten")
 	}).WithTimeout(3 * time.Second).WithPolling(300 * time.Millisecond).Should(Succeed())
 }
+
+// A Cluster whose agent was told the current address at registration gets
+// no ConfigMap; one told another address (the manager has moved since) does.
+func TestAnAgentToldTheAddressAtRegistrationGetsNoConfigMap(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ws, err := env.CreateNamespace(ctx, "workspace-told")
+	g.Expect(err).NotTo(HaveOccurred())
+	made := map[string]string{}
+	for name, told := range map[string]string{"told": url, "told-before": "https://manager-old.example:6443"} {
+		ns, err := env.CreateNamespace(ctx, "cluster-"+name)
+		g.Expect(err).NotTo(HaveOccurred())
+		c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws.Name, Name: name,
+			Annotations: map[string]string{registration.AddressAnnotation: registration.AddressHash(told, []byte(ca))}}}
+		g.Expect(env.Create(ctx, c)).To(Succeed())
+		c.Status.Namespace = ns.Name
+		g.Expect(env.Status().Update(ctx, c)).To(Succeed())
+		made[name] = ns.Name
+	}
+	want := map[string]string{registration.AddressURLKey: url, registration.AddressCAKey: ca}
+	g.Eventually(address(ctx, made["told-before"])).WithTimeout(20*time.Second).Should(Equal(want), "the manager moved since: published")
+	// Heard of together: by now the other was looked at too.
+	g.Consistently(func() bool {
+		err := env.Get(ctx, types.NamespacedName{Namespace: made["told"], Name: registration.AddressConfigMap}, &corev1.ConfigMap{})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(3*time.Second).WithPolling(300*time.Millisecond).Should(BeTrue(), "the agent has the address already")
+}

@@ -17,9 +17,6 @@ type SpecInput struct {
 	Admin client.Client
 	// LogDir receives the agents' logs.
 	LogDir string
-	// MaxPending is the manager's bound on credentials waiting for pickup
-	// (its RegistrationMaxPending).
-	MaxPending int
 }
 
 func (in SpecInput) validate(spec string) {
@@ -27,5 +24,4 @@ func (in SpecInput) validate(spec string) {
 	Expect(in.Downstreams).To(HaveLen(2), "%s: SpecInput.Downstreams needs two control planes", spec)
 	Expect(in.Admin).NotTo(BeNil(), "%s: SpecInput.Admin is required", spec)
 	Expect(in.LogDir).NotTo(BeEmpty(), "%s: SpecInput.LogDir is required", spec)
-	Expect(in.MaxPending).To(BeNumerically(">", 0), "%s: SpecInput.MaxPending is required", spec)
 }

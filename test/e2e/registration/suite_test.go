@@ -17,10 +17,6 @@ import (
 	"github.com/gitfleet/fleet/test/framework"
 )
 
-// maxPending is the manager's bound on credentials waiting for pickup:
-// below the fifty registered at once, so that some wait.
-const maxPending = 10
-
 // suite is what BeforeSuite sets up: three control planes, the manager's
 // controllers in this process on the first, and the binaries.
 type suite struct {
@@ -48,9 +44,8 @@ func (s *suite) setUp(ctx context.Context) {
 	s.admin, err = s.upstream.Client(controllers.Scheme())
 	Expect(err).NotTo(HaveOccurred())
 	s.stopManager, err = framework.StartManager(ctx, s.upstream.Config, controllers.Options{
-		APIServerURL:           s.upstream.Config.Host,
-		APIServerCA:            s.upstream.Config.CAData,
-		RegistrationMaxPending: maxPending,
+		APIServerURL: s.upstream.Config.Host,
+		APIServerCA:  s.upstream.Config.CAData,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	GinkgoWriter.Printf("Logs of agents are in %s\n", s.logDir)
@@ -67,7 +62,7 @@ func (s *suite) tearDown() {
 }
 
 func (s *suite) input() registration.SpecInput {
-	return registration.SpecInput{Upstream: s.upstream, Downstreams: s.downstreams, Admin: s.admin, LogDir: s.logDir, MaxPending: maxPending}
+	return registration.SpecInput{Upstream: s.upstream, Downstreams: s.downstreams, Admin: s.admin, LogDir: s.logDir}
 }
 
 func TestRegistration(t *testing.T) {

@@ -2,6 +2,7 @@ package security_test
 
 import (
 	"context"
+	"crypto/ecdh"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/internal/names"
+	internalregistration "github.com/gitfleet/fleet/internal/registration"
 	"github.com/gitfleet/fleet/test/framework"
 )
 
@@ -32,6 +34,9 @@ import (
 type tokenHolder struct {
 	boot *agentinstall.Bootstrap
 	c    client.Client
+	// keys are the keys of the holder's requests, by name: the credential
+	// of each is sealed to its key.
+	keys map[string]*ecdh.PrivateKey
 }
 
 // issueToken has an admin issue a registration token for workspace (bound
@@ -41,7 +46,7 @@ func issueToken(ctx context.Context, workspace, cluster string) (*fleet.ClusterR
 	Expect(err).NotTo(HaveOccurred())
 	c, err := client.New(framework.BearerConfig(env.Upstream.Config, boot.Token), client.Options{Scheme: controllers.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
-	return token, &tokenHolder{boot: boot, c: c}
+	return token, &tokenHolder{boot: boot, c: c, keys: map[string]*ecdh.PrivateKey{}}
 }
 
 // request creates a ClusterRegistration as an agent does, named name ("" for
@@ -53,29 +58,33 @@ func (h *tokenHolder) request(ctx context.Context, name, clientID string) *fleet
 	if name == "" {
 		name = registration.RequestName(clientID, clientRandom)
 	}
+	key, err := internalregistration.NewKey()
+	Expect(err).NotTo(HaveOccurred())
 	reg := &fleet.ClusterRegistration{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.boot.ClusterNamespace,
 			Labels: map[string]string{fleet.RegistrationTokenLabel: h.boot.TokenName}},
-		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: clientRandom},
+		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: clientRandom, PublicKey: internalregistration.EncodePublicKey(key)},
 	}
 	Expect(h.c.Create(ctx, reg)).To(Succeed())
+	h.keys[reg.Name] = key
 	return reg
 }
 
-// fetch waits for the credential of reg, with the token's right to read it,
-// and deletes the manager's copy, as an agent does.
+// fetch waits for the credential of reg, reading the registration with the
+// token's right to get it, and opens it with the request's key, as an agent
+// does.
 func (h *tokenHolder) fetch(ctx context.Context, reg *fleet.ClusterRegistration) *registration.Credential {
-	key := types.NamespacedName{Namespace: h.boot.SystemRegistrationNamespace, Name: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}
-	secret := &corev1.Secret{}
-	Eventually(func() error { return h.c.Get(ctx, key, secret) }, 30*time.Second, 200*time.Millisecond).Should(Succeed())
-	Expect(h.c.Delete(ctx, secret)).To(Succeed())
+	got := &fleet.ClusterRegistration{}
+	Eventually(func(g Gomega) {
+		g.Expect(h.c.Get(ctx, client.ObjectKeyFromObject(reg), got)).To(Succeed())
+		g.Expect(got.Status.SealedCredential).NotTo(BeEmpty(), "not granted yet")
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	sealed, err := internalregistration.Open(h.keys[reg.Name], reg.Namespace, reg.Name, got.Status.SealedCredential)
+	Expect(err).NotTo(HaveOccurred())
 	return &registration.Credential{
 		APIServerURL: env.Upstream.Config.Host, APIServerCA: env.Upstream.Config.CAData,
-		Token:            string(secret.Data[fleet.CredentialTokenKey]),
-		ClusterName:      string(secret.Data[fleet.CredentialClusterNameKey]),
-		ClusterNamespace: string(secret.Data[fleet.CredentialClusterNamespaceKey]),
-		Namespace:        string(secret.Data[fleet.CredentialNamespaceKey]),
-		ClientID:         reg.Spec.ClientID,
+		Token: sealed.Token, ClusterName: sealed.ClusterName, ClusterNamespace: sealed.ClusterNamespace,
+		Namespace: sealed.Namespace, ClientID: reg.Spec.ClientID,
 	}
 }
 
@@ -152,9 +161,9 @@ var _ = Describe("Registration", func() {
 
 		Consistently(func() error { return registration.Check(ctx, victimCred) }, 3*time.Second, 300*time.Millisecond).
 			Should(Succeed(), "the real agent's credential still works")
-		err := attacker.c.Get(ctx, types.NamespacedName{Namespace: attacker.boot.SystemRegistrationNamespace,
-			Name: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}, &corev1.Secret{})
-		Expect(apierrors.IsNotFound(err) || apierrors.IsForbidden(err)).To(BeTrue(), "no credential for the attacker: %v", err)
+		refused := &fleet.ClusterRegistration{}
+		Expect(attacker.c.Get(ctx, client.ObjectKeyFromObject(reg), refused)).To(Succeed())
+		Expect(refused.Status.SealedCredential).To(BeEmpty(), "no credential for the attacker")
 		after := &fleet.Cluster{}
 		Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(before), after)).To(Succeed())
 		Expect(after.UID).To(Equal(before.UID))
@@ -214,46 +223,69 @@ var _ = Describe("Registration", func() {
 
 	It("8: one token's flood of registrations does not hold back another token's", func(ctx SpecContext) {
 		ws := workspace(ctx, "sec-reg-flood")
-		perToken := env.Options.RegistrationMaxPendingPerToken
-		Expect(perToken).To(BeNumerically(">", 0))
-		Expect(perToken).To(BeNumerically("<", env.Options.RegistrationMaxPending))
-		tokenA, floodA := issueToken(ctx, ws, "")
-		var flood []*fleet.ClusterRegistration
-		for i := range env.Options.RegistrationMaxPending + 2 {
-			flood = append(flood, floodA.request(ctx, "", fmt.Sprintf("sec-reg-8-junk-%d", i)))
+		_, floodA := issueToken(ctx, ws, "")
+		for i := range 20 {
+			floodA.request(ctx, "", fmt.Sprintf("sec-reg-8-junk-%d", i))
 		}
-		// Nobody fetches these credentials: they would wait for 10 minutes.
-		Eventually(func(g Gomega) {
-			granted, waiting := 0, 0
-			for _, reg := range flood {
-				switch accepted(ctx, reg)(g).Reason {
-				case fleet.ReasonGranted:
-					granted++
-				case fleet.ReasonPendingBound:
-					waiting++
-				}
-			}
-			g.Expect(granted).To(Equal(perToken), "the token's own bound")
-			g.Expect(waiting).To(Equal(len(flood) - perToken))
-		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
-
-		tokenB, honest := issueToken(ctx, ws, "")
+		_, honest := issueToken(ctx, ws, "")
 		start := time.Now()
 		cred := honest.fetch(ctx, honest.request(ctx, "", "sec-reg-8-honest"))
 		Expect(time.Since(start)).To(BeNumerically("<", 15*time.Second), "granted promptly")
 		Expect(registration.Check(ctx, cred)).To(Succeed())
+	})
 
-		// Deleting (or the expiry of) token A takes back its waiting grants at
-		// once, rather than after they would have expired.
-		Expect(env.Admin.Delete(ctx, tokenA)).To(Succeed())
+	It("12: a registration token holder gets nothing usable from another agent's registration, and cannot find one", func(ctx SpecContext) {
+		ws := workspace(ctx, "sec-reg-sealed")
+		// The same token as the victim's: a token is often shared by many
+		// clusters.
+		_, holder := issueToken(ctx, ws, "")
+		victimReg := holder.request(ctx, "", "sec-reg-12-victim")
+		victimCred := holder.fetch(ctx, victimReg)
+		Expect(registration.Check(ctx, victimCred)).To(Succeed())
+
+		// The attacker holds the same token, and even knows the victim's
+		// registration name.
+		attacker, err := client.NewWithWatch(framework.BearerConfig(env.Upstream.Config, holder.boot.Token), client.Options{Scheme: controllers.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		stolen := &fleet.ClusterRegistration{}
+		Expect(attacker.Get(ctx, client.ObjectKeyFromObject(victimReg), stolen)).To(Succeed(), "get by name is the token's right")
+		Expect(stolen.Status.SealedCredential).NotTo(BeEmpty())
+		Expect(stolen.Status.SealedCredential).NotTo(ContainSubstring(victimCred.Token), "only ciphertext")
+		ownKey, err := internalregistration.NewKey()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = internalregistration.Open(ownKey, victimReg.Namespace, victimReg.Name, stolen.Status.SealedCredential)
+		Expect(err).To(MatchError(ContainSubstring("not sealed for this request")), "the attacker's key opens nothing")
+
+		// Replaying the victim's public key in a request of its own: the
+		// grant is sealed to a key the attacker does not hold.
+		replay := &fleet.ClusterRegistration{
+			ObjectMeta: metav1.ObjectMeta{Name: "request-replay-sec-reg-12", Namespace: ws,
+				Labels: map[string]string{fleet.RegistrationTokenLabel: holder.boot.TokenName}},
+			Spec: fleet.ClusterRegistrationSpec{ClientID: "sec-reg-12-replay", ClientRandom: "0123456789abcdef0123", PublicKey: victimReg.Spec.PublicKey},
+		}
+		Expect(attacker.Create(ctx, replay)).To(Succeed())
 		Eventually(func(g Gomega) {
-			for _, obj := range []client.ObjectList{&rbacv1.RoleBindingList{}, &corev1.SecretList{}} {
-				g.Expect(env.Admin.List(ctx, obj, client.InNamespace(env.Options.SystemRegistrationNamespace()),
-					client.MatchingLabels{fleet.RegistrationTokenLabel: tokenA.Name})).To(Succeed())
-				g.Expect(meta.LenList(obj)).To(BeZero(), "token A's waiting grants")
-			}
-		}, 20*time.Second, 250*time.Millisecond).Should(Succeed())
-		Expect(env.Admin.Delete(ctx, tokenB)).To(Succeed())
+			g.Expect(attacker.Get(ctx, client.ObjectKeyFromObject(replay), replay)).To(Succeed())
+			g.Expect(replay.Status.SealedCredential).NotTo(BeEmpty())
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		_, err = internalregistration.Open(ownKey, replay.Namespace, replay.Name, replay.Status.SealedCredential)
+		Expect(err).To(HaveOccurred(), "sealed to the replayed key, which the attacker lacks")
+
+		By("the token may not list, watch, change or delete registrations")
+		err = attacker.List(ctx, &fleet.ClusterRegistrationList{}, client.InNamespace(ws))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "list: %v", err)
+		_, err = attacker.Watch(ctx, &fleet.ClusterRegistrationList{}, client.InNamespace(ws))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "watch: %v", err)
+		err = attacker.List(ctx, &fleet.ClusterRegistrationList{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "list in all namespaces: %v", err)
+		patch := client.MergeFrom(stolen.DeepCopy())
+		stolen.Spec.PublicKey = internalregistration.EncodePublicKey(ownKey)
+		Expect(apierrors.IsForbidden(attacker.Patch(ctx, stolen, patch))).To(BeTrue(), "patch the victim's request")
+		err = attacker.Status().Patch(ctx, stolen, client.RawPatch(types.MergePatchType, []byte(`{"status":{"sealedCredential":""}}`)))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "patch the victim's grant: %v", err)
+		Expect(apierrors.IsForbidden(attacker.Delete(ctx, victimReg.DeepCopy()))).To(BeTrue(), "delete the victim's registration")
+		Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(victimReg), &fleet.ClusterRegistration{})).To(Succeed())
+		Expect(registration.Check(ctx, victimCred)).To(Succeed(), "the victim's credential still works")
 	})
 
 	It("9: a registration does not adopt an existing namespace, labelled for another Cluster or not labelled at all", func(ctx SpecContext) {

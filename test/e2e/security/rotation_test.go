@@ -108,7 +108,7 @@ var _ = Describe("Credential rotation", func() {
 		Expect(registration.Check(ctx, current)).To(Succeed())
 		stored := &corev1.Secret{}
 		Expect(local.Get(ctx, types.NamespacedName{Namespace: agentNS, Name: fleet.AgentName}, stored)).To(Succeed())
-		Expect(stored.Data).To(HaveLen(7), "the credential's fields, one token among them")
+		Expect(stored.Data).To(HaveLen(9), "the credential's fields, one token among them, and the manager's address told with the grant")
 		for key, value := range stored.Data {
 			for _, old := range tokens[:len(tokens)-1] {
 				Expect(string(value)).NotTo(Equal(old), "key %s holds a replaced token", key)
@@ -124,7 +124,7 @@ var _ = Describe("Credential rotation", func() {
 		Expect(leakedClaims.Lifetime()).To(BeNumerically("<=", lifetime))
 		Expect(leakedClaims.Expiry).To(BeTemporally("<=", time.Now().Add(lifetime)))
 
-		By("the right to renew is for the agent's own ServiceAccount only")
+		By("an agent mints no token, not even for itself, and reads no other cluster's next token")
 		attacker, err := registration.NewUpstreamClient(current.RESTConfig())
 		Expect(err).NotTo(HaveOccurred())
 		bystander := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: claims.Namespace, Name: "rot-bystander"}}
@@ -136,13 +136,25 @@ var _ = Describe("Credential rotation", func() {
 		victimStored := &corev1.Secret{}
 		Expect(victimLocal.Get(ctx, types.NamespacedName{Namespace: victimNS, Name: fleet.AgentName}, victimStored)).To(Succeed())
 
-		for _, target := range []*corev1.ServiceAccount{victimSA, bystander} {
+		ownSA := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: claims.Namespace, Name: claims.ServiceAccount}}
+		for _, target := range []*corev1.ServiceAccount{victimSA, bystander, ownSA} {
 			seconds := int64(lifetime / time.Second)
 			tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
 			err := attacker.SubResource("token").Create(ctx, target.DeepCopy(), tr)
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an agent must not mint tokens for %s/%s: %v", target.Namespace, target.Name, err)
 			Expect(tr.Status.Token).To(BeEmpty())
 		}
+
+		victimNext := types.NamespacedName{Namespace: victimCred.ClusterNamespace, Name: fleet.RenewedCredentialSecretName}
+		Eventually(func() error { return env.Admin.Get(ctx, victimNext, &corev1.Secret{}) }, 30*time.Second, 250*time.Millisecond).
+			Should(Succeed(), "the manager issued the victim's next token")
+		err = attacker.Get(ctx, victimNext, &corev1.Secret{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an agent must not read another cluster's next token: %v", err)
+		own := &corev1.Secret{}
+		Expect(attacker.Get(ctx, types.NamespacedName{Namespace: current.ClusterNamespace, Name: fleet.RenewedCredentialSecretName}, own)).To(Succeed(),
+			"its own, by name")
+		err = attacker.List(ctx, &corev1.SecretList{}, client.InNamespace(current.ClusterNamespace))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "list secrets: %v", err)
 
 		By("nothing of the victim changed")
 		afterSA := &corev1.ServiceAccount{}

@@ -96,12 +96,11 @@ var _ = BeforeSuite(func() {
 		APIServerCA:  e.Upstream.Config.CAData,
 		WebhookAddr:  webhookAddr,
 		GitCacheDir:  GinkgoT().TempDir(),
-		// Agents renew their credential within the suite's time (rotation_test.go).
-		CredentialLifetime: time.Hour,
+		// Agents renew their credential within the suite's time
+		// (rotation_test.go): the manager issues the next token every 5s.
+		CredentialLifetime: time.Hour, CredentialRenewAfter: 5 * time.Second,
 		// Hole 11: GitRepos without webhookSecret need this one.
 		WebhookSecret: []byte(managerWebhookSecret),
-		// Small registration bounds: one token's flood must not fill them.
-		RegistrationMaxPending: 8, RegistrationMaxPendingPerToken: 3,
 	}
 	stop, err := framework.StartManager(e.Ctx, e.Upstream.Config, e.Options)
 	Expect(err).NotTo(HaveOccurred())
