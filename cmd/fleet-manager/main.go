@@ -16,6 +16,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/controllers/agentbundle"
+	"github.com/gitfleet/fleet/controllers/clusterregistration"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
@@ -68,6 +69,9 @@ func newCommand() *cobra.Command {
 					return fmt.Errorf("--agent-max-unavailable: %w", err)
 				}
 				o.AgentMaxUnavailable = &v
+			}
+			if err := clusterregistration.CheckRenewAfter(o.CredentialLifetime, o.CredentialRenewAfter); err != nil {
+				return fmt.Errorf("--agent-credential-renew-after: %w", err)
 			}
 			o.DisableLocalCluster = !localCluster
 			if webhookSecretFile != "" {

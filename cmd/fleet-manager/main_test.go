@@ -32,6 +32,8 @@ func TestInstalledArgumentsAreFlags(t *testing.T) {
 		"apiServerCA":    "ca",
 		"bootstrap":      map[string]any{"enabled": false},
 		"extraArgs":      []any{"--workers=8"},
+		"agentUpgrade":   map[string]any{"enabled": false, "maxUnavailable": "3"},
+		"clusterAPI":     map[string]any{"clusterSelector": "a=b", "namespaceSelector": "c=d"},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	var chartArgs []string

@@ -2,6 +2,7 @@ package clusterregistration
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,21 @@ import (
 // Secrets, get only) and no other agent may read. The agent switches to it
 // when a third of its token's lifetime remains (agent/registration). One
 // Secret write per agent per CredentialRenewAfter, and none at registration.
+
+// CheckRenewAfter refuses a renewal age that agents would outrun: an agent
+// switches tokens once a third of its token's lifetime remains, so the next
+// token must exist before two thirds of the lifetime have passed. 0 means the
+// default, half the lifetime.
+func CheckRenewAfter(lifetime, renewAfter time.Duration) error {
+	switch {
+	case renewAfter < 0:
+		return fmt.Errorf("%s is negative: give a duration under two thirds of the credential lifetime, or 0 for half of it", renewAfter)
+	case renewAfter > 0 && renewAfter >= lifetime*2/3:
+		return fmt.Errorf("%s is not under two thirds of the credential lifetime %s (%s): agents look for the next token once a third of the lifetime remains, so it must exist by then",
+			renewAfter, lifetime, lifetime*2/3)
+	}
+	return nil
+}
 
 // renewAfter is CredentialRenewAfter, or its default.
 func (r *Reconciler) renewAfter() time.Duration {
