@@ -134,7 +134,9 @@ func (r *Runner) Run(ctx context.Context, req *Request) error {
 	tail := forwardLog(log, stderr)
 	waitErr := cmd.Wait()
 	lastLines := <-tail
-	log.Info("Deploy binary ended", "op", req.Op, "duration", time.Since(started).Round(time.Millisecond),
+	// Its duration and peak memory: what a deploy costs on top of the
+	// resident agent.
+	log.Info("Deploy binary ended", "op", req.Op, "seconds", time.Since(started).Round(time.Millisecond).Seconds(),
 		"maxRSSKiB", maxRSSKiB(cmd.ProcessState))
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s %s stopped: %w", BinaryName, req.Op, ctx.Err())
