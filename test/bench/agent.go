@@ -326,11 +326,15 @@ func (e *edgeAgent) grow(ctx context.Context, total int, chart bool, phase strin
 		}
 	}
 	e.bundles = total
+	stop := e.samplePeak()
 	if err := e.waitApplied(ctx, total, 5*time.Minute); err != nil {
+		stop()
 		return err
 	}
+	peak := stop()
 	if c := e.children(); c.Note != "" {
 		c.Phase, c.Bundles = phase+"-deploys", total
+		c.Note += fmt.Sprintf("; the agent and its deploy binaries together peaked at %.1f MB RSS", peak)
 		printAgent(c)
 	}
 	r, err := e.memory(ctx)
@@ -340,6 +344,39 @@ func (e *edgeAgent) grow(ctx context.Context, total int, chart bool, phase strin
 	r.Phase, r.Bundles = phase, total
 	printAgent(r)
 	return nil
+}
+
+// samplePeak samples, every 50 ms until the returned function is called,
+// the RSS of the agent and its children (the deploy binaries) together, as
+// a container's memory would count them; the function returns the peak in
+// MB.
+func (e *edgeAgent) samplePeak() func() float64 {
+	done := make(chan struct{})
+	peak := make(chan float64, 1)
+	pid := e.proc.PID()
+	go func() {
+		top := 0.0
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			sum := procStatus(pid)["VmRSS:"]
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil {
+				for _, child := range strings.Fields(string(b)) {
+					if n, err := strconv.Atoi(child); err == nil {
+						sum += procStatus(n)["VmRSS:"]
+					}
+				}
+			}
+			top = max(top, sum)
+			select {
+			case <-done:
+				peak <- top
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() float64 { close(done); return <-peak }
 }
 
 // children sums up the deploy binaries the agent ran since the last call,
