@@ -98,20 +98,27 @@ func TestMain(m *testing.M) {
 // that no watch of the agent holds the control planes up when they stop.
 func runAgent(t *testing.T) {
 	t.Helper()
+	t.Cleanup(runAgentWith(t, deployBinary))
+}
+
+// runAgentWith runs the agent with binary as its deploy binary until the
+// returned function is called.
+func runAgentWith(t *testing.T, binary string) func() {
+	t.Helper()
 	if downErr != nil {
 		t.Fatalf("starting the downstream control plane: %v", downErr)
 	}
-	stop, err := startAgent(context.Background(), up.Config, downCP.Config)
+	stop, err := startAgent(context.Background(), up.Config, downCP.Config, binary)
 	if err != nil {
 		t.Fatalf("starting the agent: %v", err)
 	}
-	t.Cleanup(stop)
+	return stop
 }
 
 // startAgent runs the agent's BundleDeployment reconciler as agent/deploy.go
 // wires it: a manager whose cache holds only the cluster namespace
 // upstream, the downstream cluster with the deploy binary, and a watcher.
-func startAgent(ctx context.Context, upstream, local *rest.Config) (func(), error) {
+func startAgent(ctx context.Context, upstream, local *rest.Config, binary string) (func(), error) {
 	mgr, err := ctrl.NewManager(rest.CopyConfig(upstream), ctrl.Options{
 		Scheme:         registration.Scheme(),
 		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return registration.UpstreamMapper(), nil },
@@ -128,11 +135,11 @@ func startAgent(ctx context.Context, upstream, local *rest.Config) (func(), erro
 	if down, err = client.New(local, client.Options{Scheme: registration.Scheme()}); err != nil {
 		return nil, err
 	}
-	if deployBinary == "" {
+	if binary == "" {
 		return nil, fmt.Errorf("%s was not built", deployrpc.BinaryName)
 	}
 	dep, err := downstream.New(local, down, clusterNamespace, &deployrpc.Runner{
-		Binary: deployBinary, Config: local, ClusterNamespace: clusterNamespace, NamespaceMissingRetry: time.Second,
+		Binary: binary, Config: local, ClusterNamespace: clusterNamespace, NamespaceMissingRetry: time.Second,
 	})
 	if err != nil {
 		return nil, err

@@ -360,7 +360,13 @@ func (e *edgeAgent) samplePeak() func() float64 {
 		defer t.Stop()
 		for {
 			sum := procStatus(pid)["VmRSS:"]
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil {
+			// Each thread lists the children it forked.
+			tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+			for _, task := range tasks {
+				b, err := os.ReadFile(task)
+				if err != nil {
+					continue
+				}
 				for _, child := range strings.Fields(string(b)) {
 					if n, err := strconv.Atoi(child); err == nil {
 						sum += procStatus(n)["VmRSS:"]
