@@ -2,6 +2,8 @@ package controller_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -42,6 +44,18 @@ func aMissingDeployBinaryIsReported(t *testing.T) {
 	}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "the Deployed condition to say the deploy binary is missing")
 }
 
+// runningDeployBinaries lists the processes running deployBinary.
+func runningDeployBinaries() []string {
+	exes, _ := filepath.Glob("/proc/[0-9]*/exe")
+	var pids []string
+	for _, exe := range exes {
+		if target, err := os.Readlink(exe); err == nil && target == deployBinary {
+			pids = append(pids, filepath.Base(filepath.Dir(exe)))
+		}
+	}
+	return pids
+}
+
 // lastRecord is the status of the latest release record of key, read as
 // Helm wrote it.
 func lastRecord(ctx context.Context, g Gomega, key release.Key) release.Status {
@@ -66,8 +80,12 @@ func aKilledDeployIsRecovered(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(lastRecord(ctx, g, key)).To(Equal(release.StatusPendingInstall))
 	}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "the install to be under way")
-	// Stopping the agent kills the deploy binary: the release stays pending.
+	// Stopping the agent kills the deploy binary (it would otherwise wait
+	// ten minutes): the release stays pending.
+	g.Expect(runningDeployBinaries()).NotTo(BeEmpty(), "the install's deploy binary is running")
 	stop()
+	g.Eventually(runningDeployBinaries).WithTimeout(10*time.Second).WithPolling(100*time.Millisecond).Should(BeEmpty(),
+		"the deploy binary to be killed with the agent")
 	g.Consistently(func(g Gomega) {
 		g.Expect(lastRecord(ctx, g, key)).To(Equal(release.StatusPendingInstall))
 	}).WithTimeout(2*time.Second).WithPolling(250*time.Millisecond).Should(Succeed(), "the killed install's release to stay pending")
