@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -46,7 +45,6 @@ type Deployer struct {
 	// client alone, not a whole clientset (a client for every API group)
 	// for the agent and for each serviceAccount a bundle names.
 	core      corev1client.CoreV1Interface
-	dynamic   dynamic.Interface
 	discovery discovery.CachedDiscoveryInterface
 	// directDiscovery is the uncached discovery client under discovery.
 	directDiscovery  discovery.DiscoveryInterface
@@ -69,27 +67,17 @@ func New(cfg *rest.Config, c client.Client, clusterNamespace string) (*Deployer,
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	disc := memory.NewMemCacheClient(dc)
 	return &Deployer{
-		config: cfg, client: c, core: core, dynamic: dyn, discovery: disc, directDiscovery: dc,
+		config: cfg, client: c, core: core, discovery: disc, directDiscovery: dc,
 		mapper:           restmapper.NewDeferredDiscoveryRESTMapper(disc),
 		clusterNamespace: clusterNamespace,
 	}, nil
 }
-
-// Mapper is the Deployer's REST mapper over cached discovery.
-func (d *Deployer) Mapper() meta.RESTMapper { return d.mapper }
-
-// Dynamic is a dynamic client of the agent's cluster.
-func (d *Deployer) Dynamic() dynamic.Interface { return d.dynamic }
 
 // Scope tells whether a kind is namespaced, refreshing discovery once when
 // the kind is unknown (a CRD may just have been installed).
