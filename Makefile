@@ -51,9 +51,9 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X github.com/gitfleet/fleet/internal/version.version=$(VERSION)
 
 .PHONY: build
-build: ## Build fleet, fleet-manager and fleet-agent into bin/ (version stamped from git describe, or VERSION=; the agent as it ships: static, stripped)
+build: ## Build fleet, fleet-manager, fleet-agent and fleet-agent-deploy into bin/ (version stamped from git describe, or VERSION=; the agent's two binaries as they ship: static, stripped)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/fleet ./cmd/fleet-manager
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(BIN)/ ./cmd/fleet-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(BIN)/ ./cmd/fleet-agent ./cmd/fleet-agent-deploy
 
 # Images: the names the install manifests and the chart use; the layouts are
 # tagged latest and $(VERSION). Built for IMAGE_ARCH (default this machine's).
@@ -64,13 +64,14 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_BIN       = $(BIN)/images/linux-$(IMAGE_ARCH)
 
 .PHONY: images
-images: ## Build the manager and agent images as OCI image layouts in bin/images (no Docker needed)
+images: ## Build the manager and agent images as OCI image layouts in bin/images (no Docker needed; the agent's holds fleet-agent-deploy beside fleet-agent)
 	@mkdir -p $(IMAGE_BIN)
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(IMAGE_BIN)/ ./cmd/fleet-manager ./cmd/fleet-agent
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(IMAGE_BIN)/ ./cmd/fleet-manager ./cmd/fleet-agent ./cmd/fleet-agent-deploy
 	$(GO) build -o $(BIN)/ociimage-build ./internal/ociimage/build
 	@for name in fleet-manager fleet-agent; do \
 	  SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/ociimage-build \
 	    -binary $(IMAGE_BIN)/$$name -entrypoint /$$name -out $(BIN)/images/$$name -arch $(IMAGE_ARCH) \
+	    $$(if [ $$name = fleet-agent ]; then echo -extra-binary $(IMAGE_BIN)/fleet-agent-deploy; fi) \
 	    -ref $(IMAGE_REGISTRY)/$$name:latest -ref $(IMAGE_REGISTRY)/$$name:$(VERSION) \
 	    -label org.opencontainers.image.title=$$name \
 	    -label org.opencontainers.image.description="$$name of fleet, GitOps for fleets of Kubernetes clusters" \

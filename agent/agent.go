@@ -58,6 +58,14 @@ type Options struct {
 	// AddressCheckInterval is how often the agent reads the address its
 	// manager publishes, to follow it when it moves (default 15m).
 	AddressCheckInterval time.Duration
+	// DeployBinary is the fleet-agent-deploy binary that installs, upgrades
+	// and uninstalls releases, one process per operation: a path, or a
+	// name looked up beside the agent's executable, then in $PATH (default
+	// fleet-agent-deploy).
+	DeployBinary string
+	// DeployConcurrency bounds the deploy binaries running at once
+	// (default deployrpc.DefaultConcurrency).
+	DeployConcurrency int
 	// DebugAddress, when set, is where the agent serves Go's profiles and
 	// its metrics (Go memory figures, requests to the manager by verb).
 	DebugAddress string

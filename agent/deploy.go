@@ -14,7 +14,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitfleet/fleet/agent/controller"
-	"github.com/gitfleet/fleet/agent/deployer"
+	"github.com/gitfleet/fleet/agent/deployrpc"
+	"github.com/gitfleet/fleet/agent/downstream"
 	"github.com/gitfleet/fleet/agent/monitor"
 	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -51,8 +52,9 @@ func runDeployer(ctx context.Context, o Options, cred *registration.Credential) 
 }
 
 // startDeployer builds a controller-runtime manager whose cache holds only
-// the agent's cluster namespace upstream, wires the deployer and monitor of
-// the agent's own cluster into the reconciler, and runs it.
+// the agent's cluster namespace upstream, wires the agent's own cluster
+// (release records, drift correction, and the deploy binary that installs
+// and uninstalls) and its monitor into the reconciler, and runs it.
 func startDeployer(ctx context.Context, o Options, cred *registration.Credential) error {
 	upstream := countUpstream(cred.RESTConfig())
 	// Watches are long requests: per-call timeouts are set by the callers.
@@ -86,19 +88,22 @@ func startDeployer(ctx context.Context, o Options, cred *registration.Credential
 	if err != nil {
 		return err
 	}
-	dep, err := deployer.New(o.Local, local, cred.ClusterNamespace)
+	runner := &deployrpc.Runner{
+		Binary: o.DeployBinary, Config: o.Local, Concurrency: o.DeployConcurrency,
+		ClusterNamespace: cred.ClusterNamespace, SystemNamespace: o.Namespace,
+	}
+	down, err := downstream.New(o.Local, local, cred.ClusterNamespace, runner)
 	if err != nil {
 		return err
 	}
-	dep.SystemNamespace = o.Namespace
 	r := &controller.Reconciler{
 		Upstream:         mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Cache:            mgr.GetCache(),
 		ClusterNamespace: cred.ClusterNamespace,
-		Deployer:         dep,
+		Downstream:       down,
 		Watcher: &monitor.Watcher{
-			Dynamic: dep.Dynamic(), Mapper: dep.Mapper(),
+			Dynamic: down.Dynamic(), Mapper: down.Mapper(),
 			NameLabel: fleet.ReleaseNameLabel, NamespaceLabel: fleet.ReleaseNamespaceLabel,
 		},
 		Workers:    o.Workers,

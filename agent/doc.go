@@ -7,8 +7,11 @@
 // Run wires the parts: the Heartbeat, the credential's Rotator, and a
 // controller-runtime manager whose cache holds only the agent's cluster
 // namespace upstream, running the BundleDeployment reconciler
-// (agent/controller) over the Helm deployer (agent/deployer) and the monitor
-// of the deployed objects (agent/monitor) in the agent's own cluster. Should
+// (agent/controller) over the agent's own cluster (agent/downstream: Helm's
+// release records read by agent/release, drift correction) and the monitor
+// of the deployed objects (agent/monitor). Installs, upgrades and uninstalls
+// run in the fleet-agent-deploy binary, one process each (agent/deployrpc,
+// agent/deployer), so that this process never links Helm's SDK. Should
 // that manager stop, it is built again after a capped backoff.
 //
 // A run ends, and the next starts from registration, when a new bootstrap

@@ -9,13 +9,15 @@ import (
 
 // The agent's requests and limits unless a Cluster's agentResources say
 // otherwise, set from what `make bench EXPERIMENTS=agent` measures of the
-// agent as it ships (README, "Edge clusters"): its memory settled with 50
-// bundles fits the request; the limit leaves room for a large chart being
-// rendered; an idle agent uses well under a thousandth of a core, and a
-// deploy is short, so no CPU limit slows a rollout.
+// agent as it ships (README, "Edge clusters"): the resident fleet-agent
+// settled with 50 bundles (36 MB) fits the request with room to grow; the
+// limit holds it and two fleet-agent-deploy children at their peak (about
+// 65 MB each, the agent's default --deploy-concurrency), with room left for
+// a large chart being rendered; an idle agent uses well under a thousandth
+// of a core, and a deploy is short, so no CPU limit slows a rollout.
 var (
 	DefaultCPURequest    = resource.MustParse("10m")
-	DefaultMemoryRequest = resource.MustParse("96Mi")
+	DefaultMemoryRequest = resource.MustParse("64Mi")
 	DefaultMemoryLimit   = resource.MustParse("256Mi")
 )
 

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -27,8 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/gitfleet/fleet/agent/deployer"
+	"github.com/gitfleet/fleet/agent/deployrpc"
 	"github.com/gitfleet/fleet/agent/monitor"
+	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
@@ -45,6 +46,27 @@ const (
 	apiTimeout = 30 * time.Second
 )
 
+// Downstream is the agent's own cluster as the reconciler needs it; in
+// production a *downstream.Cluster, whose installs, upgrades and uninstalls
+// run the fleet-agent-deploy binary.
+type Downstream interface {
+	// Deploy installs or upgrades a BundleDeployment's release.
+	Deploy(ctx context.Context, d deployrpc.Deploy) error
+	// Uninstall removes a release (its latest revision).
+	Uninstall(ctx context.Context, rel *release.Release) error
+	// Correct applies again modified or missing objects of a release and
+	// deletes extra ones.
+	Correct(ctx context.Context, key release.Key, serviceAccount string, apply, remove []*unstructured.Unstructured, force bool) error
+	// Last and Deployed return a release's latest and latest deployed
+	// revisions; nil when there is none.
+	Last(ctx context.Context, key release.Key) (*release.Release, error)
+	Deployed(ctx context.Context, key release.Key) (*release.Release, error)
+	// Owned returns the latest revision of every release of this agent.
+	Owned(ctx context.Context) ([]*release.Release, error)
+	// Scope tells whether a kind is namespaced, and whether it is known.
+	Scope(gvk schema.GroupVersionKind) (namespaced, known bool)
+}
+
 // Reconciler deploys the BundleDeployments of one cluster namespace.
 type Reconciler struct {
 	// Upstream reads BundleDeployments from the namespace-restricted cache
@@ -57,9 +79,9 @@ type Reconciler struct {
 	Cache cache.Cache
 	// ClusterNamespace is the agent's cluster namespace upstream.
 	ClusterNamespace string
-	// Deployer installs, upgrades and uninstalls releases in the agent's
-	// own cluster.
-	Deployer *deployer.Deployer
+	// Downstream installs, upgrades and uninstalls releases in the agent's
+	// own cluster, reads their records and corrects drift.
+	Downstream Downstream
 	// Watcher watches the deployed objects; a change of one brings its
 	// BundleDeployment back at once (drift).
 	Watcher *monitor.Watcher
@@ -81,7 +103,7 @@ type Reconciler struct {
 // releaseState is what the reconciler knows of a BundleDeployment's release,
 // so that an unchanged BundleDeployment costs no Helm storage reads.
 type releaseState struct {
-	key deployer.ReleaseKey
+	key release.Key
 	// last is the latest revision, deployed the latest deployed one.
 	last, deployed *release.Release
 	// desired are the objects of deployed's manifest.
@@ -144,7 +166,7 @@ func (r *Reconciler) enqueue(name string) {
 
 // releaseChanged maps a changed downstream object to its BundleDeployment.
 func (r *Reconciler) releaseChanged(namespace, name string) {
-	if bd, ok := r.releases.Load(deployer.ReleaseKey{Namespace: namespace, Name: name}.String()); ok {
+	if bd, ok := r.releases.Load(release.Key{Namespace: namespace, Name: name}.String()); ok {
 		r.enqueue(bd.(string))
 	}
 }
@@ -182,7 +204,7 @@ func (r *Reconciler) resyncLoop(ctx context.Context) error {
 type scope struct {
 	bd     *fleet.BundleDeployment
 	before *fleet.BundleDeployment
-	key    deployer.ReleaseKey
+	key    release.Key
 	state  *releaseState
 	// waiting lists the unmet dependencies.
 	waiting []string
@@ -213,7 +235,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !bd.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.collectGarbage(ctx)
 	}
-	s := &scope{bd: bd, before: bd.DeepCopy(), key: deployer.ReleaseFor(bd.Name, bd.Spec.Options)}
+	s := &scope{bd: bd, before: bd.DeepCopy(), key: release.For(bd.Name, bd.Spec.Options)}
 	var err error
 	defer func() {
 		computeStatus(s, err)

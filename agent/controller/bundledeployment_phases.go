@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"helm.sh/helm/v3/pkg/release"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,9 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/gitfleet/fleet/agent/deployer"
+	"github.com/gitfleet/fleet/agent/deployrpc"
 	"github.com/gitfleet/fleet/agent/monitor"
+	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/content"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/summary"
 )
@@ -28,12 +29,12 @@ import (
 // loadState finds the BundleDeployment's release: from memory, or from the
 // Helm storage the first time (after a start, or when the release's name or
 // namespace changed).
-func (r *Reconciler) loadState(_ context.Context, s *scope) error {
+func (r *Reconciler) loadState(ctx context.Context, s *scope) error {
 	if v, ok := r.state.Load(s.bd.Name); ok && v.(*releaseState).key == s.key {
 		s.state = v.(*releaseState)
 		return nil
 	}
-	st, err := r.readState(s.key)
+	st, err := r.readState(ctx, s.key)
 	if err != nil {
 		return err
 	}
@@ -42,15 +43,15 @@ func (r *Reconciler) loadState(_ context.Context, s *scope) error {
 	return nil
 }
 
-func (r *Reconciler) readState(key deployer.ReleaseKey) (*releaseState, error) {
+func (r *Reconciler) readState(ctx context.Context, key release.Key) (*releaseState, error) {
 	st := &releaseState{key: key}
 	var err error
-	if st.last, err = r.Deployer.Last(key); err != nil {
+	if st.last, err = r.Downstream.Last(ctx, key); err != nil {
 		return nil, err
 	}
-	if st.last != nil && st.last.Info.Status == release.StatusDeployed {
+	if st.last != nil && st.last.Status() == release.StatusDeployed {
 		st.deployed = st.last
-	} else if st.deployed, err = r.Deployer.Deployed(key); err != nil {
+	} else if st.deployed, err = r.Downstream.Deployed(ctx, key); err != nil {
 		return nil, err
 	}
 	if st.deployed != nil {
@@ -71,10 +72,10 @@ func (r *Reconciler) remember(bdName string, st *releaseState) {
 func (r *Reconciler) desiredObjects(rel *release.Release) ([]*unstructured.Unstructured, error) {
 	objs, err := monitor.DesiredObjects(rel.Manifest)
 	if err != nil {
-		return nil, fmt.Errorf("release %s: %w", deployer.Display(rel), err)
+		return nil, fmt.Errorf("release %s: %w", release.Display(rel), err)
 	}
 	for _, o := range objs {
-		namespaced, known := r.Deployer.Scope(o.GroupVersionKind())
+		namespaced, known := r.Downstream.Scope(o.GroupVersionKind())
 		switch {
 		case known && !namespaced:
 			o.SetNamespace("")
@@ -181,19 +182,19 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 	if bd.Spec.Paused || len(s.waiting) > 0 || bd.Spec.DeploymentID == "" {
 		return nil
 	}
-	if deployer.UpToDate(s.state.deployed, bd.Spec.DeploymentID) && deployer.UpToDate(s.state.last, bd.Spec.DeploymentID) {
+	if release.UpToDate(s.state.deployed, bd.Spec.DeploymentID) && release.UpToDate(s.state.last, bd.Spec.DeploymentID) {
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("release", s.key.String())
-	files, err := r.content(ctx, bd.Spec.DeploymentID)
+	resources, err := r.content(ctx, bd.Spec.DeploymentID)
 	if err == nil {
 		log.Info("Deploying", "deploymentID", bd.Spec.DeploymentID)
-		_, err = r.Deployer.Deploy(ctrl.LoggerInto(ctx, log), deployer.Input{
-			Name: bd.Name, DeploymentID: bd.Spec.DeploymentID, Options: bd.Spec.Options, Files: files,
+		err = r.Downstream.Deploy(ctrl.LoggerInto(ctx, log), deployrpc.Deploy{
+			Name: bd.Name, DeploymentID: bd.Spec.DeploymentID, Options: bd.Spec.Options, Resources: resources,
 		})
 	}
 	// Whatever happened, the release's records changed: read them again.
-	st, rerr := r.readState(s.key)
+	st, rerr := r.readState(ctx, s.key)
 	if rerr == nil {
 		r.remember(bd.Name, st)
 		s.state = st
@@ -249,7 +250,7 @@ func (r *Reconciler) correctDrift(ctx context.Context, s *scope) error {
 		cd = s.bd.Spec.Options.CorrectDrift
 	}
 	if cd == nil || !cd.Enabled || s.monitored == nil || s.monitored.NonModified || s.bd.Spec.Paused ||
-		!deployer.UpToDate(s.state.deployed, s.bd.Spec.DeploymentID) {
+		!release.UpToDate(s.state.deployed, s.bd.Spec.DeploymentID) {
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("release", s.key.String())
@@ -258,7 +259,7 @@ func (r *Reconciler) correctDrift(ctx context.Context, s *scope) error {
 		names = append(names, m.Kind+" "+m.Namespace+"/"+m.Name)
 	}
 	log.Info("Correcting drift", "objects", strings.Join(names, ", "))
-	if err := r.Deployer.Correct(ctx, s.key, s.bd.Spec.Options.ServiceAccount, s.monitored.ToApply, s.monitored.ToDelete, cd.Force); err != nil {
+	if err := r.Downstream.Correct(ctx, s.key, s.bd.Spec.Options.ServiceAccount, s.monitored.ToApply, s.monitored.ToDelete, cd.Force); err != nil {
 		return err
 	}
 	// Report the corrected state, read from the API server: the informers
@@ -287,7 +288,7 @@ func (r *Reconciler) collectGarbage(ctx context.Context) error {
 			live[list.Items[i].Name] = &list.Items[i]
 		}
 	}
-	owned, err := r.Deployer.Owned(ctx)
+	owned, err := r.Downstream.Owned(ctx)
 	if err != nil {
 		return err
 	}
@@ -309,18 +310,18 @@ func (r *Reconciler) collectGarbage(ctx context.Context) error {
 	}
 	var errs []error
 	for _, rel := range owned {
-		name := deployer.Annotations(rel)[fleet.BundleDeploymentAnnotation]
-		key := deployer.ReleaseKey{Namespace: rel.Namespace, Name: rel.Name}
+		name := release.Annotations(rel)[fleet.BundleDeploymentAnnotation]
+		key := rel.Key()
 		if bd := live[name]; bd != nil {
-			current := deployer.ReleaseFor(bd.Name, bd.Spec.Options)
+			current := release.For(bd.Name, bd.Spec.Options)
 			if current == key {
 				continue
 			}
-			if cur, err := r.Deployer.Deployed(current); err != nil || cur == nil {
+			if cur, err := r.Downstream.Deployed(ctx, current); err != nil || cur == nil {
 				continue // keep the old release until the new one is deployed
 			}
 		}
-		if err := r.Deployer.Uninstall(ctx, rel); err != nil {
+		if err := r.Downstream.Uninstall(ctx, rel); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -336,34 +337,34 @@ func (r *Reconciler) collectGarbage(ctx context.Context) error {
 // in live.
 func hasOrphans(owned []*release.Release, live map[string]*fleet.BundleDeployment) bool {
 	for _, rel := range owned {
-		if live[deployer.Annotations(rel)[fleet.BundleDeploymentAnnotation]] == nil {
+		if live[release.Annotations(rel)[fleet.BundleDeploymentAnnotation]] == nil {
 			return true
 		}
 	}
 	return false
 }
 
-// contentCache keeps recently used Contents' files: they never change
+// contentCache keeps recently used Contents' resources: they never change
 // (their name is their hash) and many BundleDeployments share one.
 type contentCache struct {
 	mu    sync.Mutex
-	files map[string]deployer.Files
+	files map[string][]fleet.BundleResource
 	order []string
 }
 
 const contentCacheSize = 64
 
-func (c *contentCache) get(name string) deployer.Files {
+func (c *contentCache) get(name string) []fleet.BundleResource {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.files[name]
 }
 
-func (c *contentCache) put(name string, f deployer.Files) {
+func (c *contentCache) put(name string, f []fleet.BundleResource) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.files == nil {
-		c.files = map[string]deployer.Files{}
+		c.files = map[string][]fleet.BundleResource{}
 	}
 	if _, ok := c.files[name]; ok {
 		return
@@ -376,10 +377,10 @@ func (c *contentCache) put(name string, f deployer.Files) {
 	}
 }
 
-// content returns the files of a BundleDeployment's Content, read with a
-// direct get.
-func (r *Reconciler) content(ctx context.Context, deploymentID string) (deployer.Files, error) {
-	name := deployer.ContentName(deploymentID)
+// content returns the resources of a BundleDeployment's Content, read with
+// a direct get and checked (size and sha256).
+func (r *Reconciler) content(ctx context.Context, deploymentID string) ([]fleet.BundleResource, error) {
+	name, _, _ := strings.Cut(deploymentID, ":")
 	if f := r.contents.get(name); f != nil {
 		return f, nil
 	}
@@ -389,7 +390,7 @@ func (r *Reconciler) content(ctx context.Context, deploymentID string) (deployer
 	if err := r.APIReader.Get(gctx, client.ObjectKey{Name: name}, c); err != nil {
 		return nil, fmt.Errorf("reading content %s: %w", name, err)
 	}
-	f, err := deployer.DecodeContent(c)
+	f, err := content.Decode(c)
 	if err != nil {
 		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
 	}

@@ -5,11 +5,10 @@ import (
 	"strconv"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/release"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitfleet/fleet/agent/deployer"
 	"github.com/gitfleet/fleet/agent/monitor"
+	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -53,8 +52,8 @@ func setRelease(st *fleet.BundleDeploymentStatus, deployed *release.Release) {
 	if deployed == nil {
 		return
 	}
-	st.Release = deployer.Display(deployed)
-	ann := deployer.Annotations(deployed)
+	st.Release = release.Display(deployed)
+	ann := release.Annotations(deployed)
 	st.AppliedDeploymentID = ann[fleet.DeploymentIDAnnotation]
 	if g, err := strconv.ParseInt(ann[fleet.SyncGenerationAnnotation], 10, 64); err == nil {
 		st.SyncGeneration = &g
@@ -74,10 +73,10 @@ func installedCondition(deployed, last *release.Release) metav1.Condition {
 	c := metav1.Condition{Type: fleet.ConditionInstalled}
 	switch {
 	case deployed != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, fleet.ReasonInstalled, "release "+deployer.Display(deployed)
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, fleet.ReasonInstalled, "release "+release.Display(deployed)
 	case last != nil && last.Info != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, fleet.ReasonFailed,
-			fmt.Sprintf("release %s is %s: %s", deployer.Display(last), last.Info.Status, last.Info.Description)
+			fmt.Sprintf("release %s is %s: %s", release.Display(last), last.Info.Status, last.Info.Description)
 	default:
 		c.Status, c.Reason = metav1.ConditionFalse, fleet.ReasonNotInstalled
 	}

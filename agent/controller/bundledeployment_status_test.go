@@ -5,13 +5,11 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitfleet/fleet/agent/deployer"
 	"github.com/gitfleet/fleet/agent/monitor"
+	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/summary"
@@ -19,7 +17,7 @@ import (
 
 func rel(id string, version int, status release.Status) *release.Release {
 	return &release.Release{Name: "app", Namespace: "ns", Version: version, Info: &release.Info{Status: status, Description: "boom"},
-		Chart: &chart.Chart{Metadata: &chart.Metadata{Annotations: map[string]string{fleet.DeploymentIDAnnotation: id, fleet.SyncGenerationAnnotation: "2"}}}}
+		Chart: &release.Chart{Metadata: &release.Metadata{Annotations: map[string]string{fleet.DeploymentIDAnnotation: id, fleet.SyncGenerationAnnotation: "2"}}}}
 }
 
 func TestComputeStatus(t *testing.T) {
@@ -74,7 +72,7 @@ func TestComputeStatus(t *testing.T) {
 				g.Expect(ready.Reason).To(Equal(tc.reason))
 			}
 			if tc.state.deployed != nil {
-				g.Expect(bd.Status.Release).To(Equal(deployer.Display(tc.state.deployed)))
+				g.Expect(bd.Status.Release).To(Equal(release.Display(tc.state.deployed)))
 				g.Expect(*bd.Status.SyncGeneration).To(Equal(int64(2)))
 			}
 		})

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,7 +27,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitfleet/fleet/agent/controller"
-	"github.com/gitfleet/fleet/agent/deployer"
+	"github.com/gitfleet/fleet/agent/deployrpc"
+	"github.com/gitfleet/fleet/agent/downstream"
 	"github.com/gitfleet/fleet/agent/monitor"
 	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -46,10 +49,23 @@ var (
 	downCP  *controlplane.ControlPlane
 	downErr error
 	down    client.Client
+	// deployBinary is fleet-agent-deploy, built for the tests.
+	deployBinary string
 )
 
 func TestMain(m *testing.M) {
 	ctx := context.Background()
+	bin, err := os.MkdirTemp("", "agent-controller-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	build := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "github.com/gitfleet/fleet/cmd/fleet-agent-deploy")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building %s: %v\n%s", deployrpc.BinaryName, err, out)
+		os.Exit(1)
+	}
+	deployBinary = filepath.Join(bin, deployrpc.BinaryName)
 	// The downstream control plane starts while envtest starts upstream.
 	type started struct {
 		cp  *controlplane.ControlPlane
@@ -74,6 +90,7 @@ func TestMain(m *testing.M) {
 	if d := <-downstream; d.cp != nil {
 		_ = d.cp.Stop()
 	}
+	_ = os.RemoveAll(bin)
 	os.Exit(code)
 }
 
@@ -81,20 +98,27 @@ func TestMain(m *testing.M) {
 // that no watch of the agent holds the control planes up when they stop.
 func runAgent(t *testing.T) {
 	t.Helper()
+	t.Cleanup(runAgentWith(t, deployBinary))
+}
+
+// runAgentWith runs the agent with binary as its deploy binary until the
+// returned function is called.
+func runAgentWith(t *testing.T, binary string) func() {
+	t.Helper()
 	if downErr != nil {
 		t.Fatalf("starting the downstream control plane: %v", downErr)
 	}
-	stop, err := startAgent(context.Background(), up.Config, downCP.Config)
+	stop, err := startAgent(context.Background(), up.Config, downCP.Config, binary)
 	if err != nil {
 		t.Fatalf("starting the agent: %v", err)
 	}
-	t.Cleanup(stop)
+	return stop
 }
 
 // startAgent runs the agent's BundleDeployment reconciler as agent/deploy.go
 // wires it: a manager whose cache holds only the cluster namespace
-// upstream, a deployer and a watcher of the downstream cluster.
-func startAgent(ctx context.Context, upstream, local *rest.Config) (func(), error) {
+// upstream, the downstream cluster with the deploy binary, and a watcher.
+func startAgent(ctx context.Context, upstream, local *rest.Config, binary string) (func(), error) {
 	mgr, err := ctrl.NewManager(rest.CopyConfig(upstream), ctrl.Options{
 		Scheme:         registration.Scheme(),
 		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return registration.UpstreamMapper(), nil },
@@ -111,17 +135,21 @@ func startAgent(ctx context.Context, upstream, local *rest.Config) (func(), erro
 	if down, err = client.New(local, client.Options{Scheme: registration.Scheme()}); err != nil {
 		return nil, err
 	}
-	dep, err := deployer.New(local, down, clusterNamespace)
+	if binary == "" {
+		return nil, fmt.Errorf("%s was not built", deployrpc.BinaryName)
+	}
+	dep, err := downstream.New(local, down, clusterNamespace, &deployrpc.Runner{
+		Binary: binary, Config: local, ClusterNamespace: clusterNamespace, NamespaceMissingRetry: time.Second,
+	})
 	if err != nil {
 		return nil, err
 	}
-	dep.NamespaceMissingRetry = time.Second
 	r := &controller.Reconciler{
 		Upstream:         mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Cache:            mgr.GetCache(),
 		ClusterNamespace: clusterNamespace,
-		Deployer:         dep,
+		Downstream:       dep,
 		Watcher: &monitor.Watcher{
 			Dynamic: dep.Dynamic(), Mapper: dep.Mapper(),
 			NameLabel: fleet.ReleaseNameLabel, NamespaceLabel: fleet.ReleaseNamespaceLabel,

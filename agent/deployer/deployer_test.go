@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
@@ -262,7 +263,7 @@ func TestReleaseFor(t *testing.T) {
 	g.Expect(ReleaseFor("app", fleet.BundleDeploymentOptions{})).To(Equal(ReleaseKey{Namespace: "default", Name: "app"}))
 	g.Expect(ReleaseFor("app", fleet.BundleDeploymentOptions{DefaultNamespace: "d", TargetNamespace: "t",
 		Helm: &fleet.HelmOptions{ReleaseName: "r"}})).To(Equal(ReleaseKey{Namespace: "t", Name: "r"}))
-	long := ReleaseName(strings.Repeat("a", 60))
+	long := release.Name(strings.Repeat("a", 60))
 	g.Expect(long).To(HaveLen(53))
 	g.Expect(long).To(HavePrefix(strings.Repeat("a", 47) + "-"))
 }

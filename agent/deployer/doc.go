@@ -1,5 +1,7 @@
 // Package deployer turns a BundleDeployment into a Helm release in the
-// agent's own cluster.
+// agent's own cluster. It links Helm's SDK and Kustomize, so it runs in the
+// fleet-agent-deploy binary, one operation per process (Serve), never in the
+// resident fleet-agent (see agent/deployrpc).
 //
 // A BundleDeployment names a Content (its deploymentID is
 // "<contentName>:<options hash>"); the Content holds the bundle's files. This

@@ -2,16 +2,13 @@ package deployer
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/kube"
-	"helm.sh/helm/v3/pkg/release"
+	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
@@ -20,13 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
@@ -48,7 +45,6 @@ type Deployer struct {
 	// client alone, not a whole clientset (a client for every API group)
 	// for the agent and for each serviceAccount a bundle names.
 	core      corev1client.CoreV1Interface
-	dynamic   dynamic.Interface
 	discovery discovery.CachedDiscoveryInterface
 	// directDiscovery is the uncached discovery client under discovery.
 	directDiscovery  discovery.DiscoveryInterface
@@ -71,27 +67,17 @@ func New(cfg *rest.Config, c client.Client, clusterNamespace string) (*Deployer,
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	disc := memory.NewMemCacheClient(dc)
 	return &Deployer{
-		config: cfg, client: c, core: core, dynamic: dyn, discovery: disc, directDiscovery: dc,
+		config: cfg, client: c, core: core, discovery: disc, directDiscovery: dc,
 		mapper:           restmapper.NewDeferredDiscoveryRESTMapper(disc),
 		clusterNamespace: clusterNamespace,
 	}, nil
 }
-
-// Mapper is the Deployer's REST mapper over cached discovery.
-func (d *Deployer) Mapper() meta.RESTMapper { return d.mapper }
-
-// Dynamic is a dynamic client of the agent's cluster.
-func (d *Deployer) Dynamic() dynamic.Interface { return d.dynamic }
 
 // Scope tells whether a kind is namespaced, refreshing discovery once when
 // the kind is unknown (a CRD may just have been installed).
@@ -108,74 +94,14 @@ func (d *Deployer) Scope(gvk schema.GroupVersionKind) (namespaced, known bool) {
 }
 
 // ReleaseKey names a release.
-type ReleaseKey struct{ Namespace, Name string }
+type ReleaseKey = release.Key
 
-func (k ReleaseKey) String() string { return k.Namespace + "/" + k.Name }
-
-// ReleaseFor is the release of a BundleDeployment: helm.releaseName or the
-// BundleDeployment's name, in the release namespace.
+// ReleaseFor is the release of a BundleDeployment (see release.For).
 func ReleaseFor(bdName string, opts fleet.BundleDeploymentOptions) ReleaseKey {
-	name := bdName
-	if opts.Helm != nil && opts.Helm.ReleaseName != "" {
-		name = opts.Helm.ReleaseName
-	}
-	return ReleaseKey{Namespace: ReleaseNamespace(opts), Name: ReleaseName(name)}
+	return release.For(bdName, opts)
 }
 
-// ReleaseNamespace is options.namespace, else defaultNamespace, else
-// "default".
-func ReleaseNamespace(opts fleet.BundleDeploymentOptions) string {
-	switch {
-	case opts.TargetNamespace != "":
-		return opts.TargetNamespace
-	case opts.DefaultNamespace != "":
-		return opts.DefaultNamespace
-	}
-	return corev1.NamespaceDefault
-}
-
-// ReleaseName limits a name to Helm's 53 characters: a longer one keeps its
-// first 47 and gets 5 hex digits of its sha256.
-func ReleaseName(name string) string {
-	if len(name) <= 53 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return strings.TrimRight(name[:47], "-.") + "-" + hex.EncodeToString(sum[:])[:5]
-}
-
-// Annotations returns what a release records about its BundleDeployment.
-func Annotations(r *release.Release) map[string]string {
-	if r == nil || r.Chart == nil || r.Chart.Metadata == nil {
-		return nil
-	}
-	return r.Chart.Metadata.Annotations
-}
-
-// UpToDate tells whether a release is deployed and deploys deploymentID.
-func UpToDate(r *release.Release, deploymentID string) bool {
-	return r != nil && r.Info != nil && r.Info.Status == release.StatusDeployed &&
-		Annotations(r)[fleet.DeploymentIDAnnotation] == deploymentID
-}
-
-// Display is a release as "namespace/name:version".
-func Display(r *release.Release) string {
-	if r == nil {
-		return ""
-	}
-	return fmt.Sprintf("%s/%s:%d", r.Namespace, r.Name, r.Version)
-}
-
-func (d *Deployer) storage(namespace string) *storage.Storage {
-	return storage.Init(driver.NewSecrets(d.core.Secrets(namespace)))
-}
-
-// Last returns the latest revision of a release; nil when there is none.
-func (d *Deployer) Last(key ReleaseKey) (*release.Release, error) {
-	return lastRelease(d.storage(key.Namespace), key)
-}
-
-func lastRelease(s *storage.Storage, key ReleaseKey) (*release.Release, error) {
+func lastRelease(s *storage.Storage, key ReleaseKey) (*helmrelease.Release, error) {
 	r, err := s.Last(key.Name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil
@@ -235,7 +161,7 @@ type Input struct {
 // With options.serviceAccount every step runs as that account (see
 // identity); with options.namespace the templates, the hooks and the CRDs
 // obey it or the bundle is refused.
-func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, error) {
+func (d *Deployer) Deploy(ctx context.Context, in Input) (*helmrelease.Release, error) {
 	key := ReleaseFor(in.Name, in.Options)
 	layout, err := Detect(in.Files, in.Options)
 	if err != nil {
@@ -293,7 +219,7 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*release.Release, erro
 		timeout = defaultWaitTimeout
 	}
 	labels := map[string]string{fleet.ManagedLabel: "true", fleet.ClusterNamespaceLabel: d.clusterNamespace}
-	var rel *release.Release
+	var rel *helmrelease.Release
 	if last == nil {
 		i := action.NewInstall(ac)
 		i.ReleaseName, i.Namespace = key.Name, key.Namespace
@@ -333,15 +259,15 @@ func maxHistory(h fleet.HelmOptions) int {
 // or rollback left pending: it rolls back to the last deployed revision, or
 // uninstalls when there is none. It returns the release's latest revision
 // afterwards (nil when uninstalled).
-func recoverPending(ctx context.Context, ac *action.Configuration, key ReleaseKey, last *release.Release) (*release.Release, error) {
+func recoverPending(ctx context.Context, ac *action.Configuration, key ReleaseKey, last *helmrelease.Release) (*helmrelease.Release, error) {
 	log := ctrl.LoggerFrom(ctx)
 	history, err := ac.Releases.History(key.Name)
 	if err != nil {
 		return nil, err
 	}
-	var previous *release.Release
+	var previous *helmrelease.Release
 	for _, r := range history {
-		if r.Version < last.Version && (r.Info.Status == release.StatusDeployed || r.Info.Status == release.StatusSuperseded) &&
+		if r.Version < last.Version && (r.Info.Status == helmrelease.StatusDeployed || r.Info.Status == helmrelease.StatusSuperseded) &&
 			(previous == nil || r.Version > previous.Version) {
 			previous = r
 		}
@@ -437,14 +363,4 @@ func forbidden(id *identity, err error) error {
 	}
 	return outcome.Stallf(fleet.ReasonForbidden,
 		"serviceAccount %s may not do what the bundle asks: %w; grant it the right downstream or change the bundle", id.serviceAccount, err)
-}
-
-// Deployed returns the latest deployed revision of a release; nil when none
-// is deployed.
-func (d *Deployer) Deployed(key ReleaseKey) (*release.Release, error) {
-	r, err := d.storage(key.Namespace).Deployed(key.Name)
-	if errors.Is(err, driver.ErrReleaseNotFound) || errors.Is(err, driver.ErrNoDeployedReleases) {
-		return nil, nil
-	}
-	return r, err
 }

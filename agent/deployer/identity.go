@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitfleet/fleet/agent/downstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
@@ -30,12 +31,6 @@ type identity struct {
 	client         client.Client
 }
 
-// ServiceAccountUser is the user name the API server gives the
-// ServiceAccount namespace/name.
-func ServiceAccountUser(namespace, name string) string {
-	return "system:serviceaccount:" + namespace + ":" + name
-}
-
 // as returns the identity of a release in namespace deployed with
 // serviceAccount (the agent's own when empty). The account lives in the
 // release namespace.
@@ -44,7 +39,7 @@ func (d *Deployer) as(namespace, serviceAccount string) (*identity, error) {
 		return &identity{config: d.config, core: d.core, client: d.client}, nil
 	}
 	cfg := rest.CopyConfig(d.config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: ServiceAccountUser(namespace, serviceAccount)}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: downstream.ServiceAccountUser(namespace, serviceAccount)}
 	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

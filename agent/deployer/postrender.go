@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -42,15 +42,12 @@ func KeepCRD(o *unstructured.Unstructured) {
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[kube.ResourcePolicyAnno] = kube.KeepPolicy
+	ann[release.ResourcePolicyAnnotation] = release.KeepPolicy
 	o.SetAnnotations(ann)
 }
 
-// Kept tells whether Helm keeps o by its resource policy: such an object is
-// no longer the release's once dropped from it, and nothing of the agent
-// deletes it.
-func Kept(o *unstructured.Unstructured) bool {
-	return o.GetAnnotations()[kube.ResourcePolicyAnno] == kube.KeepPolicy
+func isCRD(o *unstructured.Unstructured) bool {
+	return o.GetKind() == "CustomResourceDefinition" && o.GroupVersionKind().Group == "apiextensions.k8s.io"
 }
 
 // Transform labels each object with its release, marks CRDs to be kept

@@ -6,13 +6,13 @@ import (
 	"fmt"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -31,31 +31,6 @@ func (d *Deployer) protected(ns string) bool {
 	return protectedNamespaces[ns] || (d.SystemNamespace != "" && ns == d.SystemNamespace)
 }
 
-// Owned returns the latest revision of every release this agent deployed
-// (those recorded with its cluster namespace), in any namespace.
-func (d *Deployer) Owned(ctx context.Context) ([]*release.Release, error) {
-	drv := driver.NewSecrets(d.core.Secrets(metav1.NamespaceAll))
-	all, err := drv.Query(map[string]string{"owner": "helm", fleet.ManagedLabel: "true", fleet.ClusterNamespaceLabel: d.clusterNamespace})
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	latest := map[ReleaseKey]*release.Release{}
-	for _, r := range all {
-		k := ReleaseKey{Namespace: r.Namespace, Name: r.Name}
-		if cur := latest[k]; cur == nil || r.Version > cur.Version {
-			latest[k] = r
-		}
-	}
-	out := make([]*release.Release, 0, len(latest))
-	for _, r := range latest {
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 // Uninstall removes a release whose BundleDeployment is gone: its objects
 // too unless it was deployed with keepResources (then only the release's
 // records go, and the objects stay), and its namespace with
@@ -67,7 +42,7 @@ func (d *Deployer) Owned(ctx context.Context) ([]*release.Release, error) {
 // the namespace option it was deployed with.
 func (d *Deployer) Uninstall(ctx context.Context, r *release.Release) error {
 	log := ctrl.LoggerFrom(ctx)
-	ann := Annotations(r)
+	ann := release.Annotations(r)
 	id, err := d.as(r.Namespace, ann[fleet.ServiceAccountAnnotation])
 	if err != nil {
 		return err

@@ -6,11 +6,11 @@ import (
 	"sort"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -123,7 +123,7 @@ func Evaluate(desired []*unstructured.Unstructured, live map[Key]*unstructured.U
 	}
 	sort.Slice(extra, func(i, j int) bool { return keyString(KeyOf(extra[i])) < keyString(KeyOf(extra[j])) })
 	for _, e := range extra {
-		if e.GetAnnotations()[kube.ResourcePolicyAnno] == kube.KeepPolicy {
+		if release.Kept(e) {
 			// Helm kept it when the bundle dropped it (a CRD, unless
 			// deleteCRDResources): it is no longer the release's, and
 			// drift correction must not delete it.

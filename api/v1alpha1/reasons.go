@@ -13,6 +13,9 @@ const (
 	ReasonNotReady = "NotReady"
 	// ReasonError: a failure without a more precise reason.
 	ReasonError = "Error"
+	// ReasonDeployBinaryMissing: the agent cannot find its deploy binary
+	// (fleet-agent-deploy, or what its --deploy-binary flag names).
+	ReasonDeployBinaryMissing = "DeployBinaryMissing"
 	// ReasonSecretNotFound: a Secret the spec names does not exist.
 	ReasonSecretNotFound = "SecretNotFound"
 	// ReasonInvalidSelector: a label selector in the spec does not parse.

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gitfleet/fleet/agent"
+	"github.com/gitfleet/fleet/agent/deployrpc"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/version"
@@ -53,6 +54,10 @@ func main() {
 		"how often to look for a new bootstrap secret placed while the agent runs, to register with it (default 15s)")
 	f.DurationVar(&o.AddressCheckInterval, "manager-address-check-interval", 0,
 		"how often to read the address the manager publishes for its agents, to follow it when it moves (default 15m)")
+	f.StringVar(&o.DeployBinary, "deploy-binary", deployrpc.BinaryName,
+		"the binary that installs, upgrades and uninstalls releases, one process per operation: a path, or a name looked up beside fleet-agent, then in $PATH")
+	f.IntVar(&o.DeployConcurrency, "deploy-concurrency", deployrpc.DefaultConcurrency,
+		"deploy binaries running at once (each holds Helm in memory while it runs: more deploy faster, at a higher peak memory)")
 	f.StringVar(&o.DebugAddress, "debug-bind-address", "", "serve Go profiles (/debug/pprof/) and metrics (/metrics) at this address, e.g. 127.0.0.1:6060 (default off)")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)

@@ -37,7 +37,7 @@ func newDev() *cobra.Command {
 			return runDevUp(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
-	up.Flags().StringVar(&o.bin, "bin", "bin", "directory with fleet, fleet-manager and fleet-agent")
+	up.Flags().StringVar(&o.bin, "bin", "bin", "directory with fleet, fleet-manager, fleet-agent and fleet-agent-deploy (make build)")
 	up.Flags().StringVar(&o.examples, "examples", "config/examples", "directory committed into the demo's git repository")
 	up.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	up.Flags().BoolVar(&o.workloads, "workloads", true,

@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -39,6 +40,9 @@ type Options struct {
 	Binary string
 	// Entrypoint is the binary's path in the image, e.g. /fleet-manager.
 	Entrypoint string
+	// Extra are more static binaries, put beside the entrypoint under their
+	// own names (the agent's fleet-agent-deploy beside fleet-agent).
+	Extra []string
 	// Refs name the image in the layout's index.json
 	// (org.opencontainers.image.ref.name), e.g.
 	// ghcr.io/gitfleet/fleet-manager:latest.
@@ -113,7 +117,18 @@ func Image(o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	app, err := layer(created, []file{{name: o.Entrypoint[1:], mode: 0o755, data: bin}})
+	files := []file{{name: o.Entrypoint[1:], mode: 0o755, data: bin}}
+	copied := "COPY " + path.Base(o.Binary) + " " + o.Entrypoint
+	for _, extra := range o.Extra {
+		data, err := os.ReadFile(extra)
+		if err != nil {
+			return nil, err
+		}
+		name := path.Join(path.Dir(o.Entrypoint), filepath.Base(extra))
+		files = append(files, file{name: name[1:], mode: 0o755, data: data})
+		copied += ", " + filepath.Base(extra) + " " + name
+	}
+	app, err := layer(created, files)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +138,7 @@ func Image(o Options) (v1.Image, error) {
 		mutate.Addendum{Layer: base, MediaType: types.OCILayer,
 			History: v1.History{Created: v1.Time{Time: created}, CreatedBy: "base: /etc/passwd, /etc/group, CA certificates, /tmp", Comment: "fleet"}},
 		mutate.Addendum{Layer: app, MediaType: types.OCILayer,
-			History: v1.History{Created: v1.Time{Time: created}, CreatedBy: "COPY " + path.Base(o.Binary) + " " + o.Entrypoint, Comment: "fleet"}},
+			History: v1.History{Created: v1.Time{Time: created}, CreatedBy: copied, Comment: "fleet"}},
 	)
 	if err != nil {
 		return nil, err

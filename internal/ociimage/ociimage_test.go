@@ -63,8 +63,10 @@ func TestBuildLayoutAndReadBack(t *testing.T) {
 	g.Expect(os.WriteFile(bin, []byte("\x7fELF not really a binary"), 0o755)).To(Succeed())
 	certs := filepath.Join(tmp, "ca.crt")
 	g.Expect(os.WriteFile(certs, []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), 0o644)).To(Succeed())
+	helper := filepath.Join(tmp, "hello-helper")
+	g.Expect(os.WriteFile(helper, []byte("\x7fELF the helper"), 0o755)).To(Succeed())
 	o := ociimage.Options{
-		Binary: bin, Entrypoint: "/hello", CACerts: certs, Arch: "arm64",
+		Binary: bin, Entrypoint: "/hello", Extra: []string{helper}, CACerts: certs, Arch: "arm64",
 		Refs:    []string{"example.com/hello:latest", "example.com/hello:v1"},
 		Labels:  map[string]string{"org.opencontainers.image.title": "hello", "org.opencontainers.image.version": "v1"},
 		Created: time.Unix(1700000000, 0),
@@ -119,6 +121,8 @@ func TestBuildLayoutAndReadBack(t *testing.T) {
 	g.Expect(hello.data).To(Equal("\x7fELF not really a binary"))
 	g.Expect(hello.hdr.Mode & 0o777).To(Equal(int64(0o755)))
 	g.Expect(hello.hdr.Uid).To(Equal(0), "the binary belongs to root: the user that runs it cannot replace it")
+	g.Expect(files["hello-helper"].data).To(Equal("\x7fELF the helper"), "the extra binary is beside the entrypoint")
+	g.Expect(files["hello-helper"].hdr.Mode & 0o777).To(Equal(int64(0o755)))
 	g.Expect(files["etc/passwd"].data).To(ContainSubstring("nonroot:x:65532:65532:"))
 	g.Expect(files["etc/group"].data).To(ContainSubstring("nonroot:x:65532:"))
 	g.Expect(files["etc/ssl/certs/ca-certificates.crt"].data).To(ContainSubstring("BEGIN CERTIFICATE"))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitfleet/fleet/agent/deployrpc"
 	"github.com/gitfleet/fleet/agent/registration"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -91,6 +93,8 @@ type edgeAgent struct {
 	logDir   string
 	cred     *registration.Credential
 	bundles  int
+	// logOffset is how far children has read the agent's log.
+	logOffset int
 }
 
 // AgentExperiment measures one real agent: its image, memory with 10 and 50
@@ -154,10 +158,11 @@ func AgentExperiment(ctx context.Context, cp *controlplane.ControlPlane, o Agent
 	return nil
 }
 
-// buildAgent builds cmd/fleet-agent as it ships.
+// buildAgent builds cmd/fleet-agent and cmd/fleet-agent-deploy as they
+// ship, side by side (the agent finds its deploy binary beside itself).
 func buildAgent(dir string) (string, error) {
 	out := filepath.Join(dir, "fleet-agent")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./cmd/fleet-agent")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", dir+string(os.PathSeparator), "./cmd/fleet-agent", "./cmd/fleet-agent-deploy")
 	cmd.Dir = framework.RepoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -166,15 +171,23 @@ func buildAgent(dir string) (string, error) {
 	return out, nil
 }
 
-// image reports the binary's size and its heaviest linked modules.
+// image reports the size of both binaries, the resident agent and its
+// deploy binary beside it, and their heaviest linked modules.
 func (e *edgeAgent) image() error {
-	st, err := os.Stat(e.bin)
+	if err := binaryImage(e.bin, "image"); err != nil {
+		return err
+	}
+	return binaryImage(filepath.Join(filepath.Dir(e.bin), deployrpc.BinaryName), "image-deploy")
+}
+
+func binaryImage(bin, phase string) error {
+	st, err := os.Stat(bin)
 	if err != nil {
 		return err
 	}
-	out, err := exec.Command("go", "version", "-m", e.bin).Output()
+	out, err := exec.Command("go", "version", "-m", bin).Output()
 	if err != nil {
-		return fmt.Errorf("go version -m %s: %w", e.bin, err)
+		return fmt.Errorf("go version -m %s: %w", bin, err)
 	}
 	var mods []string
 	for _, line := range strings.Split(string(out), "\n") {
@@ -182,8 +195,8 @@ func (e *edgeAgent) image() error {
 			mods = append(mods, f[1])
 		}
 	}
-	printAgent(AgentResult{Phase: "image", SizeMB: float64(st.Size()) / (1 << 20),
-		Note: fmt.Sprintf("%d modules linked; %s", len(mods), heavyModules(mods))})
+	printAgent(AgentResult{Phase: phase, SizeMB: float64(st.Size()) / (1 << 20),
+		Note: fmt.Sprintf("%s: %d modules linked; %s", filepath.Base(bin), len(mods), heavyModules(mods))})
 	return nil
 }
 
@@ -313,8 +326,16 @@ func (e *edgeAgent) grow(ctx context.Context, total int, chart bool, phase strin
 		}
 	}
 	e.bundles = total
+	stop := e.samplePeak()
 	if err := e.waitApplied(ctx, total, 5*time.Minute); err != nil {
+		stop()
 		return err
+	}
+	peak := stop()
+	if c := e.children(); c.Note != "" {
+		c.Phase, c.Bundles = phase+"-deploys", total
+		c.Note += fmt.Sprintf("; the agent and its deploy binaries together peaked at %.1f MB RSS", peak)
+		printAgent(c)
 	}
 	r, err := e.memory(ctx)
 	if err != nil {
@@ -323,6 +344,82 @@ func (e *edgeAgent) grow(ctx context.Context, total int, chart bool, phase strin
 	r.Phase, r.Bundles = phase, total
 	printAgent(r)
 	return nil
+}
+
+// samplePeak samples, every 50 ms until the returned function is called,
+// the RSS of the agent and its children (the deploy binaries) together, as
+// a container's memory would count them; the function returns the peak in
+// MB.
+func (e *edgeAgent) samplePeak() func() float64 {
+	done := make(chan struct{})
+	peak := make(chan float64, 1)
+	pid := e.proc.PID()
+	go func() {
+		top := 0.0
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			sum := procStatus(pid)["VmRSS:"]
+			// Each thread lists the children it forked.
+			tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+			for _, task := range tasks {
+				b, err := os.ReadFile(task)
+				if err != nil {
+					continue
+				}
+				for _, child := range strings.Fields(string(b)) {
+					if n, err := strconv.Atoi(child); err == nil {
+						sum += procStatus(n)["VmRSS:"]
+					}
+				}
+			}
+			top = max(top, sum)
+			select {
+			case <-done:
+				peak <- top
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() float64 { close(done); return <-peak }
+}
+
+// children sums up the deploy binaries the agent ran since the last call,
+// from the lines it logs when one ends: how many, their peak RSS, their
+// durations.
+func (e *edgeAgent) children() AgentResult {
+	b, err := os.ReadFile(e.proc.Log)
+	if err != nil || len(b) < e.logOffset {
+		return AgentResult{}
+	}
+	lines := strings.Split(string(b[e.logOffset:]), "\n")
+	e.logOffset = len(b)
+	var n int
+	var peakKiB int64
+	var secs []float64
+	for _, line := range lines {
+		if !strings.Contains(line, `"Deploy binary ended"`) {
+			continue
+		}
+		var entry struct {
+			Seconds   float64 `json:"seconds"`
+			MaxRSSKiB int64   `json:"maxRSSKiB"`
+		}
+		if json.Unmarshal([]byte(line), &entry) != nil {
+			continue
+		}
+		n++
+		peakKiB = max(peakKiB, entry.MaxRSSKiB)
+		secs = append(secs, entry.Seconds)
+	}
+	if n == 0 {
+		return AgentResult{}
+	}
+	sort.Float64s(secs)
+	return AgentResult{RSSMB: float64(peakKiB) / 1024, Seconds: secs[len(secs)/2],
+		Note: fmt.Sprintf("%d runs of %s: peak RSS %.1f MB (the largest of them), duration median %.2f s, max %.2f s",
+			n, deployrpc.BinaryName, float64(peakKiB)/1024, secs[len(secs)/2], secs[len(secs)-1])}
 }
 
 // memory lets the agent settle, then reads its RSS, the Go runtime's
@@ -633,6 +730,7 @@ func (e *edgeAgent) start(ctx context.Context) error {
 	if err := e.startAgent(); err != nil {
 		return err
 	}
+	e.logOffset = 0
 	if err := waitFor(ctx, time.Minute, func() (bool, error) {
 		bd := &fleet.BundleDeployment{}
 		if err := e.admin.Get(ctx, types.NamespacedName{Namespace: e.cred.ClusterNamespace, Name: name}, bd); err != nil {
@@ -643,6 +741,10 @@ func (e *edgeAgent) start(ctx context.Context) error {
 		return fmt.Errorf("waiting for the restarted agent to apply %s: %w", name, err)
 	}
 	e.bundles++
+	if c := e.children(); c.Note != "" {
+		c.Phase, c.Bundles = "start-deploys", e.bundles
+		printAgent(c)
+	}
 	printAgent(AgentResult{Phase: "start", Bundles: e.bundles, Seconds: since(start),
 		Note: "process start to the first new BundleDeployment applied, registered cluster with its releases installed"})
 	return nil

@@ -139,7 +139,7 @@ func main() {
 	flag.BoolVar(&profileEnabled, "apiserver-profile", true, "read the API server's CPU profile during registration and fan-out")
 	flag.StringVar(&profileDir, "apiserver-profile-dir", "", "also write the API server's CPU profiles into this directory")
 	flag.BoolVar(&auditEnabled, "audit", true, "log the API server's writes (audit, level Metadata) to count them by writer and namespace; the scaling experiment runs without it")
-	flag.StringVar(&agentOpts.Binary, "agent-binary", "", "agent experiment: the fleet-agent to measure (default: cmd/fleet-agent built as it ships)")
+	flag.StringVar(&agentOpts.Binary, "agent-binary", "", "agent experiment: the fleet-agent to measure, with fleet-agent-deploy beside it (default: both built as they ship)")
 	flag.DurationVar(&agentOpts.Idle, "agent-idle", 2*time.Minute, "agent experiment: idle window")
 	flag.DurationVar(&agentOpts.Checkin, "agent-checkin", time.Minute, "agent experiment: the agent's check-in interval")
 	flag.DurationVar(&agentOpts.Resync, "agent-resync", time.Minute, "agent experiment: the agent's resync interval")

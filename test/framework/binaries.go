@@ -21,7 +21,8 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// Binaries builds fleet, fleet-manager and fleet-agent once (until
+// Binaries builds every command (fleet, fleet-manager, fleet-agent and
+// fleet-agent-deploy, which the agent finds beside itself) once (until
 // RemoveBinaries) and returns the directory holding them.
 func Binaries() (string, error) {
 	binaries.mu.Lock()

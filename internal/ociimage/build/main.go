@@ -25,9 +25,10 @@ func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 func main() {
 	var o ociimage.Options
 	var out, created string
-	var refs, labels list
+	var refs, labels, extra list
 	flag.StringVar(&o.Binary, "binary", "", "static binary to run (CGO_ENABLED=0)")
 	flag.StringVar(&o.Entrypoint, "entrypoint", "", "path of the binary in the image, e.g. /fleet-manager")
+	flag.Var(&extra, "extra-binary", "another static binary, put beside the entrypoint under its own name (repeatable)")
 	flag.StringVar(&out, "out", "", "directory of the OCI image layout (replaced)")
 	flag.Var(&refs, "ref", "name of the image in the layout's index.json (repeatable)")
 	flag.Var(&labels, "label", "image label k=v (repeatable)")
@@ -36,6 +37,7 @@ func main() {
 	flag.StringVar(&o.CACerts, "ca-certs", ociimage.DefaultCACerts, "CA bundle copied into the image")
 	flag.StringVar(&created, "created", os.Getenv("SOURCE_DATE_EPOCH"), "creation time in Unix seconds (default $SOURCE_DATE_EPOCH, else 0); fixed so rebuilds give the same digest")
 	flag.Parse()
+	o.Extra = extra
 	if err := run(o, out, created, refs, labels); err != nil {
 		fmt.Fprintln(os.Stderr, "build:", err)
 		os.Exit(1)

@@ -48,17 +48,20 @@ type suite struct {
 	binaries    map[string]string
 }
 
-// buildAgent builds fleet-agent stamped with version, as `make build
-// VERSION=...` does.
+// buildAgent builds fleet-agent and fleet-agent-deploy stamped with version,
+// as `make build VERSION=...` does, into a directory of their own (as an
+// image holds them: the agent finds its deploy binary beside itself), and
+// returns the agent's path.
 func buildAgent(dir, version string) (string, error) {
-	out := filepath.Join(dir, "fleet-agent-"+version)
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X github.com/gitfleet/fleet/internal/version.version="+version, "-o", out, "./cmd/fleet-agent")
+	out := filepath.Join(dir, version)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X github.com/gitfleet/fleet/internal/version.version="+version,
+		"-o", out+string(os.PathSeparator), "./cmd/fleet-agent", "./cmd/fleet-agent-deploy")
 	cmd.Dir = framework.RepoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building fleet-agent %s: %v\n%s", version, err, b)
 	}
-	return out, nil
+	return filepath.Join(out, "fleet-agent"), nil
 }
 
 func (s *suite) setUp() {

@@ -1,0 +1,233 @@
+package deployrpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gitfleet/fleet/agent/release"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
+)
+
+// BinaryName is the deploy binary's name.
+const BinaryName = "fleet-agent-deploy"
+
+// DefaultConcurrency is how many deploy binaries run at once by default.
+// Each one holds Helm's SDK in memory while it runs (see the README's
+// figures): two bound the agent's peak to its resident memory plus two
+// children, while one slow deploy (a Helm wait of minutes) does not hold up
+// every other.
+const DefaultConcurrency = 2
+
+// binaryRetry is how soon a deploy looks again for a missing binary.
+const binaryRetry = time.Minute
+
+// Runner runs fleet-agent-deploy, one process per operation.
+type Runner struct {
+	// Binary is the deploy binary: a path, or a name looked up beside the
+	// running executable, then in $PATH (default BinaryName).
+	Binary string
+	// Config reaches the agent's own cluster.
+	Config *rest.Config
+	// ClusterNamespace, SystemNamespace and NamespaceMissingRetry are
+	// handed to each Request.
+	ClusterNamespace, SystemNamespace string
+	NamespaceMissingRetry             time.Duration
+	// Concurrency bounds the children running at once (default
+	// DefaultConcurrency).
+	Concurrency int
+
+	once sync.Once
+	sem  chan struct{}
+}
+
+// Deploy installs or upgrades the release of a BundleDeployment.
+func (r *Runner) Deploy(ctx context.Context, d Deploy) error {
+	return r.Run(ctx, &Request{Op: OpDeploy, Deploy: &d})
+}
+
+// Uninstall removes a release whose BundleDeployment is gone.
+func (r *Runner) Uninstall(ctx context.Context, rel *release.Release) error {
+	return r.Run(ctx, &Request{Op: OpUninstall, Uninstall: &release.Release{
+		Name: rel.Name, Namespace: rel.Namespace, Version: rel.Version, Chart: rel.Chart}})
+}
+
+// Find resolves the deploy binary: a path is taken as it is; a name is
+// looked for beside the running executable, then in $PATH. The error names
+// the flag that sets it.
+func Find(binary string) (string, error) {
+	if binary == "" {
+		binary = BinaryName
+	}
+	if strings.ContainsRune(binary, filepath.Separator) {
+		if _, err := os.Stat(binary); err != nil {
+			return "", outcome.Waitf(fleet.ReasonDeployBinaryMissing, binaryRetry,
+				"the deploy binary %s cannot be run (%v): install it there or set the agent's --deploy-binary flag", binary, err)
+		}
+		return binary, nil
+	}
+	var beside string
+	if self, err := os.Executable(); err == nil {
+		beside = filepath.Join(filepath.Dir(self), binary)
+		if _, err := os.Stat(beside); err == nil {
+			return beside, nil
+		}
+	}
+	if p, err := exec.LookPath(binary); err == nil {
+		return p, nil
+	}
+	return "", outcome.Waitf(fleet.ReasonDeployBinaryMissing, binaryRetry,
+		"the deploy binary %s is neither beside the agent (%s) nor in $PATH: install it, or set the agent's --deploy-binary flag to its path",
+		binary, beside)
+}
+
+// Run runs one Request in a child process and returns its error. The
+// child's log lines go to ctx's logger; cancelling ctx kills the child.
+func (r *Runner) Run(ctx context.Context, req *Request) error {
+	bin, err := Find(r.Binary)
+	if err != nil {
+		return err
+	}
+	conn, err := ConnectionOf(r.Config)
+	if err != nil {
+		return outcome.Stall(fleet.ReasonError, err)
+	}
+	req.Version, req.Connection = Version, conn
+	req.ClusterNamespace, req.SystemNamespace, req.NamespaceMissingRetry = r.ClusterNamespace, r.SystemNamespace, r.NamespaceMissingRetry
+	in, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if err := r.acquire(ctx); err != nil {
+		return err
+	}
+	defer r.release()
+	log := ctrl.LoggerFrom(ctx)
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Stdin = bytes.NewReader(in)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", bin, err)
+	}
+	tail := forwardLog(log, stderr)
+	waitErr := cmd.Wait()
+	lastLines := <-tail
+	// Its duration and peak memory: what a deploy costs on top of the
+	// resident agent.
+	log.Info("Deploy binary ended", "op", req.Op, "seconds", time.Since(started).Round(time.Millisecond).Seconds(),
+		"maxRSSKiB", maxRSSKiB(cmd.ProcessState))
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s %s stopped: %w", BinaryName, req.Op, ctx.Err())
+	}
+	resp := &Response{}
+	if err := json.Unmarshal(out.Bytes(), resp); err != nil || resp.Version != Version {
+		if waitErr == nil {
+			waitErr = fmt.Errorf("no response of protocol version %d on its output", Version)
+		}
+		return fmt.Errorf("%s %s failed: %v%s", BinaryName, req.Op, waitErr, lastLines)
+	}
+	return resp.Error.Err()
+}
+
+func (r *Runner) acquire(ctx context.Context) error {
+	r.once.Do(func() {
+		n := r.Concurrency
+		if n <= 0 {
+			n = DefaultConcurrency
+		}
+		r.sem = make(chan struct{}, n)
+	})
+	select {
+	case r.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Runner) release() { <-r.sem }
+
+// tailLines is how many of the child's last log lines an error quotes.
+const tailLines = 5
+
+// forwardLog logs each line the child writes (zap's JSON, or plain text) as
+// the agent's own, and sends the last lines, for an error message, when the
+// child's standard error ends.
+func forwardLog(log logr.Logger, r io.Reader) <-chan string {
+	done := make(chan string, 1)
+	go func() {
+		var last []string
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			line := sc.Text()
+			msg := logLine(log, line)
+			last = append(last, msg)
+			if len(last) > tailLines {
+				last = last[1:]
+			}
+		}
+		_, _ = io.Copy(io.Discard, r)
+		if len(last) == 0 {
+			done <- ""
+			return
+		}
+		done <- ": " + strings.Join(last, "; ")
+	}()
+	return done
+}
+
+// logLine logs one line of the child and returns its message.
+func logLine(log logr.Logger, line string) string {
+	var entry map[string]any
+	if err := json.Unmarshal([]byte(line), &entry); err != nil {
+		log.Info(line)
+		return line
+	}
+	msg, _ := entry["msg"].(string)
+	level, _ := entry["level"].(string)
+	errText, _ := entry["error"].(string)
+	for _, k := range []string{"msg", "level", "ts", "caller", "logger", "error", "stacktrace"} {
+		delete(entry, k)
+	}
+	keys := make([]string, 0, len(entry))
+	for k := range entry {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	kv := make([]any, 0, 2*len(keys))
+	for _, k := range keys {
+		kv = append(kv, k, entry[k])
+	}
+	if level == "error" {
+		log.Error(errors.New(errText), msg, kv...)
+		if errText != "" {
+			return msg + ": " + errText
+		}
+		return msg
+	}
+	log.Info(msg, kv...)
+	return msg
+}
