@@ -1,6 +1,7 @@
 package deployrpc
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -47,10 +48,27 @@ func TestConnectionRoundTrip(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.RESTConfig()).To(Equal(cfg))
 
+	// A credential plugin crosses as JSON; the child runs it without a
+	// terminal, its standard input being the request.
 	exec := rest.CopyConfig(cfg)
-	exec.ExecProvider = &clientcmdapi.ExecConfig{Command: "login-helper"}
-	_, err = ConnectionOf(exec)
-	g.Expect(err).To(MatchError(ContainSubstring("exec or auth-provider plugin")))
+	exec.ExecProvider = &clientcmdapi.ExecConfig{Command: "login-helper", Args: []string{"token"}, APIVersion: "client.authentication.k8s.io/v1",
+		Env: []clientcmdapi.ExecEnvVar{{Name: "REGION", Value: "eu"}}, InteractiveMode: clientcmdapi.IfAvailableExecInteractiveMode}
+	exec.AuthProvider = &clientcmdapi.AuthProviderConfig{Name: "oidc", Config: map[string]string{"idp-issuer-url": "https://issuer"}}
+	c, err = ConnectionOf(exec)
+	g.Expect(err).NotTo(HaveOccurred())
+	wire, err := json.Marshal(c)
+	g.Expect(err).NotTo(HaveOccurred())
+	var back Connection
+	g.Expect(json.Unmarshal(wire, &back)).To(Succeed())
+	got := back.RESTConfig()
+	g.Expect(got.ExecProvider.Command).To(Equal("login-helper"))
+	g.Expect(got.ExecProvider.Args).To(Equal([]string{"token"}))
+	g.Expect(got.ExecProvider.Env).To(Equal(exec.ExecProvider.Env))
+	g.Expect(got.ExecProvider.APIVersion).To(Equal("client.authentication.k8s.io/v1"))
+	g.Expect(got.ExecProvider.InteractiveMode).To(Equal(clientcmdapi.NeverExecInteractiveMode))
+	g.Expect(got.ExecProvider.StdinUnavailable).To(BeTrue())
+	g.Expect(got.AuthProvider).To(Equal(exec.AuthProvider))
+	g.Expect(exec.ExecProvider.InteractiveMode).To(Equal(clientcmdapi.IfAvailableExecInteractiveMode), "the agent's own config is left as it was")
 	wrapped := rest.CopyConfig(cfg)
 	wrapped.Wrap(func(rt http.RoundTripper) http.RoundTripper { return rt })
 	_, err = ConnectionOf(wrapped)

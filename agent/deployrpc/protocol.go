@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -135,15 +136,16 @@ type Connection struct {
 	Password        string  `json:"password,omitempty"`
 	QPS             float32 `json:"qps,omitempty"`
 	Burst           int     `json:"burst,omitempty"`
+	// Exec and AuthProvider are the kubeconfig's credential plugins: the
+	// child runs the plugin itself, without a terminal (its standard input
+	// carries the request).
+	Exec         *clientcmdapi.ExecConfig         `json:"exec,omitempty"`
+	AuthProvider *clientcmdapi.AuthProviderConfig `json:"authProvider,omitempty"`
 }
 
-// ConnectionOf describes cfg. A config that authenticates with an exec or
-// auth-provider plugin, or dials through code, cannot be described.
+// ConnectionOf describes cfg. A config that dials through code cannot be
+// described.
 func ConnectionOf(cfg *rest.Config) (Connection, error) {
-	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
-		return Connection{}, fmt.Errorf("the agent's kubeconfig authenticates with an exec or auth-provider plugin, " +
-			"which fleet-agent-deploy cannot be handed: use a kubeconfig with a token, token file or client certificate")
-	}
 	if cfg.Transport != nil || cfg.Dial != nil || cfg.WrapTransport != nil {
 		return Connection{}, fmt.Errorf("the agent's REST config has a custom transport, which fleet-agent-deploy cannot be handed")
 	}
@@ -152,16 +154,25 @@ func ConnectionOf(cfg *rest.Config) (Connection, error) {
 		CAFile: cfg.CAFile, CAData: cfg.CAData, CertFile: cfg.CertFile, CertData: cfg.CertData,
 		KeyFile: cfg.KeyFile, KeyData: cfg.KeyData, BearerToken: cfg.BearerToken, BearerTokenFile: cfg.BearerTokenFile,
 		Username: cfg.Username, Password: cfg.Password, QPS: cfg.QPS, Burst: cfg.Burst,
+		Exec: cfg.ExecProvider, AuthProvider: cfg.AuthProvider,
 	}, nil
 }
 
 // RESTConfig is the REST config c describes.
 func (c Connection) RESTConfig() *rest.Config {
-	return &rest.Config{
+	cfg := &rest.Config{
 		Host: c.Host, APIPath: c.APIPath,
 		TLSClientConfig: rest.TLSClientConfig{Insecure: c.Insecure, ServerName: c.ServerName,
 			CAFile: c.CAFile, CAData: c.CAData, CertFile: c.CertFile, CertData: c.CertData, KeyFile: c.KeyFile, KeyData: c.KeyData},
 		BearerToken: c.BearerToken, BearerTokenFile: c.BearerTokenFile, Username: c.Username, Password: c.Password,
-		QPS: c.QPS, Burst: c.Burst,
+		QPS: c.QPS, Burst: c.Burst, AuthProvider: c.AuthProvider,
 	}
+	if c.Exec != nil {
+		exec := *c.Exec
+		exec.InteractiveMode = clientcmdapi.NeverExecInteractiveMode
+		exec.StdinUnavailable = true
+		exec.StdinUnavailableMessage = "fleet-agent-deploy reads its request on standard input"
+		cfg.ExecProvider = &exec
+	}
+	return cfg
 }
