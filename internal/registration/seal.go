@@ -62,6 +62,9 @@ func EncodePublicKey(key *ecdh.PrivateKey) string {
 
 // ParsePublicKey reads spec.publicKey.
 func ParsePublicKey(s string) (*ecdh.PublicKey, error) {
+	if s == "" {
+		return nil, errors.New("spec.publicKey is missing: agents of this version send the key their credential is sealed to")
+	}
 	raw, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("spec.publicKey is not base64: %v", err)

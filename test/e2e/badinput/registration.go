@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -25,6 +26,7 @@ import (
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
+	internalregistration "github.com/gitfleet/fleet/internal/registration"
 )
 
 // The workspace of the registration cases, apart from the healthy one.
@@ -237,7 +239,7 @@ func (f *fixture) registrationSurface() {
 		reg := &fleet.ClusterRegistration{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: f.validBoot.TokenName}},
 			Spec: fleet.ClusterRegistrationSpec{ClientID: fmt.Sprintf("refused-%d", CurrentSpecReport().LeafNodeLocation.LineNumber),
-				ClientRandom: "0123456789abcdef0123"},
+				ClientRandom: "0123456789abcdef0123", PublicKey: newPublicKey()},
 		}
 		mutate(reg)
 		Expect(c.Create(f.ctx, reg)).To(Succeed(), "the token may create registrations")
@@ -245,7 +247,7 @@ func (f *fixture) registrationSurface() {
 		// manager has had its look at the bad one too.
 		control := &fleet.ClusterRegistration{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "control-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: f.validBoot.TokenName}},
-			Spec:       fleet.ClusterRegistrationSpec{ClientID: "control-" + reg.Name, ClientRandom: "0123456789abcdef0123"},
+			Spec:       fleet.ClusterRegistrationSpec{ClientID: "control-" + reg.Name, ClientRandom: "0123456789abcdef0123", PublicKey: newPublicKey()},
 		}
 		Expect(c.Create(f.ctx, control)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -253,6 +255,13 @@ func (f *fixture) registrationSurface() {
 			g.Expect(control.Status.Granted).To(BeTrue())
 		}, timeout, poll).Should(Succeed())
 		By("Refused because " + why)
+		Eventually(func(g Gomega) {
+			g.Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+			c := meta.FindStatusCondition(reg.Status.Conditions, fleet.ConditionAccepted)
+			g.Expect(c).NotTo(BeNil(), "condition Accepted")
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring(why))
+		}, timeout, poll).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
 			g.Expect(reg.Status.Granted).To(BeFalse())
@@ -272,8 +281,13 @@ func (f *fixture) registrationSurface() {
 			"spec.clientRandom must be 16 to 256 characters"),
 		Entry("a clientID of 300 characters", func(r *fleet.ClusterRegistration) { r.Spec.ClientID = strings.Repeat("x", 300) },
 			"spec.clientID must be set and at most 256 characters"),
+		Entry("no publicKey (an agent of an earlier version)", func(r *fleet.ClusterRegistration) { r.Spec.PublicKey = "" },
+			"spec.publicKey"),
+		Entry("a publicKey that is no X25519 key", func(r *fleet.ClusterRegistration) {
+			r.Spec.PublicKey = base64.StdEncoding.EncodeToString([]byte("short"))
+		}, "spec.publicKey is not an X25519 public key"),
 		Entry("no registration-token label", func(r *fleet.ClusterRegistration) { r.Labels = nil },
-			"the label naming the registration token is missing"),
+			"naming the registration token is missing"),
 		Entry("a registration-token label naming no token", func(r *fleet.ClusterRegistration) {
 			r.Labels[fleet.RegistrationTokenLabel] = "no-such-token"
 		}, "registration token reg-ws/no-such-token does not exist"),
@@ -286,7 +300,7 @@ func (f *fixture) registrationSurface() {
 				Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(squatted), squatted)).To(Succeed())
 				Expect(squatted.Spec.ClientID).To(Equal("owner"), "the Cluster keeps its identity")
 			})
-		}, "cluster already belongs to another identity"),
+		}, "already belongs to another identity (spec.clientID): delete that Cluster, or give this agent a clientID of its own"),
 	)
 
 	It("grants a registration with another cluster's clientID onto that Cluster without handing out its credential", func() {
@@ -332,4 +346,12 @@ func (f *fixture) registrationSurface() {
 		GinkgoWriter.Println(msg)
 		f.expectUndisturbed()
 	})
+}
+
+// newPublicKey is a fresh spec.publicKey, as an agent makes one per request.
+func newPublicKey() string {
+	GinkgoHelper()
+	key, err := internalregistration.NewKey()
+	Expect(err).NotTo(HaveOccurred())
+	return internalregistration.EncodePublicKey(key)
 }
