@@ -295,7 +295,13 @@ func serviceAccounts(f *fixture) {
 		g.Expect(c.Local.Get(f.ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
 		g.Expect(secret.Data).To(HaveKey(corev1.ServiceAccountTokenKey))
 	}, 30*time.Second, 250*time.Millisecond)
-	authenticatedAs(f, c, string(secret.Data[corev1.ServiceAccountTokenKey]), "system:serviceaccount:default:default")
+	// The API server checks such a token against the Secret as its own
+	// informer holds it, which may still be the version without the token
+	// for a moment after the token controller wrote it: until then the token
+	// is turned away (401), then accepted.
+	e2e.WaitFor("the API server to authenticate the token the token controller signed", func(g Gomega) {
+		authenticatedAsG(g, f, c, string(secret.Data[corev1.ServiceAccountTokenKey]), "system:serviceaccount:default:default")
+	}, 30*time.Second, 250*time.Millisecond)
 }
 
 // authenticatedAs checks that a client holding only token is authenticated
@@ -303,11 +309,15 @@ func serviceAccounts(f *fixture) {
 // turned away (401).
 func authenticatedAs(f *fixture, c *cluster, token, user string) {
 	GinkgoHelper()
+	authenticatedAsG(Default, f, c, token, user)
+}
+
+func authenticatedAsG(g Gomega, f *fixture, c *cluster, token, user string) {
 	cfg := &rest.Config{Host: c.cp.Config.Host, BearerToken: token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: c.cp.Config.CAData}}
 	asSA, err := client.New(cfg, client.Options{})
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	err = asSA.List(f.ctx, &corev1.SecretList{}, client.InNamespace("kube-system"))
-	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "authenticated as %s, not authorized: %v", user, err)
-	Expect(err.Error()).To(ContainSubstring(user))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "authenticated as %s, not authorized: %v", user, err)
+	g.Expect(err.Error()).To(ContainSubstring(user))
 }
