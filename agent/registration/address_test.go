@@ -116,7 +116,7 @@ func TestFollowMovesOnlyToAnAddressThatWorks(t *testing.T) {
 	told.PublishedURL, told.PublishedCA = gone.URL, cp.Config.CAData
 	moved, err = registration.Follow(ctx, o, &told)
 	g.Expect(moved).To(BeFalse())
-	g.Expect(err).To(MatchError(ContainSubstring("staying at " + oldAddr.URL)), "a told address that does not answer is not followed")
+	g.Expect(err).To(MatchError(ContainSubstring("staying at "+oldAddr.URL)), "a told address that does not answer is not followed")
 	told.PublishedURL = newAddr.URL
 	moved, err = registration.Follow(ctx, o, &told)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -24,9 +24,6 @@ var heavy = []string{
 // TestResidentAgentLinksNoHelm fails when fleet-agent links Helm's SDK,
 // Kustomize or kubectl again.
 func TestResidentAgentLinksNoHelm(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list")
-	}
 	out, err := exec.Command("go", "list", "-deps", "github.com/gitfleet/fleet/cmd/fleet-agent").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
