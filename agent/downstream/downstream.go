@@ -30,7 +30,8 @@ import (
 // FieldManager is the agent's field manager for drift correction.
 const FieldManager = "fleet-agent"
 
-// Operator installs, upgrades and uninstalls releases.
+// Operator installs, upgrades and uninstalls releases. It names the release
+// on what it logs (deployrpc.ReleaseKey): ctx's logger does not carry it.
 type Operator interface {
 	Deploy(ctx context.Context, d deployrpc.Deploy) error
 	Uninstall(ctx context.Context, rel *release.Release) error
