@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -229,6 +230,10 @@ type Heartbeat struct {
 	Interval       time.Duration
 	// MinBackoff and MaxBackoff bound retries of a failed check-in.
 	MinBackoff, MaxBackoff time.Duration
+
+	// checkedIn is whether a check-in of this Heartbeat succeeded: the
+	// Lease is then known to exist.
+	checkedIn atomic.Bool
 }
 
 // Run checks in until ctx ends.
@@ -239,8 +244,12 @@ func (h *Heartbeat) Run(ctx context.Context) {
 	})
 }
 
-// Beat sends one check-in: a merge patch of the Lease's renewal time (one
-// request), or its creation the first time.
+// Beat sends one check-in, one request that the API server accepts whether
+// the Lease exists or not: the first, not knowing, applies the Lease
+// (server-side apply creates it when missing, with the agent's rights to
+// create Leases and patch its own); the next ones, the Lease known to
+// exist, merge-patch it (see registration.WriteLease), which costs the API
+// server less.
 func (h *Heartbeat) Beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -253,5 +262,13 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 		holder = h.AgentNamespace + "/" + fleet.AgentName
 	}
 	spec := coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &now}
-	return registration.WriteLease(ctx, h.Client, h.ClusterNamespace, spec, annotations)
+	write := registration.ApplyLease
+	if h.checkedIn.Load() {
+		write = registration.WriteLease
+	}
+	if err := write(ctx, h.Client, h.ClusterNamespace, spec, annotations); err != nil {
+		return err
+	}
+	h.checkedIn.Store(true)
+	return nil
 }

@@ -189,7 +189,8 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 	resources, err := r.content(ctx, bd.Spec.DeploymentID)
 	if err == nil {
 		log.Info("Deploying", "deploymentID", bd.Spec.DeploymentID)
-		err = r.Downstream.Deploy(ctrl.LoggerInto(ctx, log), deployrpc.Deploy{
+		// ctx's logger, not log: the deploy names the release on its lines.
+		err = r.Downstream.Deploy(ctx, deployrpc.Deploy{
 			Name: bd.Name, DeploymentID: bd.Spec.DeploymentID, Options: bd.Spec.Options, Resources: resources,
 		})
 	}

@@ -18,8 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitfleet/fleet/agent/registration"
 	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -316,9 +317,19 @@ type errString string
 func (e errString) Error() string { return string(e) }
 
 func TestValuesFromStallsOnWhatTheAuthorMustFix(t *testing.T) {
-	local := fake.NewClientBuilder().WithObjects(
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "vals"}, Data: map[string]string{"values.yaml": "a: 1\n", "bad": "[x"}},
-	).Build()
+	local, err := controlPlane(t).Client(registration.Scheme())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "values-from"
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vals"}, Data: map[string]string{"values.yaml": "a: 1\n", "bad": "[x"}},
+	} {
+		if err := local.Create(t.Context(), o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+	}
 	from := func(v fleet.ValuesFrom) fleet.BundleDeploymentOptions {
 		return fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{ValuesFrom: []fleet.ValuesFrom{v}}}
 	}
@@ -336,7 +347,7 @@ func TestValuesFromStallsOnWhatTheAuthorMustFix(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			v, err := Values(t.Context(), local, from(tc.from), "app")
+			v, err := Values(t.Context(), local, from(tc.from), ns)
 			if tc.reason == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(v).To(HaveKeyWithValue("a", BeNumerically("==", 1)))

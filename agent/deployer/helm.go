@@ -13,16 +13,14 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitfleet/fleet/agent/kinds"
 	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -48,7 +46,7 @@ type Deployer struct {
 	discovery discovery.CachedDiscoveryInterface
 	// directDiscovery is the uncached discovery client under discovery.
 	directDiscovery  discovery.DiscoveryInterface
-	mapper           *restmapper.DeferredDiscoveryRESTMapper
+	mapper           *kinds.Mapper
 	clusterNamespace string
 
 	// SystemNamespace is the agent's own namespace; deleteNamespace never
@@ -74,23 +72,9 @@ func New(cfg *rest.Config, c client.Client, clusterNamespace string) (*Deployer,
 	disc := memory.NewMemCacheClient(dc)
 	return &Deployer{
 		config: cfg, client: c, core: core, discovery: disc, directDiscovery: dc,
-		mapper:           restmapper.NewDeferredDiscoveryRESTMapper(disc),
+		mapper:           kinds.NewMapper(disc),
 		clusterNamespace: clusterNamespace,
 	}, nil
-}
-
-// Scope tells whether a kind is namespaced, refreshing discovery once when
-// the kind is unknown (a CRD may just have been installed).
-func (d *Deployer) Scope(gvk schema.GroupVersionKind) (namespaced, known bool) {
-	m, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		d.mapper.Reset()
-		m, err = d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
-	if err != nil {
-		return false, false
-	}
-	return m.Scope.Name() == meta.RESTScopeNameNamespace, true
 }
 
 // ReleaseKey names a release.
@@ -132,7 +116,7 @@ func (d *Deployer) actionConfig(ctx context.Context, id *identity, namespace, fo
 	if forceNamespace == "" {
 		return ac, nil, nil
 	}
-	confined := &confinedKube{Client: kc, namespace: forceNamespace, scope: d.Scope}
+	confined := &confinedKube{Client: kc, namespace: forceNamespace, scope: d.mapper.Scope}
 	ac.KubeClient = confined
 	return ac, confined, nil
 }
@@ -207,7 +191,7 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*helmrelease.Release, 
 		files: in.Files, layout: layout, kustomize: layout.Style == StyleHelm && layout.HasKustomize,
 		target: Target{ReleaseName: key.Name, ReleaseNamespace: key.Namespace, ForceNamespace: in.Options.TargetNamespace,
 			KeepCRDs: !in.Options.DeleteCRDResources},
-		scope: d.Scope,
+		scope: d.mapper.Scope,
 	}
 	h := fleet.HelmOptions{}
 	if in.Options.Helm != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/test/controlplane"
 )
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -22,12 +21,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // core/v1); after the deploy the Deployer's shared discovery must hold none of
 // them: asked for the OpenAPI paths, it has to read them from the API server.
 func TestOpenAPIDocumentsLiveForOneDeploy(t *testing.T) {
-	cp, err := controlplane.Start(controlplane.Options{Name: "deployer-openapi", NoCRDs: true})
-	if err != nil {
-		t.Fatalf("starting a control plane: %v", err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	cfg := rest.CopyConfig(cp.Config)
+	cfg := rest.CopyConfig(controlPlane(t).Config)
 	var docs, index atomic.Int32
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {

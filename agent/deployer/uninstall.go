@@ -77,7 +77,7 @@ func (d *Deployer) Uninstall(ctx context.Context, r *release.Release) error {
 		if apierrors.IsForbidden(err) && id.serviceAccount != "" {
 			// Retrying cannot help: the account may not delete it.
 			log.Info("Keeping the release namespace: the release's serviceAccount may not delete it",
-				"namespace", r.Namespace, "serviceAccount", id.serviceAccount)
+				"release", key.String(), "serviceAccount", id.serviceAccount)
 			return nil
 		}
 		if err != nil && !apierrors.IsNotFound(err) {

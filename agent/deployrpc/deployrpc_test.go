@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
@@ -99,12 +102,92 @@ func TestLogLines(t *testing.T) {
 	g := NewWithT(t)
 	var lines []string
 	log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
-	msg := logLine(log, `{"level":"info","ts":1.5,"msg":"Rolling back","release":"ns/app","toRevision":2}`)
+	msg := logLine(log, nil, `{"level":"info","ts":1.5,"msg":"Rolling back","release":"ns/app","toRevision":2}`)
 	g.Expect(msg).To(Equal("Rolling back"))
 	g.Expect(lines[0]).To(ContainSubstring(`"msg"="Rolling back"`))
+	g.Expect(lines[0]).To(ContainSubstring(`"release"="ns/app"`))
 	g.Expect(lines[0]).To(ContainSubstring(`"toRevision"=2`))
 	g.Expect(lines[0]).NotTo(ContainSubstring(`"ts"`))
-	g.Expect(logLine(log, `{"level":"error","msg":"failed","error":"boom"}`)).To(Equal("failed: boom"))
-	g.Expect(logLine(log, "panic: something")).To(Equal("panic: something"))
+	g.Expect(logLine(log, nil, `{"level":"error","msg":"failed","error":"boom"}`)).To(Equal("failed: boom"))
+	g.Expect(logLine(log, nil, "panic: something")).To(Equal("panic: something"))
 	g.Expect(strings.Join(lines, "\n")).To(ContainSubstring("panic: something"))
+}
+
+// A forwarded line carries each key once: the release the agent names on
+// the child's lines is not repeated from the child's own entry, and a child
+// naming another release keeps it under its own key.
+func TestForwardedLinesCarryEachKeyOnce(t *testing.T) {
+	g := NewWithT(t)
+	script := filepath.Join(t.TempDir(), BinaryName)
+	child := `#!/bin/sh
+cat >/dev/null
+echo '{"level":"info","ts":1.5,"msg":"Rolling back a release left pending","release":"apps/web","status":"pending-upgrade","toRevision":2}' >&2
+echo '{"level":"info","ts":1.6,"msg":"Looking at another release","release":"other/db"}' >&2
+echo 'not JSON' >&2
+echo '{"version":1}'
+`
+	g.Expect(os.WriteFile(script, []byte(child), 0o755)).To(Succeed())
+	var mu sync.Mutex
+	var lines []string
+	log := funcr.NewJSON(func(obj string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, obj)
+	}, funcr.Options{}).WithValues("controller", "bundledeployment", "namespace", "cluster-ns")
+	r := &Runner{Binary: script, Config: &rest.Config{Host: "https://127.0.0.1:1"}}
+	ctx := ctrl.LoggerInto(t.Context(), log)
+
+	for _, req := range []*Request{
+		{Op: OpDeploy, Deploy: &Deploy{Name: "web", Options: fleet.BundleDeploymentOptions{DefaultNamespace: "apps"}}},
+		{Op: OpUninstall, Uninstall: &release.Release{Namespace: "apps", Name: "web"}},
+	} {
+		mu.Lock()
+		lines = nil
+		mu.Unlock()
+		g.Expect(r.Run(ctx, req)).To(Succeed())
+		mu.Lock()
+		got := map[string]map[string]any{}
+		for _, line := range lines {
+			entry := entryOnce(t, line)
+			got[entry["msg"].(string)] = entry
+		}
+		mu.Unlock()
+		g.Expect(got).To(HaveLen(4), "%s: the child's three lines and the end of the run", req.Op)
+		for msg, entry := range got {
+			g.Expect(entry).To(HaveKeyWithValue("release", "apps/web"), "%s: %q", req.Op, msg)
+			g.Expect(entry).To(HaveKeyWithValue("namespace", "cluster-ns"), "%s: %q", req.Op, msg)
+		}
+		g.Expect(got["Rolling back a release left pending"]).To(And(
+			HaveKeyWithValue("status", "pending-upgrade"), HaveKeyWithValue("toRevision", BeNumerically("==", 2)),
+			Not(HaveKey("childRelease"))))
+		g.Expect(got["Looking at another release"]).To(HaveKeyWithValue("childRelease", "other/db"))
+		g.Expect(got).To(HaveKey("not JSON"))
+		g.Expect(got).To(HaveKeyWithValue("Deploy binary ended", HaveKeyWithValue("op", string(req.Op))))
+	}
+}
+
+// entryOnce decodes a JSON log entry, failing when a key appears twice.
+func entryOnce(t *testing.T, line string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("log line %s is not a JSON object", line)
+	}
+	entry := map[string]any{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("log line %s: %v", line, err)
+		}
+		key := tok.(string)
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("log line %s: %v", line, err)
+		}
+		if _, twice := entry[key]; twice {
+			t.Errorf("log line %s carries %q twice", line, key)
+		}
+		entry[key] = v
+	}
+	return entry
 }

@@ -49,6 +49,17 @@ type Request struct {
 	Uninstall *release.Release `json:"uninstall,omitempty"`
 }
 
+// release is the release r is about.
+func (r *Request) release() release.Key {
+	switch {
+	case r.Deploy != nil:
+		return release.For(r.Deploy.Name, r.Deploy.Options)
+	case r.Uninstall != nil:
+		return r.Uninstall.Key()
+	}
+	return release.Key{}
+}
+
 // Deploy is one deployment to make.
 type Deploy struct {
 	// Name is the BundleDeployment's name.

@@ -97,8 +97,13 @@ func Find(binary string) (string, error) {
 		binary, beside)
 }
 
+// ReleaseKey is the key the forwarded log lines name the release by.
+const ReleaseKey = "release"
+
 // Run runs one Request in a child process and returns its error. The
-// child's log lines go to ctx's logger; cancelling ctx kills the child.
+// child's log lines go to ctx's logger, which Run has name the request's
+// release (ReleaseKey): ctx's logger should not carry that key already.
+// Cancelling ctx kills the child.
 func (r *Runner) Run(ctx context.Context, req *Request) error {
 	bin, err := Find(r.Binary)
 	if err != nil {
@@ -118,7 +123,9 @@ func (r *Runner) Run(ctx context.Context, req *Request) error {
 		return err
 	}
 	defer r.release()
-	log := ctrl.LoggerFrom(ctx)
+	// Every line of the child is about this release: named once, here.
+	carried := map[string]string{ReleaseKey: req.release().String()}
+	log := ctrl.LoggerFrom(ctx).WithValues(ReleaseKey, carried[ReleaseKey])
 	cmd := exec.CommandContext(ctx, bin)
 	cmd.Stdin = bytes.NewReader(in)
 	var out bytes.Buffer
@@ -131,7 +138,7 @@ func (r *Runner) Run(ctx context.Context, req *Request) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", bin, err)
 	}
-	tail := forwardLog(log, stderr)
+	tail := forwardLog(log, carried, stderr)
 	waitErr := cmd.Wait()
 	lastLines := <-tail
 	// Its duration and peak memory: what a deploy costs on top of the
@@ -174,8 +181,9 @@ const tailLines = 5
 
 // forwardLog logs each line the child writes (zap's JSON, or plain text) as
 // the agent's own, and sends the last lines, for an error message, when the
-// child's standard error ends.
-func forwardLog(log logr.Logger, r io.Reader) <-chan string {
+// child's standard error ends. carried are the keys and values log already
+// carries (see logLine).
+func forwardLog(log logr.Logger, carried map[string]string, r io.Reader) <-chan string {
 	done := make(chan string, 1)
 	go func() {
 		var last []string
@@ -183,7 +191,7 @@ func forwardLog(log logr.Logger, r io.Reader) <-chan string {
 		sc.Buffer(make([]byte, 64*1024), 1024*1024)
 		for sc.Scan() {
 			line := sc.Text()
-			msg := logLine(log, line)
+			msg := logLine(log, carried, line)
 			last = append(last, msg)
 			if len(last) > tailLines {
 				last = last[1:]
@@ -199,8 +207,11 @@ func forwardLog(log logr.Logger, r io.Reader) <-chan string {
 	return done
 }
 
-// logLine logs one line of the child and returns its message.
-func logLine(log logr.Logger, line string) string {
+// logLine logs one line of the child and returns its message. A key of the
+// line that log carries already (carried) is dropped when its value is the
+// same, and kept as "child<Key>" otherwise: a log entry with a key twice is
+// read differently by every tool.
+func logLine(log logr.Logger, carried map[string]string, line string) string {
 	var entry map[string]any
 	if err := json.Unmarshal([]byte(line), &entry); err != nil {
 		log.Info(line)
@@ -211,6 +222,16 @@ func logLine(log logr.Logger, line string) string {
 	errText, _ := entry["error"].(string)
 	for _, k := range []string{"msg", "level", "ts", "caller", "logger", "error", "stacktrace"} {
 		delete(entry, k)
+	}
+	for k, v := range carried {
+		got, ok := entry[k]
+		if !ok {
+			continue
+		}
+		delete(entry, k)
+		if s, ok := got.(string); !ok || s != v {
+			entry["child"+strings.ToUpper(k[:1])+k[1:]] = got
+		}
 	}
 	keys := make([]string, 0, len(entry))
 	for k := range entry {

@@ -19,18 +19,19 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/agent/deployrpc"
+	"github.com/gitfleet/fleet/agent/kinds"
 	"github.com/gitfleet/fleet/agent/release"
 )
 
 // FieldManager is the agent's field manager for drift correction.
 const FieldManager = "fleet-agent"
 
-// Operator installs, upgrades and uninstalls releases.
+// Operator installs, upgrades and uninstalls releases. It names the release
+// on what it logs (deployrpc.ReleaseKey): ctx's logger does not carry it.
 type Operator interface {
 	Deploy(ctx context.Context, d deployrpc.Deploy) error
 	Uninstall(ctx context.Context, rel *release.Release) error
@@ -42,7 +43,7 @@ type Cluster struct {
 	config           *rest.Config
 	client           client.Client
 	dynamic          dynamic.Interface
-	mapper           *restmapper.DeferredDiscoveryRESTMapper
+	mapper           *kinds.Mapper
 	records          release.Reader
 	clusterNamespace string
 }
@@ -61,7 +62,7 @@ func New(cfg *rest.Config, c client.Client, clusterNamespace string, op Operator
 	}
 	return &Cluster{
 		Operator: op, config: cfg, client: c, dynamic: dyn,
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		mapper:  kinds.NewMapper(memory.NewMemCacheClient(dc)),
 		records: release.Reader{Client: c}, clusterNamespace: clusterNamespace,
 	}, nil
 }
@@ -72,18 +73,9 @@ func (c *Cluster) Mapper() meta.RESTMapper { return c.mapper }
 // Dynamic is a dynamic client of the cluster.
 func (c *Cluster) Dynamic() dynamic.Interface { return c.dynamic }
 
-// Scope tells whether a kind is namespaced, refreshing discovery once when
-// the kind is unknown (a CRD may just have been installed).
+// Scope tells whether a kind is namespaced (see kinds.Mapper.Scope).
 func (c *Cluster) Scope(gvk schema.GroupVersionKind) (namespaced, known bool) {
-	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		c.mapper.Reset()
-		m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
-	if err != nil {
-		return false, false
-	}
-	return m.Scope.Name() == meta.RESTScopeNameNamespace, true
+	return c.mapper.Scope(gvk)
 }
 
 // Last returns the latest revision of a release; nil when there is none.

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -353,6 +354,36 @@ func WriteLease(ctx context.Context, c client.Client, clusterNamespace string, s
 		// Made meanwhile (by a check-in racing a renewal proof): patch it.
 	}
 	return err
+}
+
+// LeaseFieldManager is the field manager of the check-ins that apply the
+// agent's Lease (ApplyLease).
+const LeaseFieldManager = "fleet-agent"
+
+// ApplyLease sets spec's fields that are set and annotations on the agent's
+// check-in Lease in clusterNamespace with a server-side apply: one request
+// whether the Lease exists or not, where WriteLease costs a refused one
+// (404, then a create) when it does not. The fields it applied before and
+// leaves out now are removed; fields others wrote (such as the renewal
+// proof's annotation) stay.
+func ApplyLease(ctx context.Context, c client.Client, clusterNamespace string, spec coordinationv1.LeaseSpec, annotations map[string]string) error {
+	s := coordinationv1ac.LeaseSpec()
+	if spec.HolderIdentity != nil {
+		s.WithHolderIdentity(*spec.HolderIdentity)
+	}
+	if spec.LeaseDurationSeconds != nil {
+		s.WithLeaseDurationSeconds(*spec.LeaseDurationSeconds)
+	}
+	if spec.RenewTime != nil {
+		s.WithRenewTime(*spec.RenewTime)
+	}
+	lease := coordinationv1ac.Lease(fleet.AgentLeaseName, clusterNamespace).WithSpec(s)
+	if len(annotations) > 0 {
+		lease.WithAnnotations(annotations)
+	}
+	// Forced: Leases written before by merge patches own these fields under
+	// another manager; the agent's Lease is the agent's alone.
+	return c.Apply(ctx, lease, client.FieldOwner(LeaseFieldManager), client.ForceOwnership)
 }
 
 // Identity is the cluster's identity: the configured client ID, or the UID of
