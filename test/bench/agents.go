@@ -25,11 +25,14 @@ import (
 
 // fleetRun is a manager process with simulated agents on one control plane.
 type fleetRun struct {
-	cp      *controlplane.ControlPlane
-	c       client.Client
-	mgr     *manager
-	agents  []*simagent.Agent
-	n, b    int
+	cp     *controlplane.ControlPlane
+	c      client.Client
+	mgr    *manager
+	agents []*simagent.Agent
+	n, b   int
+	// floor is the cr-floor rate measured on this API server (0: not
+	// measured).
+	floor   float64
 	events  *bdEvents
 	results []Result
 	// started is the usage when the running experiment started.
@@ -314,6 +317,10 @@ func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) 
 	r = f.measure(r, cpu)
 	finishProfile(f.prof, &r)
 	ratios(&r, ceiling, crCeiling)
+	if f.floor > 0 {
+		r.FloorRatio = r.Rate / f.floor
+		r.Note += fmt.Sprintf("; %.0f%% of the floor (cr-floor)", 100*r.FloorRatio)
+	}
 	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(want)
 	countObjects(ctx, f.cp.Config, &r)
 	f.results = append(f.results, r)

@@ -77,6 +77,9 @@ type Result struct {
 	// CRCeilingRatio is Rate over the custom-resource ceiling measured on
 	// the same API server.
 	CRCeilingRatio float64 `json:"cr_ceiling_ratio,omitempty"`
+	// FloorRatio is Rate over the cr-floor rate measured on the same API
+	// server: how near the least a Ready BundleDeployment costs it comes.
+	FloorRatio float64 `json:"floor_ratio,omitempty"`
 	// Shares of the API server's CPU profile over the experiment by kind
 	// of work (apiprofile.go; they overlap), AuthzShare the authorizers'
 	// share, ProfileCPUS the CPU seconds the profile holds.
@@ -133,7 +136,7 @@ func (r *Result) setMetricsCPU(s float64) {
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,fanout,register,ready,retarget,heartbeat,agent,scaling (all = every one but scaling, which starts its own control planes)")
+	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,fanout,register,ready,retarget,heartbeat,agent,scaling (all = every one but scaling, which starts its own control planes)")
 	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
 	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")
 	flag.BoolVar(&profileEnabled, "apiserver-profile", true, "read the API server's CPU profile during registration and fan-out")
@@ -225,8 +228,8 @@ func run(n, b int, which string, sizes []int) error {
 		want[strings.TrimSpace(e)] = true
 	}
 	for e := range want {
-		if !strings.Contains(",all,ceiling,cr-ceiling,fanout,register,ready,retarget,heartbeat,agent,scaling,", ","+e+",") {
-			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,fanout,register,ready,retarget,heartbeat,agent,scaling", which, e)
+		if !strings.Contains(",all,ceiling,cr-ceiling,cr-floor,fanout,register,ready,retarget,heartbeat,agent,scaling,", ","+e+",") {
+			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,fanout,register,ready,retarget,heartbeat,agent,scaling", which, e)
 		}
 	}
 	// Interrupted, it still stops the control plane and the manager.
@@ -298,12 +301,22 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		results = append(results, r)
 		printJSON(r)
 	}
+	floor := 0.0
+	if all || want["cr-floor"] || want["ready"] {
+		r, err := CRFloor(ctx, cp, 32, max(2000, min(n*b, 10000)), crCeiling)
+		if err != nil {
+			return nil, fmt.Errorf("cr-floor: %w", err)
+		}
+		floor = r.Rate
+		results = append(results, r)
+		printJSON(r)
+	}
 	switch {
 	case agentMode:
 		// Everything after registration needs the agents and their bundles,
 		// so register always runs here, and fanout and ready unless only
 		// register was asked for.
-		f := &fleetRun{cp: cp, n: n, b: b, audit: audit}
+		f := &fleetRun{cp: cp, n: n, b: b, audit: audit, floor: floor}
 		if f.c, err = newClient(cp.Config); err != nil {
 			return nil, err
 		}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/agent"
+	"github.com/gitfleet/fleet/agent/controller"
 	"github.com/gitfleet/fleet/agent/registration"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -38,7 +39,8 @@ type Agent struct {
 	// for the first time.
 	Started atomic.Bool
 
-	c client.WithWatch
+	c  client.WithWatch
+	hb *agent.Heartbeat
 }
 
 // Prepare writes, in the host cluster, what an install leaves for agent i: a
@@ -75,7 +77,8 @@ func Register(ctx context.Context, host client.Client, ns string) (*Agent, error
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{Name: ns, Cred: cred, c: c}, nil
+	hb := &agent.Heartbeat{Client: c, ClusterNamespace: cred.ClusterNamespace, AgentNamespace: ns, Interval: time.Minute}
+	return &Agent{Name: ns, Cred: cred, c: c, hb: hb}, nil
 }
 
 // Run checks in, then watches the agent's BundleDeployments and reports each
@@ -133,27 +136,37 @@ func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
 	if bd.Spec.DeploymentID == "" || bd.Spec.Paused || (bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID && bd.Status.Ready) {
 		return
 	}
-	patch := client.MergeFrom(bd.DeepCopy())
-	readyStatus(bd)
+	ReadyStatus(bd)
+	// The real agent's status write: the status alone, at the version it
+	// was computed from.
+	body, err := controller.StatusOnly(bd)
+	if err != nil {
+		return
+	}
 	// A real agent's reconcile is requeued with backoff when its status
-	// write fails (the API server busy: 429, timeouts): so is this one.
+	// write fails (the API server busy: 429, timeouts): so is this one. A
+	// conflict means a newer version is on its way in the watch, which
+	// brings this back with it.
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 12, Cap: 10 * time.Second}
-	err := retry.OnError(backoff, func(err error) bool { return ctx.Err() == nil && !apierrors.IsNotFound(err) }, func() error {
-		return a.c.Status().Patch(ctx, bd, patch)
+	retriable := func(err error) bool {
+		return ctx.Err() == nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err)
+	}
+	err = retry.OnError(backoff, retriable, func() error {
+		return a.c.Status().Update(ctx, body.DeepCopy())
 	})
 	if err == nil {
 		a.Applied.Add(1)
 	}
 }
 
-// readyStatus sets what the real agent writes in the status of a deployment
+// ReadyStatus sets what the real agent writes in the status of a deployment
 // it installed and found ready (agent/controller/bundledeployment_status.go),
 // field for field, so that every write, watch event and managed-fields
 // computation weighs what it weighs with real agents: the release, the
 // applied deploymentID, the deployed objects and their counts (one
 // ConfigMap, as the bench's bundles hold), the four conditions and the
 // display.
-func readyStatus(bd *fleet.BundleDeployment) {
+func ReadyStatus(bd *fleet.BundleDeployment) {
 	st := &bd.Status
 	release := "default/" + bd.Name + ":1"
 	st.Release, st.AppliedDeploymentID = release, bd.Spec.DeploymentID
@@ -174,10 +187,11 @@ func readyStatus(bd *fleet.BundleDeployment) {
 }
 
 // Beat checks in once, as the real agent's heartbeat does: it renews its
-// check-in Lease in its cluster namespace.
+// check-in Lease in its cluster namespace, with one Heartbeat for the
+// agent's life as the real agent keeps (its first check-in differs from
+// the later ones).
 func (a *Agent) Beat(ctx context.Context) error {
-	hb := &agent.Heartbeat{Client: a.c, ClusterNamespace: a.Cred.ClusterNamespace, AgentNamespace: a.Name, Interval: time.Minute}
-	return hb.Beat(ctx)
+	return a.hb.Beat(ctx)
 }
 
 func sleep(ctx context.Context, d time.Duration) {
