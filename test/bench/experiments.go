@@ -20,11 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/controller"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/test/controlplane"
-	"github.com/gitfleet/fleet/test/simagent"
 )
 
 func newClient(cfg *rest.Config) (client.Client, error) {
@@ -117,59 +115,6 @@ func CRCeiling(ctx context.Context, cp *controlplane.ControlPlane, clients, coun
 	}
 	// Nothing of them stays to weigh on the experiments after (the watch
 	// cache holds every BundleDeployment).
-	return r, c.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(ns))
-}
-
-// CRFloor measures the least a Ready BundleDeployment costs the API server:
-// count BundleDeployments, each created as the manager creates them and its
-// Ready status then written as the agent writes it (controller.StatusOnly),
-// by clients clients, with no manager, no agents and no watches. Its rate
-// over the custom-resource ceiling is the most that any layout keeping one
-// BundleDeployment and one status write by the agent per cluster and bundle
-// can reach on this API server, whatever else it spends nothing on.
-func CRFloor(ctx context.Context, cp *controlplane.ControlPlane, clients, count int, crCeiling float64) (Result, error) {
-	c, err := newClient(cp.Config)
-	if err != nil {
-		return Result{}, err
-	}
-	ns := "bench-cr-floor"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return Result{}, err
-	}
-	id := "s-4aa1b66c7f4661cc9d4e95a29f4164d8e9528ebb61971567f4cd3b7-cb704:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
-	before := takeUsage(ctx, cp)
-	start := time.Now()
-	err = parallel(clients, count, func(i int) error {
-		bd := &fleet.BundleDeployment{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bd-%d", i), Namespace: ns,
-				Labels: map[string]string{
-					fleet.BundleNameLabel: fmt.Sprintf("b-%03d", i%1000), fleet.BundleNamespaceLabel: fleet.DefaultWorkspace,
-					fleet.ClusterLabel: fmt.Sprintf("c-%05d", i), fleet.ClusterNamespaceLabel: fleet.DefaultWorkspace,
-					fleet.ContentNameLabel: id[:strings.IndexByte(id, ':')], fleet.ManagedLabel: "true"}},
-			Spec: fleet.BundleDeploymentSpec{DeploymentID: id, StagedDeploymentID: id},
-		}
-		if err := c.Create(ctx, bd, client.FieldOwner("fleet-manager")); err != nil {
-			return err
-		}
-		simagent.ReadyStatus(bd)
-		body, err := controller.StatusOnly(bd)
-		if err != nil {
-			return err
-		}
-		return c.Status().Update(ctx, body, client.FieldOwner("fleet-agent"))
-	})
-	s := since(start)
-	r := Result{Experiment: "cr-floor", Objects: count, Seconds: s, Rate: float64(count) / s,
-		Note: "BundleDeployments created and their Ready status written directly: the least a Ready BundleDeployment costs"}
-	before.since(ctx, cp, &r)
-	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(count)
-	if crCeiling > 0 {
-		r.CRCeilingRatio = r.Rate / crCeiling
-		r.Note += fmt.Sprintf("; %.0f%% of the custom-resource ceiling", 100*r.CRCeilingRatio)
-	}
-	if err != nil {
-		return r, err
-	}
 	return r, c.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(ns))
 }
 

@@ -136,7 +136,7 @@ func (r *Result) setMetricsCPU(s float64) {
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,fanout,register,ready,retarget,heartbeat,agent,scaling (all = every one but scaling, which starts its own control planes)")
+	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling (all = every one but scaling, which starts its own control planes)")
 	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
 	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")
 	flag.BoolVar(&profileEnabled, "apiserver-profile", true, "read the API server's CPU profile during registration and fan-out")
@@ -228,8 +228,8 @@ func run(n, b int, which string, sizes []int) error {
 		want[strings.TrimSpace(e)] = true
 	}
 	for e := range want {
-		if !strings.Contains(",all,ceiling,cr-ceiling,cr-floor,fanout,register,ready,retarget,heartbeat,agent,scaling,", ","+e+",") {
-			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,fanout,register,ready,retarget,heartbeat,agent,scaling", which, e)
+		if !strings.Contains(",all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling,", ","+e+",") {
+			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling", which, e)
 		}
 	}
 	// Interrupted, it still stops the control plane and the manager.
@@ -308,6 +308,14 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 			return nil, fmt.Errorf("cr-floor: %w", err)
 		}
 		floor = r.Rate
+		results = append(results, r)
+		printJSON(r)
+	}
+	if all || want["register-floor"] || want["register"] {
+		r, err := RegistrationFloor(ctx, cp, 32, n)
+		if err != nil {
+			return nil, fmt.Errorf("register-floor: %w", err)
+		}
 		results = append(results, r)
 		printJSON(r)
 	}
