@@ -273,6 +273,23 @@ func (f *fleetRun) registrationTimeline(ctx context.Context, start time.Time) st
 	return fmt.Sprintf("requests created: %s; grants started (Clusters made): %s", quantiles(requested), quantiles(granting))
 }
 
+// startFleetRun gives f its client, starts the manager and the watch that
+// counts BundleDeployments; the caller stops f.mgr.
+func startFleetRun(ctx context.Context, f *fleetRun) (*fleetRun, error) {
+	var err error
+	if f.c, err = newClient(f.cp.Config); err != nil {
+		return nil, err
+	}
+	if f.mgr, err = startManager(f.cp); err != nil {
+		return nil, err
+	}
+	if err := watchBDs(ctx, f); err != nil {
+		f.mgr.Stop()
+		return nil, err
+	}
+	return f, nil
+}
+
 // FanoutReady creates B bundles of 10 KB targeting every agent's cluster and
 // times until N*B BundleDeployments exist (fanout) and until every Bundle
 // counts all clusters Ready (ready), comparing the rates with the ceilings

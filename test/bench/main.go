@@ -324,17 +324,11 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		// Everything after registration needs the agents and their bundles,
 		// so register always runs here, and fanout and ready unless only
 		// register was asked for.
-		f := &fleetRun{cp: cp, n: n, b: b, audit: audit, floor: floor}
-		if f.c, err = newClient(cp.Config); err != nil {
-			return nil, err
-		}
-		if f.mgr, err = startManager(cp); err != nil {
+		f, err := startFleetRun(ctx, &fleetRun{cp: cp, n: n, b: b, audit: audit, floor: floor})
+		if err != nil {
 			return nil, err
 		}
 		defer f.mgr.Stop()
-		if err := watchBDs(ctx, f); err != nil {
-			return nil, err
-		}
 		steps := []func(context.Context) error{f.Register}
 		if all || want["fanout"] || want["ready"] || want["retarget"] || want["heartbeat"] {
 			steps = append(steps, func(ctx context.Context) error { return f.FanoutReady(ctx, ceiling, crCeiling) })

@@ -79,17 +79,11 @@ func scalingRun(parent context.Context, n, b int) ([]Result, error) {
 	}
 	cr.Clusters = n
 	printJSON(cr)
-	f := &fleetRun{cp: cp, n: n, b: b}
-	if f.c, err = newClient(cp.Config); err != nil {
-		return nil, err
-	}
-	if f.mgr, err = startManager(cp); err != nil {
+	f, err := startFleetRun(ctx, &fleetRun{cp: cp, n: n, b: b})
+	if err != nil {
 		return nil, err
 	}
 	defer f.mgr.Stop()
-	if err := watchBDs(ctx, f); err != nil {
-		return nil, err
-	}
 	start := time.Now()
 	err = f.Register(ctx)
 	if err == nil {
