@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -150,9 +151,16 @@ func main() {
 	flag.BoolVar(&agentOpts.HeapProfile, "agent-heap-profile", false,
 		"agent experiment: sample the agent's heap to tell what holds it (its function tables then take more pages: not the agent as it ships)")
 	flag.DurationVar(&agentOpts.Cut, "agent-cut", 30*time.Second, "agent experiment: how long the link to the manager is cut")
+	selfProfile := flag.String("self-profile", "", "write this process's CPU profile (the simulated agents and the bench's clients) to this file")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 	scaling, err := parseSizes(*sizes)
+	if err == nil && *selfProfile != "" {
+		var stop func() error
+		if stop, err = profileSelf(*selfProfile); err == nil {
+			defer func() { _ = stop() }()
+		}
+	}
 	if err == nil {
 		err = run(*clusters, *bundles, *experiments, scaling)
 	}
@@ -160,6 +168,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// profileSelf starts this process's CPU profile into path; the returned
+// function ends and writes it.
+func profileSelf(path string) (func() error, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // parseSizes reads -scaling-sizes: two or more cluster counts.
