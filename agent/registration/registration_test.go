@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -70,5 +71,51 @@ func TestUpstreamMapper(t *testing.T) {
 	}
 	if _, err := m.RESTMapping(fleet.GroupVersion.WithKind("Bundle").GroupKind()); err == nil {
 		t.Error("Bundle: an agent never uses Bundles, so the mapper must not know them")
+	}
+}
+
+// polls counts the looks at a registration granted after grant, with the
+// waits pollWait gives, and how late the last one saw the grant.
+func polls(grant time.Duration) (n int, late time.Duration) {
+	return pollsWith(grant, pollWait)
+}
+
+func pollsWith(grant time.Duration, next func(*Backoff, time.Duration) time.Duration) (n int, late time.Duration) {
+	b := &Backoff{Min: 250 * time.Millisecond, Max: 3 * time.Second}
+	waited := time.Duration(0)
+	for {
+		n++
+		if waited >= grant {
+			return n, waited - grant
+		}
+		waited += next(b, waited)
+	}
+}
+
+func TestPollWait(t *testing.T) {
+	// A grant within a second is seen within a second, as before.
+	for range 100 {
+		if _, late := polls(800 * time.Millisecond); late > time.Second {
+			t.Fatalf("a grant after 0.8 s was seen %s late", late)
+		}
+	}
+	// Waits grow with the time waited, up to the bound.
+	b := &Backoff{Min: 250 * time.Millisecond, Max: 3 * time.Second}
+	for _, waited := range []time.Duration{0, time.Second, 10 * time.Second, time.Minute, 10 * time.Minute} {
+		d := pollWait(b, waited)
+		if d > maxPollWait || d > max(3*time.Second, waited/3) {
+			t.Errorf("after %s the wait is %s: above a third of it (or 3 s) or %s", waited, d, maxPollWait)
+		}
+	}
+	// Thousands waiting a minute and a half poll less than half as often as
+	// with the backoff alone (every 1.5-3 s once it reached its bound), and
+	// see their grant at most a third of the wait late.
+	backoffOnly := func(b *Backoff, _ time.Duration) time.Duration { return b.Next() }
+	for range 100 {
+		n, late := polls(90 * time.Second)
+		before, _ := pollsWith(90*time.Second, backoffOnly)
+		if 2*n > before || late > 30*time.Second {
+			t.Fatalf("a grant after 90 s took %d polls (%d with the backoff alone) and was seen %s late", n, before, late)
+		}
 	}
 }

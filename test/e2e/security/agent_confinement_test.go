@@ -49,7 +49,7 @@ var _ = Describe("Hole 13: a bundle's serviceAccount and namespace confine the a
 	BeforeAll(func() {
 		ctx := env.Ctx
 		ds := env.Downstreams[0]
-		scheme := registration.Scheme()
+		scheme := registration.NewScheme()
 		Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 		var err error
 		down, err = client.New(ds.Config, client.Options{Scheme: scheme})
