@@ -84,10 +84,10 @@ func CRFloor(ctx context.Context, cp *controlplane.ControlPlane, clients, count 
 // (the agent's ClusterRegistration with its public key; the grant's cluster
 // namespace, ServiceAccount, Cluster, RoleBinding to the agent ClusterRole
 // and token; the registration's status carrying a sealed credential; the
-// Cluster's first status, applied), by clients clients, as many at once. None of the agents'
-// reads, polls, TLS handshakes or own cluster's writes, and no manager: the
-// time for count is the least in which count registrations can all be
-// granted on this API server.
+// Cluster's first status, applied), by clients clients, as many at once.
+// None of the agents' reads, polls, TLS handshakes or own cluster's writes,
+// and no manager: the time for count is the least in which count
+// registrations can all be granted on this API server.
 func RegistrationFloor(ctx context.Context, cp *controlplane.ControlPlane, clients, count int) (Result, error) {
 	c, err := newClient(cp.Config)
 	if err != nil {
