@@ -416,6 +416,11 @@ func Identity(ctx context.Context, local client.Client, cfg *agentinstall.AgentC
 // same manager, the request is proven to come from the Cluster's own agent
 // first (proveRenewal).
 func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proof *Credential) (*Credential, error) {
+	// How long this registration has taken, its request's create included,
+	// paces the polls for the grant (pollWait): a create that took seconds
+	// (the API servers busy, the request queued or refused with 429 and
+	// retried) says the grant will not come within the next second either.
+	started := time.Now()
 	cm := &corev1.ConfigMap{}
 	if err := o.Local.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: fleet.AgentName}, cm); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -485,8 +490,7 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 	// it takes longer, thousands of clusters are registering at once: the
 	// polls thin out rather than slow the grants down further (pollWait).
 	b := &Backoff{Min: 250 * time.Millisecond, Max: 3 * time.Second}
-	waiting := time.Now()
-	deadline := waiting.Add(5 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	refused := ""
 	for {
 		got := &fleet.ClusterRegistration{}
@@ -536,14 +540,14 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(pollWait(b, time.Since(waiting))):
+		case <-time.After(pollWait(b, time.Since(started))):
 		}
 	}
 }
 
 // pollWait is the wait before the next look at a registration that has
-// waited so long for its grant: b's short, growing waits first, then about a
-// third of the time waited so far, at most maxPollWait. Thousands of agents
+// taken so long so far (its request's create included): b's short, growing
+// waits first, then about a third of that time, at most maxPollWait. Thousands of agents
 // registering at once (after an outage, or a fleet installed in one go)
 // share the API server with the grants they wait for, and with their
 // requests' own creates in the same priority level: their polls grow
