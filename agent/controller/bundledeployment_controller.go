@@ -132,7 +132,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		// Spec changes and deletions; the agent's own status patches do not
+		// Spec changes and deletions; the agent's own status writes do not
 		// bring a BundleDeployment back.
 		For(&fleet.BundleDeployment{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Any change of a BundleDeployment may unblock those depending on it.
@@ -238,7 +238,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	var err error
 	defer func() {
 		computeStatus(s, err)
-		perr := r.patchStatus(ctx, s)
+		perr := r.writeStatus(ctx, s)
 		switch {
 		case apierrors.IsConflict(perr):
 			// The status was computed from an object the cache had not
@@ -265,11 +265,11 @@ func (r *Reconciler) reconcilePhases(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// patchStatus writes the status when this reconcile changed it. The agent
+// writeStatus writes the status when this reconcile changed it. The agent
 // is the only writer of a BundleDeployment's status, but its cache may be
 // behind its own last write: the write carries the resourceVersion the
 // status was computed from, and a stale one is refused with a conflict.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.before.Status, s.bd.Status) {
 		return nil
 	}

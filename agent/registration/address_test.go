@@ -67,8 +67,16 @@ func TestFollowMovesOnlyToAnAddressThatWorks(t *testing.T) {
 	publish := func(url string, ca []byte) {
 		t.Helper()
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: internalregistration.AddressConfigMap}}
-		g.Expect(writeConfigMap(ctx, admin, cm, map[string]string{
-			internalregistration.AddressURLKey: url, internalregistration.AddressCAKey: string(ca)})).To(Succeed())
+		data := map[string]string{internalregistration.AddressURLKey: url, internalregistration.AddressCAKey: string(ca)}
+		g.Expect(writeConfigMap(ctx, admin, cm, data)).To(Succeed())
+		// The agent reads the address from the API server's watch cache
+		// (Published), which may lag the write for a moment: wait until it
+		// serves what was written, so that each step reads this address.
+		g.Eventually(func() (map[string]string, error) {
+			got := &corev1.ConfigMap{}
+			err := admin.Get(ctx, client.ObjectKeyFromObject(cm), got, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+			return got.Data, err
+		}).WithTimeout(10*time.Second).Should(Equal(data), "the watch cache serving the published address")
 	}
 
 	// Nothing published: nothing to follow.

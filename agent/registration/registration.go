@@ -547,13 +547,13 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 
 // pollWait is the wait before the next look at a registration that has
 // taken so long so far (its request's create included): b's short, growing
-// waits first, then about a third of that time, at most maxPollWait. Thousands of agents
-// registering at once (after an outage, or a fleet installed in one go)
-// share the API server with the grants they wait for, and with their
-// requests' own creates in the same priority level: their polls grow
-// geometrically fewer with the wait, where a fixed interval adds the same
-// load for as long as the queue lasts. A grant is seen at most about a
-// third of the wait late.
+// waits first, then about a third of that time, at most maxPollWait.
+// Thousands of agents registering at once (after an outage, or a fleet
+// installed in one go) share the API server with the grants they wait for,
+// and with their requests' own creates in the same priority level: their
+// polls grow geometrically fewer with the wait, where a fixed interval adds
+// the same load for as long as the queue lasts. A grant is seen at most
+// about a third of the wait late.
 func pollWait(b *Backoff, waited time.Duration) time.Duration {
 	d := b.Next()
 	if third := waited / 3; third > d {

@@ -646,7 +646,7 @@ func (e *edgeAgent) change(ctx context.Context) error {
 		return fmt.Errorf("waiting for the changed bundle to be applied: %w", err)
 	}
 	s := since(start)
-	// Its last status patch may still be on the wire.
+	// Its last status write may still be on the wire.
 	time.Sleep(2 * time.Second)
 	up1, down1 := e.proxy.Bytes()
 	after, err := e.upstreamCounts(ctx)

@@ -142,7 +142,7 @@ func watchBDs(ctx context.Context, f *fleetRun) error {
 			}
 		},
 		UpdateFunc: func(old, o interface{}) {
-			// Spec writes only: the agents' status patches are not the manager's.
+			// Spec writes only: the agents' status writes are not the manager's.
 			if managed(o) && old.(*metav1.PartialObjectMetadata).Generation != o.(*metav1.PartialObjectMetadata).Generation {
 				f.events.updates.Add(1)
 			}
