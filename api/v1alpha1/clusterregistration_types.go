@@ -23,9 +23,16 @@ type ClusterRegistration struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// As on BundleDeployment, spec (the agent's create) and status (the
+	// manager's) each have one writer and are tracked as one field each:
+	// small managed fields for the requests' creates, their grants and the
+	// agents' polls, thousands at once when a fleet registers.
+
 	// Spec identifies the registering cluster.
+	// +structType=atomic
 	Spec ClusterRegistrationSpec `json:"spec,omitempty"`
 	// Status says whether and as which Cluster it was granted.
+	// +structType=atomic
 	Status ClusterRegistrationStatus `json:"status,omitempty"`
 }
 
