@@ -20,6 +20,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/memlimit"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/version"
 )
@@ -46,6 +47,11 @@ func newCommand() *cobra.Command {
 		Version:      version.Get(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New())
+			if soft, err := memlimit.Apply(); err != nil {
+				ctrl.Log.Error(err, "No soft memory limit: the container's memory limit could not be read (set GOMEMLIMIT to give one)")
+			} else if soft > 0 {
+				ctrl.Log.Info("Soft memory limit set below the container's", "GOMEMLIMIT", fmt.Sprintf("%dMiB", soft>>20))
+			}
 			cfg, err := kubeconfig.Load(kubeconfigPath)
 			if err != nil {
 				return err
