@@ -367,9 +367,7 @@ func (r *Reconciler) replaceOlder(ctx context.Context, s *scope) error {
 	}
 	for i := range list.Items {
 		old := &list.Items[i]
-		older := old.CreationTimestamp.Before(&s.reg.CreationTimestamp) ||
-			old.CreationTimestamp.Equal(&s.reg.CreationTimestamp) && old.Name < s.reg.Name
-		if old.UID == s.reg.UID || !older {
+		if old.UID == s.reg.UID || !supersedes(s.reg, old) {
 			continue
 		}
 		if err := r.Client.Delete(ctx, old); client.IgnoreNotFound(err) != nil {
@@ -377,6 +375,20 @@ func (r *Reconciler) replaceOlder(ctx context.Context, s *scope) error {
 		}
 	}
 	return nil
+}
+
+// supersedes tells whether granting reg replaces old, a registration of
+// the same identity: old was made before it. Creation times count whole
+// seconds, and an agent that registers again at once (a new bootstrap
+// placed right after its last grant) makes two in the same second: of
+// those, one granted already was granted before this one, which is being
+// granted now, so it is the older; between two not granted yet, the names
+// decide, as both see them.
+func supersedes(reg, old *fleet.ClusterRegistration) bool {
+	if !old.CreationTimestamp.Equal(&reg.CreationTimestamp) {
+		return old.CreationTimestamp.Before(&reg.CreationTimestamp)
+	}
+	return old.Status.Granted || old.Name < reg.Name
 }
 
 // markGranted ends a grant: the status write carries it; the credential is

@@ -104,3 +104,34 @@ func TestCheckTakeover(t *testing.T) {
 		})
 	}
 }
+
+// TestSupersedes checks which earlier registrations of an identity a grant
+// replaces, creation times being whole seconds: an agent that registers
+// again right after a grant (a new bootstrap placed at once) makes its second
+// request in the same second as the first, whatever their random names.
+func TestSupersedes(t *testing.T) {
+	at := func(sec int64) metav1.Time { return metav1.NewTime(time.Unix(1_800_000_000+sec, 0)) }
+	reg := func(name string, sec int64, granted bool) *fleet.ClusterRegistration {
+		r := &fleet.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(sec)}}
+		r.Status.Granted = granted
+		return r
+	}
+	cases := []struct {
+		name     string
+		reg, old *fleet.ClusterRegistration
+		want     bool
+	}{
+		{"made a second before", reg("request-1", 1, false), reg("request-f", 0, true), true},
+		{"made a second before, not granted", reg("request-1", 1, false), reg("request-f", 0, false), true},
+		{"made a second after", reg("request-f", 0, false), reg("request-1", 1, true), false},
+		{"same second, granted already, its name after", reg("request-9969", 0, false), reg("request-e345", 0, true), true},
+		{"same second, granted already, its name before", reg("request-e345", 0, false), reg("request-9969", 0, true), true},
+		{"same second, neither granted, its name before", reg("request-e345", 0, false), reg("request-9969", 0, false), true},
+		{"same second, neither granted, its name after", reg("request-9969", 0, false), reg("request-e345", 0, false), false},
+	}
+	for _, c := range cases {
+		if got := supersedes(c.reg, c.old); got != c.want {
+			t.Errorf("%s: supersedes = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
