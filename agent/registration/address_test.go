@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -119,7 +120,14 @@ func TestFollowMovesOnlyToAnAddressThatWorks(t *testing.T) {
 
 	// Nothing published, but the manager told an address with the grant:
 	// followed the same way, and kept with the credential.
-	g.Expect(admin.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: internalregistration.AddressConfigMap}})).To(Succeed())
+	published := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: internalregistration.AddressConfigMap}}
+	g.Expect(admin.Delete(ctx, published)).To(Succeed())
+	// As for publish: the watch cache may serve the deleted address for a
+	// moment (seen in CI, where the agent then followed it).
+	g.Eventually(func() bool {
+		err := admin.Get(ctx, client.ObjectKeyFromObject(published), &corev1.ConfigMap{}, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(10*time.Second).Should(BeTrue(), "the watch cache no longer serving the deleted address")
 	told := *cred
 	told.PublishedURL, told.PublishedCA = gone.URL, cp.Config.CAData
 	moved, err = registration.Follow(ctx, o, &told)
