@@ -377,18 +377,21 @@ func (r *Reconciler) replaceOlder(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// supersedes tells whether granting reg replaces old, a registration of
-// the same identity: old was made before it. Creation times count whole
-// seconds, and an agent that registers again at once (a new bootstrap
-// placed right after its last grant) makes two in the same second: of
-// those, one granted already was granted before this one, which is being
-// granted now, so it is the older; between two not granted yet, the names
-// decide, as both see them.
+// supersedes tells whether granting reg, not granted yet, replaces old, a
+// registration of the same identity: old was made before it. Creation times
+// count whole seconds, and an agent that registers again at once (a new
+// bootstrap placed right after its last grant) makes two in the same
+// second. Of those, one granted already was granted before this one, which
+// is being granted now: it is the older. One not granted yet is kept: two
+// requests granted at once, on two workers, may each see the other pending,
+// and then both stay (the agent that waits for either gets its credential);
+// one sees the other granted only once that one's grant is written, which
+// is after its own check, so they never delete each other.
 func supersedes(reg, old *fleet.ClusterRegistration) bool {
 	if !old.CreationTimestamp.Equal(&reg.CreationTimestamp) {
 		return old.CreationTimestamp.Before(&reg.CreationTimestamp)
 	}
-	return old.Status.Granted || old.Name < reg.Name
+	return old.Status.Granted
 }
 
 // markGranted ends a grant: the status write carries it; the credential is

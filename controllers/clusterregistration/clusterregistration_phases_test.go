@@ -126,12 +126,31 @@ func TestSupersedes(t *testing.T) {
 		{"made a second after", reg("request-f", 0, false), reg("request-1", 1, true), false},
 		{"same second, granted already, its name after", reg("request-9969", 0, false), reg("request-e345", 0, true), true},
 		{"same second, granted already, its name before", reg("request-e345", 0, false), reg("request-9969", 0, true), true},
-		{"same second, neither granted, its name before", reg("request-e345", 0, false), reg("request-9969", 0, false), true},
-		{"same second, neither granted, its name after", reg("request-9969", 0, false), reg("request-e345", 0, false), false},
+		{"same second, neither granted", reg("request-e345", 0, false), reg("request-9969", 0, false), false},
+		{"same second, neither granted, the other way", reg("request-9969", 0, false), reg("request-e345", 0, false), false},
 	}
 	for _, c := range cases {
 		if got := supersedes(c.reg, c.old); got != c.want {
 			t.Errorf("%s: supersedes = %v, want %v", c.name, got, c.want)
+		}
+	}
+
+	// Two requests granted at once, each checking the other as its cache
+	// shows it: whatever each sees (the other pending, or granted by a
+	// status write made after the other's own check), they never delete each
+	// other, so one of them keeps its credential.
+	for _, secs := range [][2]int64{{0, 0}, {0, 1}, {1, 0}} {
+		for _, aSeesBGranted := range []bool{false, true} {
+			for _, bSeesAGranted := range []bool{false, true} {
+				if aSeesBGranted && bSeesAGranted {
+					continue // each grant is written after its own check: not both
+				}
+				a, b := reg("request-a", secs[0], false), reg("request-b", secs[1], false)
+				bAsASees, aAsBSees := reg("request-b", secs[1], aSeesBGranted), reg("request-a", secs[0], bSeesAGranted)
+				if supersedes(a, bAsASees) && supersedes(b, aAsBSees) {
+					t.Errorf("created at %v, a sees b granted %v, b sees a granted %v: each deletes the other", secs, aSeesBGranted, bSeesAGranted)
+				}
+			}
 		}
 	}
 }
