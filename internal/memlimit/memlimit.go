@@ -31,39 +31,64 @@ const unlimited = int64(1) << 60
 
 // Limit is the memory limit of the cgroup described by procCgroup (the
 // contents of /proc/self/cgroup) under root (normally /sys/fs/cgroup):
-// cgroup v2's memory.max, or v1's memory.limit_in_bytes. It looks in the
-// process's own cgroup first and then at root itself, which is the
-// container's cgroup when the container has a cgroup namespace. ok is false
-// when no limit is set or none can be read.
+// the smallest of cgroup v2's memory.max, or v1's memory.limit_in_bytes,
+// of the process's own cgroup and of every cgroup above it up to root, since
+// a limit may be set on the pod rather than on the container, and neither
+// version shows a parent's limit in the child's file. root is the
+// container's own cgroup when the container has a cgroup namespace, and
+// the host's hierarchy when it has none (then the process's path leads to
+// its cgroup; where that path is not mounted, root alone is read). ok is
+// false when no limit is set anywhere on the way.
 func Limit(root string, procCgroup []byte) (limit int64, ok bool, err error) {
-	for _, p := range candidates(procCgroup) {
-		data, err := os.ReadFile(filepath.Join(root, p))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+	for _, f := range candidates(procCgroup) {
+		for dir := f.dir; ; dir = filepath.Dir(dir) {
+			p := filepath.Join(root, f.hierarchy, dir, f.file)
+			data, err := os.ReadFile(p)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+			case err != nil:
+				return 0, false, err
+			default:
+				v, set, err := parse(data)
+				if err != nil {
+					return 0, false, fmt.Errorf("%s: %w", p, err)
+				}
+				if set && (!ok || v < limit) {
+					limit, ok = v, true
+				}
+			}
+			if dir == "/" || dir == "." {
+				break
+			}
 		}
-		if err != nil {
-			return 0, false, err
-		}
-		s := strings.TrimSpace(string(data))
-		if s == "max" {
-			return 0, false, nil
-		}
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, false, fmt.Errorf("%s: %w", filepath.Join(root, p), err)
-		}
-		if v <= 0 || v >= unlimited {
-			return 0, false, nil
-		}
-		return v, true, nil
 	}
-	return 0, false, nil
+	return limit, ok, nil
 }
 
-// candidates are the files that may hold the limit, relative to the cgroup
-// root, most specific first.
-func candidates(procCgroup []byte) []string {
-	var v2, v1 []string
+// parse reads one limit file: set is false for "max" (v2) and for v1's
+// "unlimited", a number near the largest int64.
+func parse(data []byte) (v int64, set bool, err error) {
+	s := strings.TrimSpace(string(data))
+	if s == "max" {
+		return 0, false, nil
+	}
+	v, err = strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, false, err
+	}
+	return v, v > 0 && v < unlimited, nil
+}
+
+// limitFile is where a limit may be: file in the cgroup at dir, and in each
+// cgroup above it, of the hierarchy mounted at root/hierarchy.
+type limitFile struct{ hierarchy, dir, file string }
+
+// candidates are the files that may hold the limit: the process's own
+// cgroups as /proc/self/cgroup names them, v1's memory controller first
+// (in hybrid mode it is the one that limits), and root itself when it names
+// none.
+func candidates(procCgroup []byte) []limitFile {
+	var v2, v1 []limitFile
 	sc := bufio.NewScanner(bytes.NewReader(procCgroup))
 	for sc.Scan() {
 		// hierarchy-ID:controller-list:cgroup-path
@@ -71,15 +96,19 @@ func candidates(procCgroup []byte) []string {
 		if len(parts) != 3 {
 			continue
 		}
+		dir := filepath.Join("/", parts[2])
 		switch {
 		case parts[0] == "0" && parts[1] == "":
-			v2 = append(v2, filepath.Join(parts[2], "memory.max"))
+			v2 = append(v2, limitFile{"", dir, "memory.max"})
 		case hasController(parts[1], "memory"):
-			v1 = append(v1, filepath.Join("memory", parts[2], "memory.limit_in_bytes"))
+			v1 = append(v1, limitFile{"memory", dir, "memory.limit_in_bytes"})
 		}
 	}
 	out := append(v1, v2...)
-	return append(out, "memory.max", filepath.Join("memory", "memory.limit_in_bytes"))
+	if len(out) == 0 {
+		out = []limitFile{{"memory", "/", "memory.limit_in_bytes"}, {"", "/", "memory.max"}}
+	}
+	return out
 }
 
 func hasController(list, name string) bool {

@@ -39,6 +39,21 @@ func TestLimit(t *testing.T) {
 		{name: "v1 without a limit", files: map[string]string{"memory/p/memory.limit_in_bytes": "9223372036854771712\n"},
 			cgroup: "4:memory:/p\n"},
 		{name: "nothing mounted", cgroup: "0::/\n"},
+		{name: "v2, in a child of the namespace's root", files: map[string]string{"memory.max": "1073741824\n", "init/memory.max": "max\n"},
+			cgroup: "0::/init\n", want: gi, ok: true},
+		{name: "v2, the limit on the pod, not the container",
+			files:  map[string]string{"kubepods/pod1/memory.max": "1073741824\n", "kubepods/pod1/c1/memory.max": "max\n"},
+			cgroup: "0::/kubepods/pod1/c1\n", want: gi, ok: true},
+		{name: "v2, the smallest on the way up",
+			files:  map[string]string{"kubepods/memory.max": "536870912\n", "kubepods/pod1/memory.max": "2147483648\n", "kubepods/pod1/c1/memory.max": "1073741824\n"},
+			cgroup: "0::/kubepods/pod1/c1\n", want: gi / 2, ok: true},
+		{name: "v1, the container's cgroup mounted at the root, the host's path in /proc",
+			files:  map[string]string{"memory/memory.limit_in_bytes": "536870912\n"},
+			cgroup: "4:memory:/docker/abc\n", want: gi / 2, ok: true},
+		{name: "v1, the limit on the parent", files: map[string]string{"memory/p/memory.limit_in_bytes": "536870912\n",
+			"memory/p/c/memory.limit_in_bytes": "9223372036854771712\n", "memory/memory.limit_in_bytes": "9223372036854771712\n"},
+			cgroup: "4:memory:/p/c\n", want: gi / 2, ok: true},
+		{name: "no cgroup named, v2 root", files: map[string]string{"memory.max": "1073741824\n"}, want: gi, ok: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
