@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gitfleet/fleet/internal/memlimit"
 )
 
 // The agent's requests and limits unless a Cluster's agentResources say
@@ -30,16 +32,17 @@ func DefaultResources() corev1.ResourceRequirements {
 	}
 }
 
-// GoMemLimit is the GOMEMLIMIT for a container with these resources: 80% of
-// its memory limit, so the Go runtime collects harder before the kernel
-// kills it, and leaves room for what is not Go heap (the binary's pages,
-// stacks). "" without a memory limit.
+// GoMemLimit is the GOMEMLIMIT for a container with these resources:
+// memlimit.Ratio (80%) of its memory limit, the share the manager gives
+// itself, so the Go runtime collects harder before the kernel kills it, and
+// leaves room for what is not Go heap (the binary's pages, stacks). "" without
+// a memory limit.
 func GoMemLimit(r corev1.ResourceRequirements) string {
 	limit, ok := r.Limits[corev1.ResourceMemory]
 	if !ok || limit.IsZero() {
 		return ""
 	}
-	return fmt.Sprintf("%dMiB", limit.Value()*8/10>>20)
+	return fmt.Sprintf("%dMiB", int64(float64(limit.Value())*memlimit.Ratio)>>20)
 }
 
 func hasEnv(env []corev1.EnvVar, name string) bool {

@@ -83,12 +83,12 @@ func parse(data []byte) (v int64, set bool, err error) {
 // cgroup above it, of the hierarchy mounted at root/hierarchy.
 type limitFile struct{ hierarchy, dir, file string }
 
-// candidates are the files that may hold the limit: the process's own
-// cgroups as /proc/self/cgroup names them, v1's memory controller first
-// (in hybrid mode it is the one that limits), and root itself when it names
-// none.
+// candidates are the files that may hold the limit: those of the process's
+// own cgroups as /proc/self/cgroup names them (v2's, and v1's memory
+// controller; in hybrid mode both, and the smallest wins), and root's own
+// when it names none.
 func candidates(procCgroup []byte) []limitFile {
-	var v2, v1 []limitFile
+	var out []limitFile
 	sc := bufio.NewScanner(bytes.NewReader(procCgroup))
 	for sc.Scan() {
 		// hierarchy-ID:controller-list:cgroup-path
@@ -99,12 +99,11 @@ func candidates(procCgroup []byte) []limitFile {
 		dir := filepath.Join("/", parts[2])
 		switch {
 		case parts[0] == "0" && parts[1] == "":
-			v2 = append(v2, limitFile{"", dir, "memory.max"})
+			out = append(out, limitFile{"", dir, "memory.max"})
 		case hasController(parts[1], "memory"):
-			v1 = append(v1, limitFile{"memory", dir, "memory.limit_in_bytes"})
+			out = append(out, limitFile{"memory", dir, "memory.limit_in_bytes"})
 		}
 	}
-	out := append(v1, v2...)
 	if len(out) == 0 {
 		out = []limitFile{{"memory", "/", "memory.limit_in_bytes"}, {"", "/", "memory.max"}}
 	}
