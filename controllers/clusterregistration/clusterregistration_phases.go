@@ -453,7 +453,51 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		if err := deleteOwned(ctx, r.Client, ownerLabels(s.reg), objs...); err != nil {
 			return err
 		}
+	} else if err := r.revokeUnfinishedGrant(ctx, s); err != nil {
+		return err
 	}
 	controllerutil.RemoveFinalizer(s.reg, fleet.RegistrationFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, s.reg))
+}
+
+// revokeUnfinishedGrant deletes what a grant that never ended wrote for the
+// agent: the ServiceAccount, whose token was minted but never handed out,
+// and its RoleBinding in the cluster namespace. A grant writes the status
+// naming the Cluster last, so a grant that failed part-way, or whose status
+// write did, and whose registration was deleted before the retry, is known
+// only by the labels of what it wrote. They are listed past the cache, which
+// may not hold a ServiceAccount made a moment ago: one list per
+// registration deleted ungranted.
+func (r *Reconciler) revokeUnfinishedGrant(ctx context.Context, s *scope) error {
+	if r.AgentNamespace == "" {
+		return nil
+	}
+	sas := &corev1.ServiceAccountList{}
+	if err := r.APIReader.List(ctx, sas, client.InNamespace(r.AgentNamespace), client.MatchingLabels(ownerLabels(s.reg))); err != nil {
+		return fmt.Errorf("listing what the unfinished grant of registration %s wrote: %w", s.reg.Name, err)
+	}
+	for i := range sas.Items {
+		sa := &sas.Items[i]
+		// The ServiceAccount first: with it goes its token.
+		uid := sa.UID
+		if err := r.Client.Delete(ctx, sa, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
+		}
+		cluster := &fleet.Cluster{}
+		key := types.NamespacedName{Namespace: sa.Labels[fleet.ClusterNamespaceLabel], Name: sa.Labels[fleet.ClusterLabel]}
+		if err := r.Client.Get(ctx, key, cluster); err != nil {
+			// Without its Cluster, the cluster namespace goes, and the
+			// binding with it.
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa.Name,
+			Namespace: names.ClusterNamespaceFor(cluster.Namespace, cluster.Name, cluster.Status.Namespace)}}
+		if err := deleteOwned(ctx, r.Client, ownerLabels(s.reg), binding); err != nil {
+			return err
+		}
+	}
+	return nil
 }

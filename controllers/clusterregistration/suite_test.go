@@ -322,3 +322,45 @@ func TestGrantsAtOnce(t *testing.T) {
 	g.Expect(env.List(ctx, clusters, client.InNamespace(ns.Name))).To(Succeed())
 	g.Expect(clusters.Items).To(HaveLen(n))
 }
+
+// A grant that fails after making the agent's ServiceAccount (here: a
+// RoleBinding of the grant's name that someone else made stands in its
+// way) names no Cluster in the registration's status. Deleting that
+// registration still deletes the ServiceAccount, and with it the token the
+// grant minted, and leaves alone what the grant did not make.
+func TestDeletingAnUnfinishedGrantRevokesIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, token := workspace(ctx, g, "unfinished")
+	reg := request(ns.Name, token.Name, "unfinished-1", nil)
+	clusterName := names.ClusterForClientID(reg.Spec.ClientID)
+	clusterNS := names.ClusterNamespace(ns.Name, clusterName)
+	saName := names.AgentServiceAccount(ns.Name, clusterName, reg.Spec.ClientID, reg.Spec.ClientRandom)
+	g.Expect(env.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNS, Labels: map[string]string{
+		fleet.ManagedLabel: "true", fleet.ClusterLabel: clusterName, fleet.ClusterNamespaceLabel: ns.Name}}})).To(Succeed())
+	foreign := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: saName, Namespace: clusterNS},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "someone"}},
+	}
+	g.Expect(env.Create(ctx, foreign)).To(Succeed())
+
+	g.Expect(env.Create(ctx, reg)).To(Succeed())
+	saKey := types.NamespacedName{Namespace: agentNS, Name: saName}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Get(ctx, saKey, &corev1.ServiceAccount{})).To(Succeed())
+		c := accepted(ctx, g, reg)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "the grant made the ServiceAccount, then stopped at the foreign binding")
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+	g.Expect(reg.Status.ClusterName).To(BeEmpty())
+
+	g.Expect(env.Delete(ctx, reg)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Get(ctx, client.ObjectKeyFromObject(reg), &fleet.ClusterRegistration{}))
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "the registration's finalizer done")
+	g.Expect(apierrors.IsNotFound(env.Get(ctx, saKey, &corev1.ServiceAccount{}))).To(BeTrue(),
+		"the ServiceAccount of the unfinished grant deleted with its registration")
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(foreign), &rbacv1.RoleBinding{})).To(Succeed(), "what the grant did not make is left alone")
+}
