@@ -198,7 +198,9 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*helmrelease.Release, 
 		h = *in.Options.Helm
 	}
 	timeout := time.Duration(h.TimeoutSeconds) * time.Second
-	wait := h.Atomic || h.WaitForJobs
+	// As in Fleet, a timeout is how long to wait for the release's objects
+	// to become ready: setting one makes the release wait.
+	wait := h.Atomic || h.WaitForJobs || timeout > 0
 	if wait && timeout == 0 {
 		timeout = defaultWaitTimeout
 	}
@@ -216,7 +218,11 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*helmrelease.Release, 
 		u.Namespace = key.Namespace
 		u.PostRenderer, u.Labels = pr, labels
 		u.Timeout, u.Wait, u.WaitForJobs, u.Atomic = timeout, wait, h.WaitForJobs, h.Atomic
-		u.TakeOwnership, u.SkipSchemaValidation, u.EnableDNS = h.TakeOwnership, h.SkipSchemaValidation, !h.DisableDNS
+		// An upgrade adopts objects that exist already, as Fleet's does: a
+		// manifest added to a deployed bundle for an object made by hand
+		// takes it over instead of failing the upgrade. The namespaces the
+		// release may write stay confined all the same.
+		u.TakeOwnership, u.SkipSchemaValidation, u.EnableDNS = true, h.SkipSchemaValidation, !h.DisableDNS
 		u.Force, u.MaxHistory = h.Force, maxHistory(h)
 		// Values are exactly what the BundleDeployment says, never the last
 		// release's.

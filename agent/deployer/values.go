@@ -17,15 +17,20 @@ import (
 // that names none.
 const DefaultValuesKey = "values.yaml"
 
-// Values merges a release's values: each valuesFrom source in order, then
-// helm.values (already templated per cluster by the manager), which win.
-// valuesFrom objects are read from the agent's own cluster; a source without
-// a namespace is read from the release namespace.
+// Values merges a release's values as Fleet does: helm.values (its
+// valuesFiles merged in, and templated per cluster, by the manager), then
+// each valuesFrom source over them in order, so that a value kept in the
+// cluster wins over the repository's. valuesFrom objects are read from the
+// agent's own cluster; a source without a namespace is read from the release
+// namespace.
 func Values(ctx context.Context, local client.Reader, opts fleet.BundleDeploymentOptions, releaseNamespace string) (map[string]interface{}, error) {
 	merged := map[string]interface{}{}
 	h := opts.Helm
 	if h == nil {
 		return merged, nil
+	}
+	if h.Values != nil {
+		merged = MergeValues(merged, h.Values.DeepCopy().Data)
 	}
 	for i, from := range h.ValuesFrom {
 		data, err := readValuesFrom(ctx, local, from, releaseNamespace)
@@ -37,9 +42,6 @@ func Values(ctx context.Context, local client.Reader, opts fleet.BundleDeploymen
 			return nil, outcome.Stallf(fleet.ReasonInvalidValues, "helm.valuesFrom[%d]: not YAML values: %w", i, err)
 		}
 		merged = MergeValues(merged, v)
-	}
-	if h.Values != nil {
-		merged = MergeValues(merged, h.Values.DeepCopy().Data)
 	}
 	return merged, nil
 }

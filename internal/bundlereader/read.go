@@ -59,9 +59,11 @@ type Options struct {
 	KeepResources bool
 	// DeleteNamespace, when true, sets deleteNamespace on every bundle.
 	DeleteNamespace bool
-	// CorrectDrift, when set, replaces the correctDrift of every bundle.
+	// CorrectDrift, when set and enabled, replaces the correctDrift of every
+	// bundle; disabled, it leaves each fleet.yaml's (as Fleet does).
 	CorrectDrift *fleet.CorrectDrift
-	// ForceSyncGeneration, when not zero, is set on every bundle.
+	// ForceSyncGeneration is set on every bundle, over any fleet.yaml's: the
+	// GitRepo's forceSyncGeneration alone redeploys (as Fleet does).
 	ForceSyncGeneration int64
 	// HelmAuth authenticates to remote chart repositories.
 	HelmAuth *HelmAuth
@@ -644,12 +646,10 @@ func (r *reader) applyRepoOptions(spec *fleet.BundleSpec) {
 	if o.DeleteNamespace {
 		spec.DeleteNamespace = true
 	}
-	if o.CorrectDrift != nil {
+	if o.CorrectDrift != nil && o.CorrectDrift.Enabled {
 		spec.CorrectDrift = o.CorrectDrift.DeepCopy()
 	}
-	if o.ForceSyncGeneration != 0 {
-		spec.ForceSyncGeneration = o.ForceSyncGeneration
-	}
+	spec.ForceSyncGeneration = o.ForceSyncGeneration
 }
 
 // labels are those of fleet.yaml, then the options' labels, then the commit.

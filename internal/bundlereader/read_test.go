@@ -557,15 +557,28 @@ func TestRepoOptions(t *testing.T) {
 		g.Expect(s.ForceSyncGeneration).To(Equal(int64(7)), b.Name)
 	}
 
-	// Unset GitRepo options leave fleet.yaml's alone.
+	// Unset GitRepo options leave fleet.yaml's alone, but for
+	// forceSyncGeneration, which is the GitRepo's alone (as in Fleet).
 	bundles, err = Read(context.Background(), root, []string{"own"}, Options{Name: "r"})
 	g.Expect(err).NotTo(HaveOccurred())
 	s := bundles[0].Spec
 	g.Expect(s.TargetNamespace).To(Equal("own"))
 	g.Expect(s.ServiceAccount).To(Equal("own"))
 	g.Expect(s.CorrectDrift).To(Equal(&fleet.CorrectDrift{}))
-	g.Expect(s.ForceSyncGeneration).To(Equal(int64(1)))
+	g.Expect(s.ForceSyncGeneration).To(BeZero())
 	g.Expect(bundles[0].Labels).To(BeNil())
+
+	// A GitRepo's correctDrift that is not enabled leaves a fleet.yaml's
+	// (Fleet overrides it only when enabled).
+	root = tree(t, map[string]string{
+		"drift/fleet.yaml": "correctDrift: {enabled: true, force: true}\n",
+		"drift/cm.yaml":    cm,
+	})
+	for _, repo := range []*fleet.CorrectDrift{{}, {Force: true}} {
+		bundles, err = Read(context.Background(), root, nil, Options{Name: "r", CorrectDrift: repo})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(bundles[0].Spec.CorrectDrift).To(Equal(&fleet.CorrectDrift{Enabled: true, Force: true}), "GitRepo correctDrift %+v", *repo)
+	}
 }
 
 func TestValuesFiles(t *testing.T) {

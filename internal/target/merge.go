@@ -5,20 +5,28 @@ import (
 )
 
 // Merge returns base with override's options laid over it, the way a target's
-// options customize a bundle's. The result shares no memory with either input.
+// options customize a bundle's, as Fleet merges them. The result shares no
+// memory with either input.
 //
 // The rules, field by field:
-//   - strings and numbers: a non-empty, non-zero override replaces;
+//   - strings and numbers: a non-empty, non-zero override replaces
+//     (helm.timeoutSeconds: a negative override resets it to none);
 //   - booleans: true in the override sets true; an override cannot turn a
 //     base true off, since false and unset look the same (createNamespace,
 //     a pointer, is the exception: a set override replaces);
 //   - maps (namespaceLabels, namespaceAnnotations, helm.templateValues):
 //     merged, override wins per key;
-//   - lists (ignore.conditions, diff.comparePatches, yaml.overlays,
-//     helm.valuesFiles, helm.valuesFrom): a non-empty override replaces the
-//     whole list;
-//   - pointers to structs (correctDrift, diff, kustomize, yaml, helm): merged
-//     field by field with these same rules;
+//   - yaml.overlays: the override's are appended to the base's, so a
+//     customization adds its overlays to the bundle's;
+//   - diff.comparePatches and helm.valuesFrom: merged by what they name (the
+//     object, or the ConfigMap or Secret key): an override entry replaces the
+//     base entry naming the same, in its place, and the others are appended;
+//   - ignore.conditions and helm.valuesFiles: a non-empty override replaces
+//     the whole list;
+//   - correctDrift: a set override replaces it whole, so a customization may
+//     turn drift correction off;
+//   - pointers to other structs (diff, kustomize, yaml, helm): merged field by
+//     field with these same rules;
 //   - helm.values: deep-merged; nested maps merge recursively and any other
 //     override value (scalar, list, null) replaces.
 func Merge(base, override fleet.BundleDeploymentOptions) fleet.BundleDeploymentOptions {
@@ -44,20 +52,13 @@ func Merge(base, override fleet.BundleDeploymentOptions) fleet.BundleDeploymentO
 		out.Ignore.Conditions = o.Ignore.Conditions
 	}
 	if o.CorrectDrift != nil {
-		if out.CorrectDrift == nil {
-			out.CorrectDrift = &fleet.CorrectDrift{}
-		}
-		setBool(&out.CorrectDrift.Enabled, o.CorrectDrift.Enabled)
-		setBool(&out.CorrectDrift.Force, o.CorrectDrift.Force)
-		setBool(&out.CorrectDrift.KeepFailHistory, o.CorrectDrift.KeepFailHistory)
+		out.CorrectDrift = o.CorrectDrift
 	}
 	if o.Diff != nil {
 		if out.Diff == nil {
 			out.Diff = &fleet.DiffOptions{}
 		}
-		if len(o.Diff.ComparePatches) > 0 {
-			out.Diff.ComparePatches = o.Diff.ComparePatches
-		}
+		out.Diff.ComparePatches = mergeByKey(out.Diff.ComparePatches, o.Diff.ComparePatches, comparePatchKey)
 	}
 	if o.Kustomize != nil {
 		if out.Kustomize == nil {
@@ -69,9 +70,7 @@ func Merge(base, override fleet.BundleDeploymentOptions) fleet.BundleDeploymentO
 		if out.YAML == nil {
 			out.YAML = &fleet.YAMLOptions{}
 		}
-		if len(o.YAML.Overlays) > 0 {
-			out.YAML.Overlays = o.YAML.Overlays
-		}
+		out.YAML.Overlays = append(out.YAML.Overlays, o.YAML.Overlays...)
 	}
 	if o.Helm != nil {
 		if out.Helm == nil {
@@ -88,8 +87,11 @@ func mergeHelm(out, o *fleet.HelmOptions) {
 	setString(&out.Repo, o.Repo)
 	setString(&out.ReleaseName, o.ReleaseName)
 	setString(&out.Version, o.Version)
-	if o.TimeoutSeconds != 0 {
+	switch {
+	case o.TimeoutSeconds > 0:
 		out.TimeoutSeconds = o.TimeoutSeconds
+	case o.TimeoutSeconds < 0:
+		out.TimeoutSeconds = 0
 	}
 	if o.MaxHistory != 0 {
 		out.MaxHistory = o.MaxHistory
@@ -104,9 +106,7 @@ func mergeHelm(out, o *fleet.HelmOptions) {
 	if len(o.ValuesFiles) > 0 {
 		out.ValuesFiles = o.ValuesFiles
 	}
-	if len(o.ValuesFrom) > 0 {
-		out.ValuesFrom = o.ValuesFrom
-	}
+	out.ValuesFrom = mergeByKey(out.ValuesFrom, o.ValuesFrom, valuesFromKey)
 	setBool(&out.Force, o.Force)
 	setBool(&out.TakeOwnership, o.TakeOwnership)
 	setBool(&out.Atomic, o.Atomic)
@@ -157,4 +157,55 @@ func mergeStrings(out, o map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// mergeByKey merges override into base (a private copy) by key: an override
+// entry replaces the base entry of its key where that stands, the first of
+// the override's entries of one key counting; the others, and every entry
+// whose key is empty, are appended in order.
+func mergeByKey[T any](base, override []T, key func(T) string) []T {
+	if len(override) == 0 {
+		return base
+	}
+	at := make(map[string]int, len(base))
+	for i, v := range base {
+		if k := key(v); k != "" {
+			at[k] = i
+		}
+	}
+	seen := map[string]bool{}
+	for _, v := range override {
+		k := key(v)
+		if k != "" {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if i, ok := at[k]; ok {
+				base[i] = v
+				continue
+			}
+		}
+		base = append(base, v)
+	}
+	return base
+}
+
+// comparePatchKey is the object a compare patch is for.
+func comparePatchKey(p fleet.ComparePatch) string {
+	return p.APIVersion + "|" + p.Kind + "|" + p.Namespace + "|" + p.Name
+}
+
+// valuesFromKey is the ConfigMap or Secret key a values source reads; a
+// source naming neither has none.
+func valuesFromKey(v fleet.ValuesFrom) string {
+	switch {
+	case v.ConfigMapKeyRef != nil:
+		r := v.ConfigMapKeyRef
+		return "configmap|" + r.Namespace + "|" + r.Name + "|" + r.Key
+	case v.SecretKeyRef != nil:
+		r := v.SecretKeyRef
+		return "secret|" + r.Namespace + "|" + r.Name + "|" + r.Key
+	}
+	return ""
 }

@@ -42,7 +42,7 @@ func TestMerge(t *testing.T) {
 			},
 		},
 		{
-			name: "pointer structs merge field by field",
+			name: "pointer structs merge field by field; correctDrift is replaced whole",
 			base: fleet.BundleDeploymentOptions{
 				CorrectDrift: &fleet.CorrectDrift{Enabled: true},
 				Kustomize:    &fleet.KustomizeOptions{Dir: "base"},
@@ -53,13 +53,65 @@ func TestMerge(t *testing.T) {
 				YAML:         &fleet.YAMLOptions{Overlays: []string{"prod"}},
 			},
 			want: fleet.BundleDeploymentOptions{
-				CorrectDrift: &fleet.CorrectDrift{Enabled: true, Force: true},
+				CorrectDrift: &fleet.CorrectDrift{Force: true},
 				Kustomize:    &fleet.KustomizeOptions{Dir: "base"},
 				YAML:         &fleet.YAMLOptions{Overlays: []string{"prod"}},
 			},
 		},
 		{
-			name: "non-empty lists replace",
+			name:     "a customization turns drift correction off",
+			base:     fleet.BundleDeploymentOptions{CorrectDrift: &fleet.CorrectDrift{Enabled: true, Force: true}},
+			override: fleet.BundleDeploymentOptions{CorrectDrift: &fleet.CorrectDrift{}},
+			want:     fleet.BundleDeploymentOptions{CorrectDrift: &fleet.CorrectDrift{}},
+		},
+		{
+			name: "overlays append; compare patches and values sources merge by what they name",
+			base: fleet.BundleDeploymentOptions{
+				YAML: &fleet.YAMLOptions{Overlays: []string{"common"}},
+				Diff: &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{
+					{APIVersion: "apps/v1", Kind: "Deployment", Name: "a", JSONPointers: []string{"/spec/replicas"}},
+					{APIVersion: "v1", Kind: "Service", Name: "s", JSONPointers: []string{"/spec/ports"}},
+				}},
+				Helm: &fleet.HelmOptions{ValuesFrom: []fleet.ValuesFrom{
+					{ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "base", Key: "values.yaml"}},
+					{SecretKeyRef: &fleet.SecretKeySelector{Name: "creds"}},
+				}},
+			},
+			override: fleet.BundleDeploymentOptions{
+				YAML: &fleet.YAMLOptions{Overlays: []string{"prod"}},
+				Diff: &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{
+					{APIVersion: "apps/v1", Kind: "Deployment", Name: "a", JSONPointers: []string{"/spec/template"}},
+					{APIVersion: "apps/v1", Kind: "Deployment", Name: "a", JSONPointers: []string{"/ignored, the first of a key counts"}},
+					{APIVersion: "v1", Kind: "ConfigMap", Name: "c", JSONPointers: []string{"/data"}},
+				}},
+				Helm: &fleet.HelmOptions{ValuesFrom: []fleet.ValuesFrom{
+					{ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "prod", Key: "values.yaml"}},
+					{},
+				}},
+			},
+			want: fleet.BundleDeploymentOptions{
+				YAML: &fleet.YAMLOptions{Overlays: []string{"common", "prod"}},
+				Diff: &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{
+					{APIVersion: "apps/v1", Kind: "Deployment", Name: "a", JSONPointers: []string{"/spec/template"}},
+					{APIVersion: "v1", Kind: "Service", Name: "s", JSONPointers: []string{"/spec/ports"}},
+					{APIVersion: "v1", Kind: "ConfigMap", Name: "c", JSONPointers: []string{"/data"}},
+				}},
+				Helm: &fleet.HelmOptions{ValuesFrom: []fleet.ValuesFrom{
+					{ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "base", Key: "values.yaml"}},
+					{SecretKeyRef: &fleet.SecretKeySelector{Name: "creds"}},
+					{ConfigMapKeyRef: &fleet.ConfigMapKeySelector{Name: "prod", Key: "values.yaml"}},
+					{},
+				}},
+			},
+		},
+		{
+			name:     "a negative timeout resets it",
+			base:     fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{TimeoutSeconds: 60}},
+			override: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{TimeoutSeconds: -1}},
+			want:     fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{}},
+		},
+		{
+			name: "conditions and values files: non-empty lists replace",
 			base: fleet.BundleDeploymentOptions{
 				Diff:   &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{{Kind: "A"}}},
 				YAML:   &fleet.YAMLOptions{Overlays: []string{"a", "b"}},
@@ -76,7 +128,7 @@ func TestMerge(t *testing.T) {
 				},
 			},
 			want: fleet.BundleDeploymentOptions{
-				Diff:   &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{{Kind: "B"}}},
+				Diff:   &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{{Kind: "A"}, {Kind: "B"}}},
 				YAML:   &fleet.YAMLOptions{Overlays: []string{"a", "b"}},
 				Ignore: fleet.IgnoreOptions{Conditions: []map[string]string{{"type": "B"}}},
 				Helm: &fleet.HelmOptions{
