@@ -472,6 +472,9 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: clientRandom, ClusterLabels: cfg.Labels,
 			PublicKey: internalregistration.EncodePublicKey(key)},
 	}
+	// Proves that this request was made with the token its label names
+	// (any token may name any other).
+	internalregistration.Prove(boot.Token, reg)
 	create := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 6, Cap: 10 * time.Second}
 	err = retry.OnError(create, transient, func() error {
 		err := upstream.Create(ctx, reg.DeepCopy())

@@ -58,6 +58,12 @@ const (
 	// RegistrationTokenLabel names the ClusterRegistrationToken an agent used to
 	// create a ClusterRegistration.
 	RegistrationTokenLabel = "fleet.cattle.io/registration-token"
+	// RegistrationProofAnnotation, on a ClusterRegistration, proves that its
+	// maker holds the token RegistrationTokenLabel names: anyone holding a
+	// token may create registrations, and set that label to any token's
+	// name. It is a keyed hash of the request made with the token's value,
+	// which the manager checks (internal/registration.TokenProof).
+	RegistrationProofAnnotation = "fleet.cattle.io/registration-proof"
 	// RegistrationTokenClusterLabel, on a ClusterRegistrationToken, binds
 	// the token to one Cluster of its namespace (`fleet install agent-token
 	// --cluster NAME`): only such a token may register again onto a Cluster

@@ -153,6 +153,9 @@ const (
 	// ReasonTokenNotFound: the registration names a token that does not
 	// exist (expired or deleted).
 	ReasonTokenNotFound = "TokenNotFound"
+	// ReasonTokenNotProven: the registration does not prove that its maker
+	// holds the token it names, or that token has expired.
+	ReasonTokenNotProven = "TokenNotProven"
 	// ReasonPendingBound: too many credentials wait for their agents; the
 	// registration waits its turn.
 	ReasonPendingBound = "PendingBound"

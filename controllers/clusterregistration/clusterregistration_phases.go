@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/yaml"
 
+	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/ensure"
@@ -72,7 +75,8 @@ func Validate(reg *fleet.ClusterRegistration) error {
 	return errors.Join(errs...)
 }
 
-// reconcileToken reads the token the registration names.
+// reconcileToken reads the token the registration names, and checks that
+// the registration proves its maker holds it.
 func (r *Reconciler) reconcileToken(ctx context.Context, s *scope) error {
 	key := types.NamespacedName{Namespace: s.reg.Namespace, Name: s.reg.Labels[fleet.RegistrationTokenLabel]}
 	s.token = &fleet.ClusterRegistrationToken{}
@@ -81,7 +85,52 @@ func (r *Reconciler) reconcileToken(ctx context.Context, s *scope) error {
 		return outcome.Stallf(fleet.ReasonTokenNotFound,
 			"registration token %s does not exist (expired or deleted): make a new one (fleet install agent-token) and apply it to the agent's cluster", key)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return r.proveToken(ctx, s)
+}
+
+// proveToken refuses a registration that does not prove its maker holds the
+// token it names (registration.TokenProof): every token may create
+// registrations in its namespace and label them with any token's name, and a
+// token bound to a Cluster may take that Cluster over. A token past its
+// expiry, not yet deleted, grants nothing either.
+func (r *Reconciler) proveToken(ctx context.Context, s *scope) error {
+	if exp := registration.TokenExpiry(s.token); exp != nil && !r.Now().Before(exp.Time) {
+		return outcome.Stallf(fleet.ReasonTokenNotFound,
+			"registration token %s/%s expired at %s: make a new one (fleet install agent-token) and apply it to the agent's cluster",
+			s.token.Namespace, s.token.Name, exp.UTC().Format(time.RFC3339))
+	}
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: s.token.Namespace, Name: names.RegistrationTokenSecret(s.token.Name)}
+	err := r.Client.Get(ctx, key, secret)
+	if apierrors.IsNotFound(err) || (err == nil && !issuedFor(secret, s.token)) {
+		// Not issued yet (the agent cannot hold it then), or not by the
+		// manager for this token.
+		return outcome.Stallf(fleet.ReasonTokenNotProven,
+			"registration token %s/%s has no values issued by the manager: nothing can prove holding it", s.token.Namespace, s.token.Name)
+	}
+	if err != nil {
+		return err
+	}
+	values := &agentinstall.Bootstrap{}
+	if err := yaml.Unmarshal(secret.Data[fleet.RegistrationTokenSecretValuesKey], values); err != nil {
+		return fmt.Errorf("reading the values of registration token %s/%s: %w", s.token.Namespace, s.token.Name, err)
+	}
+	if !registration.Proven(values.Token, s.reg) {
+		return outcome.Stallf(fleet.ReasonTokenNotProven,
+			"the registration does not prove it was made with registration token %s (annotation %s): register with that token's own values, with an agent of this version or later",
+			s.token.Name, fleet.RegistrationProofAnnotation)
+	}
+	return nil
+}
+
+// issuedFor tells whether secret holds token's values, written by the
+// manager: it carries the managed label and token is its controller.
+func issuedFor(secret *corev1.Secret, token *fleet.ClusterRegistrationToken) bool {
+	ref := metav1.GetControllerOf(secret)
+	return secret.Labels[fleet.ManagedLabel] == "true" && ref != nil && ref.UID == token.UID
 }
 
 // findCluster finds the Cluster of this identity, or names the one to

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/clusterregistration"
 	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
@@ -86,21 +89,49 @@ func request(namespace, token, clientID string, labels map[string]string) *fleet
 	return reg
 }
 
-// requestWithKey is request with the key the credential is sealed to.
+// requests numbers the requests of the suite, so that each has a name of its
+// own before it is made (its proof covers it).
+var requests atomic.Int64
+
+// requestWithKey is request with the key the credential is sealed to. It
+// proves holding token, as an agent does, with the values the manager
+// issued for it.
 func requestWithKey(namespace, token, clientID string, labels map[string]string) (*fleet.ClusterRegistration, *ecdh.PrivateKey) {
 	key, err := registration.NewKey()
 	if err != nil {
 		panic(err)
 	}
-	return &fleet.ClusterRegistration{
+	reg := &fleet.ClusterRegistration{
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: "request-", Namespace: namespace,
+			Name: fmt.Sprintf("request-%d", requests.Add(1)), Namespace: namespace,
 			Labels:     map[string]string{fleet.RegistrationTokenLabel: token},
 			Finalizers: []string{fleet.RegistrationFinalizer},
 		},
 		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: "0123456789abcdef-" + clientID, ClusterLabels: labels,
 			PublicKey: registration.EncodePublicKey(key)},
-	}, key
+	}
+	registration.Prove(tokenValue(namespace, token), reg)
+	return reg, key
+}
+
+// tokenValue is the value of the registration token namespace/name, once
+// the manager has issued it ("" if it never does).
+func tokenValue(namespace, name string) string {
+	ctx := context.Background()
+	if apierrors.IsNotFound(env.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &fleet.ClusterRegistrationToken{})) {
+		return ""
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		secret := &corev1.Secret{}
+		if err := env.Get(ctx, types.NamespacedName{Namespace: namespace, Name: names.RegistrationTokenSecret(name)}, secret); err != nil {
+			continue
+		}
+		values := &agentinstall.Bootstrap{}
+		if err := yaml.Unmarshal(secret.Data[fleet.RegistrationTokenSecretValuesKey], values); err == nil {
+			return values.Token
+		}
+	}
+	return ""
 }
 
 func accepted(ctx context.Context, g Gomega, reg *fleet.ClusterRegistration) *metav1.Condition {

@@ -30,7 +30,7 @@ const saUIDAnnotation = "fleet.cattle.io/service-account-uid"
 
 // SecretName is the name of the Secret holding a token's values.
 func SecretName(token *fleet.ClusterRegistrationToken) string {
-	return token.Name + "-token"
+	return names.RegistrationTokenSecret(token.Name)
 }
 
 // RoleName is the name of the Role that lets a token create registrations.

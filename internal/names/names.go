@@ -89,6 +89,12 @@ func RegistrationTokenServiceAccount(namespace, name string) string {
 	return readable + "-" + sha256Hex(namespace + "/" + name)[:16]
 }
 
+// RegistrationTokenSecret names the Secret, beside the registration token
+// name, that holds the token's values (agentinstall.Bootstrap).
+func RegistrationTokenSecret(name string) string {
+	return name + "-token"
+}
+
 // ClusterForClientID names the Cluster a token registration creates.
 func ClusterForClientID(clientID string) string {
 	return "cluster-" + sha256Hex(clientID)[:12]

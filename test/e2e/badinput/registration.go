@@ -236,19 +236,28 @@ func (f *fixture) registrationSurface() {
 
 	DescribeTable("a ClusterRegistration the manager refuses to grant", func(mutate func(*fleet.ClusterRegistration), why string) {
 		c := tokenClient(f.validBoot)
+		line := CurrentSpecReport().LeafNodeLocation.LineNumber
 		reg := &fleet.ClusterRegistration{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "request-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: f.validBoot.TokenName}},
-			Spec: fleet.ClusterRegistrationSpec{ClientID: fmt.Sprintf("refused-%d", CurrentSpecReport().LeafNodeLocation.LineNumber),
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("request-refused-%d", line), Namespace: regWS,
+				Labels: map[string]string{fleet.RegistrationTokenLabel: f.validBoot.TokenName}},
+			Spec: fleet.ClusterRegistrationSpec{ClientID: fmt.Sprintf("refused-%d", line),
 				ClientRandom: "0123456789abcdef0123", PublicKey: newPublicKey()},
 		}
 		mutate(reg)
+		// Proven with the token's value, as an agent does, unless the entry
+		// brings a proof of its own.
+		if _, set := reg.Annotations[fleet.RegistrationProofAnnotation]; !set {
+			internalregistration.Prove(f.validBoot.Token, reg)
+		}
 		Expect(c.Create(f.ctx, reg)).To(Succeed(), "the token may create registrations")
 		// A good registration made after it: once that one is granted, the
 		// manager has had its look at the bad one too.
 		control := &fleet.ClusterRegistration{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "control-", Namespace: regWS, Labels: map[string]string{fleet.RegistrationTokenLabel: f.validBoot.TokenName}},
-			Spec:       fleet.ClusterRegistrationSpec{ClientID: "control-" + reg.Name, ClientRandom: "0123456789abcdef0123", PublicKey: newPublicKey()},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("control-refused-%d", line), Namespace: regWS,
+				Labels: map[string]string{fleet.RegistrationTokenLabel: f.validBoot.TokenName}},
+			Spec: fleet.ClusterRegistrationSpec{ClientID: "control-" + reg.Name, ClientRandom: "0123456789abcdef0123", PublicKey: newPublicKey()},
 		}
+		internalregistration.Prove(f.validBoot.Token, control)
 		Expect(c.Create(f.ctx, control)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(control), control)).To(Succeed())
@@ -288,6 +297,12 @@ func (f *fixture) registrationSurface() {
 		}, "spec.publicKey is not an X25519 public key"),
 		Entry("no registration-token label", func(r *fleet.ClusterRegistration) { r.Labels = nil },
 			"naming the registration token is missing"),
+		Entry("no proof of holding the token (an agent of an earlier version)", func(r *fleet.ClusterRegistration) {
+			r.Annotations = map[string]string{fleet.RegistrationProofAnnotation: ""}
+		}, "the registration does not prove it was made with registration token valid"),
+		Entry("a proof made with another value than the token's", func(r *fleet.ClusterRegistration) {
+			internalregistration.Prove("not the token's value", r)
+		}, "the registration does not prove it was made with registration token valid"),
 		Entry("a registration-token label naming no token", func(r *fleet.ClusterRegistration) {
 			r.Labels[fleet.RegistrationTokenLabel] = "no-such-token"
 		}, "registration token reg-ws/no-such-token does not exist"),

@@ -50,8 +50,15 @@ func issueToken(ctx context.Context, workspace, cluster string) (*fleet.ClusterR
 }
 
 // request creates a ClusterRegistration as an agent does, named name ("" for
-// the agent's own naming).
+// the agent's own naming), proving that it holds its token.
 func (h *tokenHolder) request(ctx context.Context, name, clientID string) *fleet.ClusterRegistration {
+	return h.requestNaming(ctx, name, clientID, h.boot.TokenName)
+}
+
+// requestNaming is request with the token label set to token, which may be
+// another token than the holder's: the proof is made with the only token
+// value the holder has, its own.
+func (h *tokenHolder) requestNaming(ctx context.Context, name, clientID, token string) *fleet.ClusterRegistration {
 	random := make([]byte, 16)
 	_, _ = rand.Read(random)
 	clientRandom := hex.EncodeToString(random)
@@ -62,9 +69,10 @@ func (h *tokenHolder) request(ctx context.Context, name, clientID string) *fleet
 	Expect(err).NotTo(HaveOccurred())
 	reg := &fleet.ClusterRegistration{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.boot.ClusterNamespace,
-			Labels: map[string]string{fleet.RegistrationTokenLabel: h.boot.TokenName}},
+			Labels: map[string]string{fleet.RegistrationTokenLabel: token}},
 		Spec: fleet.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: clientRandom, PublicKey: internalregistration.EncodePublicKey(key)},
 	}
+	internalregistration.Prove(h.boot.Token, reg)
 	Expect(h.c.Create(ctx, reg)).To(Succeed())
 	h.keys[reg.Name] = key
 	return reg
@@ -179,6 +187,52 @@ var _ = Describe("Registration", func() {
 		Expect(registration.Check(ctx, recovered)).To(Succeed())
 	})
 
+	It("6: a generic token holder cannot name a token bound to a cluster to take that cluster over", func(ctx SpecContext) {
+		ws := workspace(ctx, "sec-reg-spoof")
+		_, owner := issueToken(ctx, ws, "")
+		victimReg := owner.request(ctx, "", "sec-reg-6-spoof-victim")
+		victimCred := owner.fetch(ctx, victimReg)
+		checkIn(ctx, victimCred)
+		Eventually(func(g Gomega) {
+			cluster := &fleet.Cluster{}
+			g.Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: victimCred.ClusterName}, cluster)).To(Succeed())
+			g.Expect(cluster.Status.Agent.LastSeen.IsZero()).To(BeFalse())
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		// An admin issues a recovery token for the victim: its name is no
+		// secret (import tokens are named after their cluster).
+		bound, _ := issueToken(ctx, ws, victimCred.ClusterName)
+
+		// The attacker holds a generic token of the same workspace, whose
+		// Role lets it create registrations with any labels.
+		_, attacker := issueToken(ctx, ws, "")
+		spoofed := attacker.requestNaming(ctx, "", victimCred.ClientID, bound.Name)
+		Eventually(accepted(ctx, spoofed), 30*time.Second, 200*time.Millisecond).Should(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", fleet.ReasonTokenNotProven),
+			HaveField("Message", ContainSubstring("does not prove it was made with registration token %s", bound.Name))))
+		// Without any proof, the same.
+		bare := attacker.requestNaming(ctx, "", victimCred.ClientID, bound.Name)
+		Expect(attacker.c.Get(ctx, client.ObjectKeyFromObject(bare), bare)).To(Succeed())
+		base := bare.DeepCopy()
+		delete(bare.Annotations, fleet.RegistrationProofAnnotation)
+		Expect(apierrors.IsForbidden(attacker.c.Patch(ctx, bare, client.MergeFrom(base)))).To(BeTrue(), "a token may not change a request")
+		unproven := &fleet.ClusterRegistration{
+			ObjectMeta: metav1.ObjectMeta{Name: "request-unproven-sec-reg-6", Namespace: ws,
+				Labels: map[string]string{fleet.RegistrationTokenLabel: bound.Name}},
+			Spec: fleet.ClusterRegistrationSpec{ClientID: victimCred.ClientID, ClientRandom: "0123456789abcdef0123", PublicKey: spoofed.Spec.PublicKey},
+		}
+		Expect(attacker.c.Create(ctx, unproven)).To(Succeed())
+		Eventually(accepted(ctx, unproven), 30*time.Second, 200*time.Millisecond).Should(HaveField("Reason", fleet.ReasonTokenNotProven))
+
+		Consistently(func() error { return registration.Check(ctx, victimCred) }, 3*time.Second, 300*time.Millisecond).
+			Should(Succeed(), "the real agent's credential still works")
+		for _, reg := range []*fleet.ClusterRegistration{spoofed, unproven} {
+			got := &fleet.ClusterRegistration{}
+			Expect(attacker.c.Get(ctx, client.ObjectKeyFromObject(reg), got)).To(Succeed())
+			Expect(got.Status.SealedCredential).To(BeEmpty(), "no credential for the attacker")
+		}
+	})
+
 	It("6: the cluster's own agent, holding a working credential, registers again with a generic token as the same Cluster", func(ctx SpecContext) {
 		ws := workspace(ctx, "sec-reg-renewal")
 		// The agent's own cluster, where its bootstrap and credential live.
@@ -263,6 +317,7 @@ var _ = Describe("Registration", func() {
 				Labels: map[string]string{fleet.RegistrationTokenLabel: holder.boot.TokenName}},
 			Spec: fleet.ClusterRegistrationSpec{ClientID: "sec-reg-12-replay", ClientRandom: "0123456789abcdef0123", PublicKey: victimReg.Spec.PublicKey},
 		}
+		internalregistration.Prove(holder.boot.Token, replay)
 		Expect(attacker.Create(ctx, replay)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(attacker.Get(ctx, client.ObjectKeyFromObject(replay), replay)).To(Succeed())
