@@ -7,6 +7,7 @@ package install
 
 import (
 	"fmt"
+	"strings"
 
 	"bytes"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -106,7 +107,9 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ManagerName, Namespace: ns}},
 		},
 		tokenScopePolicy(ns),
-		tokenScopeBinding(),
+		policyBinding(TokenScopePolicyName),
+		agentSettingsPolicy(),
+		policyBinding(AgentSettingsPolicyName),
 		// The host keys of the well-known git hosts, trusted for SSH
 		// repositories whose Secret has no known_hosts, as Fleet ships them.
 		&corev1.ConfigMap{
@@ -278,13 +281,71 @@ func tokenScopePolicy(ns string) *admissionv1.ValidatingAdmissionPolicy {
 	}
 }
 
-func tokenScopeBinding() *admissionv1.ValidatingAdmissionPolicyBinding {
+// policyBinding binds the admission policy name to every request it
+// matches, denying what it refuses.
+func policyBinding(name string) *admissionv1.ValidatingAdmissionPolicyBinding {
 	return &admissionv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: TokenScopePolicyName, Labels: map[string]string{"app": ManagerName}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": ManagerName}},
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        TokenScopePolicyName,
+			PolicyName:        name,
 			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+}
+
+// AgentSettingsPolicyName names the admission policy that lets only those
+// allowed to configure a Cluster's agent set its agent settings.
+const AgentSettingsPolicyName = "fleet-cluster-agent-settings"
+
+// ConfigureAgentVerb is the RBAC verb on fleet.cattle.io clusters that lets
+// a user set a Cluster's agent settings (AgentSettingsFields). Writing a
+// Cluster does not: the agent runs with cluster-admin rights on its
+// cluster, and those settings choose its image (privateRepoURL), its
+// environment (a proxy, say) and where and how it runs, so whoever sets them
+// administers that cluster, whatever GitRepoRestriction confines the
+// tenant's deployments. Roles granting "*" (cluster-admin) hold the verb.
+const ConfigureAgentVerb = "configure-agent"
+
+// AgentSettingsFields are the fields of a Cluster's spec that shape its
+// agent's Deployment.
+var AgentSettingsFields = []string{"agentEnvVars", "agentNamespace", "privateRepoURL", "agentTolerations", "agentAffinity",
+	"agentResources", "hostNetwork"}
+
+// agentSettingsPolicy refuses a Cluster created with agent settings, or
+// updated with other ones, by a user the authorizer does not allow
+// ConfigureAgentVerb on that Cluster.
+func agentSettingsPolicy() *admissionv1.ValidatingAdmissionPolicy {
+	fail := admissionv1.Fail
+	var set, changed []string
+	for _, f := range AgentSettingsFields {
+		set = append(set, fmt.Sprintf("has(object.spec.%s)", f))
+		changed = append(changed, fmt.Sprintf("has(object.spec.%[1]s) != has(oldObject.spec.%[1]s) || (has(object.spec.%[1]s) && object.spec.%[1]s != oldObject.spec.%[1]s)", f))
+	}
+	return &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: AgentSettingsPolicyName, Labels: map[string]string{"app": ManagerName}},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+					Rule: admissionv1.Rule{APIGroups: []string{fleet.GroupVersion.Group}, APIVersions: []string{"*"},
+						Resources: []string{"clusters"}},
+				},
+			}}},
+			Variables: []admissionv1.Variable{{
+				Name: "agentSettingsChanged",
+				Expression: "has(object.spec) && (oldObject == null || !has(oldObject.spec) ? (" + strings.Join(set, " || ") + ") : (" +
+					strings.Join(changed, " || ") + "))",
+			}},
+			Validations: []admissionv1.Validation{{
+				Expression: fmt.Sprintf("!variables.agentSettingsChanged || authorizer.group('%s').resource('clusters').namespace(object.metadata.namespace).name(object.metadata.name).check('%s').allowed()",
+					fleet.GroupVersion.Group, ConfigureAgentVerb),
+				Message: fmt.Sprintf("setting a Cluster's agent settings (spec.%s) administers its cluster: it needs verb %q on clusters.%s, which writing Clusters does not give",
+					strings.Join(AgentSettingsFields, ", spec."), ConfigureAgentVerb, fleet.GroupVersion.Group),
+				Reason: ptrTo(metav1.StatusReasonForbidden),
+			}},
 		},
 	}
 }

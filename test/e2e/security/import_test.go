@@ -36,6 +36,9 @@ var _ = Describe("Import", func() {
 		ctx := env.Ctx
 		tenantA, err := framework.TenantClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), "tenant-a")
 		Expect(err).NotTo(HaveOccurred())
+		// The strongest tenant: one an admin let set its agents' settings
+		// (spec 14), here the agent namespace of the import.
+		grantConfigureAgent("tenant-a")
 		tenantB, err := framework.TenantClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), "tenant-b")
 		Expect(err).NotTo(HaveOccurred())
 		victim := env.Downstreams[1]
@@ -95,6 +98,7 @@ var _ = Describe("Import", func() {
 		v := registerByToken(ctx, env.Downstreams[1], "sec-import6-victims", "sec-import6-victim-agent", map[string]string{"env": "victim"})
 		tenant, err := framework.TenantClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), "sec-import6-tenant")
 		Expect(err).NotTo(HaveOccurred())
+		grantConfigureAgent("sec-import6-tenant")
 
 		By("the tenant imports its own cluster under the victim's clientID")
 		attack := spoofedImport(ctx, tenant, "sec-import6-tenant", "import6-spoof", v.cred.ClientID, "sec-import6-agent")
@@ -116,6 +120,7 @@ var _ = Describe("Import", func() {
 		const ns = "sec-import6s-tenant"
 		tenant, err := framework.TenantClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), ns)
 		Expect(err).NotTo(HaveOccurred())
+		grantConfigureAgent(ns)
 		v := registerByToken(ctx, env.Downstreams[1], ns, "sec-import6s-victim-agent", map[string]string{"env": "victim"})
 
 		By("the tenant imports another cluster under the victim's clientID")
