@@ -56,6 +56,13 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.GitRepoSpec) er
 	if err := restriction.Allowed(res, "clientSecretName", secretName, res.AllowedClientSecretNames); err != nil {
 		return err
 	}
+	// The Helm credentials too are a Secret the manager reads and sends
+	// away: held to the same list, as a HelmOp's are.
+	if spec.HelmSecretName != "" {
+		if err := restriction.Allowed(res, "helmSecretName", spec.HelmSecretName, res.AllowedClientSecretNames); err != nil {
+			return err
+		}
+	}
 	if len(res.AllowedTargetNamespaces) > 0 {
 		if spec.TargetNamespace == "" {
 			return fmt.Errorf("GitRepoRestriction %s requires targetNamespace, one of %s: set spec.targetNamespace",

@@ -28,6 +28,8 @@ func TestApplyRestriction(t *testing.T) {
 		{name: "defaults fill empty fields"},
 		{name: "service account not allowed", mutate: func(s *fleet.GitRepoSpec) { s.ServiceAccount = "cluster-admin" }, wantErr: "serviceAccount cluster-admin"},
 		{name: "client secret not allowed", mutate: func(s *fleet.GitRepoSpec) { s.ClientSecretName = "other" }, wantErr: "clientSecretName other"},
+		{name: "helm secret allowed", mutate: func(s *fleet.GitRepoSpec) { s.HelmSecretName = "creds" }},
+		{name: "helm secret not allowed", mutate: func(s *fleet.GitRepoSpec) { s.HelmSecretName = "team-registry" }, wantErr: "helmSecretName team-registry"},
 		{name: "target namespace required", mutate: func(s *fleet.GitRepoSpec) { s.TargetNamespace = "" }, wantErr: "requires targetNamespace"},
 		{name: "target namespace not allowed", mutate: func(s *fleet.GitRepoSpec) { s.TargetNamespace = "kube-system" }, wantErr: "targetNamespace kube-system"},
 		{name: "repo not allowed", mutate: func(s *fleet.GitRepoSpec) { s.Repo = "https://evil.test/x" }, wantErr: "does not allow repo"},

@@ -133,6 +133,32 @@ var _ = Describe("GitRepo and repository holes", func() {
 		gitRepoCondition(tenant, ns, "evil", fleet.ConditionAccepted, metav1.ConditionTrue, fleet.ReasonBundlesRead, 30*time.Second)
 	})
 
+	It("2: a GitRepo's Helm credentials are held to the restriction's allowed Secret names too", func() {
+		ctx, ns := env.Ctx, "tenant-restricted-helm"
+		tenant, err := framework.TenantClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), ns)
+		Expect(err).NotTo(HaveOccurred())
+		_, url := gitRepoAt("restricted-helm", map[string]string{"cm.yaml": fmt.Sprintf(configMap, "helm")})
+		Expect(env.Admin.Create(ctx, &fleet.GitRepoRestriction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "only-gitcredential"},
+			AllowedClientSecretNames: []string{"gitcredential"}})).To(Succeed())
+		// A Secret the tenant may not read: say the operator's registry
+		// credentials, placed in the namespace for another purpose.
+		Expect(env.Admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team-registry"},
+			StringData: map[string]string{"username": "ops", "password": "registry-s3cret"}})).To(Succeed())
+
+		repo := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "helm-creds"},
+			Spec: fleet.GitRepoSpec{Repo: url, Branch: "main", ClientSecretName: "gitcredential", HelmSecretName: "team-registry",
+				HelmRepoURLRegex: ".*", PollingInterval: pollEvery(time.Second)}}
+		Expect(tenant.Create(ctx, repo)).To(Succeed())
+		c := gitRepoCondition(tenant, ns, "helm-creds", fleet.ConditionAccepted, metav1.ConditionFalse, fleet.ReasonRestricted, time.Minute)
+		Expect(c.Message).To(ContainSubstring("helmSecretName team-registry"))
+		Consistently(func(g Gomega) {
+			g.Expect(bundlesOf(ns, "helm-creds")).To(BeEmpty())
+			gr := &fleet.GitRepo{}
+			g.Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(repo), gr)).To(Succeed())
+			g.Expect(gr.Status.Commit).To(BeEmpty(), "nothing fetched")
+		}).WithTimeout(3 * time.Second).Should(Succeed())
+	})
+
 	It("3: a local repository path is refused unless the operator allows local repositories", func() {
 		ctx, ns := env.Ctx, "tenant-local"
 		tenant, err := framework.TenantClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), ns)
