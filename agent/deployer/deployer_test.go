@@ -105,6 +105,40 @@ func TestPlainManifestsWrapping(t *testing.T) {
 		opts:     fleet.BundleDeploymentOptions{YAML: &fleet.YAMLOptions{Overlays: []string{"prod"}}},
 		contains: []string{"name: base", "color: red", "name: from-overlay"},
 		excludes: []string{"color: blue", "size:"},
+	}, {
+		// As in Fleet: a built-in kind is patched strategically, so the
+		// patch of one container's image keeps the container's other fields
+		// and the other containers.
+		name: "a patch of a built-in kind merges lists by their keys",
+		files: Files{
+			"deploy.yaml": []byte(strings.Join([]string{
+				"apiVersion: apps/v1", "kind: Deployment", "metadata: {name: app}", "spec:", "  template:", "    spec:", "      containers:",
+				"      - {name: app, image: app:1, ports: [{containerPort: 8080}], env: [{name: MODE, value: base}]}",
+				"      - {name: sidecar, image: sidecar:1}", ""}, "\n")),
+			"overlays/prod/deploy_patch.yaml": []byte("spec:\n  template:\n    spec:\n      containers:\n      - {name: app, image: app:2}\n"),
+		},
+		opts:     fleet.BundleDeploymentOptions{YAML: &fleet.YAMLOptions{Overlays: []string{"prod"}}},
+		contains: []string{"image: app:2", "containerPort: 8080", "value: base", "image: sidecar:1"},
+		excludes: []string{"image: app:1"},
+	}, {
+		name: "a patch that is a list is a JSON patch",
+		files: Files{
+			"deploy.yaml": []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app}\nspec: {replicas: 1, template: {spec: {containers: [{name: app, image: app:1}]}}}\n"),
+			"overlays/prod/deploy_patch.yaml": []byte("- {op: replace, path: /spec/replicas, value: 3}\n" +
+				"- {op: add, path: /spec/template/spec/containers/0/args, value: [--prod]}\n"),
+		},
+		opts:     fleet.BundleDeploymentOptions{YAML: &fleet.YAMLOptions{Overlays: []string{"prod"}}},
+		contains: []string{"replicas: 3", "- --prod", "image: app:1"},
+		excludes: []string{"replicas: 1"},
+	}, {
+		name: "a kind client-go does not know is merge-patched",
+		files: Files{
+			"cr.yaml":                     []byte("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {items: [a, b], size: s}\n"),
+			"overlays/prod/cr_patch.yaml": []byte("spec: {items: [c]}\n"),
+		},
+		opts:     fleet.BundleDeploymentOptions{YAML: &fleet.YAMLOptions{Overlays: []string{"prod"}}},
+		contains: []string{"- c", "size: s"},
+		excludes: []string{"- a"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -358,4 +392,19 @@ func TestValuesFromStallsOnWhatTheAuthorMustFix(t *testing.T) {
 			g.Expect(err.Error()).To(HavePrefix("helm.valuesFrom[0]: "))
 		})
 	}
+}
+
+func TestPatchDocumentsRefusals(t *testing.T) {
+	g := NewWithT(t)
+	two := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n")
+	_, err := patchDocuments(two, []byte("- {op: add, path: /data, value: {}}\n"))
+	g.Expect(err).To(MatchError(ContainSubstring("patches a file of one document, and this one has 2")))
+	_, err = patchDocuments(two, []byte("just a string\n"))
+	g.Expect(err).To(MatchError(ContainSubstring("a patch is a map of fields to merge, or a list of JSON patch operations")))
+	_, err = patchDocuments(two[:strings.Index(string(two), "---")], []byte("- {op: remove, path: /nothing}\n"))
+	g.Expect(err).To(MatchError(ContainSubstring("applying the JSON patch")))
+	out, err := patchDocuments(two, []byte("metadata: {name: b}\ndata: {k: v}\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(out)).To(Equal("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\ndata:\n  k: v\nkind: ConfigMap\nmetadata:\n  name: b\n"),
+		"a merge patch naming a document patches that one alone")
 }

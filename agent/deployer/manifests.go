@@ -2,6 +2,7 @@ package deployer
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,11 @@ import (
 	"sort"
 	"strings"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -108,7 +113,7 @@ var patchFile = regexp.MustCompile(`^(.*)_patch\.(yaml|yml|json)$`)
 // PlainManifests returns the manifest files of a plain bundle, with the
 // selected overlays applied, by name. Files of chart or kustomize directories
 // and of overlays/ are left out; files of an overlay replace the base file
-// of the same name, and NAME_patch.yaml merge-patches NAME.yaml.
+// of the same name, and NAME_patch.yaml patches NAME.yaml (patchDocuments).
 func PlainManifests(files Files, overlays []string) (Files, error) {
 	skip := excludedDirs(files)
 	base := Files{}
@@ -188,10 +193,16 @@ func sortedNames(f Files) []string {
 	return names
 }
 
-// patchDocuments merge-patches (RFC 7386) each document of a YAML stream
-// that the patch's kind and metadata.name, where set, match.
+// patchDocuments patches the documents of a YAML stream with an overlay's
+// NAME_patch file, the way Fleet chooses the patch for a document:
+//   - a patch that is a list is a JSON patch (RFC 6902), for a file of one
+//     document;
+//   - otherwise it patches each document whose kind and metadata.name, where
+//     the patch sets them, match: strategically for the built-in kinds (lists
+//     such as containers merge by their keys), as a JSON merge patch (RFC
+//     7386) for the others.
 func patchDocuments(data, patchData []byte) ([]byte, error) {
-	var patch map[string]interface{}
+	var patch interface{}
 	if err := yaml.Unmarshal(patchData, &patch); err != nil {
 		return nil, err
 	}
@@ -199,11 +210,28 @@ func patchDocuments(data, patchData []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	switch p := patch.(type) {
+	case []interface{}:
+		if len(docs) != 1 {
+			return nil, fmt.Errorf("a JSON patch (a list of operations) patches a file of one document, and this one has %d", len(docs))
+		}
+		if docs[0], err = jsonPatch(docs[0], p); err != nil {
+			return nil, err
+		}
+	case map[string]interface{}:
+		for i, doc := range docs {
+			if !matchesPatch(doc, p) {
+				continue
+			}
+			if docs[i], err = mergeDocument(doc, p); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, errors.New("a patch is a map of fields to merge, or a list of JSON patch operations")
+	}
 	var out bytes.Buffer
 	for i, doc := range docs {
-		if matchesPatch(doc, patch) {
-			doc = MergePatch(doc, patch).(map[string]interface{})
-		}
 		b, err := yaml.Marshal(doc)
 		if err != nil {
 			return nil, err
@@ -214,6 +242,54 @@ func patchDocuments(data, patchData []byte) ([]byte, error) {
 		out.Write(b)
 	}
 	return out.Bytes(), nil
+}
+
+// jsonPatch applies the JSON patch ops to doc.
+func jsonPatch(doc map[string]interface{}, ops []interface{}) (map[string]interface{}, error) {
+	opsJSON, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	decoded, err := jsonpatch.DecodePatch(opsJSON)
+	if err != nil {
+		return nil, fmt.Errorf("not a JSON patch: %w", err)
+	}
+	docJSON, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	patched, err := decoded.Apply(docJSON)
+	if err != nil {
+		return nil, fmt.Errorf("applying the JSON patch: %w", err)
+	}
+	out := map[string]interface{}{}
+	return out, json.Unmarshal(patched, &out)
+}
+
+// mergeDocument merges patch into doc: a strategic merge patch when doc is
+// of a kind client-go knows (but CustomResourceDefinitions, whose schema
+// says nothing of how their lists merge), a JSON merge patch otherwise.
+func mergeDocument(doc, patch map[string]interface{}) (map[string]interface{}, error) {
+	apiVersion, _ := doc["apiVersion"].(string)
+	kind, _ := doc["kind"].(string)
+	typed, err := clientgoscheme.Scheme.New(schema.FromAPIVersionAndKind(apiVersion, kind))
+	if err != nil || kind == "CustomResourceDefinition" {
+		return MergePatch(doc, patch).(map[string]interface{}), nil
+	}
+	docJSON, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	patchJSON, err := json.Marshal(patch)
+	if err != nil {
+		return nil, err
+	}
+	patched, err := strategicpatch.StrategicMergePatch(docJSON, patchJSON, typed)
+	if err != nil {
+		return nil, fmt.Errorf("merging into %s %s: %w", kind, apiVersion, err)
+	}
+	out := map[string]interface{}{}
+	return out, json.Unmarshal(patched, &out)
 }
 
 func matchesPatch(doc, patch map[string]interface{}) bool {
