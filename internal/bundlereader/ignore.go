@@ -48,6 +48,12 @@ func parseIgnore(data []byte, base string) ignoreRules {
 		// A slash at the start or in the middle ties the pattern to the
 		// directory of the .fleetignore.
 		r.anchored = strings.Contains(line, "/")
+		// But for Fleet's one directory pattern: NAME/* leaves out every
+		// directory named NAME below the .fleetignore, at any depth (a
+		// chart's tests/, say, with tests/*).
+		if name, ok := strings.CutSuffix(line, "/*"); ok && !r.negate && name != "" && !strings.Contains(name, "/") {
+			line, r.anchored, r.dirOnly = name, false, true
+		}
 		line = strings.TrimLeft(line, "/")
 		if line == "" {
 			continue
