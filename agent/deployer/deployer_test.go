@@ -121,6 +121,16 @@ func TestPlainManifestsWrapping(t *testing.T) {
 		contains: []string{"image: app:2", "containerPort: 8080", "value: base", "image: sidecar:1"},
 		excludes: []string{"image: app:1"},
 	}, {
+		// As in Fleet: the bundle's templates/ are Helm templates, rendered
+		// with the release's values; other manifests stay verbatim.
+		name: "templates/ of plain manifests are rendered by Helm",
+		files: Files{
+			"templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-t}\ndata: {replicas: {{ .Values.replicas | quote }}}\n"),
+			"plain.yaml":        []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {text: \"{{ not a template }}\"}\n"),
+		},
+		opts:     fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"replicas": 3}}}},
+		contains: []string{"name: rel-t", `replicas: "3"`, "{{ not a template }}"},
+	}, {
 		name: "a patch that is a list is a JSON patch",
 		files: Files{
 			"deploy.yaml": []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app}\nspec: {replicas: 1, template: {spec: {containers: [{name: app, image: app:1}]}}}\n"),
