@@ -413,7 +413,10 @@ func TestPatchDocumentsRefusals(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("a patch is a map of fields to merge, or a list of JSON patch operations")))
 	_, err = patchDocuments(two[:strings.Index(string(two), "---")], []byte("- {op: remove, path: /nothing}\n"))
 	g.Expect(err).To(MatchError(ContainSubstring("applying the JSON patch")))
-	out, err := patchDocuments(two, []byte("metadata: {name: b}\ndata: {k: v}\n"))
+	out, err := patchDocuments(two, []byte("# nothing to patch yet\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal(two), "an empty patch changes nothing")
+	out, err = patchDocuments(two, []byte("metadata: {name: b}\ndata: {k: v}\n"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(out)).To(Equal("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\ndata:\n  k: v\nkind: ConfigMap\nmetadata:\n  name: b\n"),
 		"a merge patch naming a document patches that one alone")

@@ -211,6 +211,8 @@ func patchDocuments(data, patchData []byte) ([]byte, error) {
 		return nil, err
 	}
 	switch p := patch.(type) {
+	case nil:
+		return data, nil // an empty patch, or comments only: nothing to do
 	case []interface{}:
 		if len(docs) != 1 {
 			return nil, fmt.Errorf("a JSON patch (a list of operations) patches a file of one document, and this one has %d", len(docs))

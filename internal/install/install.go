@@ -312,16 +312,39 @@ const ConfigureAgentVerb = "configure-agent"
 var AgentSettingsFields = []string{"agentEnvVars", "agentNamespace", "privateRepoURL", "agentTolerations", "agentAffinity",
 	"agentResources", "hostNetwork"}
 
+// agentSettingDefaults is the value each agent setting has when unset, the
+// same to the agent: an empty list is no list. Objects have none: set or not.
+var agentSettingDefaults = map[string]string{
+	"agentEnvVars": "[]", "agentTolerations": "[]", "agentNamespace": "''", "privateRepoURL": "''", "hostNetwork": "false",
+}
+
+// agentSettingsChanged is a CEL expression telling whether a request sets,
+// changes or removes an agent setting. A missing spec (a Cluster created
+// without one, or an update that removes it) has every setting unset.
+func agentSettingsChanged() string {
+	present := func(obj, f string) string {
+		return fmt.Sprintf("(%[1]s != null && has(%[1]s.spec) && has(%[1]s.spec.%[2]s))", obj, f)
+	}
+	var changed []string
+	for _, f := range AgentSettingsFields {
+		if d, ok := agentSettingDefaults[f]; ok {
+			value := func(obj string) string {
+				return fmt.Sprintf("(%s ? %s.spec.%s : %s)", present(obj, f), obj, f, d)
+			}
+			changed = append(changed, value("object")+" != "+value("oldObject"))
+			continue
+		}
+		changed = append(changed, fmt.Sprintf("%[1]s != %[2]s || (%[1]s && object.spec.%[3]s != oldObject.spec.%[3]s)",
+			present("object", f), present("oldObject", f), f))
+	}
+	return strings.Join(changed, " || ")
+}
+
 // agentSettingsPolicy refuses a Cluster created with agent settings, or
 // updated with other ones, by a user the authorizer does not allow
 // ConfigureAgentVerb on that Cluster.
 func agentSettingsPolicy() *admissionv1.ValidatingAdmissionPolicy {
 	fail := admissionv1.Fail
-	var set, changed []string
-	for _, f := range AgentSettingsFields {
-		set = append(set, fmt.Sprintf("has(object.spec.%s)", f))
-		changed = append(changed, fmt.Sprintf("has(object.spec.%[1]s) != has(oldObject.spec.%[1]s) || (has(object.spec.%[1]s) && object.spec.%[1]s != oldObject.spec.%[1]s)", f))
-	}
 	return &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: AgentSettingsPolicyName, Labels: map[string]string{"app": ManagerName}},
@@ -335,9 +358,8 @@ func agentSettingsPolicy() *admissionv1.ValidatingAdmissionPolicy {
 				},
 			}}},
 			Variables: []admissionv1.Variable{{
-				Name: "agentSettingsChanged",
-				Expression: "has(object.spec) && (oldObject == null || !has(oldObject.spec) ? (" + strings.Join(set, " || ") + ") : (" +
-					strings.Join(changed, " || ") + "))",
+				Name:       "agentSettingsChanged",
+				Expression: agentSettingsChanged(),
 			}},
 			Validations: []admissionv1.Validation{{
 				Expression: fmt.Sprintf("!variables.agentSettingsChanged || authorizer.group('%s').resource('clusters').namespace(object.metadata.namespace).name(object.metadata.name).check('%s').allowed()",

@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,6 +94,21 @@ var _ = Describe("Agent settings", func() {
 		base = after.DeepCopy()
 		after.Spec.PrivateRepoURL = ""
 		forbidden(tenant.Patch(ctx, after, client.MergeFrom(base)))
+		By("removing the whole spec removes the admin's settings: refused too")
+		forbidden(tenant.Patch(ctx, after, client.RawPatch(types.MergePatchType, []byte(`{"spec":null}`))))
+		forbidden(tenant.Patch(ctx, after, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/spec"}]`))))
+		Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(cluster), after)).To(Succeed())
+		Expect(after.Spec.PrivateRepoURL).To(Equal("registry.example.com"))
+
+		By("an empty list stored by someone else is no setting: an update that drops it goes through")
+		Expect(env.Admin.Patch(ctx, after, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"agentEnvVars":[]}}`)))).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := tenant.Get(ctx, client.ObjectKeyFromObject(cluster), after); err != nil {
+				return err
+			}
+			after.Labels["team"] = "b"
+			return tenant.Update(ctx, after) // omits the empty list
+		})).To(Succeed())
 
 		By("one granted the verb sets them")
 		grantConfigureAgent(ns)
