@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -394,4 +395,39 @@ func TestDeletingAnUnfinishedGrantRevokesIt(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(env.Get(ctx, saKey, &corev1.ServiceAccount{}))).To(BeTrue(),
 		"the ServiceAccount of the unfinished grant deleted with its registration")
 	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(foreign), &rbacv1.RoleBinding{})).To(Succeed(), "what the grant did not make is left alone")
+}
+
+// Deleting a token's values Secret (by mistake, or by a tenant who may
+// delete Secrets) re-issues the token: the values handed out before stop
+// working, rather than keep authenticating with a proof the manager can no
+// longer check, and registrations with the new values are granted.
+func TestTokenValuesReissuedRevokeTheOldOnes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, token := workspace(ctx, g, "reissue")
+	old := tokenValue(ns.Name, token.Name)
+	g.Expect(old).NotTo(BeEmpty())
+	authenticated := func(bearer string) bool {
+		review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: bearer}}
+		g.Expect(env.Create(ctx, review)).To(Succeed())
+		return review.Status.Authenticated
+	}
+	g.Expect(authenticated(old)).To(BeTrue())
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: names.RegistrationTokenSecret(token.Name)}}
+	g.Expect(env.Delete(ctx, secret)).To(Succeed())
+	var fresh string
+	g.Eventually(func() string {
+		fresh = tokenValue(ns.Name, token.Name)
+		return fresh
+	}).WithTimeout(30*time.Second).ShouldNot(Or(BeEmpty(), Equal(old)), "new values issued")
+	g.Eventually(func() bool { return authenticated(old) }).WithTimeout(30*time.Second).Should(BeFalse(), "the old values revoked")
+	g.Expect(authenticated(fresh)).To(BeTrue())
+
+	reg := request(ns.Name, token.Name, "reissue-1", nil)
+	g.Expect(env.Create(ctx, reg)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(reg), reg)).To(Succeed())
+		g.Expect(reg.Status.Granted).To(BeTrue())
+	}).WithTimeout(30*time.Second).Should(Succeed(), "granted with the new values")
 }

@@ -37,6 +37,9 @@ type Reconciler struct {
 	Now func() time.Time
 	// Workers is the number of tokens reconciled at once.
 	Workers int
+	// APIReader reads past the cache: a values Secret the cache does not
+	// show yet is looked for there before its token is re-issued.
+	APIReader client.Reader
 }
 
 // SetupWithManager registers the controller.
@@ -46,6 +49,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.SystemRegistrationNamespace == "" {
 		return fmt.Errorf("the registration token controller needs the system registration namespace, where tokens' ServiceAccounts live")
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.ClusterRegistrationToken{}).

@@ -28,6 +28,12 @@ const neverExpires = 10 * 365 * 24 * time.Hour
 // saUIDAnnotation records which ServiceAccount the bearer token was minted for.
 const saUIDAnnotation = "fleet.cattle.io/service-account-uid"
 
+// valuesIssuedAnnotation, on a token's ServiceAccount, says that values (a
+// bearer token) were issued for it: should their Secret go, the
+// ServiceAccount is made anew rather than issued a second bearer beside the
+// first.
+const valuesIssuedAnnotation = "fleet.cattle.io/values-issued"
+
 // SecretName is the name of the Secret holding a token's values.
 func SecretName(token *fleet.ClusterRegistrationToken) string {
 	return names.RegistrationTokenSecret(token.Name)
@@ -97,7 +103,11 @@ func (r *Reconciler) reconcileServiceAccount(ctx context.Context, s *scope) erro
 			return notOwned(token, sa) // made meanwhile by someone else
 		}
 		sa.Labels = serviceAccountLabels(token)
+		issued := sa.Annotations[valuesIssuedAnnotation]
 		sa.Annotations = map[string]string{tokenUIDAnnotation: string(token.UID)}
+		if issued != "" {
+			sa.Annotations[valuesIssuedAnnotation] = issued
+		}
 		return nil
 	})
 	if outcome.IsStalling(err) {
@@ -193,6 +203,33 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
+	}
+	if sa.Annotations[valuesIssuedAnnotation] != "" {
+		// Values were issued for this ServiceAccount, and their Secret is
+		// gone (deleted, or lost in a restore): whoever holds them may still
+		// register, and the manager could no longer check their proof
+		// (registration.TokenProof). The ServiceAccount is made anew, so
+		// that those values stop working, and new ones are issued for it.
+		// Unless the cache is only late with a Secret just written.
+		live := &corev1.Secret{}
+		switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: token.Namespace, Name: name}, live); {
+		case err == nil && live.Annotations[saUIDAnnotation] == string(sa.UID):
+			return fmt.Errorf("the values Secret %s of token %s is not in the cache yet: looking again", name, token.Name)
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		}
+		uid := sa.UID
+		if err := r.Client.Delete(ctx, sa, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("revoking the values of token %s, whose Secret %s is gone: %w", token.Name, name, err)
+		}
+		return fmt.Errorf("the values Secret %s of token %s is gone: its ServiceAccount is made anew, which revokes the values handed out before, and new values are issued", name, token.Name)
+	}
+	// Marked before the values exist, so that values minted but never
+	// stored are revoked as well.
+	patch := client.MergeFrom(sa.DeepCopy())
+	metav1.SetMetaDataAnnotation(&sa.ObjectMeta, valuesIssuedAnnotation, "true")
+	if err := r.Client.Patch(ctx, sa, patch); err != nil {
+		return fmt.Errorf("marking the ServiceAccount of token %s: %w", token.Name, err)
 	}
 
 	lifetime := neverExpires
