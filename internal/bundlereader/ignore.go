@@ -50,8 +50,8 @@ func parseIgnore(data []byte, base string) ignoreRules {
 		r.anchored = strings.Contains(line, "/")
 		// But for Fleet's one directory pattern: NAME/* leaves out every
 		// directory named NAME below the .fleetignore, at any depth (a
-		// chart's tests/, say, with tests/*).
-		if name, ok := strings.CutSuffix(line, "/*"); ok && !r.negate && name != "" && !strings.Contains(name, "/") {
+		// chart's tests/, say, with tests/*). NAME is a plain name there.
+		if name, ok := strings.CutSuffix(line, "/*"); ok && !r.negate && name != "" && !strings.ContainsAny(name, `/*?[\`) {
 			line, r.anchored, r.dirOnly = name, false, true
 		}
 		line = strings.TrimLeft(line, "/")
