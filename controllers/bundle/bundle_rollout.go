@@ -46,13 +46,16 @@ type Plan struct {
 }
 
 // PlanRollout decides which clusters move to the desired deploymentID in this
-// pass. Clusters are split into partitions (explicit ones, in order, then the
-// unmatched rest; or automatic ones above autoPartitionThreshold). Within a
-// partition at most maxUnavailable clusters may be not Ready, so a Ready
-// cluster is only updated while that budget lasts; once more partitions than
-// maxUnavailablePartitions are over budget, later partitions wait. At most
-// maxNew BundleDeployments are created per pass. A paused bundle creates
-// BundleDeployments (paused) but moves none.
+// pass, as Fleet's rollout does. Clusters are split into partitions (the
+// explicit ones, in order, holding only the clusters they select; or
+// automatic ones from autoPartitionThreshold clusters on). Partitions are
+// rolled out in order: within one, a Ready cluster is updated only while at
+// most maxUnavailable of the partition's clusters, and of the bundle's, are
+// not Ready; and the next partition is reached only while no more than
+// maxUnavailablePartitions partitions have more than their maxUnavailable
+// clusters not yet Ready on the desired deploymentID. BundleDeployments are
+// created only in the partitions reached, at most maxNew per pass. A paused
+// bundle creates BundleDeployments (paused) but moves none.
 func PlanRollout(cands []Candidate, rs *fleet.RolloutStrategy, paused bool) (Plan, error) {
 	if rs == nil {
 		rs = &fleet.RolloutStrategy{}
@@ -66,12 +69,19 @@ func PlanRollout(cands []Candidate, rs *fleet.RolloutStrategy, paused bool) (Pla
 	if rs.MaxNew != nil {
 		maxNew = *rs.MaxNew
 	}
-	maxParts := scaled(rs.MaxUnavailablePartitions, defaultMaxUnavailablePartitions, len(parts), 0)
+	maxParts := limit(len(parts), rs.MaxUnavailablePartitions, &defaultMaxUnavailablePartitions)
 	p.Status.MaxNew, p.Status.MaxUnavailablePartitions = maxNew, maxParts
+	// The bundle's own budget, over all its clusters.
+	p.Status.MaxUnavailable = limit(len(cands), rs.MaxUnavailable, &defaultMaxUnavailable)
+	for _, c := range cands {
+		if c.Exists && !Available(c.State) {
+			p.Status.Unavailable++
+		}
+	}
 
-	overBudget := 0
+	overBudget, reached := 0, true
 	for _, part := range parts {
-		budget := scaled(part.maxUnavailable, *orDefault(rs.MaxUnavailable, &defaultMaxUnavailable), len(part.members), 1)
+		budget := limit(len(part.members), part.maxUnavailable, rs.MaxUnavailable, &defaultMaxUnavailable)
 		ps := fleet.PartitionStatus{Name: part.name, Count: len(part.members), MaxUnavailable: budget}
 		unavailable := 0
 		for _, i := range part.members {
@@ -81,7 +91,10 @@ func PlanRollout(cands []Candidate, rs *fleet.RolloutStrategy, paused bool) (Pla
 			}
 		}
 		ps.Unavailable = unavailable
-		frozen := paused || overBudget > maxParts
+		if !reached {
+			p.Status.Partitions = append(p.Status.Partitions, ps)
+			continue
+		}
 		for _, i := range part.members {
 			c := cands[i]
 			switch {
@@ -92,20 +105,33 @@ func PlanRollout(cands []Candidate, rs *fleet.RolloutStrategy, paused bool) (Pla
 				}
 				p.Create[i], p.Deploy[i] = true, true
 				p.Status.NewlyCreated++
-			case c.UpToDate || frozen:
+			case c.UpToDate || paused:
 			case !Available(c.State):
 				// Already unavailable: updating it costs no budget.
 				p.Deploy[i] = true
-			case unavailable < budget:
+			case unavailable < budget && p.Status.Unavailable < p.Status.MaxUnavailable:
 				p.Deploy[i] = true
 				unavailable++
+				p.Status.Unavailable++
 			}
 		}
-		if unavailable > budget || (ps.Unavailable > 0 && ps.Unavailable >= budget) {
+		// A partition is done with at most maxUnavailable of its clusters
+		// not Ready on the desired deploymentID; moving on counts those
+		// that are only waiting for it, as Fleet does.
+		ps.Unavailable = 0
+		for _, i := range part.members {
+			c := cands[i]
+			if p.Deploy[i] || !c.Exists || !c.UpToDate || !Available(c.State) {
+				ps.Unavailable++
+			}
+		}
+		if ps.Unavailable > budget {
 			overBudget++
 		}
-		p.Status.MaxUnavailable += budget
 		p.Status.Partitions = append(p.Status.Partitions, ps)
+		if overBudget > maxParts {
+			reached = false
+		}
 	}
 	p.Status.UnavailablePartitions = overBudget
 	if len(p.Status.Partitions) <= 1 {
@@ -156,11 +182,12 @@ func partition(cands []Candidate, rs *fleet.RolloutStrategy) ([]partitionOf, err
 		if err != nil {
 			return nil, fmt.Errorf("rolloutStrategy.partitions: %w", err)
 		}
-		rest := partitionOf{name: "unpartitioned"}
+		// A cluster no partition selects is left out of the rollout, as
+		// the Fleet documentation says: it is not deployed, or keeps what
+		// it has.
 		for i, c := range cands {
 			res, ok := compiled.Match(c.Info)
 			if !ok {
-				rest.members = append(rest.members, i)
 				continue
 			}
 			for j := range parts {
@@ -170,23 +197,22 @@ func partition(cands []Candidate, rs *fleet.RolloutStrategy) ([]partitionOf, err
 				}
 			}
 		}
-		if len(rest.members) > 0 {
-			parts = append(parts, rest)
-		}
 		return parts, nil
 	}
 	threshold := defaultAutoPartitionThreshold
 	if rs.AutoPartitionThreshold != nil {
 		threshold = *rs.AutoPartitionThreshold
 	}
-	if len(cands) <= threshold {
-		return all("all"), nil
+	off := rs.AutoPartitionSize != nil && rs.AutoPartitionSize.Type == intstr.Int && rs.AutoPartitionSize.IntVal <= 0
+	if off || len(cands) < threshold {
+		return all("All"), nil
 	}
-	size := max(scaledUp(rs.AutoPartitionSize, defaultAutoPartitionSize, len(cands)), 1)
+	size := max(limit(len(cands), rs.AutoPartitionSize, &defaultAutoPartitionSize), 1)
 	var parts []partitionOf
 	for start := 0; start < len(cands); start += size {
-		p := partitionOf{name: fmt.Sprintf("auto-partition-%d", len(parts))}
-		for i := start; i < min(start+size, len(cands)); i++ {
+		end := min(start+size, len(cands))
+		p := partitionOf{name: fmt.Sprintf("Partition %d - %d", start, end)}
+		for i := start; i < end; i++ {
 			p.members = append(p.members, i)
 		}
 		parts = append(parts, p)
@@ -194,27 +220,29 @@ func partition(cands []Candidate, rs *fleet.RolloutStrategy) ([]partitionOf, err
 	return parts, nil
 }
 
-func orDefault(v, d *intstr.IntOrString) *intstr.IntOrString {
+// limit resolves the first of vals that is set against count, as Fleet's
+// rollout does: a number is taken as it is (0 included); a percentage of
+// count rounds down, and is at least 1; no clusters, 1.
+func limit(count int, vals ...*intstr.IntOrString) int {
+	if count <= 0 {
+		return 1
+	}
+	var v *intstr.IntOrString
+	for _, c := range vals {
+		if c != nil {
+			v = c
+			break
+		}
+	}
 	if v == nil {
-		return d
+		return count
 	}
-	return v
-}
-
-// scaled resolves a number-or-percentage of total, rounding down, at least
-// floor (when total allows).
-func scaled(v *intstr.IntOrString, d intstr.IntOrString, total, floor int) int {
-	n, err := intstr.GetScaledValueFromIntOrPercent(orDefault(v, &d), total, false)
-	if err != nil || n < floor {
-		n = floor
+	if v.Type == intstr.Int {
+		return max(v.IntValue(), 0)
 	}
-	return n
-}
-
-func scaledUp(v *intstr.IntOrString, d intstr.IntOrString, total int) int {
-	n, err := intstr.GetScaledValueFromIntOrPercent(orDefault(v, &d), total, true)
-	if err != nil {
-		return total
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, count, false)
+	if err != nil || n < 1 {
+		return 1
 	}
 	return n
 }

@@ -81,21 +81,42 @@ func TestPlanRollout(t *testing.T) {
 		}), paused: true, deploy: 2, create: 2},
 		{name: "maxNew caps creations", cands: cands(120, func(int) (bool, bool, fleet.BundleState) { return false, false, fleet.Pending }),
 			deploy: 50, create: 50, more: true},
-		{name: "auto partitions above the threshold", cands: cands(300, readyOld),
-			rs: &fleet.RolloutStrategy{MaxUnavailable: pct("10%")}, deploy: 28, partitions: 4},
-		{name: "explicit partitions, the rest last", cands: cands(10, readyOld), rs: &fleet.RolloutStrategy{
-			MaxUnavailable: num(1),
-			Partitions:     []fleet.Partition{{Name: "zone-a", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}}},
-		}, deploy: 2, partitions: 2},
+		{name: "auto partitions above the threshold, one after the other", cands: cands(300, readyOld),
+			rs: &fleet.RolloutStrategy{MaxUnavailable: pct("10%")}, deploy: 7, partitions: 4},
+		{name: "auto partitions from 200 clusters on (at 100% each moves at once)", cands: cands(200, readyOld), deploy: 200, partitions: 4},
+		{name: "autoPartitionSize 0 turns them off", cands: cands(300, readyOld),
+			rs: &fleet.RolloutStrategy{MaxUnavailable: pct("10%"), AutoPartitionSize: num(0)}, deploy: 30},
+		{name: "maxUnavailable 0 moves no Ready cluster", cands: cands(10, readyOld),
+			rs: &fleet.RolloutStrategy{MaxUnavailable: num(0)}, deploy: 0},
+		{name: "explicit partitions: the first, then the next; clusters outside them are left out", cands: cands(10, readyOld),
+			rs: &fleet.RolloutStrategy{MaxUnavailable: num(1), Partitions: []fleet.Partition{
+				{Name: "canary", ClusterName: "c000"},
+				{Name: "zone-b", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "b"}}},
+			}}, deploy: 1, partitions: 2},
+		{name: "a first deployment creates in the first partition only", cands: cands(10, func(int) (bool, bool, fleet.BundleState) {
+			return false, false, fleet.Pending
+		}), rs: &fleet.RolloutStrategy{MaxUnavailable: pct("10%"), Partitions: []fleet.Partition{
+			{Name: "zone-a", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}},
+			{Name: "zone-b", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "b"}}},
+		}}, deploy: 5, create: 5, partitions: 2},
+		{name: "a done partition lets the next one move", cands: cands(10, func(i int) (bool, bool, fleet.BundleState) {
+			if i%2 == 0 {
+				return true, true, fleet.Ready // zone a: up to date and Ready
+			}
+			return true, false, fleet.Ready
+		}), rs: &fleet.RolloutStrategy{MaxUnavailable: num(1), Partitions: []fleet.Partition{
+			{Name: "zone-a", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}},
+			{Name: "zone-b", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "b"}}},
+		}}, deploy: 1, partitions: 2},
 		{name: "a partition over budget holds the next ones", cands: cands(10, func(i int) (bool, bool, fleet.BundleState) {
 			if i%2 == 0 && i < 6 {
 				return true, true, fleet.NotReady // zone a: three not ready
 			}
 			return true, false, fleet.Ready
-		}), rs: &fleet.RolloutStrategy{
-			MaxUnavailable: num(1),
-			Partitions:     []fleet.Partition{{Name: "zone-a", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}}},
-		}, deploy: 0, partitions: 2},
+		}), rs: &fleet.RolloutStrategy{MaxUnavailable: num(1), Partitions: []fleet.Partition{
+			{Name: "zone-a", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}},
+			{Name: "zone-b", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "b"}}},
+		}}, deploy: 0, partitions: 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
