@@ -144,9 +144,8 @@ func (cb *CompiledBundle) UpToDate(b *fleet.Bundle) bool {
 // and clusterGroupSelector hold for one and the same group of c.Groups (its
 // name, its labels). A target that sets no criterion matches nothing. Targets
 // are tried in spec order and the first match decides; in AllMatches mode the
-// later matching targets that are not doNotDeploy merge their options too,
-// while a later doNotDeploy target is simply skipped (put doNotDeploy targets
-// first to exclude clusters).
+// later matching targets merge their options too, and any matching target
+// that is doNotDeploy leaves the cluster out, as in Fleet.
 //
 // Match does not check c's namespace: callers only ask about clusters in the
 // namespaces AllowedNamespaces returns. The Result is shared: do not modify.
@@ -166,6 +165,11 @@ func (cb *CompiledBundle) Match(c *ClusterInfo) (*Result, bool) {
 	}
 	if cb.mode != fleet.AllMatches {
 		return cb.targets[first].result, true
+	}
+	for i := first + 1; i < len(cb.targets); i++ {
+		if cb.targets[i].doNotDeploy && cb.targets[i].criteria.matches(c) {
+			return nil, false
+		}
 	}
 	return cb.matchAll(c, first), true
 }

@@ -108,6 +108,8 @@ func TestMatchOrderAndDoNotDeploy(t *testing.T) {
 		targets []fleet.BundleTarget
 		cluster *ClusterInfo
 		want    string // "" when not targeted
+		// allMatchesExcludes: in AllMatches mode the cluster is left out.
+		allMatchesExcludes bool
 	}{
 		{
 			name:    "no targets",
@@ -141,13 +143,14 @@ func TestMatchOrderAndDoNotDeploy(t *testing.T) {
 			want:    "all",
 		},
 		{
-			name: "doNotDeploy after the first match does not exclude",
+			name: "doNotDeploy after the first match excludes in AllMatches mode only",
 			targets: []fleet.BundleTarget{
 				{Name: "all", ClusterSelector: &metav1.LabelSelector{}},
 				{Name: "not-prod", ClusterSelector: sel("env", "prod"), DoNotDeploy: true},
 			},
-			cluster: prod,
-			want:    "all",
+			cluster:            prod,
+			want:               "all",
+			allMatchesExcludes: true,
 		},
 		{
 			name: "empty target is skipped",
@@ -168,6 +171,10 @@ func TestMatchOrderAndDoNotDeploy(t *testing.T) {
 				cb, err := Compile(b)
 				g.Expect(err).NotTo(HaveOccurred())
 				r, ok := cb.Match(tt.cluster)
+				if mode == fleet.AllMatches && tt.allMatchesExcludes {
+					g.Expect(ok).To(BeFalse())
+					return
+				}
 				g.Expect(ok).To(Equal(tt.want != ""))
 				if ok {
 					g.Expect(r.Target).To(Equal(tt.want))
@@ -294,7 +301,7 @@ func TestMatchOptionsAllMatches(t *testing.T) {
 			DefaultNamespace: "eu",
 			Helm:             values(map[string]interface{}{"region": "eu", "image": map[string]interface{}{"tag": "eu"}}),
 		}},
-		fleet.BundleTarget{Name: "skip-prod", ClusterName: "prod-1", DoNotDeploy: true, BundleDeploymentOptions: fleet.BundleDeploymentOptions{
+		fleet.BundleTarget{Name: "skip-prod-2", ClusterName: "prod-2", DoNotDeploy: true, BundleDeploymentOptions: fleet.BundleDeploymentOptions{
 			ServiceAccount: "never",
 		}},
 		fleet.BundleTarget{Name: "dev", ClusterSelector: sel("env", "dev"), BundleDeploymentOptions: fleet.BundleDeploymentOptions{
@@ -313,7 +320,7 @@ func TestMatchOptionsAllMatches(t *testing.T) {
 	r, ok := cb.Match(prod)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(r.Target).To(Equal("eu"))
-	g.Expect(r.Targets).To(Equal([]string{"eu", "prod"}), "later doNotDeploy matches are skipped")
+	g.Expect(r.Targets).To(Equal([]string{"eu", "prod"}))
 	g.Expect(r.Options.DefaultNamespace).To(Equal("prod"), "later matches win")
 	g.Expect(r.Options.ServiceAccount).To(BeEmpty())
 	g.Expect(r.Options.Helm.Values.Data).To(Equal(map[string]interface{}{
@@ -326,6 +333,13 @@ func TestMatchOptionsAllMatches(t *testing.T) {
 	g.Expect(ok).To(BeTrue())
 	g.Expect(r.Targets).To(Equal([]string{"dev"}))
 	g.Expect(r.Options.ServiceAccount).To(Equal("dev"))
+
+	// As in Fleet, any matching doNotDeploy target leaves the cluster out,
+	// wherever it stands.
+	prod2 := *prod
+	prod2.Name = "prod-2"
+	_, ok = cb.Match(&prod2)
+	g.Expect(ok).To(BeFalse(), "a later matching doNotDeploy target leaves the cluster out")
 }
 
 func TestMatchAllMatchesManyTargets(t *testing.T) {
