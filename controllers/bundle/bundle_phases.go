@@ -197,7 +197,7 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 func (r *Reconciler) planRollout(s *scope) error {
 	cands := make([]Candidate, len(s.targets))
 	for i, t := range s.targets {
-		c := Candidate{Info: t.Info, State: fleet.Pending}
+		c := Candidate{Info: t.Info, State: fleet.Pending, Paused: t.Cluster != nil && t.Cluster.Spec.Paused}
 		if bd := s.existing[t.Namespace]; bd != nil {
 			c.Exists, c.UpToDate, c.State = true, bd.Spec.DeploymentID == t.ID, summary.State(bd)
 		}

@@ -2,6 +2,8 @@ package bundle
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -31,6 +33,10 @@ type Candidate struct {
 	UpToDate bool
 	// State of the existing BundleDeployment (Pending when none).
 	State fleet.BundleState
+	// Paused: the Cluster is paused (spec.paused). Its agent applies no
+	// change, so none is moved to it: moved, it would hold the budget for
+	// ever, as Fleet's rollout knows too.
+	Paused bool
 }
 
 // Plan is what one pass of the rollout does.
@@ -105,7 +111,7 @@ func PlanRollout(cands []Candidate, rs *fleet.RolloutStrategy, paused bool) (Pla
 				}
 				p.Create[i], p.Deploy[i] = true, true
 				p.Status.NewlyCreated++
-			case c.UpToDate || paused:
+			case c.UpToDate || paused || c.Paused:
 			case !Available(c.State):
 				// Already unavailable: updating it costs no budget.
 				p.Deploy[i] = true
@@ -221,8 +227,9 @@ func partition(cands []Candidate, rs *fleet.RolloutStrategy) ([]partitionOf, err
 }
 
 // limit resolves the first of vals that is set against count, as Fleet's
-// rollout does: a number is taken as it is (0 included); a percentage of
-// count rounds down, and is at least 1; no clusters, 1.
+// rollout does: a number, or a string holding one, is taken as it is (0
+// included, as a number); a percentage of count rounds down, and is at least
+// 1; no clusters, or a value that is neither, 1.
 func limit(count int, vals ...*intstr.IntOrString) int {
 	if count <= 0 {
 		return 1
@@ -240,9 +247,16 @@ func limit(count int, vals ...*intstr.IntOrString) int {
 	if v.Type == intstr.Int {
 		return max(v.IntValue(), 0)
 	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(v, count, false)
-	if err != nil || n < 1 {
+	if n, err := strconv.Atoi(v.StrVal); err == nil && n > 0 {
+		return n
+	}
+	pct, ok := strings.CutSuffix(v.StrVal, "%")
+	if !ok {
 		return 1
 	}
-	return n
+	f, err := strconv.ParseFloat(pct, 64)
+	if err != nil || f <= 0 {
+		return 1
+	}
+	return max(int(float64(count)*f)/100, 1)
 }

@@ -108,6 +108,14 @@ func TestPlanRollout(t *testing.T) {
 			{Name: "zone-a", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a"}}},
 			{Name: "zone-b", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "b"}}},
 		}}, deploy: 1, partitions: 2},
+		{name: "a paused cluster is not moved, and holds no budget", cands: func() []Candidate {
+			cs := cands(4, readyOld)
+			cs[0].Paused = true
+			return cs
+		}(), rs: &fleet.RolloutStrategy{MaxUnavailable: num(1)}, deploy: 1},
+		{name: "a quoted number is a number, a fractional percentage rounds down", cands: cands(100, readyOld),
+			rs: &fleet.RolloutStrategy{MaxUnavailable: pct("5")}, deploy: 5},
+		{name: "12.5% of 100", cands: cands(100, readyOld), rs: &fleet.RolloutStrategy{MaxUnavailable: pct("12.5%")}, deploy: 12},
 		{name: "a partition over budget holds the next ones", cands: cands(10, func(i int) (bool, bool, fleet.BundleState) {
 			if i%2 == 0 && i < 6 {
 				return true, true, fleet.NotReady // zone a: three not ready
@@ -136,4 +144,16 @@ func TestPlanRolloutInvalidPartition(t *testing.T) {
 	_, err := PlanRollout(cands(2, readyOld), &fleet.RolloutStrategy{Partitions: []fleet.Partition{{Name: "bad",
 		ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: "Near"}}}}}}, false)
 	g.Expect(err).To(MatchError(ContainSubstring("rolloutStrategy.partitions")))
+}
+
+// A paused cluster's agent applies nothing: moving it would hold the budget
+// for ever. It is skipped, and the others move.
+func TestPlanRolloutSkipsPausedClusters(t *testing.T) {
+	g := NewWithT(t)
+	cs := cands(4, readyOld)
+	cs[0].Paused = true
+	num := intstr.FromInt32(1)
+	p, err := PlanRollout(cs, &fleet.RolloutStrategy{MaxUnavailable: &num}, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.Deploy).To(Equal([]bool{false, true, false, false}))
 }

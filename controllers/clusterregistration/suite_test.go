@@ -414,6 +414,18 @@ func TestTokenValuesReissuedRevokeTheOldOnes(t *testing.T) {
 	}
 	g.Expect(authenticated(old)).To(BeTrue())
 
+	// As an earlier version left it: the ServiceAccount not marked as
+	// having had values issued. The manager marks it.
+	saKey := types.NamespacedName{Namespace: systemNS, Name: names.RegistrationTokenServiceAccount(ns.Name, token.Name)}
+	sa := &corev1.ServiceAccount{}
+	g.Expect(env.Get(ctx, saKey, sa)).To(Succeed())
+	g.Expect(sa.Annotations).To(HaveKey("fleet.cattle.io/values-issued"))
+	g.Expect(env.Patch(ctx, sa, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"fleet.cattle.io/values-issued":null}}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Get(ctx, saKey, sa)).To(Succeed())
+		g.Expect(sa.Annotations).To(HaveKey("fleet.cattle.io/values-issued"))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "values issued by an earlier version are marked")
+
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: names.RegistrationTokenSecret(token.Name)}}
 	g.Expect(env.Delete(ctx, secret)).To(Succeed())
 	var fresh string

@@ -199,6 +199,16 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 	}
 	if err == nil && secret.Annotations[saUIDAnnotation] == string(sa.UID) {
 		s.secretName = name
+		if sa.Annotations[valuesIssuedAnnotation] == "" {
+			// Values issued by an earlier version, which did not mark
+			// the ServiceAccount: marked now, so that they are revoked
+			// too should their Secret go.
+			patch := client.MergeFrom(sa.DeepCopy())
+			metav1.SetMetaDataAnnotation(&sa.ObjectMeta, valuesIssuedAnnotation, "true")
+			if err := r.Client.Patch(ctx, sa, patch); err != nil {
+				return fmt.Errorf("marking the ServiceAccount of token %s: %w", token.Name, err)
+			}
+		}
 		return nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
