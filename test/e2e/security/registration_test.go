@@ -105,6 +105,24 @@ func checkIn(ctx context.Context, cred *registration.Credential) {
 	Expect(registration.WriteLease(ctx, c, cred.ClusterNamespace, coordinationv1.LeaseSpec{RenewTime: &now}, nil)).To(Succeed())
 }
 
+// checkedInVictim registers an agent of clientID in ws with a generic token,
+// has it check in, and waits until its Cluster shows the check-in: a
+// cluster an attacker may try to take over.
+func checkedInVictim(ctx context.Context, ws, clientID string) (*fleet.ClusterRegistration, *registration.Credential, *fleet.Cluster) {
+	GinkgoHelper()
+	_, owner := issueToken(ctx, ws, "")
+	reg := owner.request(ctx, "", clientID)
+	cred := owner.fetch(ctx, reg)
+	checkIn(ctx, cred)
+	Expect(registration.Check(ctx, cred)).To(Succeed())
+	cluster := &fleet.Cluster{}
+	Eventually(func(g Gomega) {
+		g.Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: cred.ClusterName}, cluster)).To(Succeed())
+		g.Expect(cluster.Status.Agent.LastSeen.IsZero()).To(BeFalse(), "the manager folds the first check-in into the Cluster")
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	return reg, cred, cluster
+}
+
 // accepted is condition Accepted of a registration, read by the admin.
 func accepted(ctx context.Context, reg *fleet.ClusterRegistration) func(Gomega) *metav1.Condition {
 	return func(g Gomega) *metav1.Condition {
@@ -148,16 +166,7 @@ var _ = Describe("Registration", func() {
 
 	It("6: a generic token holder cannot re-register as a cluster whose agent has checked in", func(ctx SpecContext) {
 		ws := workspace(ctx, "sec-reg-takeover")
-		_, owner := issueToken(ctx, ws, "")
-		victimReg := owner.request(ctx, "", "sec-reg-6-victim")
-		victimCred := owner.fetch(ctx, victimReg)
-		checkIn(ctx, victimCred)
-		Expect(registration.Check(ctx, victimCred)).To(Succeed())
-		before := &fleet.Cluster{}
-		Eventually(func(g Gomega) {
-			g.Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: victimCred.ClusterName}, before)).To(Succeed())
-			g.Expect(before.Status.Agent.LastSeen.IsZero()).To(BeFalse(), "the manager folds the first check-in into the Cluster")
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		victimReg, victimCred, before := checkedInVictim(ctx, ws, "sec-reg-6-victim")
 
 		// The clientID is no secret: it is in the Cluster's spec.
 		_, attacker := issueToken(ctx, ws, "")
@@ -189,15 +198,7 @@ var _ = Describe("Registration", func() {
 
 	It("6: a generic token holder cannot name a token bound to a cluster to take that cluster over", func(ctx SpecContext) {
 		ws := workspace(ctx, "sec-reg-spoof")
-		_, owner := issueToken(ctx, ws, "")
-		victimReg := owner.request(ctx, "", "sec-reg-6-spoof-victim")
-		victimCred := owner.fetch(ctx, victimReg)
-		checkIn(ctx, victimCred)
-		Eventually(func(g Gomega) {
-			cluster := &fleet.Cluster{}
-			g.Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: victimCred.ClusterName}, cluster)).To(Succeed())
-			g.Expect(cluster.Status.Agent.LastSeen.IsZero()).To(BeFalse())
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		_, victimCred, _ := checkedInVictim(ctx, ws, "sec-reg-6-spoof-victim")
 		// An admin issues a recovery token for the victim: its name is no
 		// secret (import tokens are named after their cluster).
 		bound, _ := issueToken(ctx, ws, victimCred.ClusterName)
