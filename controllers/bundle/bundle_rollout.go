@@ -106,7 +106,9 @@ func PlanRollout(cands []Candidate, rs *fleet.RolloutStrategy, paused bool) (Pla
 			switch {
 			case !c.Exists:
 				if p.Status.NewlyCreated >= maxNew {
-					p.More = true
+					// More in the next batch; with maxNew 0, none ever (as
+					// in Fleet), and no batch to wait for.
+					p.More = maxNew > 0
 					continue
 				}
 				p.Create[i], p.Deploy[i] = true, true

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/target"
@@ -79,6 +80,8 @@ func TestPlanRollout(t *testing.T) {
 			}
 			return true, false, fleet.Ready
 		}), paused: true, deploy: 2, create: 2},
+		{name: "maxNew 0 creates none, and asks for no further batch", cands: cands(3, func(int) (bool, bool, fleet.BundleState) { return false, false, fleet.Pending }),
+			rs: &fleet.RolloutStrategy{MaxNew: ptr.To(0)}},
 		{name: "maxNew caps creations", cands: cands(120, func(int) (bool, bool, fleet.BundleState) { return false, false, fleet.Pending }),
 			deploy: 50, create: 50, more: true},
 		{name: "auto partitions above the threshold, one after the other", cands: cands(300, readyOld),
