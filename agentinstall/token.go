@@ -69,11 +69,22 @@ func WaitForToken(ctx context.Context, c client.Client, token *fleet.ClusterRegi
 		if err := c.Get(ctx, types.NamespacedName{Namespace: token.Namespace, Name: token.Status.SecretName}, secret); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		boot = &Bootstrap{}
-		return true, yaml.Unmarshal(secret.Data[fleet.RegistrationTokenSecretValuesKey], boot)
+		var err error
+		boot, err = TokenValues(secret)
+		return true, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the manager to issue token %s/%s (is fleet-manager running?): %w", token.Namespace, token.Name, err)
+	}
+	return boot, nil
+}
+
+// TokenValues reads the values the manager issued for a registration token
+// from the token's values Secret.
+func TokenValues(secret *corev1.Secret) (*Bootstrap, error) {
+	boot := &Bootstrap{}
+	if err := yaml.Unmarshal(secret.Data[fleet.RegistrationTokenSecretValuesKey], boot); err != nil {
+		return nil, fmt.Errorf("the values of Secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
 	return boot, nil
 }

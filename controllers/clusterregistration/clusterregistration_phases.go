@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -114,8 +113,8 @@ func (r *Reconciler) proveToken(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	values := &agentinstall.Bootstrap{}
-	if err := yaml.Unmarshal(secret.Data[fleet.RegistrationTokenSecretValuesKey], values); err != nil {
+	values, err := agentinstall.TokenValues(secret)
+	if err != nil {
 		return fmt.Errorf("reading the values of registration token %s/%s: %w", s.token.Namespace, s.token.Name, err)
 	}
 	if !registration.Proven(values.Token, s.reg) {

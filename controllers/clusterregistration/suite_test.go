@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -116,23 +115,17 @@ func requestWithKey(namespace, token, clientID string, labels map[string]string)
 }
 
 // tokenValue is the value of the registration token namespace/name, once
-// the manager has issued it ("" if it never does).
+// the manager has issued it ("" if there is no such token).
 func tokenValue(namespace, name string) string {
-	ctx := context.Background()
-	if apierrors.IsNotFound(env.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &fleet.ClusterRegistrationToken{})) {
+	token := &fleet.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if apierrors.IsNotFound(env.Get(context.Background(), client.ObjectKeyFromObject(token), token)) {
 		return ""
 	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		secret := &corev1.Secret{}
-		if err := env.Get(ctx, types.NamespacedName{Namespace: namespace, Name: names.RegistrationTokenSecret(name)}, secret); err != nil {
-			continue
-		}
-		values := &agentinstall.Bootstrap{}
-		if err := yaml.Unmarshal(secret.Data[fleet.RegistrationTokenSecretValuesKey], values); err == nil {
-			return values.Token
-		}
+	values, err := agentinstall.WaitForToken(context.Background(), env, token, 30*time.Second)
+	if err != nil {
+		return ""
 	}
-	return ""
+	return values.Token
 }
 
 func accepted(ctx context.Context, g Gomega, reg *fleet.ClusterRegistration) *metav1.Condition {

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gitfleet/fleet/agent/registration"
 	"github.com/gitfleet/fleet/agentinstall"
@@ -416,7 +415,7 @@ var _ = Describe("Registration", func() {
 		Expect(tenant.Create(ctx, token)).To(Succeed())
 		// The token is issued, for a ServiceAccount of its own in the
 		// registration namespace: its name is no way to reach ci-bot.
-		values := &agentinstall.Bootstrap{}
+		var values *agentinstall.Bootstrap
 		Eventually(func(g Gomega) {
 			got := &fleet.ClusterRegistrationToken{}
 			g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(token), got)).To(Succeed())
@@ -424,7 +423,9 @@ var _ = Describe("Registration", func() {
 			g.Expect(got.Status.SecretName).NotTo(BeEmpty())
 			secret := &corev1.Secret{}
 			g.Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: got.Status.SecretName}, secret)).To(Succeed())
-			g.Expect(yaml.Unmarshal(secret.Data[fleet.RegistrationTokenSecretValuesKey], values)).To(Succeed())
+			var err error
+			values, err = agentinstall.TokenValues(secret)
+			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(values.Token).NotTo(BeEmpty())
 		}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 		Expect(whoAmI(values.Token)).To(Equal("system:serviceaccount:" + names.SystemRegistrationNamespace(fleet.DefaultSystemNamespace) +
