@@ -30,6 +30,11 @@ const (
 	// ReasonNamespaceConflict: the namespace a Cluster's deployments would
 	// go to exists and is not labelled for that Cluster.
 	ReasonNamespaceConflict = "NamespaceConflict"
+	// ReasonDestinationRefused: a repository, chart or API URL the object
+	// names (or a redirect from it) leads to an address the manager's
+	// outbound policy refuses (loopback, link-local, or what the operator
+	// denied); nothing was sent there.
+	ReasonDestinationRefused = "DestinationRefused"
 	// ReasonStateChanged (event): the state a GitRepo, Bundle or Cluster
 	// shows (status.display.state) turned into or out of ErrApplied,
 	// NotReady, Modified or Offline; the note says from what to what.
