@@ -67,6 +67,13 @@ type Options struct {
 	// DeployConcurrency bounds the deploy binaries running at once
 	// (default deployrpc.DefaultConcurrency).
 	DeployConcurrency int
+	// DeployTimeout and DeployMemoryLimit bound each run of the deploy
+	// binary in time and in mapped memory (bytes): one that meets a bound
+	// is stopped, its BundleDeployment reports which, and its slot goes to
+	// the next deploy (defaults deployrpc.DefaultTimeout and
+	// deployrpc.DefaultMemoryLimit).
+	DeployTimeout     time.Duration
+	DeployMemoryLimit int64
 	// DebugAddress, when set, is where the agent serves Go's profiles and
 	// its metrics (Go memory figures, requests to the manager by verb).
 	DebugAddress string

@@ -91,6 +91,7 @@ func startDeployer(ctx context.Context, o Options, cred *registration.Credential
 	runner := &deployrpc.Runner{
 		Binary: o.DeployBinary, Config: o.Local, Concurrency: o.DeployConcurrency,
 		ClusterNamespace: cred.ClusterNamespace, SystemNamespace: o.Namespace,
+		Timeout: o.DeployTimeout, MemoryLimit: o.DeployMemoryLimit,
 	}
 	down, err := downstream.New(o.Local, local, cred.ClusterNamespace, runner)
 	if err != nil {

@@ -95,6 +95,7 @@ type Reconciler struct {
 	events   chan event.GenericEvent
 	releases sync.Map // release key -> BundleDeployment name
 	state    sync.Map // BundleDeployment name -> *releaseState
+	bounds   sync.Map // BundleDeployment name -> *boundHit
 	contents contentCache
 	gcMu     sync.Mutex
 }
@@ -227,6 +228,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	bd := &fleet.BundleDeployment{}
 	if err := r.Upstream.Get(ctx, req.NamespacedName, bd); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.bounds.Delete(req.Name)
 			return ctrl.Result{}, r.collectGarbage(ctx)
 		}
 		return ctrl.Result{}, err

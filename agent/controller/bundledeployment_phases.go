@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -185,6 +186,12 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 	if release.UpToDate(s.state.deployed, bd.Spec.DeploymentID) && release.UpToDate(s.state.last, bd.Spec.DeploymentID) {
 		return nil
 	}
+	if err := r.heldBack(bd, time.Now()); err != nil {
+		// Stopped at a bound of the deploy binary before: not again until
+		// its backoff ends.
+		s.deployErr = err
+		return err
+	}
 	log := ctrl.LoggerFrom(ctx).WithValues("release", s.key.String())
 	resources, err := r.content(ctx, bd.Spec.DeploymentID)
 	if err == nil {
@@ -193,6 +200,7 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 		err = r.Downstream.Deploy(ctx, deployrpc.Deploy{
 			Name: bd.Name, DeploymentID: bd.Spec.DeploymentID, Options: bd.Spec.Options, Resources: resources,
 		})
+		err = r.noteDeploy(bd, err, time.Now())
 	}
 	// Whatever happened, the release's records changed: read them again.
 	st, rerr := r.readState(ctx, s.key)
@@ -202,7 +210,8 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 	}
 	if err != nil {
 		// A Stalling error waits for a change of the BundleDeployment (or
-		// the resync); any other backs off.
+		// the resync); a bound met waits for its backoff; any other backs
+		// off.
 		s.deployErr = err
 		return err
 	}

@@ -15,9 +15,11 @@ import (
 )
 
 // Serve performs the one Request read from in and writes its Response to
-// out: the whole of a fleet-agent-deploy run. The returned error is for a
-// Request that could not be read or a Response that could not be written;
-// the operation's own failure is in the Response.
+// out: the whole of a fleet-agent-deploy run. It bounds the process's
+// memory to the Request's MemoryLimit before it renders or applies
+// anything. The returned error is for a Request that could not be read or a
+// Response that could not be written; the operation's own failure is in the
+// Response.
 func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	req := &deployrpc.Request{}
 	if err := json.NewDecoder(in).Decode(req); err != nil {
@@ -27,6 +29,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	if req.Version != deployrpc.Version {
 		resp.Error = deployrpc.EncodeError(fmt.Errorf("request of protocol version %d, this %s speaks %d: install the agent and its deploy binary from one release",
 			req.Version, deployrpc.BinaryName, deployrpc.Version))
+	} else if err := deployrpc.LimitMemory(req.MemoryLimit); err != nil {
+		resp.Error = deployrpc.EncodeError(fmt.Errorf("bounding %s's memory to %d bytes: %w", deployrpc.BinaryName, req.MemoryLimit, err))
 	} else {
 		resp.Error = deployrpc.EncodeError(serve(ctx, req))
 	}

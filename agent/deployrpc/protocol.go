@@ -14,8 +14,9 @@ import (
 )
 
 // Version is the protocol's version; a child refuses a Request of another
-// version (the agent and its deploy binary ship together).
-const Version = 1
+// version (the agent and its deploy binary ship together). Version 2 added
+// MemoryLimit: a child that would ignore it is refused.
+const Version = 2
 
 // Op is what a Request asks for.
 type Op string
@@ -42,6 +43,9 @@ type Request struct {
 	// NamespaceMissingRetry is how often a bundle with createNamespace:
 	// false looks again for its namespace (0: the default).
 	NamespaceMissingRetry time.Duration `json:"namespaceMissingRetry,omitempty"`
+	// MemoryLimit bounds the memory the child maps, in bytes (see
+	// LimitMemory); 0 sets no bound.
+	MemoryLimit int64 `json:"memoryLimit,omitempty"`
 	// Deploy is the deployment to make, with OpDeploy.
 	Deploy *Deploy `json:"deploy,omitempty"`
 	// Uninstall is the latest revision of the release to remove, with

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -52,6 +53,14 @@ type Runner struct {
 	// Concurrency bounds the children running at once (default
 	// DefaultConcurrency).
 	Concurrency int
+	// Timeout bounds each run, from the moment it has a slot: past it the
+	// child's process group is killed and the run fails with
+	// fleet.ReasonDeployTimedOut (default DefaultTimeout).
+	Timeout time.Duration
+	// MemoryLimit bounds the memory each child maps, in bytes (see
+	// LimitMemory): one that needs more fails with
+	// fleet.ReasonDeployOutOfMemory (default DefaultMemoryLimit).
+	MemoryLimit int64
 
 	once sync.Once
 	sem  chan struct{}
@@ -103,7 +112,9 @@ const ReleaseKey = "release"
 // Run runs one Request in a child process and returns its error. The
 // child's log lines go to ctx's logger, which Run has name the request's
 // release (ReleaseKey): ctx's logger should not carry that key already.
-// Cancelling ctx kills the child.
+// Cancelling ctx kills the child. A child that meets its Timeout or
+// MemoryLimit is stopped, and the error says which bound it met (IsBound):
+// its slot goes to the next run.
 func (r *Runner) Run(ctx context.Context, req *Request) error {
 	bin, err := Find(r.Binary)
 	if err != nil {
@@ -115,6 +126,7 @@ func (r *Runner) Run(ctx context.Context, req *Request) error {
 	}
 	req.Version, req.Connection = Version, conn
 	req.ClusterNamespace, req.SystemNamespace, req.NamespaceMissingRetry = r.ClusterNamespace, r.SystemNamespace, r.NamespaceMissingRetry
+	req.MemoryLimit = r.memoryLimit()
 	in, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -126,7 +138,12 @@ func (r *Runner) Run(ctx context.Context, req *Request) error {
 	// Every line of the child is about this release: named once, here.
 	carried := map[string]string{ReleaseKey: req.release().String()}
 	log := ctrl.LoggerFrom(ctx).WithValues(ReleaseKey, carried[ReleaseKey])
-	cmd := exec.CommandContext(ctx, bin)
+	runCtx, cancel := context.WithTimeout(ctx, r.timeout())
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, bin)
+	isolate(cmd)
+	// A grandchild keeping the output open does not hold the slot.
+	cmd.WaitDelay = killWait
 	cmd.Stdin = bytes.NewReader(in)
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -140,7 +157,7 @@ func (r *Runner) Run(ctx context.Context, req *Request) error {
 	}
 	tail := forwardLog(log, carried, stderr)
 	waitErr := cmd.Wait()
-	lastLines := <-tail
+	child := <-tail
 	// Its duration and peak memory: what a deploy costs on top of the
 	// resident agent.
 	log.Info("Deploy binary ended", "op", req.Op, "seconds", time.Since(started).Round(time.Millisecond).Seconds(),
@@ -149,13 +166,47 @@ func (r *Runner) Run(ctx context.Context, req *Request) error {
 		return fmt.Errorf("%s %s stopped: %w", BinaryName, req.Op, ctx.Err())
 	}
 	resp := &Response{}
-	if err := json.Unmarshal(out.Bytes(), resp); err != nil || resp.Version != Version {
-		if waitErr == nil {
-			waitErr = fmt.Errorf("no response of protocol version %d on its output", Version)
-		}
-		return fmt.Errorf("%s %s failed: %v%s", BinaryName, req.Op, waitErr, lastLines)
+	if err := json.Unmarshal(out.Bytes(), resp); err == nil && resp.Version == Version {
+		return resp.Error.Err()
 	}
-	return resp.Error.Err()
+	if err := r.boundMet(runCtx, req, cmd.ProcessState, child.outOfMemory); err != nil {
+		return err
+	}
+	if waitErr == nil {
+		waitErr = fmt.Errorf("no response of protocol version %d on its output", Version)
+	}
+	return fmt.Errorf("%s %s failed: %v%s", BinaryName, req.Op, waitErr, child.tail)
+}
+
+// boundMet is the error of a child that ended without a response because
+// it met a bound: its time ran out (runCtx), the Go runtime could not map
+// more memory (outOfMemory), or the system killed it, as the kernel does
+// when the container's memory limit is reached. nil otherwise.
+func (r *Runner) boundMet(runCtx context.Context, req *Request, ps *os.ProcessState, oom bool) error {
+	switch sig := killedBy(ps); {
+	case runCtx.Err() != nil:
+		return timedOut(req, r.timeout())
+	case oom:
+		return outOfMemory(req, r.memoryLimit(), r.timeout(), "the Go runtime could not map more")
+	case sig == syscall.SIGKILL.String():
+		return outOfMemory(req, r.memoryLimit(), r.timeout(),
+			"it was killed (SIGKILL), as the kernel does when the agent container's memory limit is reached")
+	}
+	return nil
+}
+
+func (r *Runner) timeout() time.Duration {
+	if r.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return r.Timeout
+}
+
+func (r *Runner) memoryLimit() int64 {
+	if r.MemoryLimit <= 0 {
+		return DefaultMemoryLimit
+	}
+	return r.MemoryLimit
 }
 
 func (r *Runner) acquire(ctx context.Context) error {
@@ -179,18 +230,29 @@ func (r *Runner) release() { <-r.sem }
 // tailLines is how many of the child's last log lines an error quotes.
 const tailLines = 5
 
+// childLog is what an error needs of the child's standard error.
+type childLog struct {
+	// tail are the last lines, ": "-prefixed ("" for none).
+	tail string
+	// outOfMemory tells that the Go runtime said it could not map more
+	// memory.
+	outOfMemory bool
+}
+
 // forwardLog logs each line the child writes (zap's JSON, or plain text) as
 // the agent's own, and sends the last lines, for an error message, when the
 // child's standard error ends. carried are the keys and values log already
 // carries (see logLine).
-func forwardLog(log logr.Logger, carried map[string]string, r io.Reader) <-chan string {
-	done := make(chan string, 1)
+func forwardLog(log logr.Logger, carried map[string]string, r io.Reader) <-chan childLog {
+	done := make(chan childLog, 1)
 	go func() {
 		var last []string
+		var res childLog
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64*1024), 1024*1024)
 		for sc.Scan() {
 			line := sc.Text()
+			res.outOfMemory = res.outOfMemory || outOfMemoryLine(line)
 			msg := logLine(log, carried, line)
 			last = append(last, msg)
 			if len(last) > tailLines {
@@ -198,11 +260,10 @@ func forwardLog(log logr.Logger, carried map[string]string, r io.Reader) <-chan 
 			}
 		}
 		_, _ = io.Copy(io.Discard, r)
-		if len(last) == 0 {
-			done <- ""
-			return
+		if len(last) > 0 {
+			res.tail = ": " + strings.Join(last, "; ")
 		}
-		done <- ": " + strings.Join(last, "; ")
+		done <- res
 	}()
 	return done
 }

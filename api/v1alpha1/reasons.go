@@ -197,4 +197,12 @@ const (
 	// release namespace does not exist downstream; someone must create it
 	// (or the bundle drop createNamespace: false) before it deploys.
 	ReasonNamespaceMissing = "NamespaceMissing"
+	// ReasonDeployTimedOut: the deploy ran longer than the agent's bound
+	// (--deploy-timeout) and was stopped; it is tried again after a
+	// backoff, at once when the bundle changes.
+	ReasonDeployTimedOut = "DeployTimedOut"
+	// ReasonDeployOutOfMemory: the deploy needed more memory than the
+	// agent's bound (--deploy-memory-limit) or its container's limit, and
+	// was stopped; retried as after ReasonDeployTimedOut.
+	ReasonDeployOutOfMemory = "DeployOutOfMemory"
 )

@@ -2,10 +2,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -21,7 +25,7 @@ func main() {
 		debug.SetGCPercent(agent.DefaultGCPercent)
 	}
 	o := agent.Options{}
-	var kubeconfigPath string
+	var kubeconfigPath, deployMemory string
 	cmd := &cobra.Command{
 		Use:          "fleet-agent",
 		Short:        "Run the fleet agent: register this cluster, then pull and deploy its BundleDeployments",
@@ -35,6 +39,9 @@ func main() {
 				return err
 			}
 			o.Local = cfg
+			if err := deployBounds(cmd.Flags(), &o, deployMemory); err != nil {
+				return err
+			}
 			return agent.Run(ctrl.SetupSignalHandler(), o)
 		},
 	}
@@ -58,8 +65,34 @@ func main() {
 		"the binary that installs, upgrades and uninstalls releases, one process per operation: a path, or a name looked up beside fleet-agent, then in $PATH")
 	f.IntVar(&o.DeployConcurrency, "deploy-concurrency", deployrpc.DefaultConcurrency,
 		"deploy binaries running at once (each holds Helm in memory while it runs: more deploy faster, at a higher peak memory)")
+	f.DurationVar(&o.DeployTimeout, "deploy-timeout", deployrpc.DefaultTimeout,
+		"how long one deploy may run, Helm's wait included, before it is stopped and its bundle reports DeployTimedOut (or $"+deployrpc.TimeoutEnv+")")
+	f.StringVar(&deployMemory, "deploy-memory-limit", resource.NewQuantity(deployrpc.DefaultMemoryLimit, resource.BinarySI).String(),
+		"how much memory one deploy may map before it is stopped and its bundle reports DeployOutOfMemory (or $"+deployrpc.MemoryLimitEnv+")")
 	f.StringVar(&o.DebugAddress, "debug-bind-address", "", "serve Go profiles (/debug/pprof/) and metrics (/metrics) at this address, e.g. 127.0.0.1:6060 (default off)")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}
+}
+
+// deployBounds sets the bounds of each deploy from the flags, or from the
+// environment (which a Cluster's agentEnvVars set) when the flags are not
+// given.
+func deployBounds(f *pflag.FlagSet, o *agent.Options, memory string) error {
+	if v := os.Getenv(deployrpc.TimeoutEnv); v != "" && !f.Changed("deploy-timeout") {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s=%q is not a positive duration", deployrpc.TimeoutEnv, v)
+		}
+		o.DeployTimeout = d
+	}
+	if v := os.Getenv(deployrpc.MemoryLimitEnv); v != "" && !f.Changed("deploy-memory-limit") {
+		memory = v
+	}
+	limit, err := deployrpc.ParseMemoryLimit(memory)
+	if err != nil {
+		return fmt.Errorf("--deploy-memory-limit or %s: %w", deployrpc.MemoryLimitEnv, err)
+	}
+	o.DeployMemoryLimit = limit
+	return nil
 }
