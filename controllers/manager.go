@@ -43,6 +43,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/localcluster"
 	"github.com/gitfleet/fleet/controllers/manageraddress"
 	"github.com/gitfleet/fleet/internal/checkin"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
@@ -95,6 +96,12 @@ type Options struct {
 	AllowLocalRepos bool
 	// GitFetchTimeout bounds one git fetch (default 2m).
 	GitFetchTimeout time.Duration
+	// Egress is where the manager may connect for a tenant: git
+	// repositories, chart repositories, registries, chart URLs and
+	// dependencies, HelmOp repositories, the GitHub API. The zero value
+	// refuses loopback, link-local (cloud metadata), unspecified, multicast
+	// and broadcast addresses (see internal/egress).
+	Egress egress.Policy
 	// MaxBundlesPerGitRepo bounds the bundles of one GitRepo (default 1000).
 	MaxBundlesPerGitRepo int
 	// WebhookAddr serves git push webhooks when set (e.g. ":8082").
@@ -251,12 +258,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	gr := &gitrepo.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers,
 		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo,
-		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL, Recorder: recorder("fleet-gitrepo")}
+		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL, Egress: o.Egress, Recorder: recorder("fleet-gitrepo")}
 	if err := gr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gitrepo controller: %w", err)
 	}
 	// HelmOps download charts as GitRepos fetch git: as many at once.
-	if err := (&helmop.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Workers: o.GitWorkers}).SetupWithManager(mgr); err != nil {
+	if err := (&helmop.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Workers: o.GitWorkers, Egress: o.Egress}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the helmop controller: %w", err)
 	}
 	if o.WebhookAddr != "" {

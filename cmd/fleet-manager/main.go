@@ -18,6 +18,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/agentbundle"
 	"github.com/gitfleet/fleet/controllers/clusterregistration"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/memlimit"
@@ -40,6 +41,7 @@ func newCommand() *cobra.Command {
 	var burst int
 	var localCluster bool
 	var capiClusterSelector, capiNamespaceSelector string
+	var egressAllow, egressDeny []string
 	cmd := &cobra.Command{
 		Use:          "fleet-manager",
 		Short:        "Run the fleet manager: GitRepos to Bundles to BundleDeployments, and cluster registration",
@@ -69,6 +71,13 @@ func newCommand() *cobra.Command {
 			if o.CAPINamespaceSelector, err = parseSelector("--capi-namespace-selector", capiNamespaceSelector); err != nil {
 				return err
 			}
+			if o.Egress.Allow, err = egress.ParsePrefixes(egressAllow); err != nil {
+				return fmt.Errorf("--egress-allow-cidrs: %w", err)
+			}
+			if o.Egress.Deny, err = egress.ParsePrefixes(egressDeny); err != nil {
+				return fmt.Errorf("--egress-deny-cidrs: %w", err)
+			}
+			ctrl.Log.Info("Outbound policy for what tenants name (repositories, charts, the GitHub API)", "policy", o.Egress.String())
 			if o.AgentBundles {
 				v := intstr.Parse(agentMaxUnavailable)
 				if _, err := agentbundle.Budget(v, 10); err != nil {
@@ -109,6 +118,10 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for git caches (default: below the temp directory)")
 	f.IntVar(&o.GitWorkers, "git-workers", 4, "concurrent git fetches (one namespace holds at most half of them)")
 	f.BoolVar(&o.AllowLocalRepos, "allow-local-repos", false, "let GitRepos name local paths and file:// URLs; they can read other GitRepos' git caches (demos only)")
+	f.StringSliceVar(&egressAllow, "egress-allow-cidrs", nil,
+		"CIDRs or addresses the manager may connect to for tenants (git, charts, the GitHub API) although refused by default: loopback, link-local (cloud metadata), unspecified, multicast, broadcast")
+	f.StringSliceVar(&egressDeny, "egress-deny-cidrs", nil,
+		"CIDRs or addresses the manager never connects to for tenants (git, charts, the GitHub API), besides the defaults; wins over --egress-allow-cidrs (e.g. the pod and service networks)")
 	f.StringVar(&o.GitHubAPIURL, "github-api-url", "", "GitHub API URL for GitRepos with GitHub App credentials (default https://api.<repository host>, as Fleet; https://HOST/api/v3 for GitHub Enterprise Server)")
 	f.DurationVar(&o.GitFetchTimeout, "git-fetch-timeout", gitfetch.DefaultFetchTimeout, "time limit of one git fetch")
 	f.IntVar(&o.MaxBundlesPerGitRepo, "max-bundles-per-gitrepo", gitrepo.DefaultMaxBundles, "most bundles one GitRepo may produce")

@@ -27,6 +27,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/fairshare"
 	"github.com/gitfleet/fleet/internal/gitfetch"
@@ -78,6 +79,10 @@ type Reconciler struct {
 	GitHubAPIURL string
 	// FetchTimeout bounds one git fetch; default gitfetch.DefaultFetchTimeout.
 	FetchTimeout time.Duration
+	// Egress is where git fetches, chart downloads and GitHub API calls
+	// may connect; the zero value refuses egress's defaults (loopback,
+	// link-local, ...). It holds for the default Fetcher and for charts.
+	Egress egress.Policy
 	// MaxBundles is the most bundles one GitRepo may produce; default
 	// DefaultMaxBundles.
 	MaxBundles int
@@ -90,6 +95,8 @@ type Reconciler struct {
 	// mgr.GetEventRecorder("fleet-gitrepo").
 	Recorder events.EventRecorder
 
+	// dialer makes every connection for a GitRepo, under Egress.
+	dialer *egress.Dialer
 	// deployments is the cache's index of BundleDeployments, with
 	// fleet.RepoIndex: status.resources is computed from them.
 	deployments toolscache.Indexer
@@ -131,8 +138,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.CacheDir == "" {
 		r.CacheDir = filepath.Join(os.TempDir(), "fleet-gitrepos")
 	}
+	r.dialer = egress.NewDialer(r.Egress)
 	if r.Fetcher == nil {
-		r.Fetcher = &gitfetch.Fetcher{CacheDir: r.CacheDir, AllowLocal: r.AllowLocalRepos, FetchTimeout: r.FetchTimeout, GitHubAPIURL: r.GitHubAPIURL}
+		r.Fetcher = &gitfetch.Fetcher{Dialer: r.dialer, CacheDir: r.CacheDir, AllowLocal: r.AllowLocalRepos, FetchTimeout: r.FetchTimeout, GitHubAPIURL: r.GitHubAPIURL}
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-gitrepo")

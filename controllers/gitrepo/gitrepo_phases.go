@@ -20,6 +20,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/bundlereader"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -192,8 +193,10 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	st.nextPoll = s.now.Add(jitter(pollInterval(repo), rand.Float64()))
 	st.gitErr = nil
 
+	// A refused destination shows the tenant one fixed message; its detail
+	// goes to the manager's log.
 	if err := r.poll(ctx, s); err != nil {
-		return st.failGit(err)
+		return st.failGit(egress.ForTenant(ctx, err))
 	}
 	if !syncNeeded(st, repo, st.latest) {
 		return nil
@@ -204,10 +207,10 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	if err := r.checkout(ctx, s); err != nil {
 		// Not marked synced, even when stalled: the commit is fetched again
 		// at the next poll, so that GitPolling keeps reporting the failure.
-		return st.failGit(err)
+		return st.failGit(egress.ForTenant(ctx, err))
 	}
 	if err := r.readBundles(ctx, s); err != nil {
-		return st.failSync(s, err)
+		return st.failSync(s, egress.ForTenant(ctx, err))
 	}
 	if err := r.applyBundles(ctx, repo, s.bundles); err != nil {
 		return st.failSync(s, err)
@@ -357,6 +360,7 @@ func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commi
 		CorrectDrift:        repo.Spec.CorrectDrift,
 		ForceSyncGeneration: repo.Spec.ForceSyncGeneration,
 		MaxBundles:          orDefaultInt(r.MaxBundles, DefaultMaxBundles),
+		Dialer:              r.dialer,
 	}
 	if repo.Spec.HelmSecretName != "" {
 		secret, err := r.secret(ctx, repo, repo.Spec.HelmSecretName, "helmSecretName")

@@ -16,6 +16,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
 	"github.com/gitfleet/fleet/test/envtest"
 )
@@ -56,7 +57,9 @@ func run(m *testing.M) int {
 		M:    m,
 		Name: "gitrepo",
 		SetupReconcilers: func(_ context.Context, mgr ctrl.Manager) error {
-			r := &gitrepo.Reconciler{Client: mgr.GetClient(), CacheDir: filepath.Join(gitRoot, ".cache"), Workers: 4, AllowLocalRepos: true}
+			r := &gitrepo.Reconciler{Client: mgr.GetClient(), CacheDir: filepath.Join(gitRoot, ".cache"), Workers: 4, AllowLocalRepos: true,
+				// The test git servers listen on loopback.
+				Egress: egress.AllowLoopback()}
 			webhookSrv = httptest.NewServer(gitrepo.NewWebhookHandler(mgr.GetClient(), gitrepo.WebhookOptions{SecretReader: mgr.GetAPIReader()}))
 			webhookURL = webhookSrv.URL
 			return r.SetupWithManager(mgr)

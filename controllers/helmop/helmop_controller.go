@@ -25,6 +25,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/fairshare"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -53,6 +54,12 @@ type Reconciler struct {
 	// MaxDownloadBytes bounds one download from a repository; 0 means the
 	// bundlereader default.
 	MaxDownloadBytes int64
+	// Egress is where chart repositories, registries and chart URLs may
+	// be; the zero value refuses egress's defaults (loopback, link-local,
+	// ...).
+	Egress egress.Policy
+	// dialer makes every connection for a HelmOp, under Egress.
+	dialer *egress.Dialer
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
 	// Recorder, when set, gets an event each time Accepted or Polled fails
@@ -98,6 +105,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	r.dialer = egress.NewDialer(r.Egress)
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-helmop")
 	}

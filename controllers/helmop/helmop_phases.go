@@ -22,6 +22,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/bundlereader"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
@@ -150,9 +151,11 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 		return r.fail(s, polling, err)
 	}
 	h := eff.Spec.Helm
-	version, err := bundlereader.ResolveChartVersion(ctx, bundlereader.ChartSource{Repo: h.Repo, Chart: h.Chart, Version: h.Version}, auth, r.MaxDownloadBytes)
+	version, err := bundlereader.ResolveChartVersion(ctx, bundlereader.ChartSource{Repo: h.Repo, Chart: h.Chart, Version: h.Version}, auth, r.MaxDownloadBytes, r.dialer)
 	if err != nil {
-		return r.fail(s, polling, classify(err))
+		// A refused destination shows the tenant one fixed message; its
+		// detail goes to the manager's log.
+		return r.fail(s, polling, egress.ForTenant(ctx, classify(err)))
 	}
 	st.latest, st.pollErr = version, nil
 	have, err := r.haveBundle(ctx, op)
@@ -164,7 +167,7 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if err := r.writeBundle(ctx, eff, version, auth); err != nil {
-		return r.fail(s, false, err)
+		return r.fail(s, false, egress.ForTenant(ctx, err))
 	}
 	if op.Status.Version != version {
 		ctrl.LoggerFrom(ctx).Info("Wrote the HelmOp's bundle", "helmOp", klog.KObj(op), "chart", h.Chart, "repo", h.Repo, "version", version)
@@ -351,7 +354,7 @@ func (r *Reconciler) writeBundle(ctx context.Context, op *fleet.HelmOp, version 
 	}
 	labels[fleet.HelmOpLabel] = op.Name
 	want, err := bundlereader.ReadRemoteChart(ctx, spec, bundlereader.Options{
-		Name: op.Name, Namespace: op.Namespace, Labels: labels, HelmAuth: auth, MaxDownloadBytes: r.MaxDownloadBytes,
+		Name: op.Name, Namespace: op.Namespace, Labels: labels, HelmAuth: auth, MaxDownloadBytes: r.MaxDownloadBytes, Dialer: r.dialer,
 	})
 	if err != nil {
 		return fmt.Errorf("reading chart %s %s: %w", chartURL(op.Spec.Helm), displayVersion(version), classify(err))

@@ -14,6 +14,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/helmop"
 	"github.com/gitfleet/fleet/internal/bundlereader"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/test/envtest"
 )
 
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 		M:    m,
 		Name: "helmop",
 		SetupReconcilers: func(_ context.Context, mgr ctrl.Manager) error {
-			return (&helmop.Reconciler{Client: mgr.GetClient(), Workers: 4}).SetupWithManager(mgr)
+			return (&helmop.Reconciler{Client: mgr.GetClient(), Workers: 4, Egress: egress.AllowLoopback()}).SetupWithManager(mgr)
 		},
 		SetupEnv: func(e *envtest.Environment) { env = e },
 	}))

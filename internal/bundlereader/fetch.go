@@ -21,6 +21,8 @@ import (
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gitfleet/fleet/internal/egress"
 )
 
 // defaultFetchTimeout bounds one download when the context has no deadline.
@@ -41,6 +43,8 @@ type fetcher struct {
 	auth *HelmAuth
 	// maxBytes bounds every response body.
 	maxBytes int64
+	// dialer makes every connection; nil connects anywhere.
+	dialer *egress.Dialer
 }
 
 // credentialsFor returns the credentials to send to a request for u made
@@ -369,7 +373,9 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 // transport makes an HTTP transport with the TLS settings of the HelmAuth
-// whose connections are closed when ctx ends.
+// whose connections are closed when ctx ends. It connects through the
+// fetcher's dialer, so the outbound policy holds for every request and
+// redirect.
 func (f *fetcher) transport(ctx context.Context) (*http.Transport, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if f.auth != nil {
@@ -385,9 +391,9 @@ func (f *fetcher) transport(ctx context.Context) (*http.Transport, error) {
 		}
 		tlsConfig.InsecureSkipVerify = f.auth.InsecureSkipVerify //nolint:gosec // the user asked for it
 	}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	dialer := f.dialer
 	return &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
+		Proxy:               dialer.Proxy,
 		TLSClientConfig:     tlsConfig,
 		TLSHandshakeTimeout: 10 * time.Second,
 		DisableKeepAlives:   true,

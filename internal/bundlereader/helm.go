@@ -18,7 +18,7 @@ import (
 // unless helm.disableDependencyUpdate (see updateDependencies).
 func (r *reader) prepareHelm(ctx context.Context, rel string, spec *fleet.BundleSpec, files *fileSet) error {
 	bundleAbs := r.abs(rel)
-	c := &chartCollector{fetcher: &fetcher{auth: r.o.HelmAuth, maxBytes: r.o.MaxDownloadBytes}, files: *files, dirs: map[string]string{}}
+	c := &chartCollector{fetcher: &fetcher{auth: r.o.HelmAuth, maxBytes: r.o.MaxDownloadBytes, dialer: r.o.Dialer}, files: *files, dirs: map[string]string{}}
 	var base fleet.HelmOptions
 	if h := spec.Helm; h != nil {
 		base = *h

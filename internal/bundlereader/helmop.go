@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/egress"
 )
 
 // Marks on the errors of resolving a chart version, so that a caller (the
@@ -49,12 +50,12 @@ type ChartSource struct {
 // has no version to resolve: it returns "". Errors marked
 // ErrVersionNotFound or ErrInvalidVersion are Stalling; others, such as an
 // unreachable repository, are transient. Nothing but the index or the tag
-// list is downloaded.
-func ResolveChartVersion(ctx context.Context, src ChartSource, auth *HelmAuth, maxDownloadBytes int64) (string, error) {
+// list is downloaded, through dialer (nil connects anywhere).
+func ResolveChartVersion(ctx context.Context, src ChartSource, auth *HelmAuth, maxDownloadBytes int64, dialer *egress.Dialer) (string, error) {
 	if maxDownloadBytes <= 0 {
 		maxDownloadBytes = DefaultMaxDownloadBytes
 	}
-	f := &fetcher{auth: auth, maxBytes: maxDownloadBytes}
+	f := &fetcher{auth: auth, maxBytes: maxDownloadBytes, dialer: dialer}
 	switch ref := ociRef(src); {
 	case ref != "":
 		client, err := f.ociClient(ctx, ref)

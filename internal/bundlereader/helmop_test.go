@@ -29,20 +29,20 @@ func TestRemoteChartFromOCIRegistry(t *testing.T) {
 	ref := reg.Ref("charts/app")
 	trusted := &HelmAuth{CABundle: reg.CA}
 
-	v, err := ResolveChartVersion(ctx, ChartSource{Repo: ref, Version: "1.x"}, trusted, 0)
+	v, err := ResolveChartVersion(ctx, ChartSource{Repo: ref, Version: "1.x"}, trusted, 0, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v).To(Equal("1.1.0"))
-	v, err = ResolveChartVersion(ctx, ChartSource{Chart: ref}, &HelmAuth{InsecureSkipVerify: true}, 0)
+	v, err = ResolveChartVersion(ctx, ChartSource{Chart: ref}, &HelmAuth{InsecureSkipVerify: true}, 0, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v).To(Equal("2.0.0"), "no version: the newest")
 
-	_, err = ResolveChartVersion(ctx, ChartSource{Repo: ref, Version: "3.x"}, trusted, 0)
+	_, err = ResolveChartVersion(ctx, ChartSource{Repo: ref, Version: "3.x"}, trusted, 0, nil)
 	g.Expect(errors.Is(err, ErrVersionNotFound)).To(BeTrue(), "%v", err)
 	g.Expect(err).To(MatchError(ContainSubstring("available: 2.0.0, 1.1.0, 1.0.0")))
-	_, err = ResolveChartVersion(ctx, ChartSource{Repo: ref, Version: "banana"}, trusted, 0)
+	_, err = ResolveChartVersion(ctx, ChartSource{Repo: ref, Version: "banana"}, trusted, 0, nil)
 	g.Expect(errors.Is(err, ErrInvalidVersion)).To(BeTrue(), "%v", err)
 	g.Expect(outcome.IsStalling(err)).To(BeTrue())
-	_, err = ResolveChartVersion(ctx, ChartSource{Repo: ref, Version: "1.x"}, nil, 0)
+	_, err = ResolveChartVersion(ctx, ChartSource{Repo: ref, Version: "1.x"}, nil, 0, nil)
 	g.Expect(err).To(MatchError(ContainSubstring("certificate")), "the registry's CA is not trusted by default")
 	g.Expect(outcome.IsStalling(err)).To(BeFalse())
 
@@ -68,13 +68,13 @@ func TestResolveChartVersionInRepository(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer repo.Close()
 	for version, want := range map[string]string{"": "1.0.0", "*": "1.0.0", "< 1": "0.9.0", "1.0.0": "1.0.0", ">= 1.0.1-0": "1.0.1-rc.1"} {
-		v, err := ResolveChartVersion(ctx, ChartSource{Repo: repo.URL, Chart: "app", Version: version}, nil, 0)
+		v, err := ResolveChartVersion(ctx, ChartSource{Repo: repo.URL, Chart: "app", Version: version}, nil, 0, nil)
 		g.Expect(err).NotTo(HaveOccurred(), version)
 		g.Expect(v).To(Equal(want), version)
 	}
-	_, err = ResolveChartVersion(ctx, ChartSource{Repo: repo.URL, Chart: "app", Version: "2.0.0"}, nil, 0)
+	_, err = ResolveChartVersion(ctx, ChartSource{Repo: repo.URL, Chart: "app", Version: "2.0.0"}, nil, 0, nil)
 	g.Expect(errors.Is(err, ErrVersionNotFound)).To(BeTrue(), "%v", err)
-	v, err := ResolveChartVersion(ctx, ChartSource{Chart: repo.URL + "/app-1.0.0.tgz"}, nil, 0)
+	v, err := ResolveChartVersion(ctx, ChartSource{Chart: repo.URL + "/app-1.0.0.tgz"}, nil, 0, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v).To(BeEmpty(), "a chart URL has no version to resolve")
 }

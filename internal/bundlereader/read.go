@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
@@ -67,6 +68,11 @@ type Options struct {
 	ForceSyncGeneration int64
 	// HelmAuth authenticates to remote chart repositories.
 	HelmAuth *HelmAuth
+	// Dialer connects to chart repositories, registries and chart URLs
+	// (and every redirect); nil connects anywhere, as `fleet apply` does.
+	// The manager gives one with its outbound policy: a repository's
+	// fleet.yaml names these hosts.
+	Dialer *egress.Dialer
 	// MaxResourceBytes is the largest total size of a bundle's resources,
 	// uncompressed; 0 means DefaultMaxResourceBytes, a negative value no limit.
 	MaxResourceBytes int

@@ -224,6 +224,8 @@ func (e *Env) startManager(ctx context.Context) error {
 		"--agent-bundles=false",
 		// The demo's repository is a local directory.
 		"--allow-local-repos",
+		// The demo serves git and charts on loopback.
+		"--egress-allow-cidrs", "127.0.0.0/8,::1/128",
 		// Its own git cache: a later demo makes a new repository at the
 		// same path, which a clone cached from this one does not fit.
 		"--git-cache-dir", filepath.Join(e.opts.Dir, "git-cache"))

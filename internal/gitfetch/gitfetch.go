@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,11 +20,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
 	"github.com/go-git/go-git/v5/storage/memory"
 	corev1 "k8s.io/api/core/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
 
@@ -31,6 +34,28 @@ func init() {
 	// Serve file paths and file:// URLs in process: go-git's own file
 	// transport would run the git-upload-pack binary.
 	client.InstallProtocol("file", server.NewClient(openLoader{}))
+	// go-git keeps one HTTP client for the whole process: each request
+	// connects through the Dialer its context carries (see withDialer).
+	httpClient := githttp.NewClient(&http.Client{Transport: egress.ContextTransport()})
+	client.InstallProtocol("http", httpClient)
+	client.InstallProtocol("https", httpClient)
+}
+
+// withDialer makes ctx carry the Fetcher's Dialer, through which go-git's
+// HTTP client connects (and the GitHub API is asked for tokens).
+func (f *Fetcher) withDialer(ctx context.Context) context.Context {
+	return egress.WithDialer(ctx, f.Dialer)
+}
+
+// sshProxy makes go-git's SSH transport, which takes no dialer, connect
+// through the Dialer ctx carries: as a "proxy" that dials directly under
+// its policy. None for other URLs, and when there is no Dialer.
+func sshProxy(ctx context.Context, url string) transport.ProxyOptions {
+	ep, err := transport.NewEndpoint(url)
+	if err != nil || ep.Protocol != "ssh" {
+		return transport.ProxyOptions{}
+	}
+	return transport.ProxyOptions{URL: egress.FromContext(ctx).ProxyURL()}
 }
 
 // openLoader opens local repositories, bare or with a worktree (go-git's
@@ -95,6 +120,10 @@ type Fetcher struct {
 	// tokens for GitHub App credentials, e.g. https://api.github.com; default,
 	// as in Fleet, https://api.<host of the repository>.
 	GitHubAPIURL string
+	// Dialer makes every connection to a repository (HTTP or SSH, and each
+	// redirect) and to the GitHub API; nil connects anywhere. The manager
+	// gives one with its outbound policy: tenants name these hosts.
+	Dialer *egress.Dialer
 
 	mu     sync.Mutex
 	locks  map[string]*sync.Mutex
@@ -105,6 +134,7 @@ type Fetcher struct {
 // tip of the branch, the commit of the tag, or the revision itself when it is
 // a full sha (without asking the remote).
 func (f *Fetcher) LatestCommit(ctx context.Context, o Options) (string, error) {
+	ctx = f.withDialer(ctx)
 	if isFullSHA(o.Revision) {
 		if _, _, err := f.prepare(ctx, o); err != nil {
 			return "", err
@@ -132,6 +162,7 @@ func (f *Fetcher) resolve(ctx context.Context, o Options) (plumbing.ReferenceNam
 		CABundle:        o.CABundle,
 		InsecureSkipTLS: o.InsecureSkipTLSVerify,
 		PeelingOption:   git.AppendPeeled,
+		ProxyOptions:    sshProxy(ctx, o.URL),
 	})
 	if err != nil {
 		return "", plumbing.ZeroHash, classify(o.URL, "listing the refs of", err)
@@ -224,6 +255,7 @@ func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (strin
 	if !isFullSHA(commit) {
 		return "", fmt.Errorf("checkout of %s: %q is not a full commit sha", o.URL, commit)
 	}
+	ctx = f.withDialer(ctx)
 	hash := plumbing.NewHash(commit)
 	base, err := f.dir(o)
 	if err != nil {
@@ -349,6 +381,7 @@ func (c fetchCall) fetch(ctx context.Context, shallow bool) (*git.Repository, er
 		Auth:            c.auth,
 		CABundle:        c.o.CABundle,
 		InsecureSkipTLS: c.o.InsecureSkipTLSVerify,
+		ProxyOptions:    sshProxy(ctx, c.o.URL),
 		Tags:            git.NoTags,
 		Force:           true,
 	})

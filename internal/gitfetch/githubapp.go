@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
 
@@ -173,7 +174,7 @@ func mintInstallationToken(ctx context.Context, api string, app *gitHubApp, caBu
 	req.Header.Set("Authorization", "Bearer "+jwt)
 	req.Header.Set("Accept", "application/vnd.github+json")
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-	client, err := apiClient(caBundle)
+	client, err := apiClient(egress.FromContext(ctx), caBundle)
 	if err != nil {
 		return cachedToken{}, err
 	}
@@ -233,9 +234,10 @@ func appJWT(app *gitHubApp, now time.Time) (string, error) {
 }
 
 // apiClient trusts the system's CAs plus caBundle (the GitRepo's caBundle,
-// which a GitHub Enterprise server's API shares with its git).
-func apiClient(caBundle []byte) (*http.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+// which a GitHub Enterprise server's API shares with its git) and connects
+// through dialer: the API host derives from the tenant's repository URL.
+func apiClient(dialer *egress.Dialer, caBundle []byte) (*http.Client, error) {
+	tr := dialer.Transport()
 	if len(caBundle) > 0 {
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {

@@ -43,6 +43,7 @@ func StartManagerServingMetrics(ctx context.Context, cfg *rest.Config, o control
 }
 
 func startManager(ctx context.Context, cfg *rest.Config, o controllers.Options, metricsAddr string) (func(), error) {
+	o.Egress = AllowLoopback(o.Egress)
 	managerCfg, err := ManagerConfig(ctx, cfg)
 	if err != nil {
 		return nil, err

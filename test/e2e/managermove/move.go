@@ -58,7 +58,9 @@ func startManager(in SpecInput, cp *controlplane.ControlPlane, name, url string)
 	// (the agents are processes), so an agent Bundle would never be Ready
 	// and the Clusters never Ready; test/e2e/agentupgrade covers them.
 	p, err := framework.StartManagerProcess(in.LogDir, name, "--kubeconfig", cp.Kubeconfig, "--api-server-url", url,
-		"--api-server-ca-file", caFile, "--webhook-bind-address", "", "--local-cluster=false", "--agent-bundles=false")
+		"--api-server-ca-file", caFile, "--webhook-bind-address", "", "--local-cluster=false", "--agent-bundles=false",
+		// The git server listens on loopback.
+		framework.EgressAllowLoopbackArgs[0], framework.EgressAllowLoopbackArgs[1])
 	Expect(err).NotTo(HaveOccurred())
 	return p
 }

@@ -106,7 +106,9 @@ func OutageSpec(ctx context.Context, inputGetter func() SpecInput) {
 		mgr, err = framework.StartManagerProcess(input.LogDir, "outage-manager", "--kubeconfig", cp.Kubeconfig,
 			"--api-server-url", cp.Config.Host, "--webhook-bind-address", "",
 			// The agents run as processes; nothing runs their Deployments' pods.
-			"--agent-bundles=false")
+			"--agent-bundles=false",
+			// The git server listens on loopback.
+			framework.EgressAllowLoopbackArgs[0], framework.EgressAllowLoopbackArgs[1])
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(mgr.Stop)
 
