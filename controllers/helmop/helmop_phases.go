@@ -225,6 +225,9 @@ func validate(op *fleet.HelmOp) error {
 	if len(op.Name) > names.MaxBundleNameLength {
 		return invalid("the name %q is longer than %d characters, the most a Bundle's name may have: use a shorter name", op.Name, names.MaxBundleNameLength)
 	}
+	if err := checkReserved(op); err != nil {
+		return invalid("%v", err)
+	}
 	h := op.Spec.Helm
 	if h == nil || (h.Repo == "" && h.Chart == "") {
 		return invalid("spec.helm must name a chart: helm.repo and helm.chart, an oci:// reference in helm.repo, or a chart URL in helm.chart")

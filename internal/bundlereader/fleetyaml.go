@@ -169,6 +169,9 @@ func (fy *FleetYAML) validate(root *yamlv3.Node) error {
 				msg: fmt.Sprintf("targetCustomizations[%d].helm.releaseName %q is longer than 53 characters", i, t.Helm.ReleaseName)}
 		}
 	}
+	if err := fy.validateReserved(root); err != nil {
+		return err
+	}
 	for _, s := range fy.selectors() {
 		if s.sel == nil {
 			continue

@@ -329,6 +329,9 @@ func (r *reader) readDir(ctx context.Context, src source) (*fleet.Bundle, error)
 	name := fy.Name
 	if name == "" {
 		name = names.Bundle(r.o.Name, bundleID(src))
+		if err := r.checkDerivedName(name, file); err != nil {
+			return nil, err
+		}
 	} else if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 || len(name) > names.MaxBundleNameLength {
 		return nil, invalidf("%s: name %q is not a valid bundle name: it must be at most %d lower-case letters, digits, '-' or '.', starting and ending with a letter or digit",
 			file, name, names.MaxBundleNameLength)

@@ -137,10 +137,39 @@ func ImportToken(cluster string) string {
 	return Limit("import-token-"+cluster, MaxNameLength)
 }
 
+// AgentBundlePrefix begins the name of every agent Bundle. It is reserved:
+// a Bundle a GitRepo or HelmOp would make under such a name could hold a
+// cluster's agent Bundle name before the manager writes it, and freeze that
+// cluster's agent settings and upgrades.
+const AgentBundlePrefix = "fleet-agent-"
+
 // AgentBundle names the agent Bundle of a Cluster (see
 // controllers/agentbundle): fleet-agent-<cluster>, as in Fleet.
 func AgentBundle(cluster string) string {
-	return BundleName("fleet-agent-" + cluster)
+	return BundleName(AgentBundlePrefix + cluster)
+}
+
+// ReservedBundleName tells whether a bundle name is one only the manager
+// gives: it begins with AgentBundlePrefix.
+func ReservedBundleName(name string) bool {
+	return strings.HasPrefix(name, AgentBundlePrefix)
+}
+
+// ReservedLabelDomain is the domain of the label keys fleet sets itself. A
+// label under it (or a subdomain) that a tenant could set would stand for
+// fleet's word: opt a Bundle into a BundleNamespaceMapping's selector, or
+// mark it as an agent Bundle.
+const ReservedLabelDomain = "fleet.cattle.io"
+
+// ReservedLabelKey tells whether a label key is in ReservedLabelDomain or
+// one of its subdomains, as Kubernetes reserves kubernetes.io and k8s.io.
+func ReservedLabelKey(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	prefix = strings.ToLower(prefix)
+	return prefix == ReservedLabelDomain || strings.HasSuffix(prefix, "."+ReservedLabelDomain)
 }
 
 // Limit cuts s to n characters, replacing the tail by a 5-hex hash of s so

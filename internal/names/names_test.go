@@ -77,3 +77,26 @@ func TestOthers(t *testing.T) {
 	g.Expect(len(long)).To(BeNumerically("<=", 63))
 	g.Expect(long).To(MatchRegexp(`^token-n+-[0-9a-f]{16}$`))
 }
+
+func TestReserved(t *testing.T) {
+	g := NewWithT(t)
+	for _, cluster := range []string{"c", "local", strings.Repeat("long", 20)} {
+		g.Expect(ReservedBundleName(AgentBundle(cluster))).To(BeTrue(), "the agent Bundle of %s", cluster)
+	}
+	g.Expect(ReservedBundleName("fleet-agent")).To(BeFalse())
+	g.Expect(ReservedBundleName("my-fleet-agent-x")).To(BeFalse())
+
+	for key, want := range map[string]bool{
+		"fleet.cattle.io/repo-name":     true,
+		"fleet.cattle.io/anything":      true,
+		"x.fleet.cattle.io/y":           true,
+		"Fleet.Cattle.IO/y":             true,
+		"fleet.cattle.io":               false, // a name without a prefix
+		"notfleet.cattle.io/y":          false,
+		"fleet.cattle.io.example.com/y": false,
+		"team":                          false,
+		"example.com/fleet.cattle.io":   false,
+	} {
+		g.Expect(ReservedLabelKey(key)).To(Equal(want), key)
+	}
+}
