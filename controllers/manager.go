@@ -45,6 +45,7 @@ import (
 	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/enqueue"
+	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/secretmeta"
@@ -104,6 +105,10 @@ type Options struct {
 	Egress egress.Policy
 	// MaxBundlesPerGitRepo bounds the bundles of one GitRepo (default 1000).
 	MaxBundlesPerGitRepo int
+	// GitLimits bound each git fetch and checkout (pack size, object count,
+	// file and commit sizes, path depth and length); zero fields take
+	// gitfetch's defaults.
+	GitLimits gitfetch.Limits
 	// WebhookAddr serves git push webhooks when set (e.g. ":8082").
 	WebhookAddr string
 	// WebhookSecret, when set, is required of webhook calls for GitRepos
@@ -257,7 +262,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		o.GitWorkers = 4
 	}
 	gr := &gitrepo.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers,
-		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo,
+		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo, GitLimits: o.GitLimits,
 		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL, Egress: o.Egress, Recorder: recorder("fleet-gitrepo")}
 	if err := gr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gitrepo controller: %w", err)

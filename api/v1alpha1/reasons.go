@@ -91,6 +91,11 @@ const (
 	ReasonBranchNotFound   = "BranchNotFound"
 	ReasonRevisionNotFound = "RevisionNotFound"
 	ReasonInvalidOptions   = "InvalidOptions"
+	// ReasonGitLimitExceeded: a fetch or checkout of the repository went
+	// past one of the manager's git limits (pack size, object count, file
+	// size, total size, path depth or length); the message names the limit,
+	// the file when known, and the manager flag that raises it.
+	ReasonGitLimitExceeded = "GitLimitExceeded"
 )
 
 // Bundle Ready.

@@ -125,6 +125,12 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.GitHubAPIURL, "github-api-url", "", "GitHub API URL for GitRepos with GitHub App credentials (default https://api.<repository host>, as Fleet; https://HOST/api/v3 for GitHub Enterprise Server)")
 	f.DurationVar(&o.GitFetchTimeout, "git-fetch-timeout", gitfetch.DefaultFetchTimeout, "time limit of one git fetch")
 	f.IntVar(&o.MaxBundlesPerGitRepo, "max-bundles-per-gitrepo", gitrepo.DefaultMaxBundles, "most bundles one GitRepo may produce")
+	f.Int64Var(&o.GitLimits.PackBytes, "git-max-pack-bytes", gitfetch.DefaultMaxPackBytes, "most bytes one git fetch may receive (the compressed pack)")
+	f.Int64Var(&o.GitLimits.Objects, "git-max-objects", gitfetch.DefaultMaxObjects, "most objects one git fetch may bring, and most files and directories one checkout may write")
+	f.Int64Var(&o.GitLimits.FileBytes, "git-max-file-bytes", gitfetch.DefaultMaxFileBytes, "largest file (any git object), uncompressed, of a fetch or checkout")
+	f.Int64Var(&o.GitLimits.CommitBytes, "git-max-commit-bytes", gitfetch.DefaultMaxCommitBytes, "most bytes, uncompressed, of all the objects of one git fetch and of all the files of one checkout")
+	f.IntVar(&o.GitLimits.PathDepth, "git-max-path-depth", gitfetch.DefaultMaxPathDepth, "most directories a file path of a checkout may cross")
+	f.IntVar(&o.GitLimits.PathLength, "git-max-path-length", gitfetch.DefaultMaxPathLength, "longest file path of a checkout, in bytes")
 	f.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8082", "address of the git push webhook endpoint (empty disables)")
 	f.StringVar(&webhookSecretFile, "webhook-secret-file", "",
 		"file holding the secret webhook calls must be signed with for GitRepos without webhookSecret (default: such calls need no signature)")

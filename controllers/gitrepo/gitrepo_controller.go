@@ -83,6 +83,9 @@ type Reconciler struct {
 	// may connect; the zero value refuses egress's defaults (loopback,
 	// link-local, ...). It holds for the default Fetcher and for charts.
 	Egress egress.Policy
+	// GitLimits bound each fetch and checkout; zero fields take gitfetch's
+	// defaults.
+	GitLimits gitfetch.Limits
 	// MaxBundles is the most bundles one GitRepo may produce; default
 	// DefaultMaxBundles.
 	MaxBundles int
@@ -140,7 +143,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.dialer = egress.NewDialer(r.Egress)
 	if r.Fetcher == nil {
-		r.Fetcher = &gitfetch.Fetcher{Dialer: r.dialer, CacheDir: r.CacheDir, AllowLocal: r.AllowLocalRepos, FetchTimeout: r.FetchTimeout, GitHubAPIURL: r.GitHubAPIURL}
+		r.Fetcher = &gitfetch.Fetcher{Dialer: r.dialer, CacheDir: r.CacheDir, AllowLocal: r.AllowLocalRepos, FetchTimeout: r.FetchTimeout, GitHubAPIURL: r.GitHubAPIURL, Limits: r.GitLimits}
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-gitrepo")

@@ -16,12 +16,15 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 	corev1 "k8s.io/api/core/v1"
 
@@ -63,11 +66,17 @@ func sshProxy(ctx context.Context, url string) transport.ProxyOptions {
 type openLoader struct{}
 
 func (openLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
-	r, err := git.PlainOpen(ep.Path)
-	if err != nil {
+	dir := ep.Path
+	if fi, err := os.Stat(filepath.Join(dir, git.GitDirName)); err == nil && fi.IsDir() {
+		dir = filepath.Join(dir, git.GitDirName)
+	}
+	// Served objects above largeObjectBytes stream, as in the cache.
+	st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(objectCacheBytes),
+		filesystem.Options{LargeObjectThreshold: largeObjectBytes})
+	if _, err := git.Open(st, nil); err != nil {
 		return nil, transport.ErrRepositoryNotFound
 	}
-	return r.Storer, nil
+	return st, nil
 }
 
 // Default time limits of one call.
@@ -124,10 +133,22 @@ type Fetcher struct {
 	// redirect) and to the GitHub API; nil connects anywhere. The manager
 	// gives one with its outbound policy: tenants name these hosts.
 	Dialer *egress.Dialer
+	// Limits bound each fetch and checkout; zero fields take the defaults.
+	Limits Limits
 
 	mu     sync.Mutex
 	locks  map[string]*sync.Mutex
 	tokens map[tokenKey]cachedToken
+	// refused remembers, per cache directory, the commit a limit refused
+	// and why: it is not fetched again until the commit changes.
+	refused map[string]refusal
+}
+
+// refusal is a commit refused for a limit.
+type refusal struct {
+	commit string
+	limits Limits
+	err    error
 }
 
 // LatestCommit returns the commit the options point to on the remote now: the
@@ -273,6 +294,10 @@ func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (strin
 		}
 	}
 
+	limits := f.Limits.withDefaults()
+	if err := f.refusedBefore(base, commit, limits); err != nil {
+		return "", err
+	}
 	ep, auth, err := f.prepare(ctx, o)
 	if err != nil {
 		return "", err
@@ -285,18 +310,23 @@ func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (strin
 	}
 	shallow := ep.Protocol != "file" && !isFullSHA(o.Revision)
 	repoDir := filepath.Join(base, "repo.git")
-	fc := fetchCall{dir: repoDir, o: o, auth: auth, hash: hash, refspecs: refspecs}
+	fc := fetchCall{dir: repoDir, o: o, auth: auth, hash: hash, refspecs: refspecs, limits: limits}
 	repo, err := fc.fetch(ctx, shallow)
 	if err == nil {
-		err = writeTree(ctx, repo, hash, work+".tmp")
+		err = writeTree(ctx, repo, hash, work+".tmp", limits)
 	}
 	if errors.Is(err, errIncomplete) {
 		if err := os.RemoveAll(repoDir); err != nil {
 			return "", err
 		}
 		if repo, err = fc.fetch(ctx, false); err == nil {
-			err = writeTree(ctx, repo, hash, work+".tmp")
+			err = writeTree(ctx, repo, hash, work+".tmp", limits)
 		}
+	}
+	if err = stallOnLimit(o.URL, commit, err); outcome.ReasonOf(err, "") == fleet.ReasonGitLimitExceeded {
+		f.refuse(base, refusal{commit: commit, limits: limits, err: err})
+		_ = os.RemoveAll(work + ".tmp")
+		return "", err
 	}
 	if errors.Is(err, errIncomplete) {
 		if isFullSHA(o.Revision) {
@@ -327,7 +357,34 @@ func (f *Fetcher) Remove(key string) error {
 	}
 	unlock := f.lock(dir)
 	defer unlock()
+	f.mu.Lock()
+	for k := range f.refused {
+		if filepath.Dir(k) == dir {
+			delete(f.refused, k)
+		}
+	}
+	f.mu.Unlock()
 	return os.RemoveAll(dir)
+}
+
+// refusedBefore returns the error of the last Checkout in the cache
+// directory base when a limit refused the same commit under the same limits.
+func (f *Fetcher) refusedBefore(base, commit string, limits Limits) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.refused[base]; ok && r.commit == commit && r.limits == limits {
+		return r.err
+	}
+	return nil
+}
+
+func (f *Fetcher) refuse(base string, r refusal) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refused == nil {
+		f.refused = map[string]refusal{}
+	}
+	f.refused[base] = r
 }
 
 // refSpecs says what to fetch to get the commit the options point to.
@@ -355,13 +412,14 @@ type fetchCall struct {
 	auth     transport.AuthMethod
 	hash     plumbing.Hash
 	refspecs []config.RefSpec
+	limits   Limits
 }
 
 // fetch opens (or creates) the cached repository and fetches into it unless
 // it already has the commit. A shallow fetch is tried for a new or still
 // shallow repository; errIncomplete asks for a full one instead.
 func (c fetchCall) fetch(ctx context.Context, shallow bool) (*git.Repository, error) {
-	repo, fresh, err := openOrInit(c.dir, c.o.URL)
+	repo, fresh, err := openOrInit(ctx, c.dir, c.o.URL, c.limits)
 	if err != nil {
 		return nil, err
 	}
@@ -387,6 +445,14 @@ func (c fetchCall) fetch(ctx context.Context, shallow bool) (*git.Repository, er
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		err = nil
+	}
+	if err != nil {
+		// A refused or broken pack leaves go-git's temporary file behind.
+		removeTempPacks(c.dir)
+	}
+	var le *LimitError
+	if errors.As(err, &le) {
+		return nil, le
 	}
 	var noMatch git.NoMatchingRefSpecError
 	if errors.As(err, &noMatch) {
@@ -415,8 +481,24 @@ func (c fetchCall) fetch(ctx context.Context, shallow bool) (*git.Repository, er
 	return repo, nil
 }
 
-func openOrInit(dir, url string) (*git.Repository, bool, error) {
-	repo, err := git.PlainOpen(dir)
+// Bounds of the object store of a cached repository: objects above
+// largeObjectBytes are read as they inflate, never whole, and at most
+// objectCacheBytes of decoded objects are kept while it is open.
+const (
+	largeObjectBytes = 1 << 20
+	objectCacheBytes = 16 << 20
+)
+
+// openOrInit opens the cached bare repository in dir, or creates it anew
+// when missing or for another URL. Its object store takes packs only
+// through a packGuard with limits, and stops with ctx.
+func openOrInit(ctx context.Context, dir, url string, limits Limits) (*git.Repository, bool, error) {
+	open := func() *guardedStorage {
+		st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(objectCacheBytes),
+			filesystem.Options{LargeObjectThreshold: largeObjectBytes})
+		return &guardedStorage{Storage: st, ctx: ctx, limits: limits}
+	}
+	repo, err := git.Open(open(), nil)
 	if err == nil {
 		if remote, err := repo.Remote(git.DefaultRemoteName); err == nil && len(remote.Config().URLs) == 1 && remote.Config().URLs[0] == url {
 			return repo, false, nil
@@ -428,7 +510,7 @@ func openOrInit(dir, url string) (*git.Repository, bool, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, false, err
 	}
-	repo, err = git.PlainInit(dir, true)
+	repo, err = git.Init(open(), nil)
 	if err != nil {
 		return nil, false, fmt.Errorf("creating the git cache in %s: %w", dir, err)
 	}
@@ -436,6 +518,15 @@ func openOrInit(dir, url string) (*git.Repository, bool, error) {
 		return nil, false, fmt.Errorf("creating the git cache in %s: %w", dir, err)
 	}
 	return repo, true, nil
+}
+
+// removeTempPacks deletes the temporary packs of failed fetches in the
+// cached repository dir.
+func removeTempPacks(dir string) {
+	tmp, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "tmp_pack_*"))
+	for _, p := range tmp {
+		_ = os.Remove(p)
+	}
 }
 
 // isNetworkError says whether err came from the connection rather than from

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -17,9 +19,11 @@ import (
 // writeTree writes the files of commit into dir, which it creates afresh.
 // Writing a fresh directory, rather than checking out over the previous
 // commit, leaves nothing behind from it: no removed file, no empty directory.
-// Submodules are left out. A missing object means the cache is incomplete
-// (errIncomplete).
-func writeTree(ctx context.Context, repo *git.Repository, commit plumbing.Hash, dir string) error {
+// Submodules are left out. The whole tree is checked against the limits
+// before the first file is written, from the sizes in the objects' headers;
+// each file is then copied as it inflates. A missing object means the cache
+// is incomplete (errIncomplete).
+func writeTree(ctx context.Context, repo *git.Repository, commit plumbing.Hash, dir string, limits Limits) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -31,55 +35,182 @@ func writeTree(ctx context.Context, repo *git.Repository, commit plumbing.Hash, 
 	if err != nil {
 		return missing(err)
 	}
+	pl := &planner{ctx: ctx, repo: repo, limits: limits}
+	if err := pl.walk(tree, "", 0); err != nil {
+		return missing(err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	err = tree.Files().ForEach(func(f *object.File) error {
-		if err := ctx.Err(); err != nil {
-			return err
+	for _, f := range pl.files {
+		if err := writeFile(ctx, repo, f, dir); err != nil {
+			_ = os.RemoveAll(dir)
+			return missing(err)
 		}
-		if !filepath.IsLocal(f.Name) {
-			return fmt.Errorf("commit %s has a file outside the repository: %q", commit, f.Name)
-		}
-		p := filepath.Join(dir, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		switch f.Mode {
-		case filemode.Symlink:
-			target, err := f.Contents()
-			if err != nil {
-				return missing(err)
-			}
-			return os.Symlink(target, p)
-		case filemode.Executable:
-			return writeBlob(f, p, 0o755)
-		default:
-			return writeBlob(f, p, 0o644)
-		}
-	})
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return missing(err)
 	}
 	return nil
 }
 
-func writeBlob(f *object.File, path string, mode os.FileMode) error {
-	r, err := f.Reader()
-	if err != nil {
-		return missing(err)
+// treeFile is a file of a commit to write.
+type treeFile struct {
+	path string
+	mode filemode.FileMode
+	hash plumbing.Hash
+	size int64
+}
+
+// planner lists the files of a tree, counting entries (a directory listed
+// twice counts twice, as it would be written twice), bytes, path depth and
+// length against the limits as it goes.
+type planner struct {
+	ctx     context.Context
+	repo    *git.Repository
+	limits  Limits
+	entries int64
+	total   int64
+	files   []treeFile
+}
+
+func (p *planner) walk(t *object.Tree, dir string, depth int) error {
+	for _, e := range t.Entries {
+		if err := p.ctx.Err(); err != nil {
+			return err
+		}
+		if e.Name == "" || e.Name == "." || e.Name == ".." || strings.ContainsAny(e.Name, "/\\\x00") {
+			return fmt.Errorf("the commit has an entry with an invalid name %q in %q", clip(e.Name), clip(dir))
+		}
+		name := path.Join(dir, e.Name)
+		if err := p.check(name, depth); err != nil {
+			return err
+		}
+		switch e.Mode {
+		case filemode.Submodule:
+			continue
+		case filemode.Dir:
+			if depth+1 > p.limits.PathDepth {
+				return overLimit(limitPathDepth, int64(p.limits.PathDepth), int64(depth+1), clip(name))
+			}
+			sub, err := p.repo.TreeObject(e.Hash)
+			if err != nil {
+				return err
+			}
+			if err := p.walk(sub, name, depth+1); err != nil {
+				return err
+			}
+		default:
+			if err := p.add(name, e); err != nil {
+				return err
+			}
+		}
 	}
-	defer r.Close()
-	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	return nil
+}
+
+// check counts one entry and checks its path.
+func (p *planner) check(name string, depth int) error {
+	p.entries++
+	if p.entries > p.limits.Objects {
+		return overLimit(limitObjects, p.limits.Objects, p.entries, "")
+	}
+	if !filepath.IsLocal(filepath.FromSlash(name)) {
+		return fmt.Errorf("the commit has a file outside the repository: %q", clip(name))
+	}
+	if len(name) > p.limits.PathLength {
+		return overLimit(limitPathLength, int64(p.limits.PathLength), int64(len(name)), clip(name))
+	}
+	return nil
+}
+
+func (p *planner) add(name string, e object.TreeEntry) error {
+	size, err := objectSize(p.repo, e.Hash)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, r); err != nil {
+	if size > p.limits.FileBytes {
+		return overLimit(limitFileBytes, p.limits.FileBytes, size, name)
+	}
+	p.total += size
+	if p.total > p.limits.CommitBytes {
+		return overLimit(limitCommitBytes, p.limits.CommitBytes, p.total, name)
+	}
+	p.files = append(p.files, treeFile{path: name, mode: e.Mode, hash: e.Hash, size: size})
+	return nil
+}
+
+// objectSize reads an object's size from its header, without inflating it.
+func objectSize(repo *git.Repository, h plumbing.Hash) (int64, error) {
+	if s, ok := repo.Storer.(interface {
+		EncodedObjectSize(plumbing.Hash) (int64, error)
+	}); ok {
+		return s.EncodedObjectSize(h)
+	}
+	o, err := repo.Storer.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return 0, err
+	}
+	return o.Size(), nil
+}
+
+// clip shortens a path for a message.
+func clip(name string) string {
+	if len(name) > 200 {
+		return name[:200] + "..."
+	}
+	return name
+}
+
+// writeFile copies one file as it inflates, stopping at its declared size.
+func writeFile(ctx context.Context, repo *git.Repository, f treeFile, dir string) error {
+	blob, err := repo.BlobObject(f.hash)
+	if err != nil {
+		return err
+	}
+	r, err := blob.Reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	p := filepath.Join(dir, filepath.FromSlash(f.path))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if f.mode == filemode.Symlink {
+		target, err := io.ReadAll(io.LimitReader(r, f.size))
+		if err != nil {
+			return err
+		}
+		return os.Symlink(string(target), p)
+	}
+	mode := os.FileMode(0o644)
+	if f.mode == filemode.Executable {
+		mode = 0o755
+	}
+	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(out, &ctxReader{ctx: ctx, r: io.LimitReader(r, f.size+1)})
+	if err == nil && n != f.size {
+		err = fmt.Errorf("object %s of %s inflates to %d bytes, not the %d its header says", f.hash, f.path, n, f.size)
+	}
+	if err != nil {
 		out.Close()
-		return missing(err)
+		return err
 	}
 	return out.Close()
+}
+
+// ctxReader stops reading once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
 }
 
 func missing(err error) error {

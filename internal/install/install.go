@@ -38,6 +38,11 @@ const DefaultControllerImage = "ghcr.io/gitfleet/fleet-manager:latest"
 // ManagerName names the manager's Deployment, ServiceAccount and RBAC.
 const ManagerName = "fleet-manager"
 
+// GitCacheSizeLimit is the size limit of the manager's git cache volume: the
+// last line behind the manager's git limits, past which the kubelet evicts
+// the pod.
+const GitCacheSizeLimit = "8Gi"
+
 // ControllerOptions configure the manager installation.
 type ControllerOptions struct {
 	CRDsOnly        bool
@@ -167,7 +172,7 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 							},
 							VolumeMounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/var/cache/fleet"}},
 						}},
-						Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+						Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse(GitCacheSizeLimit))}}}},
 					},
 				},
 			},

@@ -20,13 +20,16 @@ import (
 	"time"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/pktline"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // Repo is a repository with a worktree on disk.
@@ -142,15 +145,30 @@ func (l loader) Load(ep *transport.Endpoint) (storer.Storer, error) {
 	if !filepath.IsLocal(name) {
 		return nil, transport.ErrRepositoryNotFound
 	}
-	r, err := git.PlainOpen(filepath.Join(l.root, name))
+	st, err := OpenStorage(filepath.Join(l.root, name))
 	if err != nil && strings.HasSuffix(name, ".git") {
 		// As git hosts do, serve NAME as NAME.git too.
-		r, err = git.PlainOpen(filepath.Join(l.root, strings.TrimSuffix(name, ".git")))
+		st, err = OpenStorage(filepath.Join(l.root, strings.TrimSuffix(name, ".git")))
 	}
 	if err != nil {
 		return nil, transport.ErrRepositoryNotFound
 	}
-	return r.Storer, nil
+	return st, nil
+}
+
+// OpenStorage opens the object store of the repository in dir (bare, or
+// the .git of a worktree) so that objects larger than 1 MiB are read as they
+// are sent, never whole: serving a large file takes no more memory than a
+// small one.
+func OpenStorage(dir string) (storer.Storer, error) {
+	if fi, err := os.Stat(filepath.Join(dir, git.GitDirName)); err == nil && fi.IsDir() {
+		dir = filepath.Join(dir, git.GitDirName)
+	}
+	st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(), filesystem.Options{LargeObjectThreshold: 1 << 20})
+	if _, err := git.Open(st, nil); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // SetBasicAuth makes the server require these credentials; an empty
