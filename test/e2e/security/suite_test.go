@@ -15,6 +15,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
@@ -101,6 +103,10 @@ var _ = BeforeSuite(func() {
 		CredentialLifetime: time.Hour, CredentialRenewAfter: 5 * time.Second,
 		// Hole 11: GitRepos without webhookSecret need this one.
 		WebhookSecret: []byte(managerWebhookSecret),
+		// Loopback is allowed (StartManager), since the suite's git server
+		// listens there, but one loopback address stands for an internal
+		// service (egress_test.go).
+		Egress: egress.Policy{Deny: []netip.Prefix{netip.MustParsePrefix(deniedAddr + "/32")}},
 	}
 	stop, err := framework.StartManager(e.Ctx, e.Upstream.Config, e.Options)
 	Expect(err).NotTo(HaveOccurred())
