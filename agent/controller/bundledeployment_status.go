@@ -21,6 +21,7 @@ import (
 // release could not even be looked up.
 func computeStatus(s *scope, reconcileErr error) {
 	bd := s.bd
+	defer BoundStatus(&bd.Status)
 	if s.state == nil {
 		// The release could not be looked up (the agent's cluster is
 		// unreachable): keep what is known, say why it is not current.

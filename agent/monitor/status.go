@@ -14,8 +14,9 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
-// MaxEntries bounds nonReadyStatus and modifiedStatus.
-const MaxEntries = 10
+// MaxEntries bounds nonReadyStatus and modifiedStatus, as the
+// BundleDeployment's schema does.
+const MaxEntries = fleet.MaxStatusEntries
 
 // Key identifies an object.
 type Key struct {

@@ -78,12 +78,15 @@ type BundleDeploymentSpec struct {
 // BundleDeploymentStatus is what the agent deployed and how it is doing.
 type BundleDeploymentStatus struct {
 	// Conditions: Ready, Installed, Deployed, Monitored.
+	// +kubebuilder:validation:MaxItems=8
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// AppliedDeploymentID is the deploymentID last applied successfully.
+	// +kubebuilder:validation:MaxLength=256
 	AppliedDeploymentID string `json:"appliedDeploymentID,omitempty"`
 	// Release is the deployed release as "namespace/name:version".
+	// +kubebuilder:validation:MaxLength=256
 	Release string `json:"release,omitempty"`
 	// Ready is true when every deployed resource is ready.
 	Ready bool `json:"ready,omitempty"`
@@ -91,15 +94,19 @@ type BundleDeploymentStatus struct {
 	// one.
 	NonModified bool `json:"nonModified,omitempty"`
 	// NonReadyStatus lists resources that are not ready (at most 10).
+	// +kubebuilder:validation:MaxItems=10
 	NonReadyStatus []NonReadyStatus `json:"nonReadyStatus,omitempty"`
 	// ModifiedStatus lists resources that differ from the desired ones (at most
 	// 10).
+	// +kubebuilder:validation:MaxItems=10
 	ModifiedStatus []ModifiedStatus `json:"modifiedStatus,omitempty"`
 	// Display holds the values shown by kubectl.
 	Display BundleDeploymentDisplay `json:"display,omitempty"`
 	// SyncGeneration is the forceSyncGeneration last acted on.
 	SyncGeneration *int64 `json:"syncGeneration,omitempty"`
-	// Resources lists the deployed resources.
+	// Resources lists the deployed resources (at most 1000; resourceCounts
+	// counts them all).
+	// +kubebuilder:validation:MaxItems=1000
 	Resources []BundleDeploymentResource `json:"resources,omitempty"`
 	// ResourceCounts counts the deployed resources by state.
 	ResourceCounts ResourceCounts `json:"resourceCounts,omitempty"`
@@ -111,22 +118,29 @@ type BundleDeploymentStatus struct {
 // BundleDeploymentDisplay holds the BundleDeployment values shown by kubectl.
 type BundleDeploymentDisplay struct {
 	// Deployed is "True", or the reason the last apply failed.
+	// +kubebuilder:validation:MaxLength=32768
 	Deployed string `json:"deployed,omitempty"`
 	// Monitored is "True", or the reason the resources could not be checked.
+	// +kubebuilder:validation:MaxLength=32768
 	Monitored string `json:"monitored,omitempty"`
 	// State is the deployment's BundleState.
+	// +kubebuilder:validation:MaxLength=256
 	State string `json:"state,omitempty"`
 }
 
 // BundleDeploymentResource is one resource deployed by a BundleDeployment.
 type BundleDeploymentResource struct {
 	// Kind of the resource.
+	// +kubebuilder:validation:MaxLength=256
 	Kind string `json:"kind,omitempty"`
 	// APIVersion of the resource.
+	// +kubebuilder:validation:MaxLength=317
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Namespace of the resource; empty when cluster-scoped.
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 	// Name of the resource.
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 	// CreatedAt is the resource's creation time.
 	CreatedAt metav1.Time `json:"createdAt,omitempty"`
@@ -135,12 +149,16 @@ type BundleDeploymentResource struct {
 // ModifiedStatus is a deployed resource that differs from the desired one.
 type ModifiedStatus struct {
 	// Kind of the resource.
+	// +kubebuilder:validation:MaxLength=256
 	Kind string `json:"kind,omitempty"`
 	// APIVersion of the resource.
+	// +kubebuilder:validation:MaxLength=317
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Namespace of the resource.
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 	// Name of the resource.
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 	// Create is true when the resource is missing and must be created.
 	Create bool `json:"missing,omitempty"`
@@ -148,20 +166,27 @@ type ModifiedStatus struct {
 	Delete bool `json:"delete,omitempty"`
 	// Patch is the JSON patch that would turn the live resource into the
 	// desired one.
+	// +kubebuilder:validation:MaxLength=4096
 	Patch string `json:"patch,omitempty"`
 }
 
 // NonReadyStatus is a deployed resource that is not ready.
 type NonReadyStatus struct {
 	// UID of the resource.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=256
 	UID types.UID `json:"uid,omitempty"`
 	// Kind of the resource.
+	// +kubebuilder:validation:MaxLength=256
 	Kind string `json:"kind,omitempty"`
 	// APIVersion of the resource.
+	// +kubebuilder:validation:MaxLength=317
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Namespace of the resource.
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 	// Name of the resource.
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 	// Summary says why the resource is not ready, in Fleet's shape.
 	Summary Summary `json:"summary,omitempty"`
@@ -173,6 +198,7 @@ type NonReadyStatus struct {
 type Summary struct {
 	// State is a short word for the resource's state, e.g. "in-progress",
 	// "updating" or "error".
+	// +kubebuilder:validation:MaxLength=256
 	State string `json:"state,omitempty"`
 	// Error is true when the resource failed and will not become ready by
 	// itself.
@@ -180,6 +206,8 @@ type Summary struct {
 	// Transitioning is true when the resource is on its way to ready.
 	Transitioning bool `json:"transitioning,omitempty"`
 	// Message says why the resource is not ready (at most a few lines).
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=1024
 	Message []string `json:"message,omitempty"`
 }
 

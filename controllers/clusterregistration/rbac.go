@@ -47,8 +47,9 @@ func agentGroup(agentNamespace string) string {
 //     RoleBinding in that namespace, it grants nothing anywhere else. Besides
 //     its BundleDeployments, Secrets and ConfigMaps, the agent keeps its
 //     check-in Lease there (fleet.AgentLeaseName, the only Lease it may read
-//     or renew; it may create Leases there, as create cannot be limited to a
-//     name, and the manager reads no other);
+//     or renew; RBAC lets it create Leases there, as create cannot be
+//     limited to a name, and the admission policy fleet-agent-leases
+//     (internal/install) refuses any other name);
 //   - fleet-content-reader: get Contents (by name; no list or watch).
 func SharedRoles() []*rbacv1.ClusterRole {
 	labels := map[string]string{fleet.ManagedLabel: "true"}

@@ -123,6 +123,10 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 			Data:       map[string]string{gitfetch.KnownHostsKey: knownhosts.Data},
 		},
 	}
+	// Agent settings asked for through Cluster API need the same verb as on
+	// fleet Clusters; an agent creates no Lease but its check-in.
+	objs = append(objs, capiAgentSettingsPolicy(), policyBinding(CAPIAgentSettingsPolicyName),
+		agentLeasePolicy(ns), policyBinding(AgentLeasePolicyName))
 	objs = append(objs, localAgentObjects(ns)...)
 	return append(objs,
 		&appsv1.Deployment{
