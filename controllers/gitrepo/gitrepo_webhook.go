@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -69,7 +70,10 @@ type WebhookOptions struct {
 // GitRepo's webhookSecret Secret (its per-host key, else its shared token)
 // or, for a GitRepo without one, the manager-wide secret; a call that fails
 // verification for every GitRepo it concerns is answered 401. Only without
-// either secret are unverified calls accepted.
+// either secret are unverified calls accepted. A call that triggers nothing
+// and is not signed with the manager-wide secret gets one answer, 401 with
+// a reason taken from the call alone, whether or not a GitRepo follows the
+// repository: whoever holds no secret cannot tell which ones are followed.
 //
 // The handler is exposed to anyone who can reach the port: bodies are
 // bounded (413), the commit must be a full hex object name (400), each
@@ -90,13 +94,20 @@ func NewWebhookHandler(c client.Client, o WebhookOptions) http.Handler {
 	if o.Burst <= 0 {
 		o.Burst = DefaultWebhookBurst
 	}
-	return &webhook{c: c, o: o, limits: newSourceLimits(o.Rate, o.Burst)}
+	unheld := make([]byte, 32)
+	if _, err := rand.Read(unheld); err != nil {
+		panic(fmt.Sprintf("reading random bytes for the webhook: %v", err))
+	}
+	return &webhook{c: c, o: o, limits: newSourceLimits(o.Rate, o.Burst), unheld: unheld}
 }
 
 type webhook struct {
 	c      client.Client
 	o      WebhookOptions
 	limits *sourceLimits
+	// unheld is a random key nobody holds: checking a call against it
+	// tells what is wrong with the call itself.
+	unheld []byte
 }
 
 // push is what a push event says, whoever sent it.
@@ -191,6 +202,15 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		log.Info("Webhook triggered a sync", "gitRepo", klog.KObj(repo), "commit", p.commit, "provider", p.provider)
 		resp.Triggered++
 	}
+	if matched == 0 {
+		log.V(1).Info("Webhook call for a repository and branch no GitRepo follows", "ref", p.ref, "repository", firstOr(p.urls, ""))
+	}
+	if resp.Triggered == 0 && !h.holdsManagerSecret(p, req.Header, body) {
+		// Nothing shows the caller has a secret: whether a GitRepo follows
+		// the repository stays untold.
+		reply(w, http.StatusUnauthorized, h.unverified(p, req.Header, body))
+		return
+	}
 	code := http.StatusOK
 	switch {
 	case len(resp.Failed) > 0:
@@ -198,11 +218,37 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case matched == 0:
 		resp.Message = fmt.Sprintf("no GitRepo follows %s of %s", p.ref, firstOr(p.urls, "this repository"))
 	case resp.Triggered == 0:
-		code, resp.Message = http.StatusUnauthorized, "signature verification failed: the call does not carry the webhook secret of any GitRepo it concerns"
+		code, resp.Message = http.StatusUnauthorized, unverifiedMessage
 	default:
 		resp.Message = fmt.Sprintf("triggered %d GitRepo(s)", resp.Triggered)
 	}
 	reply(w, code, resp)
+}
+
+// unverifiedMessage answers a call that triggered nothing and proved no
+// secret, whether or not a GitRepo follows what it names.
+const unverifiedMessage = "signature verification failed: the call does not carry the webhook secret of a GitRepo that follows this repository and branch, " +
+	"if one does; the manager's log says which"
+
+// holdsManagerSecret tells whether the call is signed with the manager-wide
+// secret: its sender may learn that no GitRepo follows what it pushed, or
+// why the GitRepos that do refused it.
+func (h *webhook) holdsManagerSecret(p push, hdr http.Header, body []byte) bool {
+	return len(h.o.Secret) > 0 && verify(p.provider, hdr, body, webhookSecret{shared: h.o.Secret}) == ""
+}
+
+// unverified is the answer to a call that triggered nothing and proved no
+// secret. It is made from the call alone, the same whether no GitRepo
+// follows the repository or some refused the call: the reason is the
+// call's against a key nobody holds (a missing header, or a signature that
+// does not match), never a GitRepo's own (a webhookSecret without this
+// host's key, or one that cannot be read), which the log keeps.
+func (h *webhook) unverified(p push, hdr http.Header, body []byte) WebhookResponse {
+	why := verify(p.provider, hdr, body, webhookSecret{shared: h.unheld})
+	if why == "" {
+		why = "the call does not match the webhook secret"
+	}
+	return WebhookResponse{Message: unverifiedMessage, Commit: p.commit, Rejected: []string{why}}
 }
 
 // secret is what a call for repo must carry: the manager-wide secret for a

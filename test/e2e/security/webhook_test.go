@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -115,6 +116,33 @@ var _ = Describe("Hole 11: the git push webhook refuses what it cannot trust", O
 		By("the same push signed with the manager-wide secret is taken: the refusal is the signature's")
 		Expect(call(pushOf(commit), managerWebhookSecret)).To(Equal(http.StatusOK))
 		Eventually(func() string { return victim().Status.WebhookCommit }, 10*time.Second, 100*time.Millisecond).Should(Equal(commit))
+	})
+
+	It("11: without a secret, a push for a followed repository is answered as one for a repository nobody follows", func() {
+		was := victim()
+		commit := strings.Repeat("cd", 20)
+		pushTo := func(repoURL string) []byte {
+			b, err := json.Marshal(map[string]any{"ref": "refs/heads/main", "after": commit,
+				"repository": map[string]any{"clone_url": repoURL, "default_branch": "main"}})
+			Expect(err).NotTo(HaveOccurred())
+			return b
+		}
+		unfollowed := env.Git.RepoURL("sec-11-followed-by-nobody")
+		for _, secret := range []string{"", "guessed"} {
+			By(fmt.Sprintf("signed with %q: the followed repository, then one nobody follows", secret))
+			followedCode := call(pushTo(url), secret)
+			followedBody := replies[len(replies)-1]
+			unfollowedCode := call(pushTo(unfollowed), secret)
+			unfollowedBody := replies[len(replies)-1]
+			Expect(followedCode).To(Equal(http.StatusUnauthorized))
+			Expect(unfollowedCode).To(Equal(followedCode), "the status code tells whether a GitRepo follows the repository")
+			Expect(unfollowedBody).To(Equal(followedBody), "the body tells whether a GitRepo follows the repository")
+		}
+		unchanged(was)
+
+		By("whoever holds the manager-wide secret is told that nobody follows it")
+		Expect(call(pushTo(unfollowed), managerWebhookSecret)).To(Equal(http.StatusOK))
+		Expect(replies[len(replies)-1]).To(ContainSubstring("no GitRepo follows"))
 	})
 
 	It("11: a body over 1 MiB is refused with 413", func() {
