@@ -52,8 +52,10 @@ func CreateToken(ctx context.Context, c client.Client, o TokenOptions) (*fleet.C
 	return token, boot, err
 }
 
-// WaitForToken waits until the manager has written the token's values.
-func WaitForToken(ctx context.Context, c client.Client, token *fleet.ClusterRegistrationToken, timeout time.Duration) (*Bootstrap, error) {
+// WaitForToken waits until the manager has written the token's values. The
+// manager passes a reader that reads Secrets uncached: its cache holds none
+// of the token's namespace.
+func WaitForToken(ctx context.Context, c client.Reader, token *fleet.ClusterRegistrationToken, timeout time.Duration) (*Bootstrap, error) {
 	if timeout == 0 {
 		timeout = time.Minute
 	}

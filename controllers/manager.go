@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -196,16 +197,29 @@ func Scheme() *runtime.Scheme {
 //
 // Of Leases it holds only the agents' check-ins (internal/checkin).
 //
-// The cache holds only the Secrets the manager writes itself (registration
-// token values, agent credentials), which carry fleet.cattle.io/managed:
-// no other Secret of the management cluster is kept in memory. Controllers
-// that need to hear of other Secrets watch their metadata only
-// (internal/secretmeta) and read their content uncached when they reconcile.
-func CacheOptions() cache.Options {
+// Of Secrets it holds only those the manager writes in the namespaces it
+// owns: its system namespace and the registration namespace (those labelled
+// fleet.cattle.io/managed), and the local cluster's Secret in fleet-local,
+// by name. A label is no trust boundary: whoever may write Secrets in a
+// namespace may set it, and a cache of every labelled Secret held whatever
+// tenants put there. The manager's Secrets in other namespaces (registration
+// token values in their token's namespace, agent credentials in cluster
+// namespaces) and everybody else's are read uncached, by name, when needed;
+// controllers that must hear of them watch their metadata, stripped
+// (internal/secretmeta). A cached read of a Secret in any other namespace
+// fails, rather than hold it.
+func CacheOptions(o Options) cache.Options {
+	managed := labels.SelectorFromSet(labels.Set{fleet.ManagedLabel: "true"})
+	secrets := map[string]cache.Config{
+		fleet.LocalWorkspace: {LabelSelector: managed, FieldSelector: fields.OneTermEqualSelector("metadata.name", fleet.LocalClusterSecretName)},
+	}
+	for _, ns := range []string{o.systemNamespace(), o.SystemRegistrationNamespace()} {
+		secrets[ns] = cache.Config{LabelSelector: managed}
+	}
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{fleet.ManagedLabel: "true"})},
+			&corev1.Secret{}: {Namespaces: secrets},
 			// The agents' check-in Leases only, by name.
 			&coordinationv1.Lease{}: checkin.CacheByObject(),
 		},
@@ -226,8 +240,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// Every event goes through one limiter, keyed by the object it is about.
 	limiter := metrics.NewLimiter(o.Events)
 	recorder := func(name string) events.EventRecorder { return limiter.Recorder(mgr.GetEventRecorder(name)) }
+	// One metadata-only watch of Secrets serves every controller that must
+	// hear of Secrets the cache does not hold.
+	secrets, err := secretmeta.ForManager(mgr)
+	if err != nil {
+		return err
+	}
 	token := &clusterregistrationtoken.Reconciler{
 		Client:                      mgr.GetClient(),
+		Secrets:                     secrets,
 		SystemRegistrationNamespace: o.SystemRegistrationNamespace(),
 		APIServerURL:                o.APIServerURL,
 		APIServerCA:                 o.APIServerCA,
@@ -246,6 +267,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	reg := &clusterregistration.Reconciler{
 		Client:                      mgr.GetClient(),
+		Secrets:                     secrets,
 		SystemRegistrationNamespace: o.SystemRegistrationNamespace(),
 		AgentNamespace:              o.AgentNamespace(),
 		CredentialLifetime:          o.CredentialLifetime,
@@ -278,12 +300,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if err := mgr.Add(&manager.Server{Name: "gitrepo-webhook", Server: srv}); err != nil {
 			return err
 		}
-	}
-	// One metadata-only watch of Secrets serves the import and Cluster API
-	// controllers.
-	secrets, err := secretmeta.ForManager(mgr)
-	if err != nil {
-		return err
 	}
 	imp := &clusterimport.Reconciler{Client: mgr.GetClient(), APIServerURL: o.APIServerURL, APIServerCA: o.APIServerCA,
 		AgentImage: o.AgentImage, AgentBundles: o.AgentBundles, StaleAfter: o.ImportStaleAfter, MaxConcurrentInstalls: o.MaxConcurrentInstalls, Workers: o.Workers,
@@ -426,7 +442,7 @@ func Run(ctx context.Context, cfg *rest.Config, o RunOptions) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Controller:                    enqueue.ControllerDefaults(),
-		Cache:                         CacheOptions(),
+		Cache:                         CacheOptions(o.Options),
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,
 		PprofBindAddress:              o.PprofAddr,

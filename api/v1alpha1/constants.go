@@ -81,6 +81,13 @@ const (
 	// CredentialTokenKey, before the current one runs out: the agent reads
 	// it by name and switches to it (credential rotation).
 	RenewedCredentialSecretName = "fleet-agent-credential"
+	// CredentialIssuedAtAnnotation (RFC 3339) and
+	// CredentialServiceAccountAnnotation (namespace/name), on the
+	// RenewedCredentialSecretName Secret, say when the token in it was
+	// issued and for which ServiceAccount: the manager learns when the next
+	// one is due from the Secret's metadata, without reading the token.
+	CredentialIssuedAtAnnotation       = "fleet.cattle.io/credential-issued-at"
+	CredentialServiceAccountAnnotation = "fleet.cattle.io/credential-service-account"
 	// KubeConfigSecretValueKey holds the kubeconfig in a Cluster's
 	// spec.kubeConfigSecret (the same key as Cluster API's <cluster>-kubeconfig).
 	KubeConfigSecretValueKey = "value"

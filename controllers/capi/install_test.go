@@ -41,7 +41,7 @@ func TestClusterAPIInstalledAfterTheManagerStarts(t *testing.T) {
 	cfg := enqueue.ControllerDefaults()
 	cfg.SkipNameValidation = ptr.To(true)
 	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: controllers.Scheme(), Controller: cfg,
-		Cache: controllers.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
+		Cache: controllers.CacheOptions(controllers.Options{}), Metrics: metricsserver.Options{BindAddress: "0"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(t.Context())
 	g.Expect(controllers.Setup(ctx, mgr, controllers.Options{APIServerURL: cp.Config.Host, APIServerCA: cp.Config.CAData,

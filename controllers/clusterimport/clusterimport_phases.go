@@ -453,7 +453,9 @@ func (r *Reconciler) ensureToken(ctx context.Context, s *scope) (*agentinstall.B
 	default:
 		return nil, err
 	}
-	boot, err := agentinstall.WaitForToken(ctx, r.Client, token, r.RemoteTimeout)
+	// Uncached: the token's values Secret is in the Cluster's namespace,
+	// whose Secrets the manager's cache does not hold.
+	boot, err := agentinstall.WaitForToken(ctx, r.APIReader, token, r.RemoteTimeout)
 	if err != nil {
 		return nil, outcome.Wait(fleet.ReasonWaitingForToken, 0, err)
 	}

@@ -17,14 +17,21 @@ import (
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/secretmeta"
 )
 
 // Reconciler grants ClusterRegistrations.
 type Reconciler struct {
 	Client client.Client
 	// APIReader reads around the cache: a namespace the cache does not show
-	// may only be too new to be there yet.
+	// may only be too new to be there yet. It reads the Secrets the
+	// manager's cache does not hold: a token's values, an agent's renewal
+	// Secret written by an earlier version (controllers.CacheOptions).
 	APIReader client.Reader
+	// Secrets watches the metadata of Secrets: when an agent's last token
+	// was issued is read there, without reading the token (default: a
+	// watch of its own).
+	Secrets *secretmeta.Watch
 	// Recorder, when set, gets a Warning event for each registration
 	// refused (SetupWithManager defaults it). Grants, thousands at once,
 	// record none.
@@ -74,6 +81,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-clusterregistration")
+	}
+	if r.Secrets == nil {
+		var err error
+		if r.Secrets, err = secretmeta.ForManager(mgr); err != nil {
+			return err
+		}
 	}
 	if err := IndexClientID(ctx, mgr); err != nil {
 		return err

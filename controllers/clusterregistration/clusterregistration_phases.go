@@ -103,7 +103,9 @@ func (r *Reconciler) proveToken(ctx context.Context, s *scope) error {
 	}
 	secret := &corev1.Secret{}
 	key := types.NamespacedName{Namespace: s.token.Namespace, Name: names.RegistrationTokenSecret(s.token.Name)}
-	err := r.Client.Get(ctx, key, secret)
+	// Uncached: the manager's cache holds no Secret of the token's
+	// namespace. Once per registration not yet granted.
+	err := r.APIReader.Get(ctx, key, secret)
 	if apierrors.IsNotFound(err) || (err == nil && !issuedFor(secret, s.token)) {
 		// Not issued yet (the agent cannot hold it then), or not by the
 		// manager for this token.

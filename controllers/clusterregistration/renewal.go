@@ -6,12 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/ensure"
@@ -68,16 +68,15 @@ func (r *Reconciler) reconcileRenewal(ctx context.Context, s *scope) error {
 	if err != nil || !ok {
 		return err // revoked: nothing to renew
 	}
-	clusterNS := names.ClusterNamespaceFor(cluster.Namespace, cluster.Name, cluster.Status.Namespace)
-	secret := &corev1.Secret{}
-	err = r.Client.Get(ctx, types.NamespacedName{Namespace: clusterNS, Name: fleet.RenewedCredentialSecretName}, secret)
-	if client.IgnoreNotFound(err) != nil {
+	key := types.NamespacedName{Name: fleet.RenewedCredentialSecretName,
+		Namespace: names.ClusterNamespaceFor(cluster.Namespace, cluster.Name, cluster.Status.Namespace)}
+	sa := saNamespace + "/" + saName
+	newest, err := r.lastIssued(ctx, key, sa)
+	if err != nil {
 		return err
 	}
-	newest := grantedAt(s.reg)
-	if c, perr := satoken.Parse(string(secret.Data[fleet.CredentialTokenKey])); err == nil && perr == nil &&
-		c.Namespace == saNamespace && c.ServiceAccount == saName && c.IssuedAt.After(newest) {
-		newest = c.IssuedAt
+	if granted := grantedAt(s.reg); granted.After(newest) {
+		newest = granted
 	}
 	if wait := newest.Add(r.renewAfter()).Sub(r.Now()); wait > 0 {
 		s.requeueAfter = wait
@@ -87,21 +86,93 @@ func (r *Reconciler) reconcileRenewal(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fleet.RenewedCredentialSecretName, Namespace: clusterNS}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
-		if secret.ResourceVersion != "" && !ensure.Carries(secret, managed) {
-			return notOwned(secret)
-		}
-		secret.Labels = agentLabels(s.reg, cluster)
-		secret.Type = fleet.CredentialSecretType
-		secret.Data = map[string][]byte{fleet.CredentialTokenKey: []byte(token)}
-		return nil
-	}); err != nil {
+	if err := r.writeRenewed(ctx, key, agentLabels(s.reg, cluster), sa, token); err != nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Issued the next agent credential", "cluster", clusterName, "serviceAccount", saNamespace+"/"+saName)
+	ctrl.LoggerFrom(ctx).V(1).Info("Issued the next agent credential", "cluster", clusterName, "serviceAccount", sa)
 	s.requeueAfter = r.renewAfter()
 	return nil
+}
+
+// lastIssued is when the newest token of the ServiceAccount sa
+// (namespace/name) in the renewal Secret key was issued; zero when there is
+// none. The Secret's metadata says it (internal/secretmeta), so a
+// registration's reconcile reads no Secret: the manager's cache holds none
+// of the cluster namespaces. A Secret without those annotations (written by
+// an earlier version, or too new for the watch) is read uncached, and
+// annotated so that it is read once.
+func (r *Reconciler) lastIssued(ctx context.Context, key types.NamespacedName, sa string) (time.Time, error) {
+	m, err := r.Secrets.Get(ctx, key)
+	if apierrors.IsNotFound(err) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	if at, ok := issuedAt(m.Annotations, sa); ok {
+		return at, nil
+	}
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, key, secret); err != nil {
+		return time.Time{}, client.IgnoreNotFound(err)
+	}
+	if at, ok := issuedAt(secret.Annotations, sa); ok {
+		return at, nil
+	}
+	c, err := satoken.Parse(string(secret.Data[fleet.CredentialTokenKey]))
+	if err != nil || c.Namespace+"/"+c.ServiceAccount != sa {
+		return time.Time{}, nil // another agent's token, or none: issue one
+	}
+	if ensure.Carries(secret, managed) {
+		metav1.SetMetaDataAnnotation(&secret.ObjectMeta, fleet.CredentialIssuedAtAnnotation, c.IssuedAt.UTC().Format(time.RFC3339))
+		metav1.SetMetaDataAnnotation(&secret.ObjectMeta, fleet.CredentialServiceAccountAnnotation, sa)
+		if err := r.Client.Update(ctx, secret); err != nil {
+			return time.Time{}, fmt.Errorf("annotating the renewal Secret %s: %w", key, err)
+		}
+	}
+	return c.IssuedAt, nil
+}
+
+// issuedAt reads the annotations of a renewal Secret: when its token was
+// issued, if it is one of sa.
+func issuedAt(annotations map[string]string, sa string) (time.Time, bool) {
+	if annotations[fleet.CredentialServiceAccountAnnotation] != sa {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339, annotations[fleet.CredentialIssuedAtAnnotation])
+	return at, err == nil
+}
+
+// writeRenewed puts token, just minted for sa, into the renewal Secret key,
+// which it reads uncached first: one read and one write per agent and
+// CredentialRenewAfter. A Secret there that the manager did not make is
+// left alone.
+func (r *Reconciler) writeRenewed(ctx context.Context, key types.NamespacedName, labels map[string]string, sa, token string) error {
+	secret := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, key, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	case err != nil:
+		return err
+	case !ensure.Carries(secret, managed):
+		return notOwned(secret)
+	}
+	issued := r.Now()
+	if c, err := satoken.Parse(token); err == nil {
+		issued = c.IssuedAt
+	}
+	secret.Labels = labels
+	secret.Annotations = map[string]string{
+		fleet.CredentialIssuedAtAnnotation:       issued.UTC().Format(time.RFC3339),
+		fleet.CredentialServiceAccountAnnotation: sa,
+	}
+	secret.Type = fleet.CredentialSecretType
+	secret.Data = map[string][]byte{fleet.CredentialTokenKey: []byte(token)}
+	if secret.ResourceVersion == "" {
+		return r.Client.Create(ctx, secret)
+	}
+	return r.Client.Update(ctx, secret)
 }
 
 // grantedAt is when the registration was granted (its Accepted condition

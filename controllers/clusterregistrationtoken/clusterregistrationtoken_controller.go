@@ -18,8 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/registration"
+	"github.com/gitfleet/fleet/internal/secretmeta"
 )
 
 // Reconciler keeps each token's ServiceAccount, RBAC and values Secret, and
@@ -37,9 +39,14 @@ type Reconciler struct {
 	Now func() time.Time
 	// Workers is the number of tokens reconciled at once.
 	Workers int
-	// APIReader reads past the cache: a values Secret the cache does not
-	// show yet is looked for there before its token is re-issued.
+	// APIReader reads the tokens' values Secrets, uncached: they live in
+	// the tokens' namespaces, whose Secrets the manager's cache does not
+	// hold (controllers.CacheOptions). Default the manager's API reader.
 	APIReader client.Reader
+	// Secrets watches the metadata of Secrets, so that a values Secret
+	// changed or deleted brings its token back (default: a watch of its
+	// own).
+	Secrets *secretmeta.Watch
 }
 
 // SetupWithManager registers the controller.
@@ -53,13 +60,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	if r.Secrets == nil {
+		var err error
+		if r.Secrets, err = secretmeta.ForManager(mgr); err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.ClusterRegistrationToken{}).
-		Owns(&corev1.Secret{}).
+		WatchesRawSource(r.Secrets.Source(handler.TypedEnqueueRequestsFromMapFunc(tokenOfSecret))).
 		Watches(&corev1.ServiceAccount{}, handler.EnqueueRequestsFromMapFunc(r.tokenOfServiceAccount)).
 		Named("clusterregistrationtoken").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
+}
+
+// tokenOfSecret maps a token's values Secret, named after the token and
+// labelled with its name, to the token of its namespace. The labels are
+// anyone's to set: they only bring a token of that namespace to be looked
+// at, which reads its Secret afresh and trusts only what it made.
+func tokenOfSecret(_ context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
+	l := obj.GetLabels()
+	name := l[fleet.RegistrationTokenLabel]
+	if l[fleet.ManagedLabel] != "true" || name == "" || obj.GetName() != names.RegistrationTokenSecret(name) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 // tokenOfServiceAccount maps a token's ServiceAccount, in the system

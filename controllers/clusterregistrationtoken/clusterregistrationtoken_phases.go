@@ -164,13 +164,23 @@ func owned(token *fleet.ClusterRegistrationToken, obj client.Object) bool {
 // manager did not make for it.
 func (r *Reconciler) checkOwned(ctx context.Context, token *fleet.ClusterRegistrationToken, obj client.Object) error {
 	have := obj.DeepCopyObject().(client.Object)
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), have); err != nil {
+	if err := r.reader(obj).Get(ctx, client.ObjectKeyFromObject(obj), have); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !owned(token, have) {
 		return notOwned(token, obj)
 	}
 	return nil
+}
+
+// reader reads obj: Secrets uncached, as the manager's cache holds none of
+// the tokens' namespaces (controllers.CacheOptions), the rest from the
+// cache.
+func (r *Reconciler) reader(obj client.Object) client.Reader {
+	if _, ok := obj.(*corev1.Secret); ok {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 func notOwned(token *fleet.ClusterRegistrationToken, obj client.Object) error {
@@ -190,7 +200,7 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 		return err
 	}
 	secret := &corev1.Secret{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: token.Namespace, Name: name}, secret)
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: token.Namespace, Name: name}, secret)
 	if !owned(token, sa) {
 		return notOwned(token, sa)
 	}
@@ -220,14 +230,6 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 		// register, and the manager could no longer check their proof
 		// (registration.TokenProof). The ServiceAccount is made anew, so
 		// that those values stop working, and new ones are issued for it.
-		// Unless the cache is only late with a Secret just written.
-		live := &corev1.Secret{}
-		switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: token.Namespace, Name: name}, live); {
-		case err == nil && live.Annotations[saUIDAnnotation] == string(sa.UID):
-			return fmt.Errorf("the values Secret %s of token %s is not in the cache yet: looking again", name, token.Name)
-		case err != nil && !apierrors.IsNotFound(err):
-			return err
-		}
 		uid := sa.UID
 		if err := r.Client.Delete(ctx, sa, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("revoking the values of token %s, whose Secret %s is gone: %w", token.Name, name, err)
@@ -261,22 +263,33 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: token.Namespace}}
-	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
-		if secret.ResourceVersion != "" && !owned(token, secret) {
-			return notOwned(token, secret)
-		}
-		secret.Labels = labels(token)
-		secret.Annotations = map[string]string{saUIDAnnotation: string(sa.UID)}
-		secret.Type = corev1.SecretTypeOpaque
-		secret.Data = map[string][]byte{fleet.RegistrationTokenSecretValuesKey: values}
-		return controllerutil.SetControllerReference(token, secret, r.Client.Scheme())
-	})
-	if err != nil {
+	if err := r.writeSecret(ctx, token, secret, sa, values); err != nil {
 		return fmt.Errorf("writing secret %s for token %s: %w", name, token.Name, err)
 	}
 	s.secretName = name
 	return nil
+}
+
+// writeSecret writes the token's values into its Secret: have, as read
+// uncached, or a new one when have was not found (no resourceVersion).
+func (r *Reconciler) writeSecret(ctx context.Context, token *fleet.ClusterRegistrationToken, have *corev1.Secret, sa *corev1.ServiceAccount, values []byte) error {
+	if have.ResourceVersion != "" && !owned(token, have) {
+		return notOwned(token, have)
+	}
+	secret := have.DeepCopy()
+	secret.Name, secret.Namespace = SecretName(token), token.Namespace
+	secret.Labels = labels(token)
+	secret.Annotations = map[string]string{saUIDAnnotation: string(sa.UID)}
+	secret.Type = corev1.SecretTypeOpaque
+	secret.Data = map[string][]byte{fleet.RegistrationTokenSecretValuesKey: values}
+	if err := controllerutil.SetControllerReference(token, secret, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if secret.ResourceVersion == "" {
+		return r.Client.Create(ctx, secret)
+	}
+	// The resourceVersion read makes a concurrent change fail the update.
+	return r.Client.Update(ctx, secret)
 }
 
 // reconcileDelete revokes the token by deleting what it owns (nothing it
@@ -297,7 +310,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, token *fleet.ClusterRe
 		&rbacv1.Role{ObjectMeta: meta(RoleName(token))},
 		&corev1.Secret{ObjectMeta: meta(SecretName(token))},
 	} {
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		if err := r.reader(obj).Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}

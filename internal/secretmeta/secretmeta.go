@@ -1,14 +1,19 @@
 // Package secretmeta watches Secrets by their metadata alone, for the
-// controllers that must hear of a change to any Secret (a kubeconfig Secret
-// may be any Secret of a namespace) but need its content only while they
-// reconcile, when they read it uncached.
+// controllers that must hear of a change to a Secret the manager's cache
+// does not hold (a kubeconfig Secret may be any Secret of a namespace; a
+// registration token's values live in the token's namespace, an agent's
+// renewal Secret in its cluster namespace) but need its content only while
+// they reconcile, when they read it uncached.
 //
-// The manager's own cache holds only Secrets labelled fleet.cattle.io/managed
-// (controllers.CacheOptions); this is a separate cache of metadata informers,
-// so that the label selector there does not apply here. What it keeps of a
-// Secret is its name, namespace, UID, resourceVersion and labels: no data,
-// and no annotations, which may carry a copy of the data (kubectl's
-// last-applied-configuration).
+// The manager's own cache holds only Secrets of the namespaces it owns
+// (controllers.CacheOptions); this is a separate cache of metadata
+// informers, over every namespace. Metadata is anyone's to write who may
+// write Secrets, and large (a few MiB of labels, 256 KiB of annotations, any
+// number of finalizers), so what it keeps of a Secret is bounded: its name,
+// namespace, UID, resourceVersion and timestamps, the labels the manager
+// selects on (KeptLabels) and the annotations it reads (KeptAnnotations),
+// each at most MaxKeptValue long. No data, and no other annotation, which
+// may carry a copy of the data (kubectl's last-applied-configuration).
 package secretmeta
 
 import (
@@ -27,6 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
 // Watch is a cache of the metadata of every Secret. Add it to the manager
@@ -82,15 +89,51 @@ func (w *Watch) List(ctx context.Context, opts ...client.ListOption) (*metav1.Pa
 	return list, w.cache.List(ctx, list, opts...)
 }
 
-// strip keeps of an object only what the watchers need: its identity and
-// labels.
+// KeptLabels are the labels kept of a Secret: the manager's own, a
+// registration token's name, and Cluster API's cluster name.
+var KeptLabels = []string{fleet.ManagedLabel, fleet.RegistrationTokenLabel, "cluster.x-k8s.io/cluster-name"}
+
+// KeptAnnotations are the annotations kept of a Secret: when an agent's
+// renewal token was issued, and for whom.
+var KeptAnnotations = []string{fleet.CredentialIssuedAtAnnotation, fleet.CredentialServiceAccountAnnotation}
+
+// MaxKeptValue bounds a kept label or annotation value: a namespace/name.
+const MaxKeptValue = 320
+
+// strip keeps of an object only what the watchers need: its identity, and
+// the labels and annotations they read.
 func strip(in any) (any, error) {
-	if obj, err := meta.Accessor(in); err == nil {
-		obj.SetAnnotations(nil)
-		obj.SetManagedFields(nil)
-		obj.SetOwnerReferences(nil)
+	m, ok := in.(*metav1.PartialObjectMetadata)
+	if !ok {
+		if obj, err := meta.Accessor(in); err == nil {
+			obj.SetLabels(only(obj.GetLabels(), KeptLabels))
+			obj.SetAnnotations(only(obj.GetAnnotations(), KeptAnnotations))
+			obj.SetManagedFields(nil)
+			obj.SetOwnerReferences(nil)
+			obj.SetFinalizers(nil)
+		}
+		return in, nil
 	}
-	return in, nil
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
+		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+		Labels: only(m.Labels, KeptLabels), Annotations: only(m.Annotations, KeptAnnotations),
+	}}, nil
+}
+
+// only is the entries of in under keys, with values of at most
+// MaxKeptValue bytes; nil when there is none.
+func only(in map[string]string, keys []string) map[string]string {
+	var out map[string]string
+	for _, k := range keys {
+		if v, ok := in[k]; ok && len(v) <= MaxKeptValue {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 var _ toolscache.TransformFunc = strip

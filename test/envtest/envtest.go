@@ -114,7 +114,7 @@ func start(ctx context.Context, in RunInput) (*Environment, func(), error) {
 	env.Manager, err = ctrl.NewManager(cp.Config, ctrl.Options{
 		Scheme:     controllers.Scheme(),
 		Controller: enqueue.ControllerDefaults(),
-		Cache:      controllers.CacheOptions(),
+		Cache:      controllers.CacheOptions(controllers.Options{}),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -28,6 +29,13 @@ import (
 // ServiceAccount, so a reconciler that needs a right its markers do not
 // grant fails here as it would in a real cluster.
 func StartManager(ctx context.Context, cfg *rest.Config, o controllers.Options) (func(), error) {
+	stop, _, err := startManager(ctx, cfg, o, "0")
+	return stop, err
+}
+
+// StartManagerWithCache is StartManager that also returns the manager's
+// cache, for specs that check what the manager keeps in memory.
+func StartManagerWithCache(ctx context.Context, cfg *rest.Config, o controllers.Options) (func(), cache.Cache, error) {
 	return startManager(ctx, cfg, o, "0")
 }
 
@@ -38,37 +46,37 @@ func StartManagerServingMetrics(ctx context.Context, cfg *rest.Config, o control
 	if err != nil {
 		return nil, "", err
 	}
-	stop, err = startManager(ctx, cfg, o, addr)
+	stop, _, err = startManager(ctx, cfg, o, addr)
 	return stop, "http://" + addr + "/metrics", err
 }
 
-func startManager(ctx context.Context, cfg *rest.Config, o controllers.Options, metricsAddr string) (func(), error) {
+func startManager(ctx context.Context, cfg *rest.Config, o controllers.Options, metricsAddr string) (func(), cache.Cache, error) {
 	o.Egress = AllowLoopback(o.Egress)
 	managerCfg, err := ManagerConfig(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
 		Scheme:     controllers.Scheme(),
 		Controller: enqueue.ControllerDefaults(),
-		Cache:      controllers.CacheOptions(),
+		Cache:      controllers.CacheOptions(o),
 		Metrics:    metricsserver.Options{BindAddress: metricsAddr},
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	if err := controllers.Setup(ctx, mgr, o); err != nil {
 		cancel()
-		return nil, err
+		return nil, nil, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		cancel()
-		return nil, fmt.Errorf("manager cache did not sync: %v", <-done)
+		return nil, nil, fmt.Errorf("manager cache did not sync: %v", <-done)
 	}
-	return func() { cancel(); <-done }, nil
+	return func() { cancel(); <-done }, mgr.GetCache(), nil
 }
 
 // ManagerConfig installs the manager's ServiceAccount and RBAC as `fleet

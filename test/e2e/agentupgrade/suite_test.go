@@ -113,7 +113,7 @@ func (s *suite) startManager(ctx context.Context, image string) func() {
 	Expect(err).NotTo(HaveOccurred())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     controllers.Scheme(),
-		Cache:      controllers.CacheOptions(),
+		Cache:      controllers.CacheOptions(controllers.Options{}),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true), UsePriorityQueue: ptr.To(false)},
 	})

@@ -23,6 +23,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -50,6 +51,9 @@ type Env struct {
 	Downstreams []*controlplane.ControlPlane
 	// Options are the manager's options in this suite.
 	Options controllers.Options
+	// ManagerCache is the in-process manager's cache: what it holds is
+	// what the manager keeps in memory.
+	ManagerCache cache.Cache
 	// WebhookURL is the manager's git push webhook endpoint.
 	WebhookURL string
 	// Git serves the repositories under GitRoot over HTTP on loopback.
@@ -108,7 +112,7 @@ var _ = BeforeSuite(func() {
 		// service (egress_test.go).
 		Egress: egress.Policy{Deny: []netip.Prefix{netip.MustParsePrefix(deniedAddr + "/32")}},
 	}
-	stop, err := framework.StartManager(e.Ctx, e.Upstream.Config, e.Options)
+	stop, managerCache, err := framework.StartManagerWithCache(e.Ctx, e.Upstream.Config, e.Options)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() {
 		stop()
@@ -118,6 +122,7 @@ var _ = BeforeSuite(func() {
 		_ = os.RemoveAll(e.GitRoot)
 		framework.RemoveBinaries()
 	})
+	e.ManagerCache = managerCache
 	env = e
 	GinkgoWriter.Printf("Logs of agents are in %s\n", e.LogDir)
 })
