@@ -92,6 +92,10 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 	if image == "" {
 		image = DefaultControllerImage
 	}
+	writeScope, err := writeScopePolicy(ns, firstNonEmpty(o.AgentImage, agentinstall.DefaultImage))
+	if err != nil {
+		return nil, err
+	}
 	labels := map[string]string{"app": ManagerName}
 	meta := metav1.ObjectMeta{Name: ManagerName, Namespace: ns, Labels: labels}
 	objs := []client.Object{
@@ -115,6 +119,8 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 		policyBinding(TokenScopePolicyName),
 		agentSettingsPolicy(),
 		policyBinding(AgentSettingsPolicyName),
+		writeScope,
+		policyBinding(WriteScopePolicyName),
 		// The host keys of the well-known git hosts, trusted for SSH
 		// repositories whose Secret has no known_hosts, as Fleet ships them.
 		&corev1.ConfigMap{

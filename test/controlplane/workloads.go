@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,7 +50,16 @@ type Workloads struct {
 	// reports their status (a test that runs a Deployment's pods as
 	// processes of its own); an unbound pod is deleted at once.
 	ControllersOnly bool
+	// Controllers, when set, runs kube-controller-manager alone (as
+	// ControllersOnly) with only these of its controllers, e.g.
+	// TokenControllers: the least CPU for a test that needs just them.
+	Controllers []string
 }
+
+// TokenControllers are the controllers of kube-controller-manager that fill
+// Secrets of type kubernetes.io/service-account-token with the token of the
+// ServiceAccount they name, as in any cluster.
+var TokenControllers = []string{"serviceaccount-token-controller"}
 
 // WorkloadProcess is one of the processes that run a control plane's
 // workloads.
@@ -120,7 +130,11 @@ func (c *ControlPlane) StartWorkloads(ctx context.Context, w Workloads) (err err
 	if err != nil {
 		return err
 	}
-	for _, b := range WorkloadBinaries {
+	binaries := WorkloadBinaries
+	if len(w.Controllers) > 0 {
+		w.ControllersOnly, binaries = true, WorkloadBinaries[:1]
+	}
+	for _, b := range binaries {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
 			return fmt.Errorf("no %s in %s: run `make controlplane` (its cache now holds the binaries that run workloads too)", b, assets)
 		}
@@ -189,6 +203,11 @@ func (c *ControlPlane) StartWorkloads(ctx context.Context, w Workloads) (err err
 	}
 	if w.ControllersOnly {
 		starts = starts[:1]
+	}
+	for i, a := range starts[0].args {
+		if strings.HasPrefix(a, "--controllers=") && len(w.Controllers) > 0 {
+			starts[0].args[i] = "--controllers=" + strings.Join(w.Controllers, ",")
+		}
 	}
 	for _, s := range starts {
 		p, err := c.startWorkloadProcess(assets, logs, s.name, s.args)

@@ -75,6 +75,10 @@ var _ = BeforeSuite(func() {
 	cps, err := controlplane.StartN(3, "sec", controlplane.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	e.Upstream, e.Downstreams = cps[0], cps[1:]
+	// The token controller fills service-account-token Secrets, so every
+	// path to a token is live (manager_credential_test.go); nothing else
+	// of kube-controller-manager runs, to spare the CPU.
+	Expect(e.Upstream.StartWorkloads(e.Ctx, controlplane.Workloads{Controllers: controlplane.TokenControllers})).To(Succeed())
 	Expect(<-built).To(Succeed())
 	e.Admin, err = e.Upstream.Client(controllers.Scheme())
 	Expect(err).NotTo(HaveOccurred())
