@@ -115,8 +115,10 @@ func TestCheckoutLimits(t *testing.T) {
 	}{{
 		name:   "pack size",
 		limits: gitfetch.Limits{PackBytes: 4096},
-		make:   func(g *WithT, r *gittest.Repo) string { return commit(g, r, map[string]string{"a.txt": randomText(g, 64<<10)}) },
-		limit:  "pack size", more: []string{"--git-max-pack-bytes"},
+		make: func(g *WithT, r *gittest.Repo) string {
+			return commit(g, r, map[string]string{"a.txt": randomText(g, 64<<10)})
+		},
+		limit: "pack size", more: []string{"--git-max-pack-bytes"},
 	}, {
 		name:   "objects in the pack",
 		limits: gitfetch.Limits{Objects: 10},

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -72,6 +73,10 @@ type planner struct {
 }
 
 func (p *planner) walk(t *object.Tree, dir string, depth int) error {
+	// A name listed twice in one tree could be a symlink and then a
+	// directory, whose files would be written through the symlink, outside
+	// the checkout: git refuses such trees, and so does this.
+	seen := make(map[string]struct{}, len(t.Entries))
 	for _, e := range t.Entries {
 		if err := p.ctx.Err(); err != nil {
 			return err
@@ -79,6 +84,10 @@ func (p *planner) walk(t *object.Tree, dir string, depth int) error {
 		if e.Name == "" || e.Name == "." || e.Name == ".." || strings.ContainsAny(e.Name, "/\\\x00") {
 			return fmt.Errorf("the commit has an entry with an invalid name %q in %q", clip(e.Name), clip(dir))
 		}
+		if _, dup := seen[e.Name]; dup {
+			return fmt.Errorf("the commit lists %q twice in one directory: git refuses such a tree", clip(path.Join(dir, e.Name)))
+		}
+		seen[e.Name] = struct{}{}
 		name := path.Join(dir, e.Name)
 		if err := p.check(name, depth); err != nil {
 			return err
@@ -185,7 +194,9 @@ func writeFile(ctx context.Context, repo *git.Repository, f treeFile, dir string
 	if f.mode == filemode.Executable {
 		mode = 0o755
 	}
-	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	// The directory is new: a file that exists already, or a symlink in
+	// its place, is refused rather than followed.
+	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, mode)
 	if err != nil {
 		return err
 	}

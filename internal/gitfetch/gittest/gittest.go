@@ -19,8 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/pktline"
