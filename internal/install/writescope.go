@@ -144,10 +144,30 @@ func localAgentCEL(image string, agentArgs []string) string {
 		fmt.Sprintf("(!has(%[1]s.serviceAccount) || %[1]s.serviceAccount == '%[2]s')", pod, fleet.AgentName),
 		none("initContainers"), none("ephemeralContainers"),
 		fmt.Sprintf("size(%s.containers) == 1", pod),
-		fmt.Sprintf("%s.containers.all(c, c.name == 'agent' && c.image == '%s' && !has(c.command) && has(c.args) && c.args == [%s] && !has(c.lifecycle) && !has(c.livenessProbe) && !has(c.readinessProbe) && !has(c.startupProbe))",
-			pod, image, strings.Join(args, ", ")),
+		fmt.Sprintf("%s.containers.all(c, c.name == 'agent' && %s && !has(c.command) && has(c.args) && c.args == [%s] && !has(c.lifecycle) && !has(c.livenessProbe) && !has(c.readinessProbe) && !has(c.startupProbe))",
+			pod, agentImageCEL("c.image", image), strings.Join(args, ", ")),
 		fmt.Sprintf("(!has(%[1]s.volumes) || %[1]s.volumes.all(v, has(v.emptyDir)))", pod),
 	}, " && ")
+}
+
+// agentImageCEL tells whether field names the installed agent image or
+// another tag or digest of its repository: during an agent upgrade the
+// local cluster's agent Bundle still names the image it runs, so a repair
+// of the local agent installs that one, while the install names the next.
+func agentImageCEL(field, image string) string {
+	repo := imageRepository(image)
+	return fmt.Sprintf("(%[1]s == '%[2]s' || %[1]s.startsWith('%[3]s:') || %[1]s.startsWith('%[3]s@'))", field, image, repo)
+}
+
+// imageRepository is an image reference without its tag or digest.
+func imageRepository(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		image = image[:i]
+	}
+	return image
 }
 
 // agentArgs are the arguments of the agent's container as agentinstall

