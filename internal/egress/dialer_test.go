@@ -183,3 +183,18 @@ func TestForTenant(t *testing.T) {
 	g.Expect(outcome.ReasonOf(got, "")).To(Equal(fleet.ReasonDestinationRefused))
 	g.Expect(got.Error()).NotTo(ContainSubstring("169.254"))
 }
+
+// go-git wraps the error of its fetch's second request in one that does not
+// unwrap (plumbing.UnexpectedError): the refusal is still found, by its
+// text, and its detail still kept from the tenant.
+func TestForTenantFindsARefusalThatDoesNotUnwrap(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, err := NewDialer(Policy{}).DialContext(ctx, "tcp", "169.254.169.254:80")
+	opaque := errors.New("unexpected client error: " + err.Error())
+	g.Expect(errors.Is(opaque, ErrRefused)).To(BeFalse())
+	got := ForTenant(ctx, opaque)
+	g.Expect(got).To(MatchError(Message))
+	g.Expect(outcome.ReasonOf(got, "")).To(Equal(fleet.ReasonDestinationRefused))
+	g.Expect(got.Error()).NotTo(ContainSubstring("169.254"))
+}

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -31,8 +32,14 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return "connecting to " + e.Addr + " refused by the outbound policy: " + e.Rule
+	return "connecting to " + e.Addr + refusedMarker + e.Rule
 }
+
+// refusedMarker is in the text of every RefusedError. Some libraries (go-git
+// on a fetch's second request) wrap a dial error in one that does not
+// unwrap: ForTenant finds a refusal there by its text, so the detail never
+// reaches a tenant's status.
+const refusedMarker = " refused by the outbound policy: "
 
 // Is makes errors.Is(err, ErrRefused) true.
 func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
@@ -51,7 +58,7 @@ func refused(e *RefusedError) error {
 // fleet.ReasonDestinationRefused and Message alone, for the status of the
 // tenant's object.
 func ForTenant(ctx context.Context, err error) error {
-	if !errors.Is(err, ErrRefused) {
+	if err == nil || !errors.Is(err, ErrRefused) && !strings.Contains(err.Error(), refusedMarker) {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Refused an outbound connection made for a tenant", "detail", err.Error())
