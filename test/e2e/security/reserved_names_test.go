@@ -83,7 +83,7 @@ var _ = Describe("Reserved bundle names and labels", func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(chart.Close)
 		for name, labels := range map[string]map[string]string{
-			agentBundle:        nil,
+			agentBundle:       nil,
 			"reserved-labels": {"fleet.cattle.io/trusted": "true"},
 		} {
 			op := &fleet.HelmOp{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/agentinstall"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/test/framework"
 )
