@@ -237,6 +237,12 @@ func newRenderer(c TemplateContext) *renderer {
 	b := newBudget()
 	funcs := guardFuncs(b)
 	funcs[rangeFunc] = b.rangeCheck
+	// A cluster without templateValues shows an empty map, as in Fleet:
+	// ${ toJson .ClusterValues } is {}, not null.
+	clusterValues := deepCopyMap(c.ClusterValues)
+	if clusterValues == nil {
+		clusterValues = map[string]interface{}{}
+	}
 	return &renderer{
 		// Copies, since sprig's set and merge change dicts in place.
 		data: map[string]interface{}{
@@ -244,7 +250,7 @@ func newRenderer(c TemplateContext) *renderer {
 			"ClusterNamespace":   c.ClusterNamespace,
 			"ClusterLabels":      toDict(c.ClusterLabels),
 			"ClusterAnnotations": toDict(c.ClusterAnnotations),
-			"ClusterValues":      deepCopyMap(c.ClusterValues),
+			"ClusterValues":      clusterValues,
 		},
 		budget: b,
 		funcs:  funcs,

@@ -223,6 +223,36 @@ func TestRenderHelmValues(t *testing.T) {
 	}
 }
 
+// A cluster without spec.templateValues shows .ClusterValues as an empty
+// map, as Fleet's manager does (it passes {} when the Cluster has none): a
+// template printing it gives {}, not null, and hasKey works on it.
+func TestClusterValuesOfAClusterWithoutTemplateValues(t *testing.T) {
+	for _, cluster := range []*fleet.Cluster{
+		{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "fleet-default"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: "fleet-default"},
+			Spec: fleet.ClusterSpec{TemplateValues: &fleet.GenericMap{}}},
+	} {
+		t.Run(cluster.Name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := RenderHelmValues(&fleet.HelmOptions{
+				Values: &fleet.GenericMap{Data: map[string]interface{}{
+					"json": "${ toJson .ClusterValues }",
+					"len":  "${ len .ClusterValues }",
+					"has":  `${ hasKey .ClusterValues "x" }`,
+				}},
+				TemplateValues: map[string]string{"all": "${ toJson .ClusterValues }"},
+			}, TemplateContextFor(cluster))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(map[string]interface{}{
+				"json": map[string]interface{}{},
+				"len":  0.0,
+				"has":  false,
+				"all":  map[string]interface{}{},
+			}))
+		})
+	}
+}
+
 func TestDependsOnCluster(t *testing.T) {
 	values := func(m map[string]interface{}) *fleet.GenericMap { return &fleet.GenericMap{Data: m} }
 	for _, tt := range []struct {
