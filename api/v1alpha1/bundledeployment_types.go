@@ -224,6 +224,39 @@ func (s Summary) String() string {
 	return out
 }
 
+// ResourceName names a resource as Fleet's messages do: its kind in lower
+// case, a dot and its API group ("v1" for the core group), then
+// namespace/name, e.g. "job.batch default/x" or "configmap.v1 default/x".
+func ResourceName(apiVersion, kind, namespace, name string) string {
+	k := strings.ToLower(kind)
+	if apiVersion != "" {
+		k += "." + strings.SplitN(apiVersion, "/", 2)[0]
+	}
+	if namespace != "" {
+		name = namespace + "/" + name
+	}
+	return k + " " + name
+}
+
+// String says what differs, in Fleet's words: "job.batch default/x
+// missing", "... extra", or "... modified" and the patch.
+func (m ModifiedStatus) String() string {
+	msg := ResourceName(m.APIVersion, m.Kind, m.Namespace, m.Name)
+	switch {
+	case m.Create:
+		return msg + " missing"
+	case m.Delete:
+		return msg + " extra"
+	}
+	return msg + " modified " + m.Patch
+}
+
+// String says why the resource is not ready: its name as Fleet writes it,
+// then its summary, e.g. "deployment.apps default/web 0/1 available".
+func (n NonReadyStatus) String() string {
+	return ResourceName(n.APIVersion, n.Kind, n.Namespace, n.Name) + " " + n.Summary.String()
+}
+
 // ResourceCounts counts resources by state. Every count is written, zero
 // included, as Fleet writes them.
 type ResourceCounts struct {

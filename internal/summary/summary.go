@@ -67,13 +67,13 @@ func Message(bd *fleet.BundleDeployment) string {
 	if c := meta.FindStatusCondition(bd.Status.Conditions, fleet.ConditionReady); c != nil && c.Status == metav1.ConditionFalse && c.Message != "" {
 		return c.Message
 	}
+	// Fleet's words ("job.batch default/x missing"): its UI and users'
+	// alerts match on them.
 	if len(bd.Status.NonReadyStatus) > 0 {
-		n := bd.Status.NonReadyStatus[0]
-		return fmt.Sprintf("%s %s/%s: %s", n.Kind, n.Namespace, n.Name, n.Summary.String())
+		return bd.Status.NonReadyStatus[0].String()
 	}
 	if len(bd.Status.ModifiedStatus) > 0 {
-		m := bd.Status.ModifiedStatus[0]
-		return fmt.Sprintf("%s %s/%s modified", m.Kind, m.Namespace, m.Name)
+		return bd.Status.ModifiedStatus[0].String()
 	}
 	return ""
 }

@@ -85,3 +85,21 @@ func TestOfCarriesResources(t *testing.T) {
 	nr.NonReadyStatus[0].Summary.Message[0] = "changed"
 	g.Expect(b.Status.NonReadyStatus[0].Summary.Message[0]).To(Equal("0/1 available"), "no memory shared with the deployment")
 }
+
+// Without a condition message, a deployment's message is its first
+// non-ready or modified resource in Fleet's words ("job.batch default/x
+// missing"), which Fleet's UI and its users' alerts match on.
+func TestMessageInFleetsWords(t *testing.T) {
+	g := NewWithT(t)
+	missing := bd("m", func(b *fleet.BundleDeployment) {
+		b.Status.NonModified = false
+		b.Status.ModifiedStatus = []fleet.ModifiedStatus{{APIVersion: "batch/v1", Kind: "Job", Namespace: "default", Name: "x", Create: true}}
+	})
+	g.Expect(Message(missing)).To(Equal("job.batch default/x missing"))
+	notReady := bd("n", func(b *fleet.BundleDeployment) {
+		b.Status.Ready = false
+		b.Status.NonReadyStatus = []fleet.NonReadyStatus{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web",
+			Summary: fleet.Summary{State: "updating", Message: []string{"0/1 available"}}}}
+	})
+	g.Expect(Message(notReady)).To(Equal("deployment.apps default/web 0/1 available"))
+}
