@@ -39,6 +39,11 @@ const (
 	// shows (status.display.state) turned into or out of ErrApplied,
 	// NotReady, Modified or Offline; the note says from what to what.
 	ReasonStateChanged = "StateChanged"
+	// ReasonStaleRead: the object, or one the reconcile read, changed
+	// since the manager's cache showed it (a status write conflicted, a
+	// Cluster was created or claimed meanwhile); the manager looks again
+	// shortly, from a fresher cache. It sets no condition.
+	ReasonStaleRead = "StaleRead"
 )
 
 // GitRepo: Accepted, GitPolling and Ready.
@@ -175,6 +180,10 @@ const (
 const (
 	// ReasonIssued: the token's values Secret is in place.
 	ReasonIssued = "Issued"
+	// ReasonReissuing: the token's values Secret was gone; its
+	// ServiceAccount is made anew (revoking the values handed out before)
+	// and new values are issued. It sets no condition.
+	ReasonReissuing = "Reissuing"
 )
 
 // BundleDeployment: Installed, Deployed, Monitored and Ready (the agent).

@@ -109,3 +109,54 @@ func TestComputeSetsTheConditionAndRecordsChanges(t *testing.T) {
 	g.Expect(rec.events).To(HaveLen(3))
 	g.Expect(rec.events[2].kind).To(Equal("Normal"))
 }
+
+func TestConditionEvent(t *testing.T) {
+	cond := func(status metav1.ConditionStatus, reason, message string) *metav1.Condition {
+		return &metav1.Condition{Type: fleet.ConditionAccepted, Status: status, Reason: reason, Message: message}
+	}
+	cases := []struct {
+		name     string
+		was, now *metav1.Condition
+		want     string
+	}{
+		{name: "first success", now: cond(metav1.ConditionTrue, fleet.ReasonReady, ""), want: ""},
+		{name: "first failure", now: cond(metav1.ConditionFalse, fleet.ReasonFetchFailed, "x"), want: "Warning"},
+		{name: "turns False", was: cond(metav1.ConditionTrue, fleet.ReasonReady, ""), now: cond(metav1.ConditionFalse, fleet.ReasonFetchFailed, "x"), want: "Warning"},
+		{name: "another failure", was: cond(metav1.ConditionFalse, fleet.ReasonAuthFailed, "x"), now: cond(metav1.ConditionFalse, fleet.ReasonFetchFailed, "x"), want: "Warning"},
+		{name: "same failure, new message", was: cond(metav1.ConditionFalse, fleet.ReasonFetchFailed, "x"), now: cond(metav1.ConditionFalse, fleet.ReasonFetchFailed, "y"), want: ""},
+		{name: "recovers", was: cond(metav1.ConditionFalse, fleet.ReasonFetchFailed, "x"), now: cond(metav1.ConditionTrue, fleet.ReasonReady, ""), want: "Normal"},
+		{name: "stays True", was: cond(metav1.ConditionTrue, fleet.ReasonReady, "a"), now: cond(metav1.ConditionTrue, fleet.ReasonReady, "b"), want: ""},
+		{name: "Unknown", was: cond(metav1.ConditionFalse, fleet.ReasonFetchFailed, "x"), now: cond(metav1.ConditionUnknown, fleet.ReasonNotReady, ""), want: ""},
+		{name: "gone", was: cond(metav1.ConditionFalse, fleet.ReasonFetchFailed, "x"), want: ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(outcome.ConditionEvent(tc.was, tc.now)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestComputeRecordsTheEventsOfWatchedConditions(t *testing.T) {
+	g := NewWithT(t)
+	repo := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns"}}
+	conditions.MarkTrue(repo, fleet.ConditionAccepted, fleet.ReasonBundlesRead, "")
+	before := append([]metav1.Condition(nil), repo.Status.Conditions...)
+	// The caller's status functions set the conditions, then Compute.
+	conditions.MarkFalse(repo, fleet.ConditionAccepted, fleet.ReasonInvalidBundle, "fleet.yaml: line 3")
+	conditions.MarkFalse(repo, fleet.ConditionGitPolling, fleet.ReasonFetchFailed, "unreachable")
+	rec := &recorder{}
+	res, err := outcome.Compute(context.Background(), outcome.Input{Object: repo, Before: before, Recorder: rec, Poll: time.Minute,
+		Err:    outcome.Stallf(fleet.ReasonInvalidBundle, "fleet.yaml: line 3"),
+		Events: []outcome.Watch{{Condition: fleet.ConditionGitPolling, Action: "Poll"}, {Condition: fleet.ConditionAccepted, Action: "Sync"}}})
+	g.Expect(err).NotTo(HaveOccurred(), "a polled stall keeps polling")
+	g.Expect(res.RequeueAfter).To(Equal(time.Minute))
+	g.Expect(rec.events).To(Equal([]recorded{
+		{"Warning", fleet.ReasonFetchFailed, "Poll", "unreachable"},
+		{"Warning", fleet.ReasonInvalidBundle, "Sync", "fleet.yaml: line 3"},
+	}))
+
+	// After, on success, comes back sooner than the poll.
+	res, err = outcome.Compute(context.Background(), outcome.Input{Object: repo, Poll: time.Minute, After: time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(time.Second))
+}

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitfleet/fleet/internal/conditions"
@@ -50,12 +50,13 @@ func Condition(t string, err error, success, message, fallback string) metav1.Co
 
 // Input is what Compute needs to know of one reconcile.
 type Input struct {
-	// Object is the reconciled object; its condition is set and the event
-	// is about it.
-	Object conditions.Setter
+	// Object is the reconciled object; its condition is set and the events
+	// are about it.
+	Object client.Object
 	// Condition, when set, is the condition type that reports the outcome:
 	// True with SuccessReason/SuccessMessage, or False with the error's
-	// reason (FallbackReason for a plain error) and message.
+	// reason (FallbackReason for a plain error) and message. Object must
+	// then have conditions (conditions.Setter).
 	Condition      string
 	SuccessReason  string
 	SuccessMessage string
@@ -65,47 +66,54 @@ type Input struct {
 	// Poll is the interval of a kind that polls (a GitRepo): it comes back
 	// after Poll even when stalled. 0 for the others.
 	Poll time.Duration
-	// Recorder, when set, gets a Warning event each time the condition turns
-	// to a new failure, and a Normal event when it recovers.
+	// After, when set, is when to come back after a success (a check due,
+	// a batch held back); the sooner of After and Poll wins.
+	After time.Duration
+	// Recorder, when set, gets the events the watched conditions' changes
+	// deserve (RecordEvents): Condition's, with Action, and Events'.
 	Recorder events.EventRecorder
-	// Action names what the controller did, for events (e.g. "Import").
+	// Related is the object the events also concern (may be nil).
+	Related runtime.Object
+	// Action names what the controller did, for Condition's events (e.g.
+	// "Import").
 	Action string
+	// Events are further conditions, set by the caller's status functions,
+	// whose changes are news.
+	Events []Watch
+	// Before are Object's conditions as the reconcile found them, which
+	// the events compare with; default: its conditions when Compute is
+	// called.
+	Before []metav1.Condition
 }
 
 // Compute turns one reconcile's outcome into the object's condition, an
-// event when that condition changed, and the controller-runtime result. It
-// changes only the object in memory: the caller's deferred status patch
-// writes it. Errors controller-runtime will log (those it retries) are not
-// logged here; a stall that polling hides from controller-runtime is.
+// event for each watched condition that changed, and the controller-runtime
+// result. It changes only the object in memory: the caller's deferred
+// status write (PatchStatus, or conditions.ApplyStatus) writes it. Errors
+// controller-runtime will log (those it retries) are not logged here; a
+// stall that polling hides from controller-runtime is, once, when it is new.
 func Compute(ctx context.Context, in Input) (ctrl.Result, error) {
-	if in.Condition != "" && in.Object != nil {
-		before := conditions.Get(in.Object, in.Condition)
-		var was *metav1.Condition
-		if before != nil {
-			c := *before
-			was = &c
-		}
-		now := Condition(in.Condition, in.Err, in.SuccessReason, in.SuccessMessage, in.FallbackReason)
-		conditions.Set(in.Object, now)
-		if in.Recorder != nil && !conditions.Same(was, &now) && (in.Err != nil || was != nil) {
-			kind := corev1.EventTypeNormal
-			if now.Status != metav1.ConditionTrue {
-				kind = corev1.EventTypeWarning
-			}
-			in.Recorder.Eventf(in.Object, nil, kind, now.Reason, in.Action, "%s", truncate(now.Message, 1024))
-		}
+	getter, _ := in.Object.(conditions.Getter)
+	before := in.Before
+	if before == nil && getter != nil {
+		before = append([]metav1.Condition(nil), getter.GetConditions()...)
+	}
+	watches := in.Events
+	if setter, ok := in.Object.(conditions.Setter); ok && in.Condition != "" {
+		conditions.Set(setter, Condition(in.Condition, in.Err, in.SuccessReason, in.SuccessMessage, in.FallbackReason))
+		watches = append([]Watch{{Condition: in.Condition, Action: in.Action}}, watches...)
+	}
+	var after []metav1.Condition
+	if getter != nil {
+		after = getter.GetConditions()
+		RecordEvents(in.Recorder, in.Object, in.Related, before, after, watches...)
 	}
 	res, err := Result(in.Err, in.Poll)
 	if in.Err != nil && err == nil && IsStalling(in.Err) {
-		ctrl.LoggerFrom(ctx).Info("Reconcile stalled until the next poll", "object", klog.KObj(in.Object),
-			"reason", ReasonOf(in.Err, in.FallbackReason), "error", in.Err.Error())
+		logStalls(ctx, in.Object, before, after, watches)
+	}
+	if in.Err == nil && in.After > 0 && (res.RequeueAfter == 0 || in.After < res.RequeueAfter) {
+		res.RequeueAfter = in.After
 	}
 	return res, err
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

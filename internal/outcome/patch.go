@@ -1,0 +1,129 @@
+package outcome
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+)
+
+// ConflictWait is how long a reconcile whose status write conflicted waits
+// before it looks again: time for the cache to show the write that won.
+const ConflictWait = time.Second
+
+// PatchOption changes how PatchStatus writes.
+type PatchOption func(*patchOptions)
+
+type patchOptions struct {
+	lock  bool
+	owner string
+}
+
+// WithOptimisticLock, when lock is set, makes the patch carry before's
+// resourceVersion, so that it fails with a conflict (a Wait) rather than
+// overwrite what another writer wrote since: for a list another writer
+// shares (a merge patch replaces a list whole).
+func WithOptimisticLock(lock bool) PatchOption {
+	return func(o *patchOptions) { o.lock = lock }
+}
+
+// WithFieldOwner writes under field manager owner.
+func WithFieldOwner(owner string) PatchOption {
+	return func(o *patchOptions) { o.owner = owner }
+}
+
+// PatchStatus is the one way a reconciler writes the status it owns whole:
+// a JSON merge patch of what obj's status changed since before (the object
+// as the reconcile read it), sent only when it changed. Where several
+// writers share one status, each applies its own fields instead
+// (conditions.ApplyStatus).
+//
+// A missing object is not an error: it is gone, and so is its status. A
+// conflict (WithOptimisticLock, or a cache behind) is a Wait of ConflictWait
+// with reason StaleRead. Other errors name the object, for backoff.
+func PatchStatus(ctx context.Context, c client.Client, before, obj client.Object, opts ...PatchOption) error {
+	var o patchOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	what := fmt.Sprintf("%s %s", kindOf(obj), client.ObjectKeyFromObject(obj))
+	data, err := client.MergeFrom(before).Data(obj)
+	if err != nil {
+		return fmt.Errorf("computing the status patch of %s: %w", what, err)
+	}
+	var diff map[string]json.RawMessage
+	if err := json.Unmarshal(data, &diff); err != nil {
+		return fmt.Errorf("computing the status patch of %s: %w", what, err)
+	}
+	status, changed := diff["status"]
+	if !changed {
+		return nil
+	}
+	body := map[string]any{"status": status}
+	if o.lock {
+		body["metadata"] = map[string]any{"resourceVersion": before.GetResourceVersion()}
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("computing the status patch of %s: %w", what, err)
+	}
+	var popts []client.SubResourcePatchOption
+	if o.owner != "" {
+		popts = append(popts, client.FieldOwner(o.owner))
+	}
+	err = c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, raw), popts...)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return Wait(fleet.ReasonStaleRead, ConflictWait, fmt.Errorf("%s changed since it was read: its status is written again from a fresher read: %w", what, err))
+	}
+	return fmt.Errorf("writing the status of %s: %w", what, err)
+}
+
+// Written combines a reconcile's result and error with the error of its
+// status write: a write that failed must be retried, whatever the
+// reconcile's outcome, so its error wins (a conflict's Wait comes back
+// shortly; anything else with backoff, joined with the reconcile's error
+// unless that one was terminal, which would stop the retry).
+func Written(res ctrl.Result, err, writeErr error) (ctrl.Result, error) {
+	switch {
+	case writeErr == nil:
+		return res, err
+	case IsWaiting(writeErr):
+		return Result(writeErr, 0)
+	case err != nil && !errors.Is(err, reconcile.TerminalError(nil)):
+		return ctrl.Result{}, errors.Join(writeErr, err)
+	}
+	return ctrl.Result{}, writeErr
+}
+
+// Finish ends a reconcile whose status the caller has computed into
+// in.Object: Compute sets the outcome's condition, records events and
+// decides the result, then PatchStatus writes the status when it differs
+// from before's, and Written combines the two.
+func Finish(ctx context.Context, c client.Client, before client.Object, in Input, opts ...PatchOption) (ctrl.Result, error) {
+	res, err := Compute(ctx, in)
+	return Written(res, err, PatchStatus(ctx, c, before, in.Object, opts...))
+}
+
+func kindOf(obj client.Object) string {
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	t := reflect.TypeOf(obj)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
