@@ -24,6 +24,7 @@ import (
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // Reconciler keeps the agent Bundles of the registered Clusters of one
@@ -119,8 +120,14 @@ func clusterPredicate() predicate.Predicate {
 }
 
 // Reconcile plans one namespace's agent Bundles and writes those that
-// change.
+// change; outcome turns how that ended into the result (agent Bundles
+// have no status of their own).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	return outcome.Compute(ctx, outcome.Input{Err: err, After: res.RequeueAfter})
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ns := req.Name
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", ns)
 	clusters := &fleet.ClusterList{}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -130,7 +129,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	s := &scope{bundle: bundle}
 	before := bundle.DeepCopy()
 	defer func() {
-		result, reterr = r.finish(ctx, s, before, result, reterr)
+		// The status sums what the reconcile saw; on success Ready sums the
+		// deployments (setStatus), on failure it says what failed, with an
+		// event when that is news. A lost status write is retried, whatever
+		// the reconcile's outcome.
+		setStatus(bundle, statusView(s), reterr)
+		in := outcome.Input{Object: bundle, Err: reterr, Recorder: r.Recorder, Action: "Target", FallbackReason: fleet.ReasonError,
+			After: result.RequeueAfter} // maxNew held creations back
+		if reterr != nil {
+			in.Condition = fleet.ConditionReady
+		}
+		result, reterr = outcome.Finish(ctx, r.Client, before, in)
 	}()
 	return r.reconcile(ctx, s, req.NamespacedName)
 }
@@ -171,31 +180,6 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope, key types.Namespac
 
 // batchBudget is how long one reconcile keeps creating maxNew batches.
 const batchBudget = 5 * time.Second
-
-// finish computes the bundle's status from what the reconcile saw, turns
-// its error into the Ready condition, an event and the result (outcome), and
-// writes the status once. A lost status write is retried, whatever the
-// reconcile's outcome.
-func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.Bundle, result ctrl.Result, err error) (ctrl.Result, error) {
-	setStatus(s.bundle, statusView(s), err)
-	in := outcome.Input{Object: s.bundle, Err: err, Recorder: r.Recorder, Action: "Target", FallbackReason: fleet.ReasonError}
-	if err != nil {
-		// On success Ready sums the deployments (setStatus); on failure it
-		// says what failed, with an event when that is news.
-		in.Condition = fleet.ConditionReady
-	}
-	res, rerr := outcome.Compute(ctx, in)
-	if err == nil {
-		// Keep the requeue that maxNew asked for.
-		res = result
-	}
-	if !equality.Semantic.DeepEqual(before.Status, s.bundle.Status) {
-		if perr := client.IgnoreNotFound(r.Client.Status().Patch(ctx, s.bundle, client.MergeFrom(before))); perr != nil {
-			return ctrl.Result{}, perr
-		}
-	}
-	return res, rerr
-}
 
 // reconcileDelete deletes the bundle's BundleDeployments, then lets it go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, b *fleet.Bundle) error {

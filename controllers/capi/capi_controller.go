@@ -278,7 +278,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	defer func() {
-		res, retErr = r.patchStatus(ctx, s, retErr)
+		res, retErr = r.end(ctx, s, retErr)
 	}()
 	for _, phase := range []func(context.Context, *scope) error{
 		r.reconcileOptOut,
@@ -296,17 +296,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return ctrl.Result{}, nil
 }
 
-// patchStatus computes FleetAgentReady after a reconcile that ended with err
-// (none for an opted-out cluster), applies it when it changed, with an
-// event, and returns what Reconcile returns. A transient error says nothing
-// new about the cluster: the condition stays as it is and the reconcile is
-// retried.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
+// end computes FleetAgentReady after a reconcile that ended with err (none
+// for an opted-out cluster); outcome records an event when it changed and
+// decides the result; this controller's condition of the status it shares
+// with Cluster API is applied when it changed. A transient error says
+// nothing new about the cluster: the condition stays as it is and the
+// reconcile is retried.
+func (r *Reconciler) end(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
 	if err != nil && !outcome.IsStalling(err) {
-		return outcome.Result(err, 0)
+		return outcome.Compute(ctx, outcome.Input{Object: s.capi, Err: err})
 	}
 	var after *metav1.Condition
-	var next time.Duration
+	in := outcome.Input{Object: s.capi, Err: err, Recorder: r.Recorder,
+		Events: []outcome.Watch{{Condition: ConditionFleetAgentReady, Action: "Enroll", Kind: conditionEvent}}}
+	if s.before != nil {
+		in.Before = []metav1.Condition{*s.before}
+	} else {
+		in.Before = []metav1.Condition{}
+	}
+	if s.fleet != nil {
+		in.Related = s.fleet
+	}
 	switch {
 	case s.unenrolled != "":
 		conditions.Set(s.capi, UnenrolledCondition(s.unenrolled, s.capi.Generation))
@@ -323,27 +333,17 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) (ctrl
 			}
 			o.CheckIn = checkIn
 		}
-		next = NextCheckInCheck(o)
-		c := FleetAgentReadyCondition(o, s.capi.Generation)
-		conditions.Set(s.capi, c)
+		in.After = NextCheckInCheck(o)
+		conditions.Set(s.capi, FleetAgentReadyCondition(o, s.capi.Generation))
 		after = conditions.Get(s.capi, ConditionFleetAgentReady)
 	}
-	if conditionChanged(s.before, after) {
-		gvk := clusterv1.GroupVersion.WithKind("Cluster")
-		if applyErr := conditions.ApplyStatus(ctx, r.Client, gvk, client.ObjectKeyFromObject(s.capi), statusOf(after), FieldOwner); applyErr != nil {
-			// Retried with backoff, which also brings err back.
-			return ctrl.Result{}, errors.Join(applyErr, err)
-		}
-		if kind := conditionEvent(s.before, after); kind != "" && r.Recorder != nil {
-			var related runtime.Object
-			if s.fleet != nil {
-				related = s.fleet
-			}
-			r.Recorder.Eventf(s.capi, related, kind, after.Reason, "Enroll", "%s", after.Message)
-		}
+	if !conditionChanged(s.before, after) {
+		// Neither written nor news.
+		in.Recorder = nil
+		return outcome.Compute(ctx, in)
 	}
-	if err == nil && next > 0 {
-		return ctrl.Result{RequeueAfter: next}, nil
-	}
-	return outcome.Result(err, 0)
+	res, rerr := outcome.Compute(ctx, in)
+	gvk := clusterv1.GroupVersion.WithKind("Cluster")
+	werr := conditions.ApplyStatus(ctx, r.Client, gvk, client.ObjectKeyFromObject(s.capi), statusOf(after), FieldOwner)
+	return outcome.Written(res, rerr, werr)
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -206,7 +205,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	before := cluster.DeepCopy()
 	defer func() {
-		result, reterr = r.finish(ctx, s, before, reterr)
+		result, reterr = r.end(ctx, s, before, reterr)
 	}()
 	for _, phase := range []func(context.Context, *scope) error{r.ensureNamespace, r.readCheckIn, r.listDeployments} {
 		if err := phase(ctx, s); err != nil {
@@ -223,21 +222,23 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// finish computes the cluster's status from what the reconcile saw, turns
-// its error into the Processed condition, an event and the result, and
-// applies this controller's status fields once, when they changed.
-func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.Cluster, err error) (ctrl.Result, error) {
+// end computes the cluster's status from what the reconcile saw, turns
+// its error into the Processed condition, an event and the result
+// (outcome), and writes this controller's status fields once, when they
+// changed and are not held back (summaryWait).
+func (r *Reconciler) end(ctx context.Context, s *scope, before *fleet.Cluster, err error) (ctrl.Result, error) {
 	c := s.cluster
 	c.Status.Agent = foldCheckIn(c.Status, s.lease, r.lastSeenRefresh())
 	checkIn := checkin.Last(c, s.lease)
 	if s.deployments != nil {
 		computeStatus(c, s.namespace, s.deployments, checkIn, s.now, r.offlineAfter())
 	}
-	result, rerr := outcome.Compute(ctx, outcome.Input{Object: c, Condition: fleet.ConditionProcessed, SuccessReason: fleet.ReasonProcessed,
-		FallbackReason: fleet.ReasonError, Err: err, Recorder: r.Recorder, Action: "Process"})
+	in := outcome.Input{Object: c, Condition: fleet.ConditionProcessed, SuccessReason: fleet.ReasonProcessed,
+		FallbackReason: fleet.ReasonError, Err: err, Recorder: r.Recorder, Action: "Process"}
 	if err == nil {
-		result.RequeueAfter = offlineCheck(c, checkIn, s.now, r.offlineAfter())
+		in.After = offlineCheck(c, checkIn, s.now, r.offlineAfter())
 	}
+	result, rerr := outcome.Compute(ctx, in)
 	was, owned := ownedStatus(before), ownedStatus(c)
 	if equality.Semantic.DeepEqual(was, owned) {
 		return result, rerr
@@ -251,15 +252,26 @@ func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.Cluster
 		}
 		return result, rerr
 	}
-	if perr := r.writeStatus(ctx, before, c, owned); apierrors.IsConflict(perr) {
-		// The cache had not seen the last write yet: the next reconcile,
-		// from a fresher cache, writes again.
-		return ctrl.Result{RequeueAfter: time.Second}, rerr
-	} else if perr != nil {
-		return ctrl.Result{}, perr
+	var werr error
+	if before.Status.Namespace == "" || before.Status.Display == (fleet.ClusterDisplay{}) {
+		// Clusters that never had this controller's status get it applied,
+		// so that its fields are owned (FieldOwner) from the start.
+		werr = conditions.ApplyStatus(ctx, r.Client, fleet.GroupVersion.WithKind("Cluster"), key, owned, FieldOwner)
+	} else {
+		// A merge patch of only what changed is lighter for the API server
+		// than an apply of the whole owned status. It replaces a list
+		// whole: when the conditions changed and someone else may write one
+		// of them (the import controller's Imported condition), it is
+		// guarded by before's resourceVersion, so that a concurrent write
+		// makes it conflict and come back (outcome.Wait) rather than be
+		// overwritten.
+		lock := !equality.Semantic.DeepEqual(before.Status.Conditions, c.Status.Conditions) && sharedConditions(before)
+		werr = outcome.PatchStatus(ctx, r.Client, before, c, outcome.WithFieldOwner(FieldOwner), outcome.WithOptimisticLock(lock))
 	}
-	r.written.Store(key, s.now)
-	return result, rerr
+	if werr == nil {
+		r.written.Store(key, s.now)
+	}
+	return outcome.Written(result, rerr, werr)
 }
 
 // summaryWait is how long to hold back a status change from was to owned:
@@ -301,31 +313,6 @@ func summaryOnly(was, owned status) bool {
 // deployments decide, not its agent (WaitCheckIn, Offline).
 func deploymentState(state string) bool {
 	return state != fleet.ClusterStateWaitCheckIn && state != fleet.ClusterStateOffline
-}
-
-// writeStatus writes this controller's status fields with a JSON merge patch
-// of only what changed since before: lighter for the API server than an
-// apply of the whole owned status. A merge patch replaces a list whole: when
-// the conditions changed and someone else may write one of them (the import
-// controller's Imported condition, on a cluster imported by kubeconfig), the
-// patch is guarded by before's resourceVersion, so that a concurrent write
-// makes it fail with a conflict and retry rather than be overwritten.
-// Clusters that never had this controller's status get it applied, so that
-// its fields are owned (FieldOwner) from the start.
-func (r *Reconciler) writeStatus(ctx context.Context, before, c *fleet.Cluster, owned status) error {
-	if before.Status.Namespace == "" || before.Status.Display == (fleet.ClusterDisplay{}) {
-		return conditions.ApplyStatus(ctx, r.Client, fleet.GroupVersion.WithKind("Cluster"), client.ObjectKeyFromObject(c), owned, FieldOwner)
-	}
-	// Only this controller's fields differ from before: the reconcile
-	// changed nothing else.
-	patch := client.MergeFrom(before)
-	if !equality.Semantic.DeepEqual(before.Status.Conditions, c.Status.Conditions) && sharedConditions(before) {
-		patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	}
-	if err := r.Client.Status().Patch(ctx, c, patch, client.FieldOwner(FieldOwner)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("writing the status of cluster %s: %w", c.Name, err))
-	}
-	return nil
 }
 
 // sharedConditions tells whether another writer may change a condition of

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -67,7 +66,7 @@ type scope struct {
 }
 
 // Reconcile counts one ClusterGroup's clusters and sums their status, written
-// once at the end.
+// once at the end (outcome.Finish).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	group := &fleet.ClusterGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, group); err != nil {
@@ -76,7 +75,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	s := &scope{group: group}
 	before := group.DeepCopy()
 	defer func() {
-		result, reterr = r.finish(ctx, s, before, reterr)
+		// The status sums the members on success; on failure Ready says
+		// what failed (outcome), with an event when that is news.
+		in := outcome.Input{Object: group, Err: reterr, Recorder: r.Recorder, Action: "Count", FallbackReason: fleet.ReasonError}
+		if reterr == nil {
+			computeStatus(group, s.members)
+		} else {
+			in.Condition = fleet.ConditionReady
+		}
+		result, reterr = outcome.Finish(ctx, r.Client, before, in)
 	}()
 	for _, phase := range []func(context.Context, *scope) error{r.compile, r.countMembers} {
 		if err := phase(ctx, s); err != nil {
@@ -112,23 +119,4 @@ func (r *Reconciler) countMembers(ctx context.Context, s *scope) error {
 		}
 	}
 	return nil
-}
-
-// finish sets the group's status from its members (on success) or from the
-// error (outcome: condition, event and result), and patches it once.
-func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.ClusterGroup, err error) (ctrl.Result, error) {
-	if err == nil {
-		computeStatus(s.group, s.members)
-	}
-	in := outcome.Input{Object: s.group, Err: err, Recorder: r.Recorder, Action: "Count", FallbackReason: fleet.ReasonError}
-	if err != nil {
-		in.Condition = fleet.ConditionReady
-	}
-	result, rerr := outcome.Compute(ctx, in)
-	if !equality.Semantic.DeepEqual(before.Status, s.group.Status) {
-		if perr := client.IgnoreNotFound(r.Client.Status().Patch(ctx, s.group, client.MergeFrom(before))); perr != nil {
-			return ctrl.Result{}, perr
-		}
-	}
-	return result, rerr
 }

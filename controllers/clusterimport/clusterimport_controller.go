@@ -2,7 +2,6 @@ package clusterimport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -307,7 +306,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	s := &scope{cluster: cluster, before: ownedStatus(&cluster.Status), now: r.Now(), checkIn: checkIn}
 	defer func() {
-		res, retErr = r.patchStatus(ctx, s, retErr)
+		// Imported from the phases' outcome, with an event when it
+		// changed; this controller's fields of the shared status are
+		// applied when they changed; after a success, come back at the
+		// next check.
+		in := importedOutcome(cluster, retErr, s.registered)
+		in.Recorder = r.Recorder
+		if retErr == nil {
+			in.After = NextCheck(s.checkIn, s.restartedAt, s.now, r.StaleAfter, r.CheckInterval)
+		}
+		res, retErr = outcome.Compute(ctx, in)
+		var werr error
+		if status := ownedStatus(&cluster.Status); !equality.Semantic.DeepEqual(s.before, status) {
+			werr = conditions.ApplyStatus(ctx, r.Client, fleet.GroupVersion.WithKind("Cluster"), client.ObjectKeyFromObject(cluster), status, FieldOwner)
+		}
+		res, retErr = outcome.Written(res, retErr, werr)
 	}()
 	for _, phase := range []func(context.Context, *scope) error{
 		r.reconcileMoved,
@@ -324,27 +337,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}
 	return ctrl.Result{}, nil
-}
-
-// patchStatus sets the Imported condition from err, the phases' outcome
-// (with an event when it changed), applies this controller's status fields
-// when they changed, and returns what Reconcile returns: after a success,
-// come back at the next check.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
-	in := importedOutcome(s.cluster, err, s.registered)
-	in.Recorder = r.Recorder
-	res, resErr := outcome.Compute(ctx, in)
-	if status := ownedStatus(&s.cluster.Status); !equality.Semantic.DeepEqual(s.before, status) {
-		gvk := fleet.GroupVersion.WithKind("Cluster")
-		if applyErr := conditions.ApplyStatus(ctx, r.Client, gvk, client.ObjectKeyFromObject(s.cluster), status, FieldOwner); applyErr != nil {
-			// Retried with backoff, which also brings err back.
-			return ctrl.Result{}, errors.Join(applyErr, err)
-		}
-	}
-	if err == nil {
-		res.RequeueAfter = NextCheck(s.checkIn, s.restartedAt, s.now, r.StaleAfter, r.CheckInterval)
-	}
-	return res, resErr
 }
 
 // deleteToken removes the import token of a Cluster being deleted (its

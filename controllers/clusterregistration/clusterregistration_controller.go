@@ -2,11 +2,11 @@ package clusterregistration
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -156,9 +156,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return outcome.Result(r.reconcileDelete(ctx, s), 0)
 	}
 
-	before := reg.Status.DeepCopy()
+	before := reg.DeepCopy()
 	var err error
-	defer func() { res, retErr = r.finish(ctx, s, before, err) }()
+	defer func() { res, retErr = r.end(ctx, s, before, err) }()
 	phases := []phase{r.reconcileLegacyCredential, r.reconcileRenewal}
 	if !reg.Status.Granted {
 		phases = []phase{
@@ -184,41 +184,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return res, retErr
 }
 
-// finish computes the status from how the phases ended, patches it when it
-// changed, records a refusal, and turns the phases' error into the result.
-func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.ClusterRegistrationStatus, err error) (ctrl.Result, error) {
+// end computes the status from how the phases ended; outcome records a
+// refusal once, when it is news (grants, thousands at once, record none),
+// writes the status when it changed and decides the result; the written
+// grants and refusals are counted.
+func (r *Reconciler) end(ctx context.Context, s *scope, before *fleet.ClusterRegistration, err error) (ctrl.Result, error) {
 	reg := s.reg
 	clusterName, sealed := "", ""
 	if s.granted {
 		clusterName, sealed = s.cluster.Name, s.sealed
 	}
-	reg.Status = nextStatus(*before, reg.Generation, clusterName, sealed, err, r.Now())
-	if !equality.Semantic.DeepEqual(*before, reg.Status) {
-		base := reg.DeepCopy()
-		base.Status = *before
-		if perr := r.Client.Status().Patch(ctx, reg, client.MergeFrom(base)); perr != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("writing the status of registration %s: %w", reg.Name, perr))
-		}
+	reg.Status = nextStatus(before.Status, reg.Generation, clusterName, sealed, err, r.Now())
+	res, rerr := outcome.Compute(ctx, outcome.Input{Object: reg, Err: err, After: s.requeueAfter, Recorder: r.Recorder,
+		Before: before.Status.Conditions, Events: []outcome.Watch{{Condition: fleet.ConditionAccepted, Action: "Register", Kind: refusal}}})
+	changed := !equality.Semantic.DeepEqual(before.Status, reg.Status)
+	werr := outcome.PatchStatus(ctx, r.Client, before, reg)
+	if changed && werr == nil {
+		// Counted once written: a grant whose status write failed is made
+		// again.
 		if outcome.IsStalling(err) {
-			// The condition changed to this refusal: news once, not on
-			// every reconcile.
-			reason := outcome.ReasonOf(err, fleet.ReasonError)
-			metrics.Registrations.WithLabelValues(metrics.ResultRefused, reason).Inc()
-			if r.Recorder != nil {
-				r.Recorder.Eventf(reg, nil, corev1.EventTypeWarning, reason, "Register", "%s", err.Error())
-			}
+			metrics.Registrations.WithLabelValues(metrics.ResultRefused, outcome.ReasonOf(err, fleet.ReasonError)).Inc()
 		}
 		if s.granted {
-			// Counted once the grant is written: a grant whose status write
-			// failed is made again.
 			metrics.Registrations.WithLabelValues(metrics.ResultGranted, fleet.ReasonGranted).Inc()
 		}
 	}
 	if s.granted {
 		ctrl.LoggerFrom(ctx).Info("Granted cluster registration", "registration", klog.KObj(reg), "cluster", klog.KObj(s.cluster))
 	}
-	if err != nil {
-		return outcome.Result(err, 0)
+	return outcome.Written(res, rerr, werr)
+}
+
+// refusal is the event a change of Accepted deserves: a Warning for a new
+// refusal, nothing for a grant.
+func refusal(was, now *metav1.Condition) string {
+	if kind := outcome.ConditionEvent(was, now); kind == corev1.EventTypeWarning {
+		return kind
 	}
-	return ctrl.Result{RequeueAfter: s.requeueAfter}, nil
+	return ""
 }

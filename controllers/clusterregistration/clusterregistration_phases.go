@@ -224,7 +224,7 @@ func (r *Reconciler) checkTakeover(ctx context.Context, s *scope) error {
 		return fmt.Errorf("reading cluster %s/%s again before refusing the registration: %w", s.cluster.Namespace, s.cluster.Name, rerr)
 	}
 	if live.Spec.ClientID != s.cluster.Spec.ClientID {
-		return fmt.Errorf("cluster %s/%s changed meanwhile: looking again", live.Namespace, live.Name)
+		return outcome.Waitf(fleet.ReasonStaleRead, outcome.ConflictWait, "cluster %s/%s changed meanwhile: looking again", live.Namespace, live.Name)
 	}
 	s.cluster = live
 	if lease, err = checkin.Lease(ctx, r.APIReader, live); err != nil {
@@ -325,7 +325,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, s *scope) error {
 		if apierrors.IsAlreadyExists(err) {
 			// Made by an earlier try of this grant whose status write failed,
 			// or by someone else: looked at again on the retry.
-			return fmt.Errorf("cluster %s/%s was created meanwhile: looking again", s.cluster.Namespace, s.cluster.Name)
+			return outcome.Waitf(fleet.ReasonStaleRead, outcome.ConflictWait, "cluster %s/%s was created meanwhile: looking again", s.cluster.Namespace, s.cluster.Name)
 		}
 		return err
 	}

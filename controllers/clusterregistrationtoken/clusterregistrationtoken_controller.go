@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -132,9 +131,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}
 
-	before := token.Status.DeepCopy()
+	before := token.DeepCopy()
 	var err error
-	defer func() { res, retErr = r.finish(ctx, s, before, err) }()
+	defer func() {
+		// Most reconciles (an owned Secret touched, a resync) change
+		// nothing, and write nothing.
+		token.Status = withIssued(status(before.Status, s.secretName, s.expires), token.Generation, err, r.Now())
+		in := outcome.Input{Object: token, Err: err}
+		if s.expires != nil {
+			// Come back when it expires, to delete it, even when it cannot
+			// be issued.
+			in.Poll = s.expires.Sub(r.Now()) + 10*time.Millisecond
+		}
+		res, retErr = outcome.Finish(ctx, r.Client, before, in)
+	}()
 	for _, phase := range []func(context.Context, *scope) error{
 		r.reconcileServiceAccount,
 		r.reconcileSecret,
@@ -144,33 +154,4 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}
 	return res, retErr
-}
-
-// finish computes the status from what the phases did, patches it when it
-// changed, and turns the phases' error into the result.
-func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.ClusterRegistrationTokenStatus, err error) (ctrl.Result, error) {
-	s.token.Status = withIssued(status(*before, s.secretName, s.expires), s.token.Generation, err, r.Now())
-	if perr := r.patchStatus(ctx, s.token, before); perr != nil {
-		return ctrl.Result{}, perr
-	}
-	if (err != nil && !outcome.IsStalling(err)) || s.expires == nil {
-		return outcome.Result(err, 0)
-	}
-	// Come back when it expires, to delete it, even when it cannot be
-	// issued.
-	return ctrl.Result{RequeueAfter: s.expires.Sub(r.Now()) + 10*time.Millisecond}, nil
-}
-
-// patchStatus writes the status when it differs from before: most
-// reconciles (an owned Secret touched, a resync) change nothing.
-func (r *Reconciler) patchStatus(ctx context.Context, token *fleet.ClusterRegistrationToken, before *fleet.ClusterRegistrationTokenStatus) error {
-	if equality.Semantic.DeepEqual(*before, token.Status) {
-		return nil
-	}
-	base := token.DeepCopy()
-	base.Status = *before
-	if err := r.Client.Status().Patch(ctx, token, client.MergeFrom(base)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("writing the status of registration token %s: %w", token.Name, err))
-	}
-	return nil
 }

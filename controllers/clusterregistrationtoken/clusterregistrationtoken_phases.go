@@ -234,7 +234,9 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 		if err := r.Client.Delete(ctx, sa, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("revoking the values of token %s, whose Secret %s is gone: %w", token.Name, name, err)
 		}
-		return fmt.Errorf("the values Secret %s of token %s is gone: its ServiceAccount is made anew, which revokes the values handed out before, and new values are issued", name, token.Name)
+		// Expected: the ServiceAccount's deletion brings the token back;
+		// looked at again shortly in case its event is missed.
+		return outcome.Waitf(fleet.ReasonReissuing, time.Second, "the values Secret %s of token %s is gone: its ServiceAccount is made anew, which revokes the values handed out before, and new values are issued", name, token.Name)
 	}
 	// Marked before the values exist, so that values minted but never
 	// stored are revoked as well.

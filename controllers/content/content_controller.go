@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -111,7 +110,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	s := &scope{content: content}
 	before := content.DeepCopy()
 	defer func() {
-		result, reterr = r.finish(ctx, s, before, result, reterr)
+		in := outcome.Input{Object: content, Err: reterr, After: result.RequeueAfter}
+		if reterr != nil || s.deleted {
+			// Nothing new to say, or nobody to say it to.
+			result, reterr = outcome.Compute(ctx, in)
+			return
+		}
+		computeStatus(content, s.refs)
+		result, reterr = outcome.Finish(ctx, r.Client, before, in)
 	}()
 	if err := r.countReferences(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -158,21 +164,4 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (ctrl.Result, error)
 	}
 	s.deleted = true
 	return ctrl.Result{}, nil
-}
-
-// finish sets the Content's status and patches it once, unless the Content
-// is gone.
-func (r *Reconciler) finish(ctx context.Context, s *scope, before *fleet.Content, result ctrl.Result, err error) (ctrl.Result, error) {
-	if err == nil && !s.deleted {
-		computeStatus(s.content, s.refs)
-		if !equality.Semantic.DeepEqual(before.Status, s.content.Status) {
-			if perr := client.IgnoreNotFound(r.Client.Status().Patch(ctx, s.content, client.MergeFrom(before))); perr != nil {
-				return ctrl.Result{}, perr
-			}
-		}
-	}
-	if err != nil {
-		return outcome.Result(err, 0)
-	}
-	return result, nil
 }

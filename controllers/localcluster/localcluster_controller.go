@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // FieldOwner is the server-side apply field manager of the fields this
@@ -86,7 +87,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile applies the local objects, forcing the fields this controller
 // sets (as Fleet re-applies them) and leaving every other field alone: the
 // import controller's spec.clientID, labels a person added, status.
-func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+// outcome turns how that ended into the result.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	return outcome.Compute(ctx, outcome.Input{Err: err, After: res.RequeueAfter})
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	for _, obj := range Objects(r.namespace(), r.APIServerURL, r.APIServerCA) {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/registration"
 )
 
@@ -62,8 +63,13 @@ func Desired(url string, ca []byte) map[string]string {
 }
 
 // Reconcile writes the address into the Cluster's cluster namespace when it
-// is missing or differs.
+// is missing or differs; outcome turns how that ended into the result.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	return outcome.Compute(ctx, outcome.Input{Err: err, After: res.RequeueAfter})
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &fleet.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
