@@ -19,10 +19,11 @@ const DefaultValuesKey = "values.yaml"
 
 // Values merges a release's values as Fleet does: helm.values (its
 // valuesFiles merged in, and templated per cluster, by the manager), then
-// each valuesFrom source over them in order, so that a value kept in the
-// cluster wins over the repository's. valuesFrom objects are read from the
-// agent's own cluster; a source without a namespace is read from the release
-// namespace.
+// each valuesFrom entry over them in order, so that a value kept in the
+// cluster wins over the repository's. An entry naming both a ConfigMap and a
+// Secret reads both, the Secret merged last so that it wins, as in Fleet.
+// valuesFrom objects are read from the agent's own cluster; a source without
+// a namespace is read from the release namespace.
 func Values(ctx context.Context, local client.Reader, opts fleet.BundleDeploymentOptions, releaseNamespace string) (map[string]interface{}, error) {
 	merged := map[string]interface{}{}
 	h := opts.Helm
@@ -33,19 +34,33 @@ func Values(ctx context.Context, local client.Reader, opts fleet.BundleDeploymen
 		merged = MergeValues(merged, h.Values.DeepCopy().Data)
 	}
 	for i, from := range h.ValuesFrom {
-		data, err := readValuesFrom(ctx, local, from, releaseNamespace)
-		if err != nil {
-			return nil, fmt.Errorf("helm.valuesFrom[%d]: %w", i, err)
+		if from.ConfigMapKeyRef == nil && from.SecretKeyRef == nil {
+			return nil, outcome.Stallf(fleet.ReasonInvalidValues, "helm.valuesFrom[%d]: set configMapKeyRef or secretKeyRef", i)
 		}
-		var v map[string]interface{}
-		if err := yaml.Unmarshal(data, &v); err != nil {
-			return nil, outcome.Stallf(fleet.ReasonInvalidValues, "helm.valuesFrom[%d]: not YAML values: %w", i, err)
+		sources := []fleet.ValuesFrom{}
+		if from.ConfigMapKeyRef != nil {
+			sources = append(sources, fleet.ValuesFrom{ConfigMapKeyRef: from.ConfigMapKeyRef})
 		}
-		merged = MergeValues(merged, v)
+		if from.SecretKeyRef != nil {
+			sources = append(sources, fleet.ValuesFrom{SecretKeyRef: from.SecretKeyRef})
+		}
+		for _, src := range sources {
+			data, err := readValuesFrom(ctx, local, src, releaseNamespace)
+			if err != nil {
+				return nil, fmt.Errorf("helm.valuesFrom[%d]: %w", i, err)
+			}
+			var v map[string]interface{}
+			if err := yaml.Unmarshal(data, &v); err != nil {
+				return nil, outcome.Stallf(fleet.ReasonInvalidValues, "helm.valuesFrom[%d]: not YAML values: %w", i, err)
+			}
+			merged = MergeValues(merged, v)
+		}
 	}
 	return merged, nil
 }
 
+// readValuesFrom reads the one source from names: its ConfigMap, else its
+// Secret.
 func readValuesFrom(ctx context.Context, local client.Reader, from fleet.ValuesFrom, releaseNamespace string) ([]byte, error) {
 	key := func(k string) string {
 		if k == "" {
