@@ -39,7 +39,7 @@ generate: $(CONTROLGEN) ## Generate deepcopy code and CRDs from api/, the manage
 	$(CONTROLGEN) object paths=./api/...
 	$(CONTROLGEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLGEN) rbac:roleName=fleet-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
-	install -m 0644 $(CAPI_DIR)/core/config/crd/bases/cluster.x-k8s.io_clusters.yaml test/controlplane/capi/
+	install -m 0644 $(CAPI_DIR)/core/config/crd/bases/cluster.x-k8s.io_clusters.yaml internal/localcluster/capi/
 
 .PHONY: controlplane
 controlplane: ## Build kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok from source once (cached per user), link them into bin/k8s

@@ -19,6 +19,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/scheme"
 )
 
 type applyOptions struct {
@@ -108,7 +109,7 @@ func applyBundles(ctx context.Context, out, errOut io.Writer, kubeconfigPath str
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

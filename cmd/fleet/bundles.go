@@ -12,26 +12,12 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/bundlereader"
+	"github.com/gitfleet/fleet/internal/scheme"
 )
-
-// newScheme is the CLI's scheme: the built-in kinds and fleet.cattle.io.
-// The CLI builds its own rather than borrow the manager's, so that it
-// depends on no controller.
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := fleet.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
 
 // readOptions say how directories become Bundles: the flags `fleet apply`,
 // `fleet target` and `fleet test` share.
@@ -165,7 +151,7 @@ func objects[T runtime.Object](objs []T) []runtime.Object {
 // they marshal though nothing set them; the apiVersion and kind of a typed
 // object come from the CLI's scheme when it does not carry them.
 func writeObjects(w io.Writer, objs ...runtime.Object) error {
-	s := newScheme()
+	s := scheme.New()
 	for _, o := range objs {
 		data, err := json.Marshal(o)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/gitfleet/fleet/agent/deployer"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/scheme"
 	"github.com/gitfleet/fleet/internal/target"
 )
 
@@ -108,7 +109,7 @@ func listInputs(ctx context.Context, kubeconfigPath string) (target.Inputs, erro
 	if err != nil {
 		return in, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return in, err
 	}

@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"syscall"
@@ -17,13 +18,15 @@ import (
 
 	"github.com/gitfleet/fleet/internal/devenv"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/scheme"
 )
 
 type devOptions struct {
-	dir, bin, examples string
-	timeout            time.Duration
-	workloads          bool
-	nodes              int
+	dir, bin, examples  string
+	timeout             time.Duration
+	workloads           bool
+	nodes               int
+	noManager, noAgents bool
 }
 
 func newDev() *cobra.Command {
@@ -37,29 +40,57 @@ func newDev() *cobra.Command {
 			return runDevUp(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
-	up.Flags().StringVar(&o.bin, "bin", "bin", "directory with fleet, fleet-manager, fleet-agent and fleet-agent-deploy (make build)")
+	cmd.PersistentFlags().StringVar(&o.bin, "bin", "bin", "directory with fleet, fleet-manager, fleet-agent and fleet-agent-deploy (make build)")
 	up.Flags().StringVar(&o.examples, "examples", "config/examples", "directory committed into the demo's git repository")
 	up.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	up.Flags().BoolVar(&o.workloads, "workloads", true,
 		"run kube-controller-manager, kube-scheduler and kwok (simulated nodes) beside the API servers of edge-1 and capi-1, "+
 			"and deploy the examples' workloads directory; false starts API servers alone")
 	up.Flags().IntVar(&o.nodes, "nodes", 1, "simulated nodes per cluster that runs workloads")
+	up.Flags().BoolVar(&o.noManager, "no-manager", false,
+		"start no manager (`fleet dev manager` runs it in the foreground); needs --no-agents")
+	up.Flags().BoolVar(&o.noAgents, "no-agents", false,
+		"start no agents and wait for no bundle (`fleet dev agents` runs them in the foreground)")
+	manager := &cobra.Command{
+		Use:   "manager",
+		Short: "Run fleet-manager in the foreground against the control planes `fleet dev up --no-manager --no-agents` started, until interrupted",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDevServe(cmd, o, func(ctx context.Context, d devenv.Options) error {
+				return devenv.ServeManager(ctx, d, cmd.OutOrStdout())
+			})
+		},
+	}
+	agents := &cobra.Command{
+		Use: "agents",
+		Short: "Run the agents of the local cluster, edge-1 and capi-1 in the foreground against the running control planes and manager, " +
+			"registering edge-1 the first time, until interrupted",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDevServe(cmd, o, devenv.ServeAgents)
+		},
+	}
 	down := &cobra.Command{
 		Use:   "down",
 		Short: "Stop everything `fleet dev up` started and remove its state",
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runDevDown(cmd.OutOrStdout(), o) },
 	}
-	cmd.AddCommand(up, down)
+	cmd.AddCommand(up, down, manager, agents)
 	return cmd
 }
 
-func readState(dir string) (*devenv.State, error) {
-	b, err := os.ReadFile(devenv.StatePath(dir))
+// runDevServe runs one of the foreground commands until it ends or the
+// command is interrupted (SIGINT, or SIGTERM as Tilt sends).
+func runDevServe(cmd *cobra.Command, o *devOptions, serve func(context.Context, devenv.Options) error) error {
+	dir, err := filepath.Abs(o.dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	st := &devenv.State{}
-	return st, json.Unmarshal(b, st)
+	bin, err := filepath.Abs(o.bin)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, devenv.Options{Dir: dir, Bin: bin, Progress: cmd.ErrOrStderr()})
 }
 
 func alive(pids []int) bool {
@@ -78,7 +109,7 @@ func runDevUp(ctx context.Context, out, errOut io.Writer, o *devOptions) error {
 	if err != nil {
 		return err
 	}
-	if st, err := readState(dir); err == nil {
+	if st, err := devenv.ReadState(dir); err == nil {
 		if st.Ready && alive(st.PIDs) {
 			fmt.Fprintln(out, "The local fleet is already running:")
 			return printDev(ctx, out, st)
@@ -99,11 +130,16 @@ func runDevUp(ctx context.Context, out, errOut io.Writer, o *devOptions) error {
 	defer cancel()
 	start := time.Now()
 	env, err := devenv.Up(ctx, devenv.Options{Dir: dir, Bin: bin, Examples: examples, Progress: errOut,
-		Workloads: o.workloads, Nodes: o.nodes})
+		Workloads: o.workloads, Nodes: o.nodes, NoManager: o.noManager, NoAgents: o.noAgents})
 	if err != nil {
 		return fmt.Errorf("bringing the local fleet up: %w (logs in %s)", err, filepath.Join(dir, "logs"))
 	}
-	fmt.Fprintf(errOut, "==> Ready in %s\n", time.Since(start).Round(time.Second))
+	if o.noAgents {
+		fmt.Fprintf(errOut, "==> Up in %s; now run `fleet dev manager --dir %s` and `fleet dev agents --dir %s` (the Tilt loop does)\n",
+			time.Since(start).Round(time.Second), o.dir, o.dir)
+	} else {
+		fmt.Fprintf(errOut, "==> Ready in %s\n", time.Since(start).Round(time.Second))
+	}
 	return printDev(ctx, out, &env.State)
 }
 
@@ -116,7 +152,7 @@ func printDev(ctx context.Context, out io.Writer, st *devenv.State) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}
@@ -161,8 +197,8 @@ func runDevDown(out io.Writer, o *devOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := readState(dir)
-	if os.IsNotExist(err) {
+	st, err := devenv.ReadState(dir)
+	if errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintln(out, "Nothing to stop: no local fleet in", dir)
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/install"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/scheme"
 )
 
 func newInstall() *cobra.Command {
@@ -94,7 +95,7 @@ func runAgentToken(ctx context.Context, cmd *cobra.Command, o *agentTokenOptions
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

@@ -11,9 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +25,7 @@ import (
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/registration"
+	"github.com/gitfleet/fleet/internal/scheme"
 )
 
 // scope is what the phases of one reconcile share.
@@ -52,13 +51,7 @@ type scope struct {
 }
 
 // remoteScheme knows the built-in types the installer reads downstream.
-var remoteScheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}()
+var remoteScheme = scheme.New()
 
 // call runs one request to the downstream cluster within RemoteTimeout.
 func (r *Reconciler) call(ctx context.Context, f func(context.Context) error) error {

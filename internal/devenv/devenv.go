@@ -3,6 +3,7 @@ package devenv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,13 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
-	"github.com/gitfleet/fleet/test/controlplane"
-	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/internal/localcluster"
+	"github.com/gitfleet/fleet/internal/scheme"
 )
 
 // Options configure the environment.
@@ -40,21 +41,33 @@ type Options struct {
 	// Progress receives one line per step.
 	Progress io.Writer
 	// Workloads runs kube-controller-manager, kube-scheduler and kwok
-	// beside the API servers of the downstream clusters (edge-1, capi-1),
-	// so that Deployments and Jobs run on simulated nodes, and deploys the
-	// examples' workloads directory. Without it the clusters are API
-	// servers alone and that directory is left out.
+	// beside the API servers of every cluster (the manager's own, edge-1,
+	// capi-1), so that Deployments and Jobs run on simulated nodes, deploys
+	// the examples' workloads directory, and has the manager keep an agent
+	// Bundle per cluster, as an install does. Without it the clusters are
+	// API servers alone, that directory is left out, and so are the agent
+	// Bundles (nothing would run their Deployments).
 	Workloads bool
-	// Nodes is the number of simulated nodes per downstream cluster when
-	// Workloads is set; 0 means 1.
+	// Nodes is the number of simulated nodes per cluster when Workloads is
+	// set; 0 means 1.
 	Nodes int
+	// NoManager leaves the manager out of Up: ServeManager (`fleet dev
+	// manager`) runs it in the foreground, so that the Tilt loop restarts
+	// it alone. Up needs NoAgents with it: the agents wait for what the
+	// manager installs.
+	NoManager bool
+	// NoAgents leaves the agents out of Up, and so the wait for every
+	// bundle to be Ready: ServeAgents (`fleet dev agents`) runs them in
+	// the foreground.
+	NoAgents bool
 }
 
 // WorkloadsDir is the examples' directory that needs clusters that run
 // workloads.
 const WorkloadsDir = "workloads"
 
-// State is what `fleet dev down` and a second `fleet dev up` need.
+// State is what `fleet dev down`, a second `fleet dev up` and the serve
+// commands (`fleet dev manager`, `fleet dev agents`) need.
 type State struct {
 	// PIDs of every process started, the control planes' included.
 	PIDs []int `json:"pids"`
@@ -63,10 +76,17 @@ type State struct {
 	Logs        string            `json:"logs"`
 	// TempDirs are the control planes' etcd data and certificates.
 	TempDirs []string `json:"tempDirs"`
-	// Workloads are the processes that run the downstream clusters'
-	// workloads (their PIDs are in PIDs too).
+	// Workloads are the processes that run the clusters' workloads (their
+	// PIDs are in PIDs too).
 	Workloads []WorkloadProcess `json:"workloads,omitempty"`
-	Ready     bool              `json:"ready"`
+	// RunsWorkloads is Options.Workloads of the Up that made the state:
+	// the clusters run workloads, and the manager keeps agent Bundles.
+	RunsWorkloads bool `json:"runsWorkloads,omitempty"`
+	// EdgeRegistered is set once edge-1's agent-token and agent-config
+	// manifests are applied: the agent registers with them once, and a
+	// restarted agent resumes with the credential it stored.
+	EdgeRegistered bool `json:"edgeRegistered,omitempty"`
+	Ready          bool `json:"ready"`
 }
 
 // WorkloadProcess is one process that runs a cluster's workloads.
@@ -79,12 +99,18 @@ type WorkloadProcess struct {
 
 // Env is a running environment.
 type Env struct {
-	opts     Options
-	State    State
-	Manager  *controlplane.ControlPlane
-	Clusters map[string]*controlplane.ControlPlane
-	Client   client.Client
-	procs    []*framework.Process
+	opts  Options
+	State State
+	// Manager and Clusters are the control planes Up started (nil in an
+	// Env that Load read from the state).
+	Manager  *localcluster.ControlPlane
+	Clusters map[string]*localcluster.ControlPlane
+	// Client is an admin client of the manager's cluster.
+	Client client.Client
+	procs  []*localcluster.Process
+	// serving: processes die with this one and are not recorded in the
+	// state (ServeManager, ServeAgents); otherwise they outlive it.
+	serving bool
 }
 
 func (e *Env) step(format string, args ...interface{}) {
@@ -104,11 +130,28 @@ func (e *Env) save() error {
 	return os.WriteFile(StatePath(e.opts.Dir), b, 0o644)
 }
 
-// Up brings everything up and waits until both clusters and every example
-// bundle are Ready. On error what was started is stopped.
+// ReadState reads the state `fleet dev up` left in dir.
+func ReadState(dir string) (*State, error) {
+	b, err := os.ReadFile(StatePath(dir))
+	if err != nil {
+		return nil, err
+	}
+	st := &State{}
+	if err := json.Unmarshal(b, st); err != nil {
+		return nil, fmt.Errorf("reading %s: %w: run `fleet dev down --dir %s` and `fleet dev up` again", StatePath(dir), err, dir)
+	}
+	return st, nil
+}
+
+// Up brings everything up and, unless o.NoAgents, waits until every cluster
+// and every example bundle are Ready. On error what was started is stopped.
 func Up(ctx context.Context, o Options) (_ *Env, err error) {
-	e := &Env{opts: o, Clusters: map[string]*controlplane.ControlPlane{},
-		State: State{Kubeconfigs: map[string]string{}, Logs: filepath.Join(o.Dir, "logs")}}
+	if o.NoManager && !o.NoAgents {
+		return nil, errors.New("without the manager the agents cannot start (they wait for what it installs): " +
+			"pass --no-agents as well and run `fleet dev agents` once `fleet dev manager` runs")
+	}
+	e := &Env{opts: o, Clusters: map[string]*localcluster.ControlPlane{},
+		State: State{Kubeconfigs: map[string]string{}, Logs: filepath.Join(o.Dir, "logs"), RunsWorkloads: o.Workloads}}
 	if err := os.MkdirAll(e.State.Logs, 0o755); err != nil {
 		return nil, err
 	}
@@ -117,9 +160,22 @@ func Up(ctx context.Context, o Options) (_ *Env, err error) {
 			e.Down()
 		}
 	}()
-	for _, phase := range []func(context.Context) error{
-		e.startControlPlanes, e.startManager, e.startLocalAgent, e.registerEdge, e.enrollCAPI, e.createGitRepos, e.waitReady,
-	} {
+	phases := []func(context.Context) error{e.startControlPlanes}
+	if !o.NoManager {
+		phases = append(phases, e.startManager)
+	}
+	if !o.NoAgents {
+		phases = append(phases, e.startLocalAgent, e.registerEdge, e.startEdgeAgent)
+	}
+	phases = append(phases, e.enrollCAPI)
+	if !o.NoAgents {
+		phases = append(phases, e.startCAPIAgent)
+	}
+	phases = append(phases, e.createGitRepos)
+	if !o.NoAgents {
+		phases = append(phases, e.waitReady)
+	}
+	for _, phase := range phases {
 		if err := phase(ctx); err != nil {
 			return nil, err
 		}
@@ -132,30 +188,30 @@ func Up(ctx context.Context, o Options) (_ *Env, err error) {
 }
 
 func (e *Env) startControlPlanes(context.Context) error {
-	var workloads *controlplane.Workloads
+	var workloads *localcluster.Workloads
 	if e.opts.Workloads {
-		workloads = &controlplane.Workloads{Nodes: e.opts.Nodes}
+		workloads = &localcluster.Workloads{Nodes: e.opts.Nodes}
 		e.step("Starting 3 control planes (kube-apiserver + etcd): manager, edge-1, capi-1; "+
-			"edge-1 and capi-1 run workloads (kube-controller-manager, kube-scheduler, kwok with %d simulated node(s))", max(e.opts.Nodes, 1))
+			"each runs workloads (kube-controller-manager, kube-scheduler, kwok with %d simulated node(s))", max(e.opts.Nodes, 1))
 	} else {
 		e.step("Starting 3 control planes (kube-apiserver + etcd): manager, edge-1, capi-1")
 	}
 	type spec struct {
 		name string
-		opts controlplane.Options
+		opts localcluster.Options
 	}
 	specs := []spec{
-		{"manager", controlplane.Options{CAPI: true}},
-		{"edge-1", controlplane.Options{NoCRDs: true, Workloads: workloads}},
-		{"capi-1", controlplane.Options{NoCRDs: true, Workloads: workloads}},
+		{"manager", localcluster.Options{CAPI: true, Workloads: workloads}},
+		{"edge-1", localcluster.Options{NoCRDs: true, Workloads: workloads}},
+		{"capi-1", localcluster.Options{NoCRDs: true, Workloads: workloads}},
 	}
 	errs := make(chan error, len(specs))
-	cps := make([]*controlplane.ControlPlane, len(specs))
+	cps := make([]*localcluster.ControlPlane, len(specs))
 	for i, s := range specs {
 		go func() {
 			s.opts.Name, s.opts.Dir = s.name, filepath.Join(e.opts.Dir, s.name)
 			var err error
-			cps[i], err = controlplane.Start(s.opts)
+			cps[i], err = localcluster.Start(s.opts)
 			errs <- err
 		}()
 	}
@@ -184,91 +240,141 @@ func (e *Env) startControlPlanes(context.Context) error {
 	if first != nil {
 		return first
 	}
+	// The CA agents trust the manager's API server with.
+	if err := os.WriteFile(e.managerCAFile(), e.Manager.Config.CAData, 0o644); err != nil {
+		return err
+	}
 	var err error
-	e.Client, err = e.Manager.Client(controllers.Scheme())
+	e.Client, err = e.Manager.Client(scheme.New())
 	return err
 }
 
-func (e *Env) start(name, binary string, args ...string) error {
-	_, err := e.startProcess(name, binary, args...)
-	return err
-}
+func (e *Env) managerCAFile() string { return filepath.Join(e.opts.Dir, "manager", "ca.crt") }
 
-func (e *Env) startProcess(name, binary string, args ...string) (*framework.Process, error) {
-	p, err := framework.StartPath(e.State.Logs, name, filepath.Join(e.opts.Bin, binary), args...)
+// start runs one of the binaries in Options.Bin with its log in the logs
+// directory: in a session of its own, recorded in the state, so that it
+// outlives `fleet dev up`; or, when serving, tied to this process.
+func (e *Env) start(name, binary string, args ...string) (*localcluster.Process, error) {
+	path := filepath.Join(e.opts.Bin, binary)
+	var p *localcluster.Process
+	var err error
+	if e.serving {
+		p, err = localcluster.StartFile(e.State.Logs, name, path, nil, args...)
+	} else {
+		p, err = localcluster.StartPath(e.State.Logs, name, path, args...)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("starting %s (%s): %w: run `make build` or pass --bin", name, path, err)
 	}
 	e.procs = append(e.procs, p)
-	e.State.PIDs = append(e.State.PIDs, p.PID())
+	if !e.serving {
+		e.State.PIDs = append(e.State.PIDs, p.PID())
+	}
 	return p, nil
 }
 
-func (e *Env) startManager(ctx context.Context) error {
-	e.step("Starting fleet-manager (log: %s)", filepath.Join(e.State.Logs, "fleet-manager.log"))
-	ca := filepath.Join(e.opts.Dir, "manager", "ca.crt")
-	if err := os.WriteFile(ca, e.Manager.Config.CAData, 0o644); err != nil {
-		return err
-	}
-	probe, err := framework.FreeAddr()
+// managerArgs are fleet-manager's flags in the local environment, with its
+// health probes on probe.
+func (e *Env) managerArgs(probe string) ([]string, error) {
+	kc := e.State.Kubeconfigs["manager"]
+	cfg, err := restConfig(kc)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	p, err := e.startProcess("fleet-manager", "fleet-manager", "--kubeconfig", e.Manager.Kubeconfig,
-		"--api-server-url", e.Manager.Config.Host, "--api-server-ca-file", ca,
+	args := []string{"--kubeconfig", kc,
+		"--api-server-url", cfg.Host, "--api-server-ca-file", e.managerCAFile(),
 		"--webhook-bind-address", "", "--metrics-bind-address", "0", "--health-probe-bind-address", probe,
-		// The demo runs each agent as a process beside its Deployment, and
-		// nothing runs the pods of the local agent's Deployment (the
-		// manager's cluster has no nodes): its agent Bundle would never be
-		// Ready. test/e2e/agentupgrade shows agent upgrades.
-		"--agent-bundles=false",
 		// The demo's repository is a local directory.
 		"--allow-local-repos",
 		// The demo serves git and charts on loopback.
 		"--egress-allow-cidrs", "127.0.0.0/8,::1/128",
 		// Its own git cache: a later demo makes a new repository at the
 		// same path, which a clone cached from this one does not fit.
-		"--git-cache-dir", filepath.Join(e.opts.Dir, "git-cache"))
+		"--git-cache-dir", filepath.Join(e.opts.Dir, "git-cache")}
+	if !e.State.RunsWorkloads {
+		// Clusters that run no workloads never run an agent Bundle's
+		// Deployment, which would never be Ready. An install keeps agent
+		// Bundles (the flag's default), and so does the environment whose
+		// clusters run workloads.
+		args = append(args, "--agent-bundles=false")
+	}
+	return args, nil
+}
+
+func (e *Env) startManager(ctx context.Context) error {
+	e.step("Starting fleet-manager (log: %s)", filepath.Join(e.State.Logs, "fleet-manager.log"))
+	probe, err := localcluster.FreeAddr()
+	if err != nil {
+		return err
+	}
+	args, err := e.managerArgs(probe)
+	if err != nil {
+		return err
+	}
+	p, err := e.start("fleet-manager", "fleet-manager", args...)
 	if err != nil {
 		return err
 	}
 	// Registration needs the namespaces the manager creates before it is ready.
-	return p.WaitReady(ctx, "http://"+probe+"/readyz", framework.DefaultReadyTimeout)
+	return p.WaitReady(ctx, "http://"+probe+"/readyz", localcluster.DefaultReadyTimeout)
+}
+
+// clusterClient is an admin client of the named cluster (nil scheme:
+// client-go's).
+func (e *Env) clusterClient(name string) (client.Client, error) {
+	cfg, err := restConfig(e.State.Kubeconfigs[name])
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{})
+}
+
+func restConfig(path string) (*rest.Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return kubeconfig.ToREST(raw)
 }
 
 // registerEdge does what a person does for an edge cluster: print the
-// agent-token and agent-config manifests, apply them, and let the agent run.
+// agent-token and agent-config manifests and apply them.
 func (e *Env) registerEdge(ctx context.Context) error {
 	e.step("Registering edge-1 by token: fleet install agent-token | apply; fleet install agent-config -l env=edge | apply")
-	cp := e.Clusters["edge-1"]
-	local, err := cp.Client(nil)
+	local, err := e.clusterClient("edge-1")
 	if err != nil {
 		return err
 	}
 	fleetBin := filepath.Join(e.opts.Bin, "fleet")
 	for _, args := range [][]string{
 		{"install", "agent-config", "-l", "env=edge"},
-		{"install", "agent-token", "-k", e.Manager.Kubeconfig},
+		{"install", "agent-token", "-k", e.State.Kubeconfigs["manager"]},
 	} {
 		out, err := exec.CommandContext(ctx, fleetBin, args...).Output()
 		if err != nil {
 			return fmt.Errorf("fleet %v: %w", args, stderrOf(err))
 		}
-		if err := framework.ApplyYAML(ctx, local, out); err != nil {
+		if err := localcluster.ApplyYAML(ctx, local, out); err != nil {
 			return err
 		}
 	}
-	return e.start("agent-edge-1", "fleet-agent", "--kubeconfig", cp.Kubeconfig, "--namespace", fleet.DefaultSystemNamespace)
+	e.State.EdgeRegistered = true
+	return nil
+}
+
+// startEdgeAgent runs edge-1's agent, standing in for the kubelet that
+// would run the Deployment the agent-token manifest holds.
+func (e *Env) startEdgeAgent(context.Context) error {
+	_, err := e.start("agent-edge-1", "fleet-agent", "--kubeconfig", e.State.Kubeconfigs["edge-1"], "--namespace", fleet.DefaultSystemNamespace)
+	return err
 }
 
 // enrollCAPI writes what Cluster API writes for a new cluster: the Cluster,
 // its kubeconfig Secret, and, once "provisioned", controlPlaneInitialized.
-// The manager installs the agent into capi-1; the demo then runs it from the
-// objects it finds there, standing in for the kubelet.
+// The manager installs the agent into capi-1 (startCAPIAgent runs it).
 func (e *Env) enrollCAPI(ctx context.Context) error {
 	e.step("Enrolling capi-1 through Cluster API: Cluster object + capi-1-kubeconfig Secret")
-	cp := e.Clusters["capi-1"]
-	kc, err := kubeconfig.FromREST(cp.Config, "capi-1")
+	kc, err := os.ReadFile(e.State.Kubeconfigs["capi-1"])
 	if err != nil {
 		return err
 	}
@@ -292,12 +398,13 @@ func (e *Env) enrollCAPI(ctx context.Context) error {
 	// The control plane comes up: Cluster API says so in status (a patch,
 	// as the manager may have added its finalizer meanwhile).
 	initialized := []byte(`{"status":{"initialization":{"controlPlaneInitialized":true}}}`)
-	if err := e.Client.Status().Patch(ctx, capi, client.RawPatch(types.MergePatchType, initialized)); err != nil {
-		return err
-	}
+	return e.Client.Status().Patch(ctx, capi, client.RawPatch(types.MergePatchType, initialized))
+}
 
+// startCAPIAgent runs the agent the manager installs into capi-1.
+func (e *Env) startCAPIAgent(ctx context.Context) error {
 	e.step("Waiting for the manager to install the agent into capi-1")
-	return e.startInstalledAgent(ctx, cp, "capi-1")
+	return e.startInstalledAgent(ctx, "capi-1", "capi-1")
 }
 
 // startLocalAgent runs the agent the manager installs into its own cluster
@@ -305,14 +412,14 @@ func (e *Env) enrollCAPI(ctx context.Context) error {
 // in.
 func (e *Env) startLocalAgent(ctx context.Context) error {
 	e.step("Waiting for the manager to install the local cluster's agent into its own cluster (Cluster fleet-local/local)")
-	return e.startInstalledAgent(ctx, e.Manager, "local")
+	return e.startInstalledAgent(ctx, "manager", "local")
 }
 
 // startInstalledAgent waits for the agent Deployment the manager installs
-// into cp and runs the agent from the objects it finds there, standing in
-// for the kubelet.
-func (e *Env) startInstalledAgent(ctx context.Context, cp *controlplane.ControlPlane, name string) error {
-	local, err := cp.Client(nil)
+// into the cluster and runs the agent from the objects it finds there,
+// standing in for the kubelet.
+func (e *Env) startInstalledAgent(ctx context.Context, cluster, name string) error {
+	local, err := e.clusterClient(cluster)
 	if err != nil {
 		return err
 	}
@@ -328,15 +435,27 @@ func (e *Env) startInstalledAgent(ctx context.Context, cp *controlplane.ControlP
 		}
 		return false, nil
 	}); err != nil {
-		return fmt.Errorf("the agent was not installed into %s: %w (see %s)", name, err, filepath.Join(e.State.Logs, "fleet-manager.log"))
+		return fmt.Errorf("the manager did not install the agent into %s: %w (is the manager running? see %s)",
+			name, err, filepath.Join(e.State.Logs, "fleet-manager.log"))
 	}
-	return e.start("agent-"+name, "fleet-agent", "--kubeconfig", cp.Kubeconfig, "--namespace", agentNS)
+	_, err = e.start("agent-"+name, "fleet-agent", "--kubeconfig", e.State.Kubeconfigs[cluster], "--namespace", agentNS)
+	return err
 }
 
 // LocalGitRepo is the GitRepo the demo makes in fleet-local: no targets, so
 // it lands on the manager's own cluster through the default ClusterGroup,
 // as in Fleet's quickstart.
 const LocalGitRepo = "quickstart"
+
+// localPaths are the examples' directories of LocalGitRepo: plain
+// manifests, and a Deployment and a Job (WorkloadsDir) when the clusters run
+// workloads.
+func (e *Env) localPaths() []string {
+	if e.opts.Workloads {
+		return []string{"plain", WorkloadsDir}
+	}
+	return []string{"plain"}
+}
 
 func (e *Env) createGitRepos(ctx context.Context) error {
 	e.step("Creating a git repository from %s, a GitRepo in %s pointing at it for every cluster there, and one in %s without targets",
@@ -359,7 +478,7 @@ func (e *Env) createGitRepos(ctx context.Context) error {
 	}
 	return e.Client.Create(ctx, &fleet.GitRepo{
 		ObjectMeta: metav1.ObjectMeta{Name: LocalGitRepo, Namespace: fleet.LocalWorkspace},
-		Spec:       fleet.GitRepoSpec{Repo: repo, Branch: "main", PollingInterval: poll, Paths: []string{"plain"}},
+		Spec:       fleet.GitRepoSpec{Repo: repo, Branch: "main", PollingInterval: poll, Paths: e.localPaths()},
 	})
 }
 
@@ -396,8 +515,13 @@ func (e *Env) waitReady(ctx context.Context) error {
 		if err != nil {
 			return false, nil
 		}
-		// local, edge-1 and capi-1; the examples and the quickstart.
-		ready := len(clusters) == 3 && len(bundles) == len(paths)+1
+		// local, edge-1 and capi-1; the examples, the quickstart's and,
+		// when the manager keeps them, one agent Bundle per cluster.
+		want := len(paths) + len(e.localPaths())
+		if e.State.RunsWorkloads {
+			want += len(clusters)
+		}
+		ready := len(clusters) == 3 && len(bundles) == want
 		for _, c := range clusters {
 			ready = ready && c.Ready
 		}
@@ -483,7 +607,7 @@ func Summary(clusters []ClusterRow, bundles []BundleRow) string {
 	return line
 }
 
-// Down stops every process of the environment.
+// Down stops every process of the environment that this process started.
 func (e *Env) Down() {
 	for _, p := range e.procs {
 		p.Stop()

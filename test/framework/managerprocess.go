@@ -2,28 +2,17 @@ package framework
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"net/http"
-	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/gitfleet/fleet/internal/localcluster"
 )
 
 // DefaultReadyTimeout bounds how long StartManagerProcess waits for the
-// manager to be ready: a start, one cache sync, on a busy machine.
-const DefaultReadyTimeout = 2 * time.Minute
+// manager to be ready (localcluster.DefaultReadyTimeout).
+const DefaultReadyTimeout = localcluster.DefaultReadyTimeout
 
 // FreeAddr returns a loopback address with a port nobody listens on at the
-// moment of the call.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
+// moment of the call (localcluster.FreeAddr).
+func FreeAddr() (string, error) { return localcluster.FreeAddr() }
 
 // StartManagerProcess starts the fleet-manager binary with args, logging to
 // dir/logName.log, serving its health probes on a free loopback port, and
@@ -44,39 +33,4 @@ func StartManagerProcess(dir, logName string, args ...string) (*Process, error) 
 		return nil, err
 	}
 	return p, nil
-}
-
-// WaitReady waits until GET url answers 200, for at most timeout. It gives up
-// early when the process exits. The error names what it waited for and holds
-// the last answer and the tail of the process's log.
-func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
-	hc := &http.Client{Timeout: 2 * time.Second}
-	last := "no answer yet"
-	exited := false
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		if p.Exited() {
-			exited = true
-			return false, fmt.Errorf("%s exited", p.Name)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		last = resp.Status
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err == nil {
-		return nil
-	}
-	what := fmt.Sprintf("%s to answer 200 on %s within %s", p.Name, url, timeout)
-	if exited {
-		what = fmt.Sprintf("%s to answer 200 on %s, but it exited", p.Name, url)
-	}
-	return fmt.Errorf("waited for %s (last answer: %s): %w\nlog %s ends with:\n%s", what, last, err, p.Log, p.Tail(4000))
 }

@@ -1,106 +1,27 @@
 package framework
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
-	"time"
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gitfleet/fleet/internal/localcluster"
 )
 
-// Process is a long-running binary with its output in a log file.
-type Process struct {
-	Name string
-	Log  string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
+// Process is a long-running binary with its output in a log file
+// (localcluster.Process, which `fleet dev` runs its processes with too).
+type Process = localcluster.Process
 
-// Start runs a built binary in the background, logging to dir/name.log. It
-// dies with this process.
+// Start runs a built binary (see Binaries) in the background, logging to
+// dir/logName.log. It dies with this process.
 func Start(dir, logName, binary string, args ...string) (*Process, error) {
 	bin, err := Binary(binary)
 	if err != nil {
 		return nil, err
 	}
-	return start(dir, logName, &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, bin, nil, args...)
-}
-
-func start(dir, logName string, attr *syscall.SysProcAttr, path string, env []string, args ...string) (*Process, error) {
-	logPath := filepath.Join(dir, logName+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = attr
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	p := &Process{Name: logName, Log: logPath, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// Stop asks the process to end (SIGTERM) and kills it after 10 seconds.
-func (p *Process) Stop() {
-	if p == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		p.Kill()
-	}
-}
-
-// Kill ends the process at once, as a crash would.
-func (p *Process) Kill() {
-	if p == nil {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
-// Exited tells whether the process has ended.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Output returns what the process logged so far.
-func (p *Process) Output() string {
-	b, _ := os.ReadFile(p.Log)
-	return string(bytes.ToValidUTF8(b, []byte("?")))
-}
-
-// Tail returns the last n bytes the process logged, for failure messages
-// (all of it when shorter; nothing for a nil process).
-func (p *Process) Tail(n int) string {
-	if p == nil {
-		return ""
-	}
-	out := p.Output()
-	if len(out) > n {
-		out = out[len(out)-n:]
-	}
-	return out
+	return localcluster.StartFile(dir, logName, bin, nil, args...)
 }
 
 // StartFile runs the binary at path in the background, logging to
@@ -108,15 +29,16 @@ func (p *Process) Tail(n int) string {
 // otherwise (other flags, another version) is measured the same way. env
 // is added to this process's environment.
 func StartFile(dir, logName, path string, env []string, args ...string) (*Process, error) {
-	return start(dir, logName, &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, path, env, args...)
+	return localcluster.StartFile(dir, logName, path, env, args...)
 }
 
-// PID is the process ID.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+// ApplyYAML applies every document of a YAML stream with server-side apply,
+// as `kubectl apply --server-side` would (localcluster.ApplyYAML).
+func ApplyYAML(ctx context.Context, c client.Client, data []byte) error {
+	return localcluster.ApplyYAML(ctx, c, data)
+}
 
-// StartPath runs the binary at path in the background, in a session of its
-// own so it outlives this process (the local environment's `fleet dev up`
-// exits and leaves it running); Stop or Kill end it.
-func StartPath(dir, logName, path string, args ...string) (*Process, error) {
-	return start(dir, logName, &syscall.SysProcAttr{Setsid: true}, path, nil, args...)
+// DecodeYAML splits a YAML stream into objects (localcluster.DecodeYAML).
+func DecodeYAML(data []byte) ([]*unstructured.Unstructured, error) {
+	return localcluster.DecodeYAML(data)
 }

@@ -1,4 +1,4 @@
-package controlplane_test
+package localcluster_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/gitfleet/fleet/test/controlplane"
+	"github.com/gitfleet/fleet/internal/localcluster"
 )
 
 // Three control planes started together are three clusters: each has its own
@@ -21,7 +21,7 @@ func TestStartNIndependent(t *testing.T) {
 	defer cancel()
 
 	start := time.Now()
-	cps, err := controlplane.StartN(3, "independent", controlplane.Options{CAPI: true})
+	cps, err := localcluster.StartN(3, "independent", localcluster.Options{CAPI: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("Started 3 control planes in %s", time.Since(start).Round(time.Millisecond))
 	defer func() {

@@ -1,4 +1,4 @@
-package controlplane
+package localcluster
 
 import (
 	"bytes"
