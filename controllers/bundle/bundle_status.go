@@ -72,12 +72,17 @@ func setStatus(b *fleet.Bundle, in statusInput, err error) {
 	st.ObservedGeneration = b.Generation
 }
 
+// targetingErrorPrefix starts the Ready message of a bundle some clusters'
+// options could not be worked out for (a values template failing), as in
+// Fleet, whose UI and users' alerts match on it.
+const targetingErrorPrefix = "targeting error: "
+
 // readyCondition is the Ready condition of a bundle whose reconcile
 // succeeded: the summary's, unless some clusters could not be worked out.
 func readyCondition(sum fleet.BundleSummary, errs []error, generation int64) metav1.Condition {
 	if err := errors.Join(errs...); err != nil {
 		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonError,
-			Message: err.Error(), ObservedGeneration: generation}
+			Message: targetingErrorPrefix + err.Error(), ObservedGeneration: generation}
 	}
 	return summary.ReadyCondition(sum, generation)
 }

@@ -86,7 +86,8 @@ func TestValuesRenderedPerCluster(t *testing.T) {
 }
 
 // A template calling a function Fleet removes fails the bundle with a message
-// that names the function, and deploys nothing.
+// that starts as Fleet's does ("targeting error: ") and names the function,
+// and deploys nothing.
 func TestRefusedTemplateFunctionStalls(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -110,6 +111,8 @@ func TestRefusedTemplateFunctionStalls(t *testing.T) {
 		c := conditions.Get(got, fleet.ConditionReady)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		// Fleet's text first ("targeting error: "), ours after it.
+		g.Expect(c.Message).To(HavePrefix("targeting error: "))
 		g.Expect(c.Message).To(ContainSubstring(`function "env" is not allowed in values templates`))
 	}).WithTimeout(timeout).Should(Succeed())
 	bds := &fleet.BundleDeploymentList{}
