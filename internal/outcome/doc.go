@@ -16,4 +16,12 @@
 // set of conditions computed elsewhere) maps these onto controller-runtime:
 // a kind that polls keeps polling after a Stalling error, others stop with
 // reconcile.TerminalError until a watched object changes.
+//
+// A reconcile ends in one deferred step: the caller computes the status,
+// Compute sets the outcome's condition, records the events the watched
+// conditions' changes deserve (RecordEvents, ConditionEvent) and decides
+// the result, and PatchStatus writes the status once, when it changed (a
+// conflict is a short Wait); Finish does the three. A status several
+// writers share is applied instead (conditions.ApplyStatus), and Written
+// combines that write's error with the outcome.
 package outcome
