@@ -21,11 +21,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/config/crd"
 	"github.com/gitfleet/fleet/config/knownhosts"
 	"github.com/gitfleet/fleet/config/rbac"
+	"github.com/gitfleet/fleet/internal/agentmanifest"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/names"
 )
@@ -70,7 +70,7 @@ func ControllerYAML(o ControllerOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, err := agentinstall.YAML(controller)
+	objs, err := agentmanifest.YAML(controller)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 	if image == "" {
 		image = DefaultControllerImage
 	}
-	writeScope, err := writeScopePolicy(ns, firstNonEmpty(o.AgentImage, agentinstall.DefaultImage))
+	writeScope, err := writeScopePolicy(ns, firstNonEmpty(o.AgentImage, agentmanifest.DefaultImage))
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
 							Args: []string{
 								"--leader-elect",
 								"--system-namespace=" + ns,
-								"--agent-image=" + firstNonEmpty(o.AgentImage, agentinstall.DefaultImage),
+								"--agent-image=" + firstNonEmpty(o.AgentImage, agentmanifest.DefaultImage),
 								"--metrics-bind-address=:8080",
 								"--health-probe-bind-address=:8081",
 								"--webhook-bind-address=:8082",
@@ -203,7 +203,7 @@ const LocalAgentRoleName = "fleet-manager-local-agent"
 // would let a stolen manager credential grant it to anyone.
 func localAgentObjects(ns string) []client.Object {
 	labels := map[string]string{"app": ManagerName}
-	agentLabels := map[string]string{agentinstall.ManagedByLabel: "fleet", "app": fleet.AgentName}
+	agentLabels := map[string]string{agentmanifest.ManagedByLabel: "fleet", "app": fleet.AgentName}
 	return []client.Object{
 		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: metav1.ObjectMeta{Name: fleet.AgentName, Namespace: ns, Labels: agentLabels}},

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/agentmanifest"
 	"github.com/gitfleet/fleet/internal/names"
 )
 
@@ -127,7 +127,7 @@ func tokenValuesCEL() string {
 }
 
 // localAgentCEL tells whether a Deployment runs what the manager renders
-// for the local agent (agentinstall.Objects): the settings an admin may
+// for the local agent (agentmanifest.Objects): the settings an admin may
 // give the local Cluster (environment, placement, resources) vary, what
 // the code run as fleet-agent is does not.
 func localAgentCEL(image string, agentArgs []string) string {
@@ -173,7 +173,7 @@ func imageRepository(image string) string {
 // agentArgs are the arguments of the agent's container as agentinstall
 // renders them.
 func agentArgs() ([]string, error) {
-	objs, err := agentinstall.Objects(agentinstall.Options{})
+	objs, err := agentmanifest.Objects(agentmanifest.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("rendering the agent's Deployment: %w", err)
 	}

@@ -1,4 +1,4 @@
-package agentinstall
+package agentmanifest
 
 import (
 	"fmt"
