@@ -14,15 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/e2e/agentupgrade"
 	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/test/framework/e2e"
 )
 
 const (
@@ -36,16 +35,17 @@ const (
 	brokenImage = "registry.test/fleet-agent:v1.2.0-broken"
 )
 
-// suite is what BeforeSuite sets up: the manager's control plane, ten
-// downstream control planes running kube-controller-manager, and two builds
-// of fleet-agent stamped with different versions.
-type suite struct {
-	upstream    *controlplane.ControlPlane
-	downstreams []*controlplane.ControlPlane
-	admin       client.Client
-	logDir      string
-	binDir      string
-	binaries    map[string]string
+// suiteInput is what the suite runs against: the manager's control plane
+// and ten downstream control planes running kube-controller-manager. The
+// manager runs in this process, started by the spec (startManager), and the
+// agents are two builds of fleet-agent stamped with different versions.
+var suiteInput = e2e.SuiteInput{
+	Name:        "agentupgrade",
+	Upstream:    &controlplane.Options{Name: "agentupgrade-up", StartTimeout: 3 * time.Minute},
+	Downstreams: clusters,
+	DownstreamOptions: controlplane.Options{Name: "agentupgrade",
+		NoCRDs: true, Workloads: &controlplane.Workloads{ControllersOnly: true}, StartTimeout: 3 * time.Minute},
+	DevLogs: true,
 }
 
 // buildAgent builds fleet-agent and fleet-agent-deploy stamped with version,
@@ -64,52 +64,39 @@ func buildAgent(dir, version string) (string, error) {
 	return filepath.Join(out, "fleet-agent"), nil
 }
 
-func (s *suite) setUp() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	var err error
-	s.logDir, err = os.MkdirTemp("", "fleet-e2e-agentupgrade-")
-	Expect(err).NotTo(HaveOccurred())
-	s.binDir, err = os.MkdirTemp("", "fleet-e2e-agentupgrade-bin-")
-	Expect(err).NotTo(HaveOccurred())
-
-	// Build the two agents while the control planes start.
-	type build struct{ image, path string }
+// buildAgents builds the old and the new agent into binDir, and returns a
+// function that waits for them and maps each image to its fleet-agent.
+func buildAgents(binDir string) func() map[string]string {
+	type build struct {
+		image, path string
+		err         error
+	}
 	built := make(chan build, 2)
-	buildErrs := make(chan error, 2)
 	for image, version := range map[string]string{oldImage: "v1.0.0", newImage: "v1.1.0"} {
 		go func() {
-			path, err := buildAgent(s.binDir, version)
-			built <- build{image, path}
-			buildErrs <- err
+			path, err := buildAgent(binDir, version)
+			built <- build{image, path, err}
 		}()
 	}
-	up := make(chan error, 1)
-	go func() {
-		var err error
-		s.upstream, err = controlplane.Start(controlplane.Options{Name: "agentupgrade-up", StartTimeout: 3 * time.Minute})
-		up <- err
-	}()
-	s.downstreams, err = controlplane.StartN(clusters, "agentupgrade", controlplane.Options{
-		NoCRDs: true, Workloads: &controlplane.Workloads{ControllersOnly: true}, StartTimeout: 3 * time.Minute})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(<-up).To(Succeed())
-	s.binaries = map[string]string{}
-	for range 2 {
-		b := <-built
-		Expect(<-buildErrs).To(Succeed())
-		s.binaries[b.image] = b.path
+	return func() map[string]string {
+		GinkgoHelper()
+		binaries := map[string]string{}
+		for range 2 {
+			b := <-built
+			Expect(b.err).NotTo(HaveOccurred())
+			binaries[b.image] = b.path
+		}
+		return binaries
 	}
-	s.admin, err = s.upstream.Client(controllers.Scheme())
-	Expect(err).NotTo(HaveOccurred())
 }
 
 // startManager runs the manager's controllers in this process, with the
 // rights of its ServiceAccount (framework.ManagerConfig), offering image.
 // It may run again after the last one stopped: a new manager version
 // offering a new agent image.
-func (s *suite) startManager(ctx context.Context, image string) func() {
+func startManager(ctx context.Context, upstream *controlplane.ControlPlane, image string) func() {
 	GinkgoHelper()
-	cfg, err := framework.ManagerConfig(ctx, s.upstream.Config)
+	cfg, err := framework.ManagerConfig(ctx, upstream.Config)
 	Expect(err).NotTo(HaveOccurred())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     controllers.Scheme(),
@@ -121,7 +108,7 @@ func (s *suite) startManager(ctx context.Context, image string) func() {
 	mctx, cancel := context.WithCancel(ctx)
 	budget := intstr.FromString(maxUnavailable)
 	Expect(controllers.Setup(mctx, mgr, controllers.Options{
-		APIServerURL: s.upstream.Config.Host, APIServerCA: s.upstream.Config.CAData, DisableLocalCluster: true,
+		APIServerURL: upstream.Config.Host, APIServerCA: upstream.Config.CAData, DisableLocalCluster: true,
 		AgentImage: image, AgentBundles: true, AgentMaxUnavailable: &budget,
 	})).To(Succeed())
 	done := make(chan error, 1)
@@ -130,36 +117,30 @@ func (s *suite) startManager(ctx context.Context, image string) func() {
 	return func() { cancel(); Expect(<-done).To(Succeed()) }
 }
 
-func (s *suite) tearDown() {
-	for _, cp := range append([]*controlplane.ControlPlane{s.upstream}, s.downstreams...) {
-		if cp != nil {
-			_ = cp.Stop()
-		}
-	}
-	_ = os.RemoveAll(s.binDir)
-}
-
-func (s *suite) input(ctx context.Context) agentupgrade.SpecInput {
-	return agentupgrade.SpecInput{
-		Upstream: s.upstream, Admin: s.admin, Downstreams: s.downstreams, LogDir: s.logDir,
-		Binaries:     s.binaries,
-		Versions:     map[string]string{oldImage: "v1.0.0", newImage: "v1.1.0"},
-		OldImage:     oldImage,
-		NewImage:     newImage,
-		BrokenImage:  brokenImage,
-		StartManager: func(image string) func() { return s.startManager(ctx, image) },
-		MaxInFlight:  maxInFlight,
-	}
-}
-
 func TestAgentUpgrade(t *testing.T) {
 	RegisterFailHandler(Fail)
 	ctx := context.Background()
-	s := &suite{}
-	BeforeSuite(s.setUp)
-	AfterSuite(s.tearDown)
+	var input agentupgrade.SpecInput
+	BeforeSuite(func() {
+		binDir, err := os.MkdirTemp("", "fleet-e2e-agentupgrade-bin-")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(os.RemoveAll, binDir)
+		// Build the two agents while the control planes start.
+		binaries := buildAgents(binDir)
+		s := e2e.SetUpSuite(ctx, suiteInput)
+		input = agentupgrade.SpecInput{
+			Upstream: s.Upstream, Admin: s.Admin, Downstreams: s.Downstreams, LogDir: s.LogDir,
+			Binaries:     binaries(),
+			Versions:     map[string]string{oldImage: "v1.0.0", newImage: "v1.1.0"},
+			OldImage:     oldImage,
+			NewImage:     newImage,
+			BrokenImage:  brokenImage,
+			StartManager: func(image string) func() { return startManager(ctx, s.Upstream, image) },
+			MaxInFlight:  maxInFlight,
+		}
+	})
 	Describe("Agent settings and upgrades through agent Bundles", Ordered, func() {
-		agentupgrade.AgentUpgradeSpec(ctx, func() agentupgrade.SpecInput { return s.input(ctx) })
+		agentupgrade.AgentUpgradeSpec(ctx, func() agentupgrade.SpecInput { return input })
 	})
 	RunSpecs(t, "Agent upgrades")
 }

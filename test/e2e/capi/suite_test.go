@@ -3,7 +3,6 @@ package capi_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -13,80 +12,51 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/controllers/capi"
 	"github.com/gitfleet/fleet/test/controlplane"
 	capie2e "github.com/gitfleet/fleet/test/e2e/capi"
-	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/test/framework/e2e"
 )
 
 // staleAfter is the import controller's stale-agent time in this suite:
 // short, so that healing can be watched.
 const staleAfter = 12 * time.Second
 
-// suite is what BeforeSuite sets up: two manager control planes with Cluster
-// API's CRD, each with the manager's controllers in this process (the second
-// is where MoveSpec moves a cluster to), three workload control planes, and
-// the binaries.
-type suite struct {
-	cancel      context.CancelFunc
-	upstream    *controlplane.ControlPlane
-	workloads   []*controlplane.ControlPlane
-	admin       client.WithWatch // manager cluster, admin, with Cluster API types
-	logDir      string
-	managerDone chan error
-	// The management cluster Cluster API Clusters are moved to, with its own
-	// manager.
-	target      *controlplane.ControlPlane
-	targetAdmin client.WithWatch
-	targetDone  chan error
+// suiteInput is what the suite runs against: two manager control planes
+// with Cluster API's CRD (the second, Extra[0], is where MoveSpec moves a
+// cluster to), three workload control planes, and the binaries. Each manager
+// runs in this process (startManager).
+var suiteInput = e2e.SuiteInput{
+	Name:              "capi",
+	Upstream:          &controlplane.Options{Name: "manager", CAPI: true},
+	Extra:             []controlplane.Options{{Name: "target", CAPI: true}},
+	Downstreams:       3,
+	DownstreamOptions: controlplane.Options{Name: "workload", NoCRDs: true},
+	Binaries:          true,
+	DevLogs:           true,
 }
 
-func (s *suite) setUp(ctx context.Context) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	ctx, s.cancel = context.WithCancel(ctx)
-	var err error
-	s.logDir, err = os.MkdirTemp("", "fleet-e2e-capi-")
-	Expect(err).NotTo(HaveOccurred())
-
-	// Build the binaries while the control planes start.
-	built := make(chan error, 1)
-	go func() { _, err := framework.Binaries(); built <- err }()
-	up := make(chan error, 1)
-	go func() {
-		var err error
-		s.upstream, err = controlplane.Start(controlplane.Options{Name: "manager", CAPI: true})
-		up <- err
-	}()
-	targetUp := make(chan error, 1)
-	go func() {
-		var err error
-		s.target, err = controlplane.Start(controlplane.Options{Name: "target", CAPI: true})
-		targetUp <- err
-	}()
-	s.workloads, err = controlplane.StartN(3, "workload", controlplane.Options{NoCRDs: true})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(<-up).To(Succeed())
-	Expect(<-targetUp).To(Succeed())
-	Expect(<-built).To(Succeed())
-
-	s.admin, s.managerDone = startManager(ctx, s.upstream, controllers.Options{})
+// setUp starts the suite and a manager on each management cluster, and
+// returns what the specs run against.
+func setUp(ctx context.Context) capie2e.SpecInput {
+	s := e2e.SetUpSuite(ctx, suiteInput)
+	admin := startManager(ctx, s.Upstream, controllers.Options{})
 	// The target enrolls by opt-in, as --capi-cluster-selector and
 	// --capi-namespace-selector set it.
-	s.targetAdmin, s.targetDone = startManager(ctx, s.target, controllers.Options{
+	targetAdmin := startManager(ctx, s.Extra[0], controllers.Options{
 		CAPIClusterSelector: capie2e.OptInClusterSelector, CAPINamespaceSelector: capie2e.OptInNamespaceSelector})
-
-	GinkgoWriter.Printf("Logs of agents are in %s\n", s.logDir)
-	fmt.Println("Logs of agents are in", s.logDir)
+	fmt.Println("Logs of agents are in", s.LogDir)
+	return capie2e.SpecInput{Upstream: s.Upstream, Workloads: s.Downstreams, Admin: admin, LogDir: s.LogDir,
+		ImportStaleAfter: staleAfter, Target: s.Extra[0], TargetAdmin: targetAdmin}
 }
 
 // startManager runs the manager on cp as controllers.Setup wires it, the
-// clusterimport and capi reconcilers included, and returns an admin client
-// of cp that knows Cluster API's types.
-func startManager(ctx context.Context, cp *controlplane.ControlPlane, o controllers.Options) (client.WithWatch, chan error) {
+// clusterimport and capi reconcilers included, until the end of the suite,
+// and returns an admin client of cp that knows Cluster API's types.
+func startManager(ctx context.Context, cp *controlplane.ControlPlane, o controllers.Options) client.WithWatch {
 	GinkgoHelper()
 	scheme := controllers.Scheme()
 	Expect(capi.AddToScheme(scheme)).To(Succeed())
@@ -100,45 +70,25 @@ func startManager(ctx context.Context, cp *controlplane.ControlPlane, o controll
 	Expect(err).NotTo(HaveOccurred())
 	Expect(installed).To(BeTrue())
 	o.APIServerURL, o.APIServerCA, o.ImportStaleAfter = cp.Config.Host, cp.Config.CAData, staleAfter
+	ctx, cancel := context.WithCancel(ctx)
 	Expect(controllers.Setup(ctx, mgr, o)).To(Succeed())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
+	DeferCleanup(func() { cancel(); <-done })
 	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
-	return admin, done
-}
-
-func (s *suite) tearDown() {
-	if s.cancel != nil {
-		s.cancel()
-		for _, done := range []chan error{s.managerDone, s.targetDone} {
-			if done != nil {
-				<-done
-			}
-		}
-	}
-	for _, cp := range append([]*controlplane.ControlPlane{s.upstream, s.target}, s.workloads...) {
-		if cp != nil {
-			_ = cp.Stop()
-		}
-	}
-	framework.RemoveBinaries()
-}
-
-func (s *suite) input() capie2e.SpecInput {
-	return capie2e.SpecInput{Upstream: s.upstream, Workloads: s.workloads, Admin: s.admin, LogDir: s.logDir, ImportStaleAfter: staleAfter,
-		Target: s.target, TargetAdmin: s.targetAdmin}
+	return admin
 }
 
 func TestCAPI(t *testing.T) {
 	RegisterFailHandler(Fail)
 	ctx := context.Background()
-	s := &suite{}
-	BeforeSuite(func() { s.setUp(ctx) })
-	AfterSuite(s.tearDown)
-	Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() { capie2e.EnrollmentSpec(ctx, s.input) })
-	Describe("Un-enrollment", Ordered, ContinueOnFailure, func() { capie2e.UnenrollSpec(ctx, s.input) })
-	Describe("An onboarding storm", func() { capie2e.OnboardingStormSpec(ctx, s.input) })
-	Describe("Opt-in enrollment", Ordered, ContinueOnFailure, func() { capie2e.OptInSpec(ctx, s.input) })
-	Describe("clusterctl move", Ordered, ContinueOnFailure, func() { capie2e.MoveSpec(ctx, s.input) })
+	var input capie2e.SpecInput
+	BeforeSuite(func() { input = setUp(ctx) })
+	inputGetter := func() capie2e.SpecInput { return input }
+	Describe("Cluster API enrollment", Ordered, ContinueOnFailure, func() { capie2e.EnrollmentSpec(ctx, inputGetter) })
+	Describe("Un-enrollment", Ordered, ContinueOnFailure, func() { capie2e.UnenrollSpec(ctx, inputGetter) })
+	Describe("An onboarding storm", func() { capie2e.OnboardingStormSpec(ctx, inputGetter) })
+	Describe("Opt-in enrollment", Ordered, ContinueOnFailure, func() { capie2e.OptInSpec(ctx, inputGetter) })
+	Describe("clusterctl move", Ordered, ContinueOnFailure, func() { capie2e.MoveSpec(ctx, inputGetter) })
 	RunSpecs(t, "Manager-initiated registration and Cluster API enrollment")
 }

@@ -22,16 +22,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
 	"github.com/gitfleet/fleet/test/controlplane"
-	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/test/framework/e2e"
 )
 
 func TestSecurity(t *testing.T) {
@@ -67,33 +65,27 @@ type Env struct {
 // env is built once in BeforeSuite; specs read it, never write it.
 var env *Env
 
-var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
-	e := &Env{Ctx: context.Background()}
-	built := make(chan error, 1)
-	go func() { _, err := framework.Binaries(); built <- err }()
-	cps, err := controlplane.StartN(3, "sec", controlplane.Options{})
-	Expect(err).NotTo(HaveOccurred())
-	e.Upstream, e.Downstreams = cps[0], cps[1:]
-	// The token controller fills service-account-token Secrets, so every
-	// path to a token is live (manager_credential_test.go); nothing else
-	// of kube-controller-manager runs, to spare the CPU.
-	Expect(e.Upstream.StartWorkloads(e.Ctx, controlplane.Workloads{Controllers: controlplane.TokenControllers})).To(Succeed())
-	Expect(<-built).To(Succeed())
-	e.Admin, err = e.Upstream.Client(controllers.Scheme())
-	Expect(err).NotTo(HaveOccurred())
-	e.LogDir, err = os.MkdirTemp("", "fleet-e2e-security-")
-	Expect(err).NotTo(HaveOccurred())
+// suiteInput is what the attacks run against: the manager's control plane,
+// whose token controller fills service-account-token Secrets so that every
+// path to a token is live (manager_credential_test.go; nothing else of
+// kube-controller-manager runs, to spare the CPU), two workload clusters,
+// and the binaries. The manager runs in this process; its options are set in
+// BeforeSuite.
+var suiteInput = e2e.SuiteInput{
+	Name: "security",
+	Upstream: &controlplane.Options{Name: "sec-0",
+		Workloads: &controlplane.Workloads{Controllers: controlplane.TokenControllers}},
+	Downstreams:       2,
+	DownstreamOptions: controlplane.Options{Name: "sec-down"},
+	Binaries:          true,
+}
 
+var _ = BeforeSuite(func() {
+	e := &Env{Ctx: context.Background()}
+	var err error
 	e.GitRoot, err = os.MkdirTemp("", "fleet-e2e-security-git-")
 	Expect(err).NotTo(HaveOccurred())
-	e.Git = gittest.NewServer(e.GitRoot)
-	gitLn, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	gitSrv := &http.Server{Handler: e.Git, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = gitSrv.Serve(gitLn) }()
-	e.GitURL = "http://" + gitLn.Addr().String()
-	DeferCleanup(gitSrv.Close)
+	DeferCleanup(os.RemoveAll, e.GitRoot)
 
 	webhookLn, err := net.Listen("tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
@@ -102,10 +94,8 @@ var _ = BeforeSuite(func() {
 	e.WebhookURL = "http://" + webhookAddr + "/"
 
 	e.Options = controllers.Options{
-		APIServerURL: e.Upstream.Config.Host,
-		APIServerCA:  e.Upstream.Config.CAData,
-		WebhookAddr:  webhookAddr,
-		GitCacheDir:  GinkgoT().TempDir(),
+		WebhookAddr: webhookAddr,
+		GitCacheDir: GinkgoT().TempDir(),
 		// Agents renew their credential within the suite's time
 		// (rotation_test.go): the manager issues the next token every 5s.
 		CredentialLifetime: time.Hour, CredentialRenewAfter: 5 * time.Second,
@@ -116,17 +106,19 @@ var _ = BeforeSuite(func() {
 		// service (egress_test.go).
 		Egress: egress.Policy{Deny: []netip.Prefix{netip.MustParsePrefix(deniedAddr + "/32")}},
 	}
-	stop, managerCache, err := framework.StartManagerWithCache(e.Ctx, e.Upstream.Config, e.Options)
+	in := suiteInput
+	in.Manager = &e.Options
+	s := e2e.SetUpSuite(e.Ctx, in)
+	e.Upstream, e.Downstreams, e.Admin, e.LogDir, e.ManagerCache = s.Upstream, s.Downstreams, s.Admin, s.LogDir, s.ManagerCache
+	// What the manager runs with, its API server's address filled in.
+	e.Options.APIServerURL, e.Options.APIServerCA = s.Upstream.Config.Host, s.Upstream.Config.CAData
+
+	e.Git = gittest.NewServer(e.GitRoot)
+	gitLn, err := net.Listen("tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		stop()
-		for _, cp := range cps {
-			_ = cp.Stop()
-		}
-		_ = os.RemoveAll(e.GitRoot)
-		framework.RemoveBinaries()
-	})
-	e.ManagerCache = managerCache
+	gitSrv := &http.Server{Handler: e.Git, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = gitSrv.Serve(gitLn) }()
+	e.GitURL = "http://" + gitLn.Addr().String()
+	DeferCleanup(gitSrv.Close)
 	env = e
-	GinkgoWriter.Printf("Logs of agents are in %s\n", e.LogDir)
 })

@@ -7,59 +7,33 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/e2e/targeting"
-	"github.com/gitfleet/fleet/test/framework"
+	"github.com/gitfleet/fleet/test/framework/e2e"
 )
 
-// suite is what BeforeSuite sets up: one control plane with the manager's
-// controllers in this process.
-type suite struct {
-	cp          *controlplane.ControlPlane
-	admin       client.Client
-	stopManager func()
-	metricsURL  string
-}
-
-func (s *suite) setUp(ctx context.Context) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
-	var err error
-	s.cp, err = controlplane.Start(controlplane.Options{Name: "targeting"})
-	Expect(err).NotTo(HaveOccurred())
-	s.admin, err = s.cp.Client(controllers.Scheme())
-	Expect(err).NotTo(HaveOccurred())
-	s.stopManager, s.metricsURL, err = framework.StartManagerServingMetrics(ctx, s.cp.Config, controllers.Options{
-		APIServerURL: s.cp.Config.Host, ContentGrace: 2 * time.Second,
-	})
-	Expect(err).NotTo(HaveOccurred())
-}
-
-func (s *suite) tearDown() {
-	if s.stopManager != nil {
-		s.stopManager()
-	}
-	_ = s.cp.Stop()
-	framework.RemoveBinaries()
-}
-
-func (s *suite) input() targeting.SpecInput {
-	return targeting.SpecInput{Admin: s.admin, Kubeconfig: s.cp.Kubeconfig, MetricsURL: s.metricsURL}
+// suiteInput is what the suite runs against: one control plane with the
+// manager's controllers in this process, serving its metrics.
+var suiteInput = e2e.SuiteInput{
+	Name:           "targeting",
+	Upstream:       &controlplane.Options{Name: "targeting"},
+	Manager:        &controllers.Options{ContentGrace: 2 * time.Second},
+	ManagerMetrics: true,
 }
 
 func TestTargeting(t *testing.T) {
 	RegisterFailHandler(Fail)
 	ctx := context.Background()
-	s := &suite{}
-	BeforeSuite(func() { s.setUp(ctx) })
-	AfterSuite(s.tearDown)
-	Describe("GitRepo to BundleDeployments", Ordered, func() { targeting.GitOpsSpec(ctx, s.input) })
-	Describe("Targeting", Ordered, func() { targeting.TargetingSpec(ctx, s.input) })
-	Describe("Previewing with fleet target and fleet test", Ordered, func() { targeting.PreviewSpec(ctx, s.input) })
-	Describe("Metrics and events", Ordered, func() { targeting.MetricsSpec(ctx, s.input) })
+	var s *e2e.Suite
+	BeforeSuite(func() { s = e2e.SetUpSuite(ctx, suiteInput) })
+	input := func() targeting.SpecInput {
+		return targeting.SpecInput{Admin: s.Admin, Kubeconfig: s.Upstream.Kubeconfig, MetricsURL: s.MetricsURL}
+	}
+	Describe("GitRepo to BundleDeployments", Ordered, func() { targeting.GitOpsSpec(ctx, input) })
+	Describe("Targeting", Ordered, func() { targeting.TargetingSpec(ctx, input) })
+	Describe("Previewing with fleet target and fleet test", Ordered, func() { targeting.PreviewSpec(ctx, input) })
+	Describe("Metrics and events", Ordered, func() { targeting.MetricsSpec(ctx, input) })
 	RunSpecs(t, "Targeting")
 }
