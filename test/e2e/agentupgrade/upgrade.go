@@ -69,88 +69,101 @@ const (
 	waitRollIn = 4 * time.Minute
 )
 
+// agentUpgrade is what the steps of AgentUpgradeSpec share.
+type agentUpgrade struct {
+	ctx         context.Context
+	in          SpecInput
+	clusters    []*agentCluster
+	stopManager func()
+	stopKubelet context.CancelFunc
+	releases    map[string][]string
+}
+
 // AgentUpgradeSpec registers every downstream cluster by token, with its
 // agent run from its Deployment, then rolls a new agent version across them.
 func AgentUpgradeSpec(ctx context.Context, inputGetter func() SpecInput) {
-	var (
-		in          SpecInput
-		clusters    []*agentCluster
-		stopManager func()
-		stopKubelet context.CancelFunc
-		releases    map[string][]string
-	)
+	s := &agentUpgrade{ctx: ctx}
 	BeforeAll(func() {
-		in = inputGetter()
-		Expect(in.Downstreams).NotTo(BeEmpty())
+		s.in = inputGetter()
+		Expect(s.in.Downstreams).NotTo(BeEmpty())
 		var kctx context.Context
-		kctx, stopKubelet = context.WithCancel(ctx)
-		stopManager = in.StartManager(in.OldImage)
-		for _, cp := range in.Downstreams {
+		kctx, s.stopKubelet = context.WithCancel(s.ctx)
+		s.stopManager = s.in.StartManager(s.in.OldImage)
+		for _, cp := range s.in.Downstreams {
 			local, err := cp.Client(scheme.Scheme)
 			Expect(err).NotTo(HaveOccurred())
-			k := &Kubelet{Cluster: cp.Name, Client: local, Kubeconfig: cp.Kubeconfig, Namespace: agentNS, Binaries: in.Binaries, LogDir: in.LogDir}
+			k := &Kubelet{Cluster: cp.Name, Client: local, Kubeconfig: cp.Kubeconfig, Namespace: agentNS, Binaries: s.in.Binaries, LogDir: s.in.LogDir}
 			go k.Run(kctx, 200*time.Millisecond)
-			clusters = append(clusters, &agentCluster{cp: cp, local: local, kubelet: k})
+			s.clusters = append(s.clusters, &agentCluster{cp: cp, local: local, kubelet: k})
 		}
-		GinkgoWriter.Printf("Logs of agents are in %s\n", in.LogDir)
+		GinkgoWriter.Printf("Logs of agents are in %s\n", s.in.LogDir)
 	})
 	AfterAll(func() {
-		if stopKubelet != nil {
-			stopKubelet()
+		if s.stopKubelet != nil {
+			s.stopKubelet()
 		}
-		if stopManager != nil {
-			stopManager()
+		if s.stopManager != nil {
+			s.stopManager()
 		}
 	})
 
+	joinSteps(s)
+	rolloutSteps(s)
+	settingsSteps(s)
+	budgetSteps(s)
+}
+
+// joinSteps: every cluster joins, its agent run from its Deployment, and
+// gets a workload.
+func joinSteps(s *agentUpgrade) {
 	It("joins every cluster, by token or imported, its agent run from its Deployment, which the agent then takes over from its agent Bundle", func() {
-		for i, c := range clusters {
-			if i == len(clusters)-1 {
+		for i, c := range s.clusters {
+			if i == len(s.clusters)-1 {
 				// The last one is imported: the manager installs the agent
 				// through the cluster's kubeconfig, then the agent Bundle
 				// takes over as for the others.
 				kubeconfig, err := os.ReadFile(c.cp.Kubeconfig)
 				Expect(err).NotTo(HaveOccurred())
-				Expect(in.Admin.Create(ctx, &corev1.Secret{
+				Expect(s.in.Admin.Create(s.ctx, &corev1.Secret{
 					ObjectMeta: metav1.ObjectMeta{Namespace: workspace, Name: "imported-kubeconfig"},
 					Data:       map[string][]byte{fleet.KubeConfigSecretValueKey: kubeconfig},
 				})).To(Succeed())
-				Expect(in.Admin.Create(ctx, &fleet.Cluster{
+				Expect(s.in.Admin.Create(s.ctx, &fleet.Cluster{
 					ObjectMeta: metav1.ObjectMeta{Namespace: workspace, Name: "imported"},
 					Spec:       fleet.ClusterSpec{KubeConfigSecret: "imported-kubeconfig"},
 				})).To(Succeed())
 				continue
 			}
-			_, boot, err := agentinstall.CreateToken(ctx, in.Admin, agentinstall.TokenOptions{Namespace: workspace, TTL: time.Hour})
+			_, boot, err := agentinstall.CreateToken(s.ctx, s.in.Admin, agentinstall.TokenOptions{Namespace: workspace, TTL: time.Hour})
 			Expect(err).NotTo(HaveOccurred())
 			// What `fleet install agent-token --agent-image OLD` prints.
-			objs, err := agentinstall.Objects(agentinstall.Options{Image: in.OldImage, Bootstrap: boot})
+			objs, err := agentinstall.Objects(agentinstall.Options{Image: s.in.OldImage, Bootstrap: boot})
 			Expect(err).NotTo(HaveOccurred())
-			Expect(agentinstall.Apply(ctx, c.local, objs)).To(Succeed())
+			Expect(agentinstall.Apply(s.ctx, c.local, objs)).To(Succeed())
 		}
 		e2e.WaitFor("every agent to register", func(g Gomega) {
-			byID := registeredClusters(ctx, g, in.Admin)
-			for _, c := range clusters {
-				uid, err := c.cp.KubeSystemUID(ctx)
+			byID := registeredClusters(s.ctx, g, s.in.Admin)
+			for _, c := range s.clusters {
+				uid, err := c.cp.KubeSystemUID(s.ctx)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(byID).To(HaveKey(string(uid)), "cluster %s has not registered", c.cp.Name)
 				c.name = byID[string(uid)]
 			}
 		}, waitJoin, time.Second)
 		e2e.WaitFor("every cluster's agent Bundle to be deployed and Ready", func(g Gomega) {
-			g.Expect(readyAgentBundles(ctx, g, in.Admin)).To(HaveLen(len(clusters)))
+			g.Expect(readyAgentBundles(s.ctx, g, s.in.Admin)).To(HaveLen(len(s.clusters)))
 		}, waitJoin, time.Second)
-		for _, c := range clusters {
-			dep := agentDeployment(ctx, Default, c)
+		for _, c := range s.clusters {
+			dep := agentDeployment(s.ctx, Default, c)
 			Expect(dep.Annotations).To(HaveKeyWithValue("meta.helm.sh/release-name", Not(BeEmpty())),
 				"the agent's release has taken over the Deployment of cluster %s", c.cp.Name)
-			Expect(running(c)).To(ConsistOf(in.OldImage), "one agent runs on %s", c.cp.Name)
+			Expect(running(c)).To(ConsistOf(s.in.OldImage), "one agent runs on %s", c.cp.Name)
 		}
 	})
 
 	It("deploys a workload to every cluster", func() {
 		cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  k: v\n"
-		Expect(in.Admin.Create(ctx, &fleet.Bundle{
+		Expect(s.in.Admin.Create(s.ctx, &fleet.Bundle{
 			ObjectMeta: metav1.ObjectMeta{Namespace: workspace, Name: appBundle},
 			Spec: fleet.BundleSpec{
 				BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: appNS},
@@ -159,55 +172,63 @@ func AgentUpgradeSpec(ctx context.Context, inputGetter func() SpecInput) {
 			},
 		})).To(Succeed())
 		e2e.WaitFor("the workload to be Ready on every cluster", func(g Gomega) {
-			g.Expect(readyBundleDeployments(ctx, g, in.Admin, client.MatchingLabels{fleet.BundleNameLabel: appBundle})).To(HaveLen(len(clusters)))
+			g.Expect(readyBundleDeployments(s.ctx, g, s.in.Admin, client.MatchingLabels{fleet.BundleNameLabel: appBundle})).To(HaveLen(len(s.clusters)))
 		}, waitJoin, time.Second)
-		releases = helmReleases(ctx, Default, clusters)
+		s.releases = helmReleases(s.ctx, Default, s.clusters)
 	})
+}
 
+// rolloutSteps: a new agent version rolls across every cluster within the
+// budget, the releases kept.
+func rolloutSteps(s *agentUpgrade) {
 	It("rolls a new agent version across every cluster with at most the configured number in flight, the releases untouched", func() {
-		s := &sampler{}
-		sctx, stopSampling := context.WithCancel(ctx)
+		smp := &sampler{}
+		sctx, stopSampling := context.WithCancel(s.ctx)
 		sampled := make(chan struct{})
-		go func() { defer close(sampled); s.run(sctx, clusters, 100*time.Millisecond) }()
+		go func() { defer close(sampled); smp.run(sctx, s.clusters, 100*time.Millisecond) }()
 		start := time.Now()
-		stopManager()
-		stopManager = in.StartManager(in.NewImage)
+		s.stopManager()
+		s.stopManager = s.in.StartManager(s.in.NewImage)
 
 		e2e.WaitFor("every cluster to run the new agent version", func(g Gomega) {
-			for _, c := range clusters {
-				dep := agentDeployment(ctx, g, c)
-				g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(in.NewImage), "cluster %s", c.cp.Name)
+			for _, c := range s.clusters {
+				dep := agentDeployment(s.ctx, g, c)
+				g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(s.in.NewImage), "cluster %s", c.cp.Name)
 				g.Expect(inFlight(dep)).To(BeFalse(), "the agent Deployment of %s is rolled out", c.cp.Name)
 				procs := c.kubelet.Processes()
 				g.Expect(procs).To(HaveLen(1), "one agent, the new one, runs on %s", c.cp.Name)
-				g.Expect(procs[0].Image).To(Equal(in.NewImage), "one agent, the new one, runs on %s", c.cp.Name)
+				g.Expect(procs[0].Image).To(Equal(s.in.NewImage), "one agent, the new one, runs on %s", c.cp.Name)
 				g.Expect(procs[0].Process.Output()).To(ContainSubstring(`"msg":"Agent running"`),
 					"the new agent of %s has taken the leader lease over and runs", c.cp.Name)
-				g.Expect(procs[0].Process.Output()).To(ContainSubstring(`"version":"%s"`, in.Versions[in.NewImage]),
+				g.Expect(procs[0].Process.Output()).To(ContainSubstring(`"version":"%s"`, s.in.Versions[s.in.NewImage]),
 					"the agent running on %s reports the new version", c.cp.Name)
 			}
-			g.Expect(readyAgentBundles(ctx, g, in.Admin)).To(HaveLen(len(clusters)))
+			g.Expect(readyAgentBundles(s.ctx, g, s.in.Admin)).To(HaveLen(len(s.clusters)))
 		}, waitRollIn, time.Second)
 		took := time.Since(start)
 		stopSampling()
 		<-sampled
 		GinkgoWriter.Printf("Rolled %s to %d clusters in %s: %d samples, at most %d in flight at once (budget %d), never a cluster without an available agent: %t\n",
-			in.NewImage, len(clusters), took.Round(time.Second), s.samples, s.maxInFlight, in.MaxInFlight, s.noAgent == 0)
+			s.in.NewImage, len(s.clusters), took.Round(time.Second), smp.samples, smp.maxInFlight, s.in.MaxInFlight, smp.noAgent == 0)
 		// A sample reads ten Deployments: at least one a second however
 		// loaded the machine, from before the offer to the end.
-		Expect(s.samples).To(BeNumerically(">=", max(5, int(took.Seconds()))), "the rollout was sampled all along")
-		Expect(s.maxInFlight).To(BeNumerically(">=", 1), "the sampler saw clusters in flight")
-		Expect(s.maxInFlight).To(BeNumerically("<=", in.MaxInFlight), "at most the budget in flight at once; worst sample: %v", s.worst)
-		Expect(s.noAgent).To(BeZero(), "a rolling agent Deployment always has an available agent; %d samples found one without", s.noAgent)
+		Expect(smp.samples).To(BeNumerically(">=", max(5, int(took.Seconds()))), "the rollout was sampled all along")
+		Expect(smp.maxInFlight).To(BeNumerically(">=", 1), "the sampler saw clusters in flight")
+		Expect(smp.maxInFlight).To(BeNumerically("<=", s.in.MaxInFlight), "at most the budget in flight at once; worst sample: %v", smp.worst)
+		Expect(smp.noAgent).To(BeZero(), "a rolling agent Deployment always has an available agent; %d samples found one without", smp.noAgent)
 
-		Expect(helmReleases(ctx, Default, clusters)).To(Equal(releases), "the workload's releases have no new revision")
-		Expect(readyBundleDeployments(ctx, Default, in.Admin, client.MatchingLabels{fleet.BundleNameLabel: appBundle})).To(HaveLen(len(clusters)))
+		Expect(helmReleases(s.ctx, Default, s.clusters)).To(Equal(s.releases), "the workload's releases have no new revision")
+		Expect(readyBundleDeployments(s.ctx, Default, s.in.Admin, client.MatchingLabels{fleet.BundleNameLabel: appBundle})).To(HaveLen(len(s.clusters)))
 	})
+}
 
+// settingsSteps: a token-registered Cluster's agent settings reach its
+// Deployment, and redeployAgentGeneration restarts its agent.
+func settingsSteps(s *agentUpgrade) {
 	It("brings a token-registered Cluster's agent settings to its Deployment, and restarts its agent on redeployAgentGeneration", func() {
-		c := clusters[0]
+		c := s.clusters[0]
 		cluster := &fleet.Cluster{}
-		Expect(in.Admin.Get(ctx, types.NamespacedName{Namespace: workspace, Name: c.name}, cluster)).To(Succeed())
+		Expect(s.in.Admin.Get(s.ctx, types.NamespacedName{Namespace: workspace, Name: c.name}, cluster)).To(Succeed())
 		patch := client.MergeFrom(cluster.DeepCopy())
 		env := corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"}
 		res := corev1.ResourceRequirements{
@@ -215,75 +236,79 @@ func AgentUpgradeSpec(ctx context.Context, inputGetter func() SpecInput) {
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("200Mi")},
 		}
 		cluster.Spec.AgentEnvVars, cluster.Spec.AgentResources = []corev1.EnvVar{env}, &res
-		Expect(in.Admin.Patch(ctx, cluster, patch)).To(Succeed())
+		Expect(s.in.Admin.Patch(s.ctx, cluster, patch)).To(Succeed())
 		e2e.WaitFor("the agent Deployment of "+c.cp.Name+" to have the Cluster's env and resources, rolled out", func(g Gomega) {
-			dep := agentDeployment(ctx, g, c)
+			dep := agentDeployment(s.ctx, g, c)
 			ctr := dep.Spec.Template.Spec.Containers[0]
 			g.Expect(ctr.Env).To(ContainElements(env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: "160MiB"}))
 			g.Expect(ctr.Resources.Requests.Memory().String()).To(Equal("64Mi"))
 			g.Expect(ctr.Resources.Limits.Memory().String()).To(Equal("200Mi"))
 			g.Expect(inFlight(dep)).To(BeFalse())
-			g.Expect(running(c)).To(ConsistOf(in.NewImage))
-			g.Expect(readyAgentBundles(ctx, g, in.Admin)).To(HaveLen(len(clusters)))
+			g.Expect(running(c)).To(ConsistOf(s.in.NewImage))
+			g.Expect(readyAgentBundles(s.ctx, g, s.in.Admin)).To(HaveLen(len(s.clusters)))
 		}, 2*time.Minute, time.Second)
 		pods := &corev1.PodList{}
-		Expect(c.local.List(ctx, pods, client.InNamespace(agentNS), client.MatchingLabels{"app": fleet.AgentName})).To(Succeed())
+		Expect(c.local.List(s.ctx, pods, client.InNamespace(agentNS), client.MatchingLabels{"app": fleet.AgentName})).To(Succeed())
 		Expect(pods.Items).To(HaveLen(1))
 		Expect(pods.Items[0].Spec.Containers[0].Env).To(ContainElement(env), "the running agent's pod has the setting")
 
 		// redeployAgentGeneration restarts the agent.
-		Expect(in.Admin.Get(ctx, types.NamespacedName{Namespace: workspace, Name: c.name}, cluster)).To(Succeed())
+		Expect(s.in.Admin.Get(s.ctx, types.NamespacedName{Namespace: workspace, Name: c.name}, cluster)).To(Succeed())
 		patch = client.MergeFrom(cluster.DeepCopy())
 		cluster.Spec.RedeployAgentGeneration++
-		Expect(in.Admin.Patch(ctx, cluster, patch)).To(Succeed())
+		Expect(s.in.Admin.Patch(s.ctx, cluster, patch)).To(Succeed())
 		e2e.WaitFor("a new agent pod on "+c.cp.Name+" after redeployAgentGeneration was bumped", func(g Gomega) {
 			now := &corev1.PodList{}
-			g.Expect(c.local.List(ctx, now, client.InNamespace(agentNS), client.MatchingLabels{"app": fleet.AgentName})).To(Succeed())
+			g.Expect(c.local.List(s.ctx, now, client.InNamespace(agentNS), client.MatchingLabels{"app": fleet.AgentName})).To(Succeed())
 			g.Expect(now.Items).To(HaveLen(1))
 			g.Expect(now.Items[0].UID).NotTo(Equal(pods.Items[0].UID))
-			g.Expect(inFlight(agentDeployment(ctx, g, c))).To(BeFalse())
+			g.Expect(inFlight(agentDeployment(s.ctx, g, c))).To(BeFalse())
 			procs := c.kubelet.Processes()
 			g.Expect(procs).To(HaveLen(1))
 			g.Expect(procs[0].Pod).To(Equal(now.Items[0].Name))
 			g.Expect(procs[0].Process.Output()).To(ContainSubstring(`"msg":"Agent running"`), "the restarted agent runs")
 		}, 2*time.Minute, time.Second)
 	})
+}
 
+// budgetSteps: a rollout of a version that cannot start stops at the
+// budget, and a working version then completes it.
+func budgetSteps(s *agentUpgrade) {
 	It("stops a rollout at the budget when the new version cannot start, the old agents running; a working version then reaches every cluster", func() {
-		stopManager()
-		stopManager = in.StartManager(in.BrokenImage)
+		s.stopManager()
+		s.stopManager = s.in.StartManager(s.in.BrokenImage)
 		broken := func(g Gomega) int {
 			n := 0
-			for _, c := range clusters {
-				if agentDeployment(ctx, g, c).Spec.Template.Spec.Containers[0].Image == in.BrokenImage {
+			for _, c := range s.clusters {
+				if agentDeployment(s.ctx, g, c).Spec.Template.Spec.Containers[0].Image == s.in.BrokenImage {
 					n++
 				}
 			}
 			return n
 		}
 		e2e.WaitFor("the budget's worth of clusters to get the version that cannot start", func(g Gomega) {
-			g.Expect(broken(g)).To(Equal(in.MaxInFlight))
+			g.Expect(broken(g)).To(Equal(s.in.MaxInFlight))
 		}, 2*time.Minute, 500*time.Millisecond)
 		// Long enough for several more batches had the rollout gone on.
 		Consistently(func(g Gomega) {
-			g.Expect(broken(g)).To(Equal(in.MaxInFlight), "no further cluster gets the version that cannot start")
-			for _, c := range clusters {
-				g.Expect(running(c)).To(ConsistOf(in.NewImage), "the working agent keeps running on %s", c.cp.Name)
+			g.Expect(broken(g)).To(Equal(s.in.MaxInFlight), "no further cluster gets the version that cannot start")
+			for _, c := range s.clusters {
+				g.Expect(running(c)).To(ConsistOf(s.in.NewImage), "the working agent keeps running on %s", c.cp.Name)
 			}
 		}).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(Succeed())
 
-		stopManager()
-		stopManager = in.StartManager(in.NewImage)
+		s.stopManager()
+		s.stopManager = s.in.StartManager(s.in.NewImage)
 		e2e.WaitFor("every cluster to be back on the working version", func(g Gomega) {
-			for _, c := range clusters {
-				dep := agentDeployment(ctx, g, c)
-				g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(in.NewImage), "cluster %s", c.cp.Name)
+			for _, c := range s.clusters {
+				dep := agentDeployment(s.ctx, g, c)
+				g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(s.in.NewImage), "cluster %s", c.cp.Name)
 				g.Expect(inFlight(dep)).To(BeFalse(), "the agent Deployment of %s is rolled out", c.cp.Name)
-				g.Expect(running(c)).To(ConsistOf(in.NewImage))
+				g.Expect(running(c)).To(ConsistOf(s.in.NewImage))
 			}
-			g.Expect(readyAgentBundles(ctx, g, in.Admin)).To(HaveLen(len(clusters)))
+			g.Expect(readyAgentBundles(s.ctx, g, s.in.Admin)).To(HaveLen(len(s.clusters)))
 		}, 2*time.Minute, time.Second)
-		Expect(helmReleases(ctx, Default, clusters)).To(Equal(releases), "the workload's releases have no new revision")
+		Expect(helmReleases(s.ctx, Default, s.clusters)).To(Equal(s.releases), "the workload's releases have no new revision")
 	})
 }
 

@@ -67,6 +67,15 @@ func appResources() []fleet.BundleResource {
 	return []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\n"}}
 }
 
+// targeting is what the steps of TargetingSpec share.
+type targeting struct {
+	ctx             context.Context
+	admin           client.Client
+	dev, test, prod *fleet.Cluster
+	app, same       *fleet.Bundle
+	resources       []fleet.BundleResource
+}
+
 // TargetingSpec checks that Bundles reach exactly the clusters their targets
 // select, with options customized per cluster, that status rolls up into
 // Bundles and Clusters, that relabelling moves deployments and heartbeats do
@@ -74,68 +83,46 @@ func appResources() []fleet.BundleResource {
 // and collected, and that invalid targets are reported. The manager's
 // ContentGrace must be short (seconds). Call it in an Ordered container.
 func TargetingSpec(ctx context.Context, inputGetter func() SpecInput) {
-	var (
-		admin           client.Client
-		dev, test, prod *fleet.Cluster
-		app, same       *fleet.Bundle
-	)
-	resources := appResources()
-	newCluster := func(name string, labels map[string]string) *fleet.Cluster {
-		GinkgoHelper()
-		return createCluster(ctx, admin, name, labels)
-	}
-	newBundle := func(name string, spec fleet.BundleSpec) *fleet.Bundle {
-		GinkgoHelper()
-		return createBundle(ctx, admin, name, spec)
-	}
-	deploymentsOf := func(b *fleet.Bundle) map[string]*fleet.BundleDeployment {
-		GinkgoHelper()
-		return deploymentsByCluster(ctx, admin, b)
-	}
-	clustersOf := func(b *fleet.Bundle) func() []string {
-		return func() []string {
-			var out []string
-			for c := range deploymentsOf(b) {
-				out = append(out, c)
-			}
-			return out
-		}
-	}
-	markReady := func(bd *fleet.BundleDeployment) {
-		GinkgoHelper()
-		reportReady(ctx, admin, bd)
-	}
+	s := &targeting{ctx: ctx, resources: appResources()}
 
 	BeforeAll(func() {
 		input := inputGetter()
 		input.validate("TargetingSpec")
-		admin = input.Admin
-		dev = newCluster("dev-1", map[string]string{"env": "dev"})
-		test = newCluster("test-1", map[string]string{"env": "test"})
-		prod = newCluster("prod-1", map[string]string{"env": "prod", "region": "eu"})
-		Expect(admin.Create(ctx, &fleet.ClusterGroup{
+		s.admin = input.Admin
+		s.dev = s.newCluster("dev-1", map[string]string{"env": "dev"})
+		s.test = s.newCluster("test-1", map[string]string{"env": "test"})
+		s.prod = s.newCluster("prod-1", map[string]string{"env": "prod", "region": "eu"})
+		Expect(s.admin.Create(s.ctx, &fleet.ClusterGroup{
 			ObjectMeta: metav1.ObjectMeta{Name: "europe", Namespace: ws, Labels: map[string]string{"geo": "eu"}},
 			Spec:       fleet.ClusterGroupSpec{Selector: selector("region", "eu")},
 		})).To(Succeed())
 	})
 
+	deploySteps(s)
+	retargetSteps(s)
+	rolloutSteps(s)
+}
+
+// deploySteps: a Bundle reaches the clusters it targets, with options
+// customized per cluster, and their status rolls up.
+func deploySteps(s *targeting) {
 	It("writes one BundleDeployment per targeted cluster with its customized options", func() {
-		app = newBundle("app", fleet.BundleSpec{
+		s.app = s.newBundle("app", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{
 				DefaultNamespace: "app",
 				Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{
 					"cluster": "${ .ClusterName }", "replicas": "${ .ClusterValues.replicas }",
 				}}},
 			},
-			Resources: resources,
+			Resources: s.resources,
 			Targets: []fleet.BundleTarget{
 				{Name: "no-test", ClusterSelector: selector("env", "test"), DoNotDeploy: true},
 				{Name: "eu", ClusterGroup: "europe", BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "app-eu"}},
 				{Name: "dev", ClusterSelector: selector("env", "dev")},
 			},
 		})
-		Eventually(clustersOf(app), 20*time.Second, 100*time.Millisecond).Should(ConsistOf("dev-1", "prod-1"))
-		bds := deploymentsOf(app)
+		Eventually(s.clustersOf(s.app), 20*time.Second, 100*time.Millisecond).Should(ConsistOf("dev-1", "prod-1"))
+		bds := s.deploymentsOf(s.app)
 		Expect(bds["prod-1"].Namespace).To(Equal(names.ClusterNamespace(ws, "prod-1")))
 		Expect(bds["prod-1"].Spec.Options.DefaultNamespace).To(Equal("app-eu"), "the group's customization")
 		Expect(bds["dev-1"].Spec.Options.DefaultNamespace).To(Equal("app"))
@@ -143,34 +130,34 @@ func TargetingSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(bds["dev-1"].Spec.DeploymentID).To(HavePrefix(bds["dev-1"].Labels[fleet.ContentNameLabel] + ":"))
 		Expect(bds["dev-1"].Spec.DeploymentID).NotTo(Equal(bds["prod-1"].Spec.DeploymentID))
 		content := &fleet.Content{}
-		Expect(admin.Get(ctx, types.NamespacedName{Name: bds["dev-1"].Labels[fleet.ContentNameLabel]}, content)).To(Succeed())
+		Expect(s.admin.Get(s.ctx, types.NamespacedName{Name: bds["dev-1"].Labels[fleet.ContentNameLabel]}, content)).To(Succeed())
 		Expect(content.SHA256Sum).NotTo(BeEmpty())
 	})
 
 	It("rolls BundleDeployment status up into Bundle and Cluster status", func() {
-		for _, bd := range deploymentsOf(app) {
-			markReady(bd)
+		for _, bd := range s.deploymentsOf(s.app) {
+			s.markReady(bd)
 		}
 		Eventually(func(g Gomega) {
 			b := &fleet.Bundle{}
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(app), b)).To(Succeed())
+			g.Expect(s.admin.Get(s.ctx, client.ObjectKeyFromObject(s.app), b)).To(Succeed())
 			g.Expect(b.Status.Display.ReadyClusters).To(Equal("2/2"))
 			g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, fleet.ConditionReady)).To(BeTrue())
 			c := &fleet.Cluster{}
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(prod), c)).To(Succeed())
+			g.Expect(s.admin.Get(s.ctx, client.ObjectKeyFromObject(s.prod), c)).To(Succeed())
 			g.Expect(c.Status.Display.ReadyBundles).To(Equal("1/1"))
 			g.Expect(c.Status.Namespace).To(Equal(names.ClusterNamespace(ws, "prod-1")))
 			g.Expect(c.Status.Display.State).To(Equal(fleet.ClusterStateWaitCheckIn))
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 
-		bd := deploymentsOf(app)["dev-1"]
+		bd := s.deploymentsOf(s.app)["dev-1"]
 		patch := client.MergeFrom(bd.DeepCopy())
 		bd.Status.Ready = false
 		bd.Status.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "app", Name: "web", Summary: fleet.Summary{State: "updating", Transitioning: true, Message: []string{"0/1 available"}}}}
-		Expect(admin.Status().Patch(ctx, bd, patch)).To(Succeed())
+		Expect(s.admin.Status().Patch(s.ctx, bd, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
 			b := &fleet.Bundle{}
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(app), b)).To(Succeed())
+			g.Expect(s.admin.Get(s.ctx, client.ObjectKeyFromObject(s.app), b)).To(Succeed())
 			c := meta.FindStatusCondition(b.Status.Conditions, fleet.ConditionReady)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(c.Message).To(ContainSubstring("fleet-default/dev-1 NotReady: Deployment app/web: 0/1 available"))
@@ -180,17 +167,21 @@ func TargetingSpec(ctx context.Context, inputGetter func() SpecInput) {
 			)), "the summary carries the deployment's nonReadyStatus")
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
+}
 
+// retargetSteps: relabelling a cluster moves its deployments, and its
+// heartbeats do not.
+func retargetSteps(s *targeting) {
 	It("does not re-target on heartbeats", func() {
-		before := deploymentsOf(app)
+		before := s.deploymentsOf(s.app)
 		unchanged := func(g Gomega) {
-			for name, bd := range deploymentsOf(app) {
+			for name, bd := range s.deploymentsOf(s.app) {
 				g.Expect(bd.ResourceVersion).To(Equal(before[name].ResourceVersion), "no write to %s", name)
 			}
 		}
 		for range 5 {
-			c := prod.DeepCopy()
-			Expect(admin.Status().Patch(ctx, c, client.RawPatch(types.MergePatchType,
+			c := s.prod.DeepCopy()
+			Expect(s.admin.Status().Patch(s.ctx, c, client.RawPatch(types.MergePatchType,
 				[]byte(fmt.Sprintf(`{"status":{"agent":{"lastSeen":%q}}}`, time.Now().UTC().Format(time.RFC3339)))))).To(Succeed())
 			// Heartbeats come apart in time, as agents' do.
 			e2e.HoldsFor("no BundleDeployment is written after a heartbeat", unchanged, 100*time.Millisecond, 20*time.Millisecond)
@@ -199,49 +190,53 @@ func TargetingSpec(ctx context.Context, inputGetter func() SpecInput) {
 	})
 
 	It("moves BundleDeployments when a cluster is relabelled, writing only what changes", func() {
-		before := deploymentsOf(app)
-		patch := client.MergeFrom(test.DeepCopy())
-		test.Labels["env"] = "dev"
-		Expect(admin.Patch(ctx, test, patch)).To(Succeed())
-		Eventually(clustersOf(app), 20*time.Second, 100*time.Millisecond).Should(ConsistOf("dev-1", "test-1", "prod-1"))
-		after := deploymentsOf(app)
+		before := s.deploymentsOf(s.app)
+		patch := client.MergeFrom(s.test.DeepCopy())
+		s.test.Labels["env"] = "dev"
+		Expect(s.admin.Patch(s.ctx, s.test, patch)).To(Succeed())
+		Eventually(s.clustersOf(s.app), 20*time.Second, 100*time.Millisecond).Should(ConsistOf("dev-1", "test-1", "prod-1"))
+		after := s.deploymentsOf(s.app)
 		Expect(after["prod-1"].ResourceVersion).To(Equal(before["prod-1"].ResourceVersion))
 
-		patch = client.MergeFrom(dev.DeepCopy())
-		dev.Labels["env"] = "staging"
-		Expect(admin.Patch(ctx, dev, patch)).To(Succeed())
-		Eventually(clustersOf(app), 20*time.Second, 100*time.Millisecond).Should(ConsistOf("test-1", "prod-1"))
+		patch = client.MergeFrom(s.dev.DeepCopy())
+		s.dev.Labels["env"] = "staging"
+		Expect(s.admin.Patch(s.ctx, s.dev, patch)).To(Succeed())
+		Eventually(s.clustersOf(s.app), 20*time.Second, 100*time.Millisecond).Should(ConsistOf("test-1", "prod-1"))
 
 		By("showing the cluster left with no deployments as such")
 		Eventually(func(g Gomega) {
 			c := &fleet.Cluster{}
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(dev), c)).To(Succeed())
+			g.Expect(s.admin.Get(s.ctx, client.ObjectKeyFromObject(s.dev), c)).To(Succeed())
 			g.Expect(c.Status.Display.ReadyBundles).To(Equal("0/0"))
 			g.Expect(c.Status.Summary).To(Equal(fleet.BundleSummary{}))
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
+}
 
+// rolloutSteps: a change rolls out one cluster at a time, Content is shared
+// and collected, and invalid targets are reported.
+func rolloutSteps(s *targeting) {
 	It("rolls a change out one cluster at a time as deployments become Ready", func() {
 		one := intstr.FromInt32(1)
-		b := newBundle("rollout", fleet.BundleSpec{Resources: resources,
+		b := s.newBundle("rollout", fleet.BundleSpec{Resources: s.resources,
 			RolloutStrategy: &fleet.RolloutStrategy{MaxUnavailable: &one},
 			Targets:         []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}}})
-		Eventually(clustersOf(b), 20*time.Second, 100*time.Millisecond).Should(HaveLen(3))
-		for _, bd := range deploymentsOf(b) {
-			markReady(bd)
+		Eventually(s.clustersOf(b), 20*time.Second, 100*time.Millisecond).Should(HaveLen(3))
+		for _, bd := range s.deploymentsOf(b) {
+			s.markReady(bd)
 		}
 		Eventually(func(g Gomega) string {
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+			g.Expect(s.admin.Get(s.ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
 			return b.Status.Display.ReadyClusters
 		}, 20*time.Second, 100*time.Millisecond).Should(Equal("3/3"))
-		old := deploymentsOf(b)["prod-1"].Spec.DeploymentID
+		old := s.deploymentsOf(b)["prod-1"].Spec.DeploymentID
 
 		By("changing the bundle: one cluster moves, the others only stage the change")
 		b.Spec.Resources = []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-v2}\n"}}
-		Expect(admin.Update(ctx, b)).To(Succeed())
+		Expect(s.admin.Update(s.ctx, b)).To(Succeed())
 		moved := func(g Gomega) []*fleet.BundleDeployment {
 			var out []*fleet.BundleDeployment
-			for _, bd := range deploymentsOf(b) {
+			for _, bd := range s.deploymentsOf(b) {
 				g.Expect(bd.Spec.StagedDeploymentID).NotTo(Equal(old), "%s has the change staged", bd.Namespace)
 				if bd.Spec.DeploymentID != old {
 					out = append(out, bd)
@@ -259,45 +254,80 @@ func TargetingSpec(ctx context.Context, inputGetter func() SpecInput) {
 				Should(Succeed(), "at most one cluster unavailable")
 			By(fmt.Sprintf("reporting the moved clusters Ready (%d of 3): only their status changes", n))
 			for _, bd := range now {
-				markReady(bd)
+				s.markReady(bd)
 			}
 		}
-		Expect(admin.Delete(ctx, b)).To(Succeed())
-		Eventually(clustersOf(b), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
+		Expect(s.admin.Delete(s.ctx, b)).To(Succeed())
+		Eventually(s.clustersOf(b), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
 	})
 
 	It("shares Content between bundles with the same resources and collects it when unused", func() {
-		same = newBundle("same", fleet.BundleSpec{Resources: resources,
+		s.same = s.newBundle("same", fleet.BundleSpec{Resources: s.resources,
 			Targets: []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}}})
-		Eventually(clustersOf(same), 20*time.Second, 100*time.Millisecond).Should(HaveLen(3))
-		contentName := deploymentsOf(same)["prod-1"].Labels[fleet.ContentNameLabel]
-		Expect(contentName).To(Equal(deploymentsOf(app)["prod-1"].Labels[fleet.ContentNameLabel]))
+		Eventually(s.clustersOf(s.same), 20*time.Second, 100*time.Millisecond).Should(HaveLen(3))
+		contentName := s.deploymentsOf(s.same)["prod-1"].Labels[fleet.ContentNameLabel]
+		Expect(contentName).To(Equal(s.deploymentsOf(s.app)["prod-1"].Labels[fleet.ContentNameLabel]))
 		Eventually(func() int {
 			c := &fleet.Content{}
-			Expect(admin.Get(ctx, types.NamespacedName{Name: contentName}, c)).To(Succeed())
+			Expect(s.admin.Get(s.ctx, types.NamespacedName{Name: contentName}, c)).To(Succeed())
 			return c.Status.ReferenceCount
 		}, 20*time.Second, 100*time.Millisecond).Should(Equal(5))
 
 		By("deleting both bundles")
-		Expect(admin.Delete(ctx, app)).To(Succeed())
-		Expect(admin.Delete(ctx, same)).To(Succeed())
-		Eventually(clustersOf(app), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
-		Eventually(clustersOf(same), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
+		Expect(s.admin.Delete(s.ctx, s.app)).To(Succeed())
+		Expect(s.admin.Delete(s.ctx, s.same)).To(Succeed())
+		Eventually(s.clustersOf(s.app), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
+		Eventually(s.clustersOf(s.same), 20*time.Second, 100*time.Millisecond).Should(BeEmpty())
 		Eventually(func() bool {
-			return apierrors.IsNotFound(admin.Get(ctx, types.NamespacedName{Name: contentName}, &fleet.Content{}))
+			return apierrors.IsNotFound(s.admin.Get(s.ctx, types.NamespacedName{Name: contentName}, &fleet.Content{}))
 		}, 30*time.Second, 200*time.Millisecond).Should(BeTrue(), "unreferenced content is deleted")
 	})
 
 	It("reports invalid targets on the Bundle", func() {
-		bad := newBundle("bad", fleet.BundleSpec{Resources: resources, Targets: []fleet.BundleTarget{{
+		bad := s.newBundle("bad", fleet.BundleSpec{Resources: s.resources, Targets: []fleet.BundleTarget{{
 			Name: "broken", ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}},
 		}}})
 		Eventually(func(g Gomega) {
 			b := &fleet.Bundle{}
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(bad), b)).To(Succeed())
+			g.Expect(s.admin.Get(s.ctx, client.ObjectKeyFromObject(bad), b)).To(Succeed())
 			c := meta.FindStatusCondition(b.Status.Conditions, fleet.ConditionReady)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Message).To(ContainSubstring(`target "broken"`))
 		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
+}
+
+// newCluster creates a Cluster with labels.
+func (s *targeting) newCluster(name string, labels map[string]string) *fleet.Cluster {
+	GinkgoHelper()
+	return createCluster(s.ctx, s.admin, name, labels)
+}
+
+// newBundle creates a Bundle.
+func (s *targeting) newBundle(name string, spec fleet.BundleSpec) *fleet.Bundle {
+	GinkgoHelper()
+	return createBundle(s.ctx, s.admin, name, spec)
+}
+
+// deploymentsOf returns b's BundleDeployments by cluster.
+func (s *targeting) deploymentsOf(b *fleet.Bundle) map[string]*fleet.BundleDeployment {
+	GinkgoHelper()
+	return deploymentsByCluster(s.ctx, s.admin, b)
+}
+
+// clustersOf returns the clusters b is deployed to, for Eventually.
+func (s *targeting) clustersOf(b *fleet.Bundle) func() []string {
+	return func() []string {
+		var out []string
+		for c := range s.deploymentsOf(b) {
+			out = append(out, c)
+		}
+		return out
+	}
+}
+
+// markReady reports bd Ready, as its agent would.
+func (s *targeting) markReady(bd *fleet.BundleDeployment) {
+	GinkgoHelper()
+	reportReady(s.ctx, s.admin, bd)
 }
