@@ -2,6 +2,7 @@ package badinput
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,8 +94,12 @@ const binary = "\x89PNG\r\n\x1a\n\x00\xff\xfe\x00\x01\x80\x81"
 
 // gitCases are the repositories of bad input, one per kind.
 func (f *fixture) gitCases() []gitCase {
+	return slices.Concat(f.fleetYAMLCases(), f.fileCases(), f.repositoryCases(), f.targetCases(), f.agentCases())
+}
+
+// fleetYAMLCases are bad fleet.yaml files.
+func (f *fixture) fleetYAMLCases() []gitCase {
 	return []gitCase{
-		// fleet.yaml
 		{name: "yaml-syntax", files: app("defaultNamespace: a\nhelm:\n  values: [\n"),
 			cond: fleet.ConditionAccepted, msg: []string{"app/fleet.yaml: invalid YAML: line 3: did not find expected node content"}},
 		{name: "yaml-tab", files: app("defaultNamespace: a\n\thelm: {}\n"),
@@ -144,7 +149,12 @@ func (f *fixture) gitCases() []gitCase {
 			cond: fleet.ConditionAccepted, msg: []string{"bundle healthy-plain already exists in namespace fleet-default and is not from this GitRepo"}},
 		{name: "api-rejects", files: app("rolloutStrategy:\n  maxUnavailable: ten\n"),
 			cond: fleet.ConditionAccepted, msg: []string{"bundle api-rejects-app was rejected by the API server", "spec.rolloutStrategy.maxUnavailable"}},
+	}
+}
 
+// fileCases are bad files of the repository, and bad paths.
+func (f *fixture) fileCases() []gitCase {
+	return []gitCase{
 		// The files of the repository.
 		{name: "huge-file", files: app("", "app/blob.yaml", "# "+strings.Repeat("x", 3584*1024)),
 			cond: fleet.ConditionAccepted, msg: []string{`bundle "huge-file-app" in app has 3.5 MiB`, "bundle too large for the API server's request limit"}},
@@ -190,7 +200,12 @@ func (f *fixture) gitCases() []gitCase {
 			cond: fleet.ConditionAccepted, msg: []string{`path "app/[x" is not a valid glob`}},
 		{name: "path-without-bundle", files: app("", "docs/README.md", "no bundle here"), spec: paths("docs"),
 			cond: fleet.ConditionAccepted, msg: []string{"no bundle found in docs of commit", "add a fleet.yaml or manifests"}},
+	}
+}
 
+// repositoryCases are repositories that cannot be read.
+func (f *fixture) repositoryCases() []gitCase {
+	return []gitCase{
 		// The repository itself.
 		{name: "branch-missing", files: app(""), spec: func(s *fleet.GitRepoSpec) { s.Branch = "nope" },
 			cond: fleet.ConditionAccepted, msg: []string{"branch nope not found in"}},
@@ -233,7 +248,12 @@ func (f *fixture) gitCases() []gitCase {
 				s.ClientSecretName = "creds-ssh"
 			},
 			cond: fleet.ConditionAccepted, msg: []string{"Secret creds-ssh holds an SSH key but"}},
+	}
+}
 
+// targetCases are targets that match nothing or fail.
+func (f *fixture) targetCases() []gitCase {
+	return []gitCase{
 		// Targets: the Bundle is written and says why it targets nothing.
 		{name: "target-selector", files: app(""), level: bundleLevel, bundle: "target-selector-app",
 			spec: func(s *fleet.GitRepoSpec) {
@@ -266,7 +286,12 @@ func (f *fixture) gitCases() []gitCase {
 			files: app("defaultNamespace: bad\nhelm:\n  values:\n    region: ${ .ClusterLabels.region }\n"),
 			msg: []string{"cluster fleet-default/healthy-1: helm values", "cluster fleet-default/healthy-2: helm values",
 				"<.ClusterLabels.region>: map has no entry for key \"region\""}},
+	}
+}
 
+// agentCases are rendered by the agent, which reports them.
+func (f *fixture) agentCases() []gitCase {
+	return []gitCase{
 		// Rendered by the agent.
 		{name: "chart-parse-error", level: agentLevel, bundle: "chart-parse-error-app", spec: toAgent,
 			files: chart("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name | nosuchfunc }}\n"),

@@ -26,7 +26,6 @@ import (
 // took.
 func OnboardingStormSpec(ctx context.Context, inputGetter func() SpecInput) {
 	e := &env{ctx: ctx}
-	createCAPICluster, initialize, writeKubeconfigSecret, kubeconfigFor := e.createCAPICluster, e.initialize, e.writeKubeconfigSecret, e.kubeconfigFor
 	var (
 		admin     client.WithWatch
 		workloads []*controlplane.ControlPlane
@@ -48,13 +47,13 @@ func OnboardingStormSpec(ctx context.Context, inputGetter func() SpecInput) {
 		names := make([]string, n)
 		for i := range n {
 			names[i] = fmt.Sprintf("bench-%03d", i)
-			c := createCAPICluster(capiCluster{name: names[i], namespace: benchNS, workload: workloads[i%2],
+			c := e.createCAPICluster(capiCluster{name: names[i], namespace: benchNS, workload: workloads[i%2],
 				labels: map[string]string{"bench": "true"},
 				annotations: map[string]string{
 					capi.AgentNamespaceAnnotation: "fleet-" + names[i],
 					capi.ClientIDAnnotation:       names[i],
 				}})
-			initialize(c)
+			e.initialize(c)
 		}
 
 		DeferCleanup(func() {
@@ -98,7 +97,7 @@ func OnboardingStormSpec(ctx context.Context, inputGetter func() SpecInput) {
 		By("writing the 100 kubeconfig Secrets at once")
 		kcs := [][]byte{}
 		for i := range 2 {
-			kc, err := kubeconfigFor(i)
+			kc, err := e.kubeconfigFor(i)
 			Expect(err).NotTo(HaveOccurred())
 			kcs = append(kcs, kc)
 		}
@@ -112,7 +111,7 @@ func OnboardingStormSpec(ctx context.Context, inputGetter func() SpecInput) {
 				defer wg.Done()
 				for i := worker; i < n; i += 10 {
 					created[i] = time.Now()
-					writeKubeconfigSecret(benchNS, names[i], workloads[i%2], kcs[i%2])
+					e.writeKubeconfigSecret(benchNS, names[i], workloads[i%2], kcs[i%2])
 				}
 			}()
 		}

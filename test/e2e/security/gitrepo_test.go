@@ -64,6 +64,14 @@ func bundlesOf(ns, repo string) []fleet.Bundle {
 func pollEvery(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 
 var _ = Describe("GitRepo and repository holes", func() {
+	restrictionSpecs()
+	availabilitySpecs()
+	credentialAndStallSpecs()
+})
+
+// restrictionSpecs: holes 2 and 3, GitRepoRestrictions and local
+// repository paths.
+func restrictionSpecs() {
 	It("2: a GitRepo that breaks its namespace's GitRepoRestriction is neither fetched nor deployed", func() {
 		ctx, ns := env.Ctx, "tenant-restricted"
 		tenant, err := framework.TenantClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), ns)
@@ -185,7 +193,11 @@ var _ = Describe("GitRepo and repository holes", func() {
 			g.Expect(list.Items).To(BeEmpty())
 		}).WithTimeout(2 * time.Second).Should(Succeed())
 	})
+}
 
+// availabilitySpecs: hole 4, one repository cannot take the manager down
+// for everyone.
+func availabilitySpecs() {
 	Context("4: one repository cannot take the manager down for everyone", func() {
 		// The victim: another tenant's GitRepo that must keep syncing.
 		victimSyncs := func(ns string, repo *gittest.Repo, commit int) {
@@ -289,7 +301,11 @@ var _ = Describe("GitRepo and repository holes", func() {
 			victimSyncs(victimNS, victimRepo, 3)
 		})
 	})
+}
 
+// credentialAndStallSpecs: holes 14 and 15, where Helm credentials go, and
+// a hanging git server.
+func credentialAndStallSpecs() {
 	It("14: Helm credentials go only to hosts the GitRepo's helmRepoURLRegex allows, never to a host a fleet.yaml names", func() {
 		ctx, ns := env.Ctx, "tenant-helmcreds"
 		tenant, err := framework.TenantClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), ns)
@@ -372,4 +388,4 @@ var _ = Describe("GitRepo and repository holes", func() {
 		Expect(c.Message).To(ContainSubstring("more than the limit of 1000"))
 		Expect(bundlesOf("tenant-fast", "many")).To(BeEmpty())
 	})
-})
+}
