@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,6 +39,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
 	"github.com/gitfleet/fleet/controllers/content"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
+	"github.com/gitfleet/fleet/controllers/gitrepo/webhook"
 	"github.com/gitfleet/fleet/controllers/helmop"
 	"github.com/gitfleet/fleet/controllers/localcluster"
 	"github.com/gitfleet/fleet/controllers/manageraddress"
@@ -49,6 +49,7 @@ import (
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/scheme"
 	"github.com/gitfleet/fleet/internal/secretmeta"
 )
 
@@ -178,17 +179,7 @@ func (o Options) systemNamespace() string {
 
 // Scheme holds every type the manager reads or writes.
 func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := fleet.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := capi.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
+	return scheme.New(capi.AddToScheme)
 }
 
 // CacheOptions are the manager cache's options. Objects are kept without
@@ -226,7 +217,8 @@ func CacheOptions(o Options) cache.Options {
 	}
 }
 
-// Setup registers every reconciler with mgr.
+// Setup registers every reconciler with mgr: the namespaces the manager
+// writes into first, then each entry of reconcilers, in order.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
@@ -234,148 +226,215 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.RegistrationWorkers <= 0 {
 		o.RegistrationWorkers = DefaultRegistrationWorkers
 	}
+	if o.GitWorkers <= 0 {
+		o.GitWorkers = 4
+	}
 	if err := EnsureNamespaces(ctx, mgr.GetAPIReader(), mgr.GetClient(), o); err != nil {
 		return err
 	}
 	// Every event goes through one limiter, keyed by the object it is about.
 	limiter := metrics.NewLimiter(o.Events)
-	recorder := func(name string) events.EventRecorder { return limiter.Recorder(mgr.GetEventRecorder(name)) }
+	d := &deps{mgr: mgr, o: o, limiter: limiter,
+		recorder: func(name string) events.EventRecorder { return limiter.Recorder(mgr.GetEventRecorder(name)) }}
 	// One metadata-only watch of Secrets serves every controller that must
 	// hear of Secrets the cache does not hold.
-	secrets, err := secretmeta.ForManager(mgr)
-	if err != nil {
+	var err error
+	if d.secrets, err = secretmeta.ForManager(mgr); err != nil {
 		return err
 	}
-	token := &clusterregistrationtoken.Reconciler{
-		Client:                      mgr.GetClient(),
-		Secrets:                     secrets,
-		SystemRegistrationNamespace: o.SystemRegistrationNamespace(),
-		APIServerURL:                o.APIServerURL,
-		APIServerCA:                 o.APIServerCA,
-		Workers:                     o.Workers,
-	}
-	if err := token.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the registration token controller: %w", err)
-	}
-	// The manager's cache is not started yet: write through a direct client.
-	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return err
-	}
-	if err := clusterregistration.EnsureSharedRoles(ctx, direct, o.AgentNamespace()); err != nil {
-		return fmt.Errorf("creating the agents' ClusterRoles: %w", err)
-	}
-	reg := &clusterregistration.Reconciler{
-		Client:                      mgr.GetClient(),
-		Secrets:                     secrets,
-		SystemRegistrationNamespace: o.SystemRegistrationNamespace(),
-		AgentNamespace:              o.AgentNamespace(),
-		CredentialLifetime:          o.CredentialLifetime,
-		CredentialRenewAfter:        o.CredentialRenewAfter,
-		APIServerURL:                o.APIServerURL,
-		APIServerCA:                 o.APIServerCA,
-		Workers:                     o.RegistrationWorkers,
-		Recorder:                    recorder("fleet-clusterregistration"),
-	}
-	if err := reg.SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up the registration controller: %w", err)
-	}
-	if o.GitWorkers <= 0 {
-		o.GitWorkers = 4
-	}
-	gr := &gitrepo.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers,
-		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo, GitLimits: o.GitLimits,
-		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL, Egress: o.Egress, Recorder: recorder("fleet-gitrepo")}
-	if err := gr.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the gitrepo controller: %w", err)
-	}
-	// HelmOps download charts as GitRepos fetch git: as many at once.
-	if err := (&helmop.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Workers: o.GitWorkers, Egress: o.Egress}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the helmop controller: %w", err)
-	}
-	if o.WebhookAddr != "" {
-		h := gitrepo.NewWebhookHandler(mgr.GetClient(), gitrepo.WebhookOptions{SecretReader: mgr.GetAPIReader(), Secret: o.WebhookSecret})
-		srv := &http.Server{Addr: o.WebhookAddr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
-			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10}
-		if err := mgr.Add(&manager.Server{Name: "gitrepo-webhook", Server: srv}); err != nil {
-			return err
+	for _, r := range reconcilers {
+		if err := r.setup(ctx, d); err != nil {
+			return fmt.Errorf("setting up the %s: %w", r.name, err)
 		}
-	}
-	imp := &clusterimport.Reconciler{Client: mgr.GetClient(), APIServerURL: o.APIServerURL, APIServerCA: o.APIServerCA,
-		AgentImage: o.AgentImage, AgentBundles: o.AgentBundles, StaleAfter: o.ImportStaleAfter, MaxConcurrentInstalls: o.MaxConcurrentInstalls, Workers: o.Workers,
-		Secrets: secrets, SecretNamespaces: o.KubeconfigSecretNamespaces, Recorder: recorder("fleet-clusterimport")}
-	if !o.DisableLocalCluster {
-		if imp.Local, err = setupLocalCluster(mgr); err != nil {
-			return err
-		}
-	}
-	if err := imp.SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up the cluster import controller: %w", err)
-	}
-	if o.AgentBundles {
-		ab := &agentbundle.Reconciler{Client: mgr.GetClient(), Image: o.AgentImage, MaxUnavailable: o.AgentMaxUnavailable, Workers: o.Workers}
-		if err := ab.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the agent bundle controller: %w", err)
-		}
-	}
-	// Cluster API enrollment runs where Cluster API's Cluster kind is
-	// served; installed later, it is turned on when it appears.
-	setupCAPI := func(ctx context.Context) error {
-		r := &capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: secrets, Recorder: recorder("fleet-capi"),
-			ClusterSelector: o.CAPIClusterSelector, NamespaceSelector: o.CAPINamespaceSelector, StaleAfter: o.ImportStaleAfter}
-		if err := r.SetupWithManager(ctx, mgr); err != nil {
-			return fmt.Errorf("setting up the Cluster API controller: %w", err)
-		}
-		return nil
-	}
-	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, "v1beta2"); err != nil {
-		ctrl.LoggerFrom(ctx).Info("Cluster API enrollment waits for Cluster API: its v1beta2 Cluster kind is not served", "reason", err.Error())
-		dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(&capi.WhenInstalled{Discovery: dc, Interval: o.CAPIInstallCheckInterval, Setup: setupCAPI}); err != nil {
-			return err
-		}
-	} else if err := setupCAPI(ctx); err != nil {
-		return err
-	}
-	// Agents registered by token follow the manager's address.
-	if o.APIServerURL != "" {
-		if err := (&manageraddress.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), APIServerURL: o.APIServerURL,
-			APIServerCA: o.APIServerCA, Workers: o.Workers}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the manager address controller: %w", err)
-		}
-	}
-	if err := (&bundle.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Recorder: recorder("fleet-bundle")}).SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up the bundle controller: %w", err)
-	}
-	if err := (&cluster.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, OfflineAfter: o.ClusterOfflineAfter, AgentNamespace: o.AgentNamespace(),
-		Recorder: recorder("fleet-cluster")}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the cluster controller: %w", err)
-	}
-	if err := (&clustergroup.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Recorder: recorder("fleet-clustergroup")}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the cluster group controller: %w", err)
-	}
-	if err := (&content.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Grace: o.ContentGrace}).SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up the content controller: %w", err)
-	}
-	// The state gauges and events, on the leader, limited as the rest.
-	if err := metrics.Setup(mgr, limiter, metrics.Recorders{
-		"GitRepo": recorder("fleet-gitrepo"), "Bundle": recorder("fleet-bundle"), "Cluster": recorder("fleet-cluster"),
-	}); err != nil {
-		return fmt.Errorf("setting up the state metrics: %w", err)
 	}
 	return nil
 }
 
+// deps is what Setup gives each reconciler's setup function.
+type deps struct {
+	mgr ctrl.Manager
+	o   Options
+	// recorder is the event recorder of every reconciler that records
+	// events: through the one limiter, never mgr.GetEventRecorder alone.
+	recorder func(name string) events.EventRecorder
+	limiter  *metrics.Limiter
+	// secrets is the one metadata watch of Secrets.
+	secrets *secretmeta.Watch
+	// local is the manager's own cluster, for the import controller to
+	// install its agent; nil with DisableLocalCluster.
+	local *clusterimport.LocalCluster
+}
+
+// reconcilers are the manager's reconcilers, each with its setup function,
+// in the order Setup registers them: a reconciler that relies on another's
+// index or result comes after it (registration's spec.clientID index before
+// import, the local cluster before import).
+var reconcilers = []struct {
+	name  string
+	setup func(context.Context, *deps) error
+}{
+	{"registration token controller", setupRegistrationToken},
+	{"registration controller", setupRegistration},
+	{"gitrepo controller", setupGitRepo},
+	{"helmop controller", setupHelmOp},
+	{"git push webhook", setupWebhook},
+	{"local cluster controller", setupLocalCluster},
+	{"cluster import controller", setupClusterImport},
+	{"agent bundle controller", setupAgentBundle},
+	{"Cluster API controller", setupCAPI},
+	{"manager address controller", setupManagerAddress},
+	{"bundle controller", setupBundle},
+	{"cluster controller", setupCluster},
+	{"cluster group controller", setupClusterGroup},
+	{"content controller", setupContent},
+	{"state metrics", setupMetrics},
+}
+
+func setupRegistrationToken(_ context.Context, d *deps) error {
+	return (&clusterregistrationtoken.Reconciler{
+		Client:                      d.mgr.GetClient(),
+		Secrets:                     d.secrets,
+		SystemRegistrationNamespace: d.o.SystemRegistrationNamespace(),
+		APIServerURL:                d.o.APIServerURL,
+		APIServerCA:                 d.o.APIServerCA,
+		Workers:                     d.o.Workers,
+	}).SetupWithManager(d.mgr)
+}
+
+func setupRegistration(ctx context.Context, d *deps) error {
+	// The manager's cache is not started yet: write through a direct client.
+	direct, err := client.New(d.mgr.GetConfig(), client.Options{Scheme: d.mgr.GetScheme(), Mapper: d.mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
+	if err := clusterregistration.EnsureSharedRoles(ctx, direct, d.o.AgentNamespace()); err != nil {
+		return fmt.Errorf("creating the agents' ClusterRoles: %w", err)
+	}
+	return (&clusterregistration.Reconciler{
+		Client:                      d.mgr.GetClient(),
+		Secrets:                     d.secrets,
+		SystemRegistrationNamespace: d.o.SystemRegistrationNamespace(),
+		AgentNamespace:              d.o.AgentNamespace(),
+		CredentialLifetime:          d.o.CredentialLifetime,
+		CredentialRenewAfter:        d.o.CredentialRenewAfter,
+		APIServerURL:                d.o.APIServerURL,
+		APIServerCA:                 d.o.APIServerCA,
+		Workers:                     d.o.RegistrationWorkers,
+		Recorder:                    d.recorder("fleet-clusterregistration"),
+	}).SetupWithManager(ctx, d.mgr)
+}
+
+func setupGitRepo(_ context.Context, d *deps) error {
+	o := d.o
+	return (&gitrepo.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers,
+		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo, GitLimits: o.GitLimits,
+		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL, Egress: o.Egress, Recorder: d.recorder("fleet-gitrepo")}).SetupWithManager(d.mgr)
+}
+
+// setupHelmOp: HelmOps download charts as GitRepos fetch git, as many at
+// once.
+func setupHelmOp(_ context.Context, d *deps) error {
+	return (&helmop.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), Workers: d.o.GitWorkers, Egress: d.o.Egress,
+		Recorder: d.recorder("fleet-helmop")}).SetupWithManager(d.mgr)
+}
+
+func setupWebhook(_ context.Context, d *deps) error {
+	if d.o.WebhookAddr == "" {
+		return nil
+	}
+	h := webhook.NewHandler(d.mgr.GetClient(), webhook.Options{SecretReader: d.mgr.GetAPIReader(), Secret: d.o.WebhookSecret})
+	srv := &http.Server{Addr: d.o.WebhookAddr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10}
+	return d.mgr.Add(&manager.Server{Name: "gitrepo-webhook", Server: srv})
+}
+
+func setupClusterImport(ctx context.Context, d *deps) error {
+	o := d.o
+	return (&clusterimport.Reconciler{Client: d.mgr.GetClient(), APIServerURL: o.APIServerURL, APIServerCA: o.APIServerCA,
+		AgentImage: o.AgentImage, AgentBundles: o.AgentBundles, StaleAfter: o.ImportStaleAfter, MaxConcurrentInstalls: o.MaxConcurrentInstalls,
+		Workers: o.Workers, Secrets: d.secrets, SecretNamespaces: o.KubeconfigSecretNamespaces, Local: d.local,
+		Recorder: d.recorder("fleet-clusterimport")}).SetupWithManager(ctx, d.mgr)
+}
+
+func setupAgentBundle(_ context.Context, d *deps) error {
+	if !d.o.AgentBundles {
+		return nil
+	}
+	return (&agentbundle.Reconciler{Client: d.mgr.GetClient(), Image: d.o.AgentImage, MaxUnavailable: d.o.AgentMaxUnavailable,
+		Workers: d.o.Workers}).SetupWithManager(d.mgr)
+}
+
+// setupCAPI: Cluster API enrollment runs where Cluster API's Cluster kind
+// is served; installed later, it is turned on when it appears.
+func setupCAPI(ctx context.Context, d *deps) error {
+	mgr, o := d.mgr, d.o
+	setup := func(ctx context.Context) error {
+		r := &capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: d.secrets, Recorder: d.recorder("fleet-capi"),
+			ClusterSelector: o.CAPIClusterSelector, NamespaceSelector: o.CAPINamespaceSelector, StaleAfter: o.ImportStaleAfter}
+		return r.SetupWithManager(ctx, mgr)
+	}
+	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, "v1beta2")
+	if err == nil {
+		return setup(ctx)
+	}
+	ctrl.LoggerFrom(ctx).Info("Cluster API enrollment waits for Cluster API: its v1beta2 Cluster kind is not served", "reason", err.Error())
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&capi.WhenInstalled{Discovery: dc, Interval: o.CAPIInstallCheckInterval, Setup: func(ctx context.Context) error {
+		if err := setup(ctx); err != nil {
+			return fmt.Errorf("setting up the Cluster API controller: %w", err)
+		}
+		return nil
+	}})
+}
+
+// setupManagerAddress: agents registered by token follow the manager's
+// address.
+func setupManagerAddress(_ context.Context, d *deps) error {
+	if d.o.APIServerURL == "" {
+		return nil
+	}
+	return (&manageraddress.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), APIServerURL: d.o.APIServerURL,
+		APIServerCA: d.o.APIServerCA, Workers: d.o.Workers}).SetupWithManager(d.mgr)
+}
+
+func setupBundle(ctx context.Context, d *deps) error {
+	return (&bundle.Reconciler{Client: d.mgr.GetClient(), Workers: d.o.Workers, Recorder: d.recorder("fleet-bundle")}).SetupWithManager(ctx, d.mgr)
+}
+
+func setupCluster(_ context.Context, d *deps) error {
+	return (&cluster.Reconciler{Client: d.mgr.GetClient(), Workers: d.o.Workers, OfflineAfter: d.o.ClusterOfflineAfter,
+		AgentNamespace: d.o.AgentNamespace(), Recorder: d.recorder("fleet-cluster")}).SetupWithManager(d.mgr)
+}
+
+func setupClusterGroup(_ context.Context, d *deps) error {
+	return (&clustergroup.Reconciler{Client: d.mgr.GetClient(), Workers: d.o.Workers, Recorder: d.recorder("fleet-clustergroup")}).SetupWithManager(d.mgr)
+}
+
+func setupContent(ctx context.Context, d *deps) error {
+	return (&content.Reconciler{Client: d.mgr.GetClient(), Workers: d.o.Workers, Grace: d.o.ContentGrace}).SetupWithManager(ctx, d.mgr)
+}
+
+// setupMetrics: the state gauges and events, on the leader, limited as the
+// rest.
+func setupMetrics(_ context.Context, d *deps) error {
+	return metrics.Setup(d.mgr, d.limiter, metrics.Recorders{
+		"GitRepo": d.recorder("fleet-gitrepo"), "Bundle": d.recorder("fleet-bundle"), "Cluster": d.recorder("fleet-cluster"),
+	})
+}
+
 // setupLocalCluster registers the controller that keeps the local Cluster
-// and returns what the import controller needs to install its agent: the
-// manager's own connection, which also tells the agent where the manager is
-// (as Fleet's bootstrap takes the in-cluster address, not the one given to
-// remote clusters).
-func setupLocalCluster(mgr ctrl.Manager) (*clusterimport.LocalCluster, error) {
-	cfg := mgr.GetConfig()
+// (unless DisableLocalCluster) and keeps what the import controller needs
+// to install its agent: the manager's own connection, which also tells the
+// agent where the manager is (as Fleet's bootstrap takes the in-cluster
+// address, not the one given to remote clusters).
+func setupLocalCluster(_ context.Context, d *deps) error {
+	if d.o.DisableLocalCluster {
+		return nil
+	}
+	cfg := d.mgr.GetConfig()
 	url := cfg.Host
 	if !strings.Contains(url, "://") {
 		url = "https://" + url
@@ -384,18 +443,19 @@ func setupLocalCluster(mgr ctrl.Manager) (*clusterimport.LocalCluster, error) {
 	if len(ca) == 0 && cfg.CAFile != "" {
 		var err error
 		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
-			return nil, fmt.Errorf("reading the CA of the manager's own connection for the local cluster: %w", err)
+			return fmt.Errorf("reading the CA of the manager's own connection for the local cluster: %w", err)
 		}
 	}
-	lc := &localcluster.Reconciler{Client: mgr.GetClient(), Namespace: fleet.LocalWorkspace, APIServerURL: url, APIServerCA: ca}
-	if err := lc.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the local cluster controller: %w", err)
+	lc := &localcluster.Reconciler{Client: d.mgr.GetClient(), Namespace: fleet.LocalWorkspace, APIServerURL: url, APIServerCA: ca}
+	if err := lc.SetupWithManager(d.mgr); err != nil {
+		return err
 	}
-	return &clusterimport.LocalCluster{
+	d.local = &clusterimport.LocalCluster{
 		Cluster: client.ObjectKey{Namespace: fleet.LocalWorkspace, Name: fleet.LocalClusterName},
 		Secret:  client.ObjectKey{Namespace: fleet.LocalWorkspace, Name: fleet.LocalClusterSecretName},
 		Config:  cfg,
-	}, nil
+	}
+	return nil
 }
 
 // EnsureNamespaces creates the namespaces the manager writes into.
