@@ -162,14 +162,20 @@ func PlainManifests(files Files, overlays []string) (Files, error) {
 	return base, nil
 }
 
-// excludedDirs are the directories holding charts or kustomizations: their
-// files are not plain manifests.
+// excludedDirs are the directories holding charts or kustomizations, and
+// those holding a fleet.yaml below the bundle's root, which are bundles of
+// their own whose files ride along in their parent, as Fleet ships them:
+// their files are not plain manifests (Fleet's agent leaves out the
+// directories of a Chart.yaml or a nested fleet.yaml alike).
 func excludedDirs(files Files) []string {
 	var dirs []string
 	for name := range files {
-		base := path.Base(name)
-		if base == "Chart.yaml" || base == "kustomization.yaml" || base == "kustomization.yml" || base == "Kustomization" {
-			dirs = append(dirs, path.Dir(name))
+		base, dir := path.Base(name), path.Dir(name)
+		switch {
+		case base == "Chart.yaml" || base == "kustomization.yaml" || base == "kustomization.yml" || base == "Kustomization":
+			dirs = append(dirs, dir)
+		case (base == "fleet.yaml" || base == "fleet.yml") && dir != ".":
+			dirs = append(dirs, dir)
 		}
 	}
 	return dirs
