@@ -22,8 +22,12 @@ func (r *reader) prepareHelm(ctx context.Context, rel string, spec *fleet.Bundle
 	var base fleet.HelmOptions
 	if h := spec.Helm; h != nil {
 		base = *h
-		if err := r.mergeValuesFiles(bundleAbs, "helm", h); err != nil {
-			return err
+		// As in Fleet (bundlereader.readResources), the bundle's own values
+		// files are read only for a chart; those of its targets always.
+		if h.Chart != "" {
+			if err := r.mergeValuesFiles(bundleAbs, "helm", h); err != nil {
+				return err
+			}
 		}
 		if isRemote(h) {
 			dir, err := c.add(ctx, h.Repo, h.Chart, h.Version)
@@ -102,7 +106,9 @@ func (r *reader) checkLocalChart(bundleAbs, chart string) error {
 // mergeValuesFiles reads h.ValuesFiles, relative to the bundle directory
 // (also when they sit in a chart inside it), and merges them, in order, over
 // h.Values: as in Fleet, a values file wins over the values of fleet.yaml.
-// The files are then no longer needed, so h.ValuesFiles is cleared.
+// h.ValuesFiles stays as written, as in Fleet's Bundle; nothing reads it
+// after this. Values that come out empty are left unset, as Fleet leaves
+// them.
 func (r *reader) mergeValuesFiles(bundleAbs, field string, h *fleet.HelmOptions) error {
 	if len(h.ValuesFiles) == 0 {
 		return nil
@@ -125,8 +131,9 @@ func (r *reader) mergeValuesFiles(bundleAbs, field string, h *fleet.HelmOptions)
 		}
 		merged = mergeValues(merged, values)
 	}
-	h.Values = &fleet.GenericMap{Data: merged}
-	h.ValuesFiles = nil
+	if len(merged) > 0 {
+		h.Values = &fleet.GenericMap{Data: merged}
+	}
 	return nil
 }
 

@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/ignore"
 	"sigs.k8s.io/yaml"
 )
 
@@ -258,8 +261,12 @@ func (c *chartCollector) localDependency(ctx context.Context, r *reader, bundleR
 	}
 	target := path.Clean(path.Join(dir, p))
 	var files map[string][]byte
+	var depRel string // the dependency's directory relative to the root, when it is on disk
 	if target != ".." && !strings.HasPrefix(target, "../") && c.has(path.Join(target, "Chart.yaml")) {
 		files = c.files.under(strings.TrimPrefix(target, "."))
+		if !c.fetched(target) {
+			depRel = path.Join(bundleRel, target)
+		}
 	} else {
 		if c.fetched(dir) {
 			return nil, "", invalidf("dependency %s: repository %s is not inside the fetched chart", req.Name, req.Repository)
@@ -268,14 +275,21 @@ func (c *chartCollector) localDependency(ctx context.Context, r *reader, bundleR
 		if err != nil {
 			return nil, "", fmt.Errorf("dependency %s: repository %s: %w", req.Name, req.Repository, err)
 		}
+		depRel = rel
 		w := &walker{reader: r, bundleAbs: r.abs(rel), bundleRel: rel, files: fileSet{}}
-		if err := w.walk(ctx, "", nil, nil); err != nil {
+		if err := w.walk(ctx, "", nil); err != nil {
 			return nil, "", fmt.Errorf("dependency %s: %w", req.Name, err)
 		}
 		if limit := r.o.MaxResourceBytes; limit > 0 && w.total > limit {
 			return nil, "", invalidf("dependency %s: %s has %s of files, more than %s", req.Name, rel, humanBytes(w.total), humanBytes(limit))
 		}
 		files = w.files
+	}
+	if depRel != "" {
+		var err error
+		if files, err = r.helmIgnore(files, depRel); err != nil {
+			return nil, "", fmt.Errorf("dependency %s: %w", req.Name, err)
+		}
 	}
 	dep, err := loadChartFiles(files)
 	if err != nil {
@@ -322,4 +336,53 @@ func lockDigest(req, locked []*chart.Dependency) (string, error) {
 	}
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// helmIgnoreFile lists, gitignore-style, the files of a chart that Helm
+// leaves out when it loads the chart from a directory.
+const helmIgnoreFile = ".helmignore"
+
+// helmIgnore leaves out of a chart's files (named relative to the chart)
+// those its .helmignore, in the directory rel of the repository, lists: Helm
+// reads it when it packages a file:// dependency from its directory, though
+// not when it loads a chart from a bundle's files, as the agent does.
+func (r *reader) helmIgnore(files map[string][]byte, rel string) (map[string][]byte, error) {
+	dir := r.abs(rel)
+	if _, err := os.Lstat(filepath.Join(dir, helmIgnoreFile)); errors.Is(err, fs.ErrNotExist) {
+		return files, nil
+	} else if err != nil {
+		return nil, err
+	}
+	data, err := r.readFile(dir, helmIgnoreFile)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := ignore.Parse(bytes.NewReader(data))
+	if err != nil {
+		return nil, invalidf("%s: %v", path.Join(rel, helmIgnoreFile), err)
+	}
+	out := make(map[string][]byte, len(files))
+	for name, data := range files {
+		if !helmIgnored(rules, dir, name) {
+			out[name] = data
+		}
+	}
+	return out, nil
+}
+
+// helmIgnored tells whether rules leave out name, or a directory it is in,
+// judged by what is on disk below dir, as Helm's directory loader judges it.
+func helmIgnored(rules *ignore.Rules, dir, name string) bool {
+	parts := strings.Split(name, "/")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil {
+			return false
+		}
+		if rules.Ignore(p, fi) {
+			return true
+		}
+	}
+	return false
 }

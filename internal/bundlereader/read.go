@@ -172,7 +172,7 @@ func ReadDriven(ctx context.Context, root string, bundles []fleet.BundlePath, o 
 		if err != nil {
 			return nil, err
 		}
-		src := source{dir: rel, driven: true}
+		src := source{dir: rel}
 		if b.Options != "" {
 			full, err := r.secureFile(r.abs(rel), b.Options)
 			if err != nil {
@@ -194,9 +194,6 @@ type source struct {
 	// options is the options file relative to dir, "" for fleet.yaml;
 	// optionsRel the same relative to the root.
 	options, optionsRel string
-	// driven bundles take every file below dir: nothing below is a bundle of
-	// its own.
-	driven bool
 }
 
 // readAll reads the sources into Bundles sorted by name, leaving out those
@@ -344,7 +341,7 @@ func (r *reader) readDir(ctx context.Context, src source) (*fleet.Bundle, error)
 		TargetCustomizationMode: fy.TargetCustomizationMode,
 	}
 	spec.Targets, spec.TargetRestrictions = targets(fy, r.o.repoTargets())
-	files, total, err := r.collectFiles(ctx, rel, !src.driven, configFiles(src, &spec))
+	files, total, err := r.collectFiles(ctx, rel, configFiles(src, &spec))
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func TestReadLayouts(t *testing.T) {
 			want:  map[string][]string{"examples": {"README.md", "cm.yaml", "sub/deploy.yaml", "svc.yaml"}},
 		},
 		{
-			name: "every directory with a fleet.yaml is a bundle; child bundles are left out of the parent",
+			name: "every directory with a fleet.yaml is a bundle; its files are also in the parent's, as Fleet ships them",
 			files: map[string]string{
 				"README.md":                              "root files are no bundle when fleet.yaml files exist",
 				"single-cluster/helm/fleet.yaml":         "helm: {releaseName: x}",
@@ -55,7 +55,7 @@ func TestReadLayouts(t *testing.T) {
 			},
 			base: "examples",
 			want: map[string][]string{
-				"examples-single-cluster-helm":               {"Chart.yaml", "templates/cm.yaml"},
+				"examples-single-cluster-helm":               {"Chart.yaml", "child/cm.yaml", "child/deep/x.yaml", "child/fleet.yml", "templates/cm.yaml"},
 				"examples-single-cluster-helm-child":         {"cm.yaml", "deep/x.yaml"},
 				"examples-single-cluster-manifests":          {"a/b/cm.yaml", "sub/cm.yaml"},
 				"my-name":                                    {"cm.yaml"},
@@ -112,7 +112,8 @@ func TestReadDir(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(b.Name).To(Equal("test-apps-web"))
 	g.Expect(b.Spec.DefaultNamespace).To(Equal("web"))
-	g.Expect(resourceNames(b)).To(Equal([]string{"cm.yaml", "overlays/dev/x.yaml"}))
+	g.Expect(resourceNames(b)).To(Equal([]string{"cm.yaml", "nested/cm.yaml", "nested/fleet.yaml", "overlays/dev/x.yaml"}),
+		"a nested bundle's files ride along, as Fleet ships them")
 }
 
 func TestFleetIgnore(t *testing.T) {
@@ -289,12 +290,12 @@ func TestErrors(t *testing.T) {
 		},
 		{
 			name:    "missing values file",
-			files:   map[string]string{"app/fleet.yaml": "helm:\n  valuesFiles: [nope.yaml]\n"},
+			files:   map[string]string{"app/fleet.yaml": "helm:\n  chart: ./chart\n  valuesFiles: [nope.yaml]\n"},
 			wantErr: []string{"bundle app", "helm.valuesFiles", "app/nope.yaml does not exist"},
 		},
 		{
 			name:    "values file outside the root",
-			files:   map[string]string{"app/fleet.yaml": "helm:\n  valuesFiles: [../../x.yaml]\n"},
+			files:   map[string]string{"app/fleet.yaml": "helm:\n  chart: ./chart\n  valuesFiles: [../../x.yaml]\n"},
 			wantErr: []string{"helm.valuesFiles", "leaves the repository root"},
 		},
 		{
@@ -613,7 +614,7 @@ targetCustomizations:
 	g.Expect(err).NotTo(HaveOccurred())
 	h := bundles[0].Spec.Helm
 	g.Expect(h.Chart).To(Equal("./chart"))
-	g.Expect(h.ValuesFiles).To(BeEmpty(), "merged into values")
+	g.Expect(h.ValuesFiles).To(Equal([]string{"values/base.yaml", "values/prod.yaml", "../shared/extra.yaml"}), "kept as written, as in Fleet's Bundle")
 	g.Expect(h.Values.Data).To(Equal(map[string]interface{}{
 		"replicas": float64(3),
 		"image":    map[string]interface{}{"repo": "nginx", "tag": "prod"},
@@ -621,9 +622,35 @@ targetCustomizations:
 		"extra":    true,
 	}))
 	th := bundles[0].Spec.Targets[0].Helm
-	g.Expect(th.ValuesFiles).To(BeEmpty())
+	g.Expect(th.ValuesFiles).To(Equal([]string{"values/eu.yaml"}))
 	g.Expect(th.Values.Data).To(Equal(map[string]interface{}{"region": "eu", "zone": "a"}))
 	g.Expect(resourceNames(bundles[0])).To(Equal([]string{"chart/Chart.yaml", "chart/templates/x.yaml"}), "values files configure the bundle; they are not resources")
+}
+
+// As in Fleet, helm.valuesFiles of a bundle without a chart are not read
+// (a missing one is no error) but still left out of the resources, by path
+// and by base name; those of a target are read.
+func TestValuesFilesWithoutChart(t *testing.T) {
+	g := NewWithT(t)
+	root := tree(t, map[string]string{
+		"app/fleet.yaml": "helm:\n  valuesFiles: [sub/values.yaml, missing.yaml]\n" +
+			"targetCustomizations:\n- name: t\n  helm:\n    valuesFiles: [t.yaml]\n",
+		"app/values.yaml":              "left: out\n",
+		"app/t.yaml":                   "target: read\n",
+		"app/templates/cm.yaml":        cm,
+		"app/sub/values.yaml":          "left: out\n",
+		"app/sub/values-too.yaml":      "kept: true\n",
+		"app/other/values.yaml":        "kept: true\n",
+		"app/other/nested/values.yaml": "kept: true\n",
+	})
+	bundles, err := Read(context.Background(), root, []string{"app"}, Options{Name: "v"})
+	g.Expect(err).NotTo(HaveOccurred())
+	h := bundles[0].Spec.Helm
+	g.Expect(h.Values).To(BeNil())
+	g.Expect(h.ValuesFiles).To(Equal([]string{"sub/values.yaml", "missing.yaml"}))
+	g.Expect(bundles[0].Spec.Targets[0].Helm.Values.Data).To(Equal(map[string]interface{}{"target": "read"}))
+	g.Expect(resourceNames(bundles[0])).To(Equal([]string{
+		"other/nested/values.yaml", "other/values.yaml", "sub/values-too.yaml", "templates/cm.yaml"}))
 }
 
 func TestEncodeDecodeResource(t *testing.T) {
@@ -662,9 +689,9 @@ func TestFilesReadOnTheirOwnAreBounded(t *testing.T) {
 		wantErr string
 	}{
 		"fleetignore to /dev/zero": {files: map[string]string{"cm.yaml": "a: 1"}, link: ".fleetignore", wantErr: "points outside the repository root"},
-		"valuesFiles to /dev/zero": {files: map[string]string{"fleet.yaml": "helm:\n  valuesFiles: [v.yaml]\n", "cm.yaml": "a: 1"}, link: "v.yaml", wantErr: "points outside the repository root"},
+		"valuesFiles to /dev/zero": {files: map[string]string{"fleet.yaml": "helm:\n  chart: c\n  valuesFiles: [v.yaml]\n", "cm.yaml": "a: 1"}, link: "v.yaml", wantErr: "points outside the repository root"},
 		"fleet.yaml too large":     {files: map[string]string{"fleet.yaml": "# " + strings.Repeat("x", 4096) + "\n", "cm.yaml": "a: 1"}, wantErr: "more than the limit"},
-		"valuesFiles a directory":  {files: map[string]string{"fleet.yaml": "helm:\n  valuesFiles: [v]\n", "v/x": "1"}, wantErr: "not a regular file"},
+		"valuesFiles a directory":  {files: map[string]string{"fleet.yaml": "helm:\n  chart: c\n  valuesFiles: [v]\n", "v/x": "1"}, wantErr: "not a regular file"},
 		"fleetignore a directory":  {files: map[string]string{"cm.yaml": "a: 1", ".fleetignore/x": "1"}, wantErr: "not a regular file"},
 	}
 	for name, c := range cases {

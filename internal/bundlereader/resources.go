@@ -16,8 +16,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"helm.sh/helm/v3/pkg/ignore"
-
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -105,18 +103,23 @@ func DecodeResource(r fleet.BundleResource) ([]byte, error) {
 	}
 }
 
-// collectFiles reads the files of the bundle directory rel as Fleet does:
-// everything below it except hidden files and directories (.git,
-// .fleetignore, .helmignore ...), the config files at its top (see
-// configFiles), what .fleetignore files leave out, what the .helmignore of
-// a chart leaves out of the chart, and, when subBundles, the directories
-// holding a fleet.yaml of their own. Symlinks to files inside the root are
-// followed; symlinked directories are not; a symlink out of the root is an
-// error unless .fleetignore leaves it out. Once the files are larger than
-// the limit they are only counted, not read, and total tells by how much.
-func (r *reader) collectFiles(ctx context.Context, rel string, subBundles bool, config map[string]bool) (files fileSet, total int, err error) {
-	w := &walker{reader: r, bundleAbs: r.abs(rel), bundleRel: rel, files: fileSet{}, subBundles: subBundles, config: config}
-	if err := w.walk(ctx, "", nil, nil); err != nil {
+// collectFiles reads the files of the bundle directory rel as Fleet does
+// (its bundlereader's GetContent): everything below it except hidden files
+// and directories (.git, .fleetignore, .helmignore ...), the config files at
+// its top (see configFiles) and what .fleetignore files leave out. A
+// sub-directory with a fleet.yaml of its own is a bundle too, and its files,
+// that fleet.yaml included, are also files of this bundle, as Fleet ships
+// them; the agent deploys none of them as this bundle's manifests
+// (agent/deployer.PlainManifests), as Fleet's agent does not. A chart's
+// .helmignore leaves nothing out: Fleet ships every file of the chart, and
+// Helm, loading a chart from its files rather than from a directory, does
+// not read it. Symlinks to files inside the root are followed; symlinked
+// directories are not; a symlink out of the root is an error unless
+// .fleetignore leaves it out. Once the files are larger than the limit they
+// are only counted, not read, and total tells by how much.
+func (r *reader) collectFiles(ctx context.Context, rel string, config map[string]bool) (files fileSet, total int, err error) {
+	w := &walker{reader: r, bundleAbs: r.abs(rel), bundleRel: rel, files: fileSet{}, config: config}
+	if err := w.walk(ctx, "", nil); err != nil {
 		return nil, 0, err
 	}
 	return w.files, w.total, nil
@@ -127,30 +130,12 @@ type walker struct {
 	bundleAbs, bundleRel string
 	files                fileSet
 	total                int
-	subBundles           bool
 	config               map[string]bool
 }
 
-// chartIgnore is the .helmignore of a chart at base (relative to the
-// bundle, "" for its root).
-type chartIgnore struct {
-	base  string
-	rules *ignore.Rules
-}
-
-// ignored tells whether a chart's .helmignore leaves out rel (relative to
-// the bundle).
-func (c chartIgnore) ignored(rel string, fi fs.FileInfo) bool {
-	if c.base != "" {
-		rel = strings.TrimPrefix(rel, c.base+"/")
-	}
-	return c.rules.Ignore(rel, fi)
-}
-
 // walk reads the directory sub (relative to the bundle, "" for its root)
-// with the .fleetignore rules of its parents and the .helmignore rules of
-// the charts it is in.
-func (w *walker) walk(ctx context.Context, sub string, rules ignoreRules, charts []chartIgnore) error {
+// with the .fleetignore rules of its parents.
+func (w *walker) walk(ctx context.Context, sub string, rules ignoreRules) error {
 	r, bundleAbs, bundleRel := w.reader, w.bundleAbs, w.bundleRel
 	if err := ctx.Err(); err != nil {
 		return err
@@ -164,11 +149,6 @@ func (w *walker) walk(ctx context.Context, sub string, rules ignoreRules, charts
 		rules = append(append(ignoreRules(nil), rules...), parseIgnore(data, sub)...)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
-	}
-	if chart, err := w.chartIgnore(dir, sub); err != nil {
-		return err
-	} else if chart != nil {
-		charts = append(append([]chartIgnore(nil), charts...), *chart)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -206,21 +186,14 @@ func (w *walker) walk(ctx context.Context, sub string, rules ignoreRules, charts
 			return err
 		}
 		isDir = st.IsDir()
-		if rules.ignored(rel, isDir) || ignoredByCharts(charts, rel, st) {
+		if rules.ignored(rel, isDir) {
 			continue
 		}
 		if isDir {
 			if isSymlink {
 				continue // not followed: it could loop, and its files are read where they are
 			}
-			if w.subBundles {
-				if sub, err := hasFleetYAML(full); err != nil {
-					return err
-				} else if sub {
-					continue // a bundle of its own
-				}
-			}
-			if err := w.walk(ctx, rel, rules, charts); err != nil {
+			if err := w.walk(ctx, rel, rules); err != nil {
 				return err
 			}
 			continue
@@ -239,39 +212,4 @@ func (w *walker) walk(ctx context.Context, sub string, rules ignoreRules, charts
 		w.files[rel] = data
 	}
 	return nil
-}
-
-// chartIgnore reads the .helmignore of dir when dir is a chart (holds a
-// Chart.yaml), or returns nil.
-func (w *walker) chartIgnore(dir, sub string) (*chartIgnore, error) {
-	if st, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err != nil || !st.Mode().IsRegular() {
-		return nil, nil
-	}
-	if _, err := os.Lstat(filepath.Join(dir, helmIgnoreFile)); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
-	}
-	data, err := w.readFile(dir, helmIgnoreFile)
-	if err != nil {
-		return nil, err
-	}
-	rules, err := ignore.Parse(bytes.NewReader(data))
-	if err != nil {
-		return nil, invalidf("%s: %v", path.Join(w.bundleRel, sub, helmIgnoreFile), err)
-	}
-	return &chartIgnore{base: sub, rules: rules}, nil
-}
-
-// helmIgnoreFile lists, gitignore-style, the files of a chart that Helm
-// leaves out of it.
-const helmIgnoreFile = ".helmignore"
-
-func ignoredByCharts(charts []chartIgnore, rel string, fi fs.FileInfo) bool {
-	for _, c := range charts {
-		if c.ignored(rel, fi) {
-			return true
-		}
-	}
-	return false
 }

@@ -74,7 +74,8 @@ func TestBundleDiscovery(t *testing.T) {
 		},
 		args: []string{"repo"},
 		want: map[string][]string{
-			"repo":       {"README.md", "cm.yaml"},
+			// As Fleet ships them, the nested bundles' files ride along.
+			"repo":       {"README.md", "app/deploy.yaml", "app/fleet.yaml", "cm.yaml", "tools/fleet.yml", "tools/tools.yaml"},
 			"repo-app":   {"deploy.yaml"},
 			"repo-tools": {"tools.yaml"},
 		},
@@ -116,9 +117,11 @@ func TestBundleDiscovery(t *testing.T) {
 			"edge-app-lib-ref-helm": {"cm.yaml"},
 		},
 	}, {
-		// Contract: sub-directories that are bundles of their own are left
-		// out of their parent's resources, at any depth.
-		name: "fleet.yaml directories are left out of the parent's resources",
+		// Fleet's bundlereader (GetContent) leaves out only the bundle's own
+		// fleet.yaml: a sub-directory that is a bundle of its own also ships
+		// in its parent, its fleet.yaml included, at any depth (Fleet's
+		// nested_mixed_two_levels); its agent deploys none of it there.
+		name: "fleet.yaml directories ship in the parent's resources too",
 		files: map[string]string{
 			"fleet.yaml":                   "",
 			"cm.yaml":                      configMap,
@@ -133,8 +136,9 @@ func TestBundleDiscovery(t *testing.T) {
 		},
 		args: []string{"repo"},
 		want: map[string][]string{
-			"repo":            {"cm.yaml"},
-			"repo-sub":        {"cm.yaml", "plain/x.yaml"},
+			"repo": {"cm.yaml", "other/dir/with/fleet.yaml", "other/dir/with/manifest.yaml", "sub/cm.yaml",
+				"sub/deeper/cm.yaml", "sub/deeper/fleet.yaml", "sub/deeper/more/x.yaml", "sub/fleet.yaml", "sub/plain/x.yaml"},
+			"repo-sub":        {"cm.yaml", "deeper/cm.yaml", "deeper/fleet.yaml", "deeper/more/x.yaml", "plain/x.yaml"},
 			"repo-sub-deeper": {"cm.yaml", "more/x.yaml"},
 			"named-elsewhere": {"manifest.yaml"},
 		},
@@ -149,25 +153,26 @@ func TestBundleDiscovery(t *testing.T) {
 		args: []string{"repo", "empty", "full"},
 		want: map[string][]string{"repo-full": {"cm.yaml"}},
 	}, {
-		// Contract: inside a chart, files its .helmignore excludes are not
-		// resources; Fleet ships no hidden file, the .helmignore included.
-		name: ".helmignore of a chart is honoured",
+		// Fleet's bundlereader reads no .helmignore: it ships every file of
+		// a chart but hidden ones, the .helmignore among them, and Helm,
+		// loading the chart from those files, reads none either.
+		name: "a chart's .helmignore leaves nothing out, as in Fleet",
 		files: map[string]string{
 			"app/fleet.yaml":                  "helm:\n  chart: ./chart\n",
 			"app/NOTES.md":                    "outside the chart: kept",
 			"app/chart/Chart.yaml":            "apiVersion: v2\nname: web\nversion: 0.1.0\n",
 			"app/chart/.helmignore":           "# comment\n*.md\ntests/\n*.tgz\n",
-			"app/chart/README.md":             "ignored",
+			"app/chart/README.md":             "listed in .helmignore",
 			"app/chart/templates/cm.yaml":     configMap,
-			"app/chart/templates/notes.md":    "ignored at any depth",
+			"app/chart/templates/notes.md":    "listed in .helmignore",
 			"app/chart/tests/test.yaml":       configMap,
 			"app/chart/values.yaml":           "replicas: 1\n",
-			"app/chart/charts/old-1.0.tgz":    "ignored",
 			"app/chart/charts/dep/Chart.yaml": "apiVersion: v2\nname: dep\nversion: 0.1.0\n",
 		},
 		args: []string{"repo", "app"},
 		want: map[string][]string{
-			"repo-app": {"NOTES.md", "chart/Chart.yaml", "chart/charts/dep/Chart.yaml", "chart/templates/cm.yaml", "chart/values.yaml"},
+			"repo-app": {"NOTES.md", "chart/Chart.yaml", "chart/README.md", "chart/charts/dep/Chart.yaml",
+				"chart/templates/cm.yaml", "chart/templates/notes.md", "chart/tests/test.yaml", "chart/values.yaml"},
 		},
 		check: func(g Gomega, a applied) {
 			g.Expect(a.bundle("repo-app").Spec.Helm.Chart).To(Equal("./chart"))
@@ -176,7 +181,8 @@ func TestBundleDiscovery(t *testing.T) {
 		// Fleet's bundlereader (resources.go): helm.valuesFiles are read
 		// relative to the bundle directory, also when they sit in a chart
 		// inside it; they are merged over helm.values (Fleet's docs: values,
-		// then valuesFiles, then valuesFrom) and are not resources.
+		// then valuesFiles, then valuesFrom), stay listed in the Bundle as
+		// written and are not resources.
 		name: "valuesFiles inside a chart in the bundle directory",
 		files: map[string]string{
 			"app/fleet.yaml": "helm:\n  chart: ./chart\n  values:\n    a: inline\n    b: inline\n" +
@@ -196,13 +202,13 @@ func TestBundleDiscovery(t *testing.T) {
 		check: func(g Gomega, a applied) {
 			s := a.bundle("repo-app").Spec
 			g.Expect(s.Helm.Chart).To(Equal("./chart"))
-			g.Expect(s.Helm.ValuesFiles).To(BeEmpty())
+			g.Expect(s.Helm.ValuesFiles).To(Equal([]string{"chart/values-prod.yaml"}))
 			g.Expect(s.Helm.Values.Data).To(Equal(map[string]interface{}{
 				"a": "inline", "b": "prod", "c": map[string]interface{}{"d": "prod"},
 			}))
 			g.Expect(s.Targets).To(HaveLen(1))
 			g.Expect(s.Targets[0].Name).To(Equal("eu"))
-			g.Expect(s.Targets[0].Helm.ValuesFiles).To(BeEmpty())
+			g.Expect(s.Targets[0].Helm.ValuesFiles).To(Equal([]string{"chart/values-eu.yaml"}))
 			g.Expect(s.Targets[0].Helm.Values.Data).To(Equal(map[string]interface{}{"region": "eu"}))
 		},
 	}})
@@ -309,7 +315,7 @@ func TestPaths(t *testing.T) {
 		args:  []string{"repo", "charts/*"},
 		want: map[string][]string{
 			"repo-charts-a":     {"cm.yaml"},
-			"repo-charts-b":     {"cm.yaml"},
+			"repo-charts-b":     {"cm.yaml", "sub/cm.yaml", "sub/fleet.yaml"},
 			"repo-charts-b-sub": {"cm.yaml"},
 		},
 	}, {
