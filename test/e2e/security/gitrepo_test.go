@@ -234,7 +234,7 @@ func availabilitySpecs() {
 				r, err := gittest.NewRepo(filepath.Join(env.GitRoot, name), "main")
 				Expect(err).NotTo(HaveOccurred())
 				Expect(os.Symlink("/dev/zero", filepath.Join(r.Dir, link))).To(Succeed())
-				_, err = r.Commit("attack", map[string]string{"cm.yaml": fmt.Sprintf(configMap, "x"), "fleet.yaml": "helm:\n  valuesFiles: [values.yaml]\n"})
+				_, err = r.Commit("attack", map[string]string{"cm.yaml": fmt.Sprintf(configMap, "x"), "fleet.yaml": "helm:\n  chart: ./chart\n  valuesFiles: [values.yaml]\n"})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(tenant.Create(ctx, &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(name, "fleetignore", "ignore")},
 					Spec: fleet.GitRepoSpec{Repo: env.GitURL + "/" + name, Branch: "main", PollingInterval: pollEvery(time.Second)}})).To(Succeed())
