@@ -56,7 +56,16 @@ func AgentSpec(ctx context.Context, inputGetter func() SpecInput) {
 			}
 		}
 	})
-	Context("deploying bundles", func() { deploySpecs(f) })
+	Context("deploying bundles", func() {
+		deploySpecs(f)
+		driftSpecs(f)
+		deployFailureSpecs(f)
+	})
 	Context("deploying HelmOps", func() { helmOpSpecs(f) })
-	Context("surviving faults", func() { faultSpecs(f) })
+	Context("surviving faults", func() {
+		faultSpecs(f)
+		connectionFaultSpecs(f)
+		replicaSpecs(f)
+		latencySpecs(f)
+	})
 }

@@ -54,12 +54,13 @@ func markAvailable(j *cluster, ns, name string) {
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 }
 
+// deploySpecs check that plain manifests, Helm charts and Kustomize overlays
+// reach the clusters their bundles select.
 func deploySpecs(f *fixture) {
 	ctx, dev, prod := f.ctx, f.dev, f.prod
-	newBundle, updateBundle, bundleReady := f.newBundle, f.updateBundle, f.bundleReady
 
 	It("deploys plain manifests to the selected cluster and judges readiness from the objects", func() {
-		newBundle("plain", fleet.BundleSpec{
+		f.newBundle("plain", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "plain", CreateNamespace: ptr.To(true),
 				NamespaceLabels: map[string]string{"team": "web"}},
 			Resources: []fleet.BundleResource{res("cm.yaml", appConfig), res("deploy.yaml", webDeployment), res("README.md", "# docs")},
@@ -84,11 +85,11 @@ func deploySpecs(f *fixture) {
 
 		markAvailable(dev, "plain", "web")
 		dev.waitState("plain", fleet.Ready, 30*time.Second)
-		Eventually(bundleReady("plain"), 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		Eventually(f.bundleReady("plain"), 30*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
 
 	It("deploys a Helm chart with per-cluster values to every cluster", func() {
-		newBundle("chart", fleet.BundleSpec{
+		f.newBundle("chart", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "chart", CreateNamespace: ptr.To(true),
 				Helm: &fleet.HelmOptions{ReleaseName: "greeter", Values: &fleet.GenericMap{Data: map[string]interface{}{
 					"cluster": "${ .ClusterName }", "greeting": "hello"}}}},
@@ -107,11 +108,11 @@ func deploySpecs(f *fixture) {
 			cm := configMap(j, "chart", "greeter")
 			Expect(cm.Data).To(Equal(map[string]string{"cluster": j.Cluster.Name, "greeting": "hello", "size": "small"}))
 		}
-		Eventually(bundleReady("chart"), 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		Eventually(f.bundleReady("chart"), 30*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
 
 	It("deploys a Kustomize overlay", func() {
-		newBundle("kust", fleet.BundleSpec{
+		f.newBundle("kust", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "kust", CreateNamespace: ptr.To(true),
 				Kustomize: &fleet.KustomizeOptions{Dir: "overlays/prod"}},
 			Resources: []fleet.BundleResource{
@@ -126,6 +127,12 @@ func deploySpecs(f *fixture) {
 		Expect(configMap(prod, "kust", "prod-settings").Data).To(Equal(map[string]string{"replicas": "3", "tier": "base"}))
 		Expect(dev.bd("kust")).To(BeNil())
 	})
+}
+
+// driftSpecs check that objects changed downstream are reported, and
+// corrected when the bundle asks for it.
+func driftSpecs(f *fixture) {
+	ctx, dev := f.ctx, f.dev
 
 	It("reports objects changed, deleted or added downstream as Modified", func() {
 		cm := configMap(dev, "plain", "app-config")
@@ -148,7 +155,7 @@ func deploySpecs(f *fixture) {
 	})
 
 	It("corrects drift when correctDrift is enabled", func() {
-		updateBundle("plain", func(b *fleet.Bundle) { b.Spec.CorrectDrift = &fleet.CorrectDrift{Enabled: true} })
+		f.updateBundle("plain", func(b *fleet.Bundle) { b.Spec.CorrectDrift = &fleet.CorrectDrift{Enabled: true} })
 		dev.waitState("plain", fleet.Ready, 30*time.Second)
 		Expect(configMap(dev, "plain", "app-config").Data).To(HaveKeyWithValue("color", "blue"))
 		Expect(configMap(dev, "plain", "stray")).To(BeNil())
@@ -161,9 +168,16 @@ func deploySpecs(f *fixture) {
 			Should(Equal("blue"))
 		dev.waitState("plain", fleet.Ready, 20*time.Second)
 	})
+}
+
+// deployFailureSpecs check that failures are reported without stopping other
+// bundles, and that a deleted bundle's objects go (or stay, with
+// keepResources).
+func deployFailureSpecs(f *fixture) {
+	ctx, dev, prod := f.ctx, f.dev, f.prod
 
 	It("reports a chart that fails to render and an object the API server rejects, and still deploys other bundles", func() {
-		newBundle("broken-chart", fleet.BundleSpec{
+		f.newBundle("broken-chart", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "broken", CreateNamespace: ptr.To(true)},
 			Resources: []fleet.BundleResource{
 				res("Chart.yaml", "apiVersion: v2\nname: broken\nversion: 0.1.0\n"),
@@ -171,12 +185,12 @@ func deploySpecs(f *fixture) {
 			},
 			Targets: target("env", "dev"),
 		})
-		newBundle("rejected", fleet.BundleSpec{
+		f.newBundle("rejected", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "rejected", CreateNamespace: ptr.To(true)},
 			Resources:               []fleet.BundleResource{res("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\n")},
 			Targets:                 target("env", "dev"),
 		})
-		newBundle("good", fleet.BundleSpec{
+		f.newBundle("good", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "good", CreateNamespace: ptr.To(true)},
 			Resources:               []fleet.BundleResource{res("cm.yaml", appConfig)},
 			Targets:                 target("env", "dev"),
@@ -195,7 +209,7 @@ func deploySpecs(f *fixture) {
 	})
 
 	It("removes a deleted bundle's objects, unless keepResources", func() {
-		newBundle("kept", fleet.BundleSpec{
+		f.newBundle("kept", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "kept", CreateNamespace: ptr.To(true), KeepResources: true},
 			Resources:               []fleet.BundleResource{res("cm.yaml", appConfig)},
 			Targets:                 target("env", "dev"),

@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/internal/summary"
@@ -71,19 +71,20 @@ func clusterState(j *cluster) string {
 	return c.Status.Display.State
 }
 
+// faultSpecs stop the manager's API server and kill an agent mid-install, and
+// check the agent carries on.
 func faultSpecs(f *fixture) {
 	ctx, dev, prod := f.ctx, f.dev, f.prod
-	newBundle, updateBundle, restartUpstream := f.newBundle, f.updateBundle, f.restartUpstream
 
 	It("keeps running while the manager's API server is down and applies a change made after it is back", func() {
 		before := dev.bd("plain")
 		By("stopping the manager's API server for 40 seconds")
-		restartUpstream(40 * time.Second)
+		f.restartUpstream(40 * time.Second)
 		Expect(dev.Agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", dev.Agent.Tail(6000))
 		Expect(prod.Agent.Exited()).To(BeFalse(), "the agent survives the outage; log:\n%s", prod.Agent.Tail(6000))
 
 		By("changing the bundle once the API server is back")
-		updateBundle("plain", func(b *fleet.Bundle) {
+		f.updateBundle("plain", func(b *fleet.Bundle) {
 			b.Spec.Resources[0].Content = strings.Replace(b.Spec.Resources[0].Content, "color: blue", "color: purple", 1)
 		})
 		Eventually(func() string {
@@ -100,7 +101,7 @@ func faultSpecs(f *fixture) {
 	})
 
 	It("recovers a release left pending by an agent killed in the middle of an install", func() {
-		newBundle("slow", fleet.BundleSpec{
+		f.newBundle("slow", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "slow", CreateNamespace: ptr.To(true),
 				// Helm waits for the StatefulSet, which nothing makes ready
 				// until this test says so: the install stays pending.
@@ -132,6 +133,12 @@ func faultSpecs(f *fixture) {
 		prod.waitState("slow", fleet.Ready, 60*time.Second)
 		Expect(prod.Agent.Output()).To(ContainSubstring("left pending"))
 	})
+}
+
+// connectionFaultSpecs cut a cluster off from the manager and take its
+// credential away, and check it catches up and re-registers.
+func connectionFaultSpecs(f *fixture) {
+	ctx, dev, prod := f.ctx, f.dev, f.prod
 
 	It("shows a cluster cut off from the manager Offline, leaves the others alone, and catches up when it is back", func() {
 		Eventually(func() string { return clusterState(prod) }, 30*time.Second, 250*time.Millisecond).ShouldNot(Equal(fleet.ClusterStateOffline))
@@ -144,7 +151,7 @@ func faultSpecs(f *fixture) {
 				prod.link.Restore()
 			}
 		}()
-		newBundle("during-cut", fleet.BundleSpec{
+		f.newBundle("during-cut", fleet.BundleSpec{
 			BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "cut", CreateNamespace: ptr.To(true)},
 			Resources:               []fleet.BundleResource{res("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: made-during-cut}\ndata: {a: b}\n")},
 			Targets:                 []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}},
@@ -194,15 +201,15 @@ func faultSpecs(f *fixture) {
 		Expect(dev.Cluster.UID).To(Equal(cluster.UID))
 		Expect(dev.Cred.ClusterNamespace).To(Equal(old.ClusterNamespace))
 		Expect(dev.Cred.Token).NotTo(Equal(old.Token))
-		Eventually(func() error { return registration.Check(ctx, old) }, 30*time.Second, 250*time.Millisecond).Should(
-			MatchError(registration.ErrRejected), "the lost credential is revoked")
-		Expect(registration.Check(ctx, dev.Cred)).To(Succeed())
+		Eventually(func() error { return upstream.Check(ctx, old) }, 30*time.Second, 250*time.Millisecond).Should(
+			MatchError(upstream.ErrRejected), "the lost credential is revoked")
+		Expect(upstream.Check(ctx, dev.Cred)).To(Succeed())
 		boot := &corev1.Secret{}
 		Expect(apierrors.IsNotFound(dev.Local.Get(ctx, types.NamespacedName{
 			Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, boot))).To(BeTrue(), "the token is forgotten again")
 
 		By("deploying with the new credential")
-		updateBundle("during-cut", func(b *fleet.Bundle) {
+		f.updateBundle("during-cut", func(b *fleet.Bundle) {
 			b.Spec.Resources[0].Content = strings.Replace(b.Spec.Resources[0].Content, "{a: b}", "{a: c}", 1)
 		})
 		Eventually(func() string {
@@ -214,6 +221,11 @@ func faultSpecs(f *fixture) {
 		}, 90*time.Second, 250*time.Millisecond).Should(Equal("c"), "agent log:\n%s", dev.Agent.Tail(6000))
 		dev.waitState("during-cut", fleet.Ready, 60*time.Second)
 	})
+}
+
+// replicaSpecs run two agent replicas with leader election.
+func replicaSpecs(f *fixture) {
+	dev := f.dev
 
 	It("runs one of two agent replicas with leader election; the other takes over when it dies or stops", func() {
 		const lease = 4 * time.Second
@@ -222,7 +234,7 @@ func faultSpecs(f *fixture) {
 		}
 		color := func(value string) {
 			GinkgoHelper()
-			updateBundle("during-cut", func(b *fleet.Bundle) {
+			f.updateBundle("during-cut", func(b *fleet.Bundle) {
 				b.Spec.Resources[0].Content = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: made-during-cut}\ndata: {a: " + value + "}\n"
 			})
 			Eventually(func() string {
@@ -267,12 +279,17 @@ func faultSpecs(f *fixture) {
 		color("leader-3")
 		dev.waitState("during-cut", fleet.Ready, 60*time.Second)
 	})
+}
+
+// latencySpecs measure how quickly changes reach Ready.
+func latencySpecs(f *fixture) {
+	ctx, dev := f.ctx, f.dev
 
 	It("measures the time from a BundleDeployment change to Ready for 50 bundles on one cluster", func() {
 		const n = 50
 		bundle := func(i int) string { return fmt.Sprintf("bench-%02d", i) }
 		for i := range n {
-			newBundle(bundle(i), fleet.BundleSpec{
+			f.newBundle(bundle(i), fleet.BundleSpec{
 				BundleDeploymentOptions: fleet.BundleDeploymentOptions{DefaultNamespace: "bench", CreateNamespace: ptr.To(true)},
 				Resources: []fleet.BundleResource{res("cm.yaml", fmt.Sprintf(
 					"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {round: \"0\"}\n", bundle(i)))},
@@ -323,7 +340,7 @@ func faultSpecs(f *fixture) {
 			}
 		}()
 		for i := range n {
-			updateBundle(bundle(i), func(b *fleet.Bundle) {
+			f.updateBundle(bundle(i), func(b *fleet.Bundle) {
 				b.Spec.Resources[0].Content = strings.Replace(b.Spec.Resources[0].Content, `round: "0"`, `round: "1"`, 1)
 			})
 		}

@@ -22,7 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/join"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
@@ -37,7 +39,7 @@ func tokenClient(b *agentinstall.Bootstrap) client.Client {
 	GinkgoHelper()
 	c, err := client.New(&rest.Config{Host: b.APIServerURL, BearerToken: b.Token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: []byte(b.APIServerCA)}, Timeout: 10 * time.Second},
-		client.Options{Scheme: registration.Scheme()})
+		client.Options{Scheme: kinds.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }
@@ -71,11 +73,11 @@ func (f *fixture) agentNamespace(ns string, b *agentinstall.Bootstrap, clientID 
 
 // register runs the agent's registration against the agent namespace ns
 // until it has a credential.
-func (f *fixture) register(ns string) *registration.Credential {
+func (f *fixture) register(ns string) *upstream.Credential {
 	GinkgoHelper()
 	rctx, cancel := context.WithTimeout(f.ctx, timeout)
 	defer cancel()
-	cred, err := registration.Ensure(rctx, registration.Options{Namespace: ns, Local: f.admin, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+	cred, err := join.Ensure(rctx, join.Options{Namespace: ns, Local: f.admin, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
 	Expect(err).NotTo(HaveOccurred())
 	return cred
 }
@@ -94,7 +96,7 @@ func (f *fixture) agentLog(ns string, want ...string) string {
 	rctx, cancel := context.WithCancel(logr.NewContext(f.ctx, logger))
 	done := make(chan error, 1)
 	go func() {
-		_, err := registration.Ensure(rctx, registration.Options{Namespace: ns, Local: f.admin, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+		_, err := join.Ensure(rctx, join.Options{Namespace: ns, Local: f.admin, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 		done <- err
 	}()
 	logs := func() string {
@@ -165,7 +167,7 @@ func (f *fixture) registrationSurface() {
 		f.victimCred = f.register("victim-agent")
 		f.victim = &fleet.Cluster{}
 		Expect(f.admin.Get(f.ctx, types.NamespacedName{Namespace: regWS, Name: f.victimCred.ClusterName}, f.victim)).To(Succeed())
-		Expect(registration.Check(f.ctx, f.victimCred)).To(Succeed())
+		Expect(upstream.Check(f.ctx, f.victimCred)).To(Succeed())
 
 		for _, name := range []string{"expired", "revoked"} {
 			Eventually(func() bool {
@@ -234,6 +236,12 @@ func (f *fixture) registrationSurface() {
 		}, "certificate signed by unknown authority"),
 	)
 
+	f.refusedRegistrations()
+	f.clientIDOfAnotherCluster()
+}
+
+// refusedRegistrations: ClusterRegistrations the manager refuses to grant.
+func (f *fixture) refusedRegistrations() {
 	DescribeTable("a ClusterRegistration the manager refuses to grant", func(mutate func(*fleet.ClusterRegistration), why string) {
 		c := tokenClient(f.validBoot)
 		line := CurrentSpecReport().LeafNodeLocation.LineNumber
@@ -283,7 +291,7 @@ func (f *fixture) registrationSurface() {
 		}
 		Expect(f.notFound(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultSystemRegistrationNamespace,
 			Name: names.CredentialSecret(reg.Spec.ClientID, reg.Spec.ClientRandom)}})).To(BeTrue(), "no credential")
-		Expect(registration.Check(f.ctx, f.victimCred)).To(Succeed(), "the victim's credential still works")
+		Expect(upstream.Check(f.ctx, f.victimCred)).To(Succeed(), "the victim's credential still works")
 		f.expectUndisturbed()
 	},
 		Entry("a clientRandom of 3 characters", func(r *fleet.ClusterRegistration) { r.Spec.ClientRandom = "abc" },
@@ -317,7 +325,11 @@ func (f *fixture) registrationSurface() {
 			})
 		}, "already belongs to another identity (spec.clientID): delete that Cluster, or give this agent a clientID of its own"),
 	)
+}
 
+// clientIDOfAnotherCluster: a registration naming another cluster's
+// clientID gets no credential of that cluster.
+func (f *fixture) clientIDOfAnotherCluster() {
 	It("grants a registration with another cluster's clientID onto that Cluster without handing out its credential", func() {
 		victimReg := &fleet.ClusterRegistration{}
 		regs := &fleet.ClusterRegistrationList{}
@@ -354,9 +366,9 @@ func (f *fixture) registrationSurface() {
 
 		// What the manager does to the victim is reported, not asserted: see
 		// the report of this suite.
-		victimCheck := registration.Check(f.ctx, f.victimCred)
+		victimCheck := upstream.Check(f.ctx, f.victimCred)
 		msg := fmt.Sprintf("After a registration with the victim's clientID: the victim's credential check says %v; "+
-			"the intruder's credential reads the victim's cluster namespace: %v", victimCheck, registration.Check(f.ctx, intruder))
+			"the intruder's credential reads the victim's cluster namespace: %v", victimCheck, upstream.Check(f.ctx, intruder))
 		AddReportEntry("registration with another cluster's clientID", msg)
 		GinkgoWriter.Println(msg)
 		f.expectUndisturbed()

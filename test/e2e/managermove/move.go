@@ -15,7 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/internal/checkin"
@@ -65,6 +66,22 @@ func startManager(in SpecInput, cp *controlplane.ControlPlane, name, url string)
 	return p
 }
 
+// moveState is what the steps of MoveSpec share.
+type moveState struct {
+	ctx               context.Context
+	in                SpecInput
+	repo              *gittest.Repo
+	gitServer         *gittest.Server
+	first, rebuilt    *manager
+	joined            []*e2e.JoinedCluster
+	releasesBefore    []map[string]types.UID
+	configMapsBefore  []*corev1.ConfigMap
+	deletions         []*e2e.DeletionWatch
+	round             int
+	proxyC            *framework.Proxy
+	rebuiltProcessOld *framework.Process
+}
+
 // MoveSpec brings up a manager at URL A with agents on two clusters and a
 // GitRepo deployed to both, then rebuilds the manager on a second control
 // plane at URL B with the same GitRepo, stops the first one (its address
@@ -76,113 +93,20 @@ func startManager(in SpecInput, cp *controlplane.ControlPlane, name, url string)
 // changes to C while B still works: the agents follow it, B goes away, and
 // new commits keep arriving. Call it in an Ordered container.
 func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
-	var (
-		in                SpecInput
-		repo              *gittest.Repo
-		gitServer         *gittest.Server
-		first, rebuilt    *manager
-		joined            []*e2e.JoinedCluster
-		releasesBefore    []map[string]types.UID
-		configMapsBefore  []*corev1.ConfigMap
-		deletions         []*e2e.DeletionWatch
-		round             int
-		proxyC            *framework.Proxy
-		rebuiltProcessOld *framework.Process
-	)
-
-	commit := func() {
-		GinkgoHelper()
-		round++
-		_, err := repo.Commit(fmt.Sprintf("round %d", round), map[string]string{
-			"app/cm.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {round: \"%d\"}\n", round),
-		})
-		Expect(err).NotTo(HaveOccurred())
-	}
-	gitRepo := func(admin client.Client) {
-		GinkgoHelper()
-		Expect(admin.Create(ctx, &fleet.GitRepo{
-			ObjectMeta: metav1.ObjectMeta{Name: repoName, Namespace: fleet.DefaultWorkspace},
-			Spec: fleet.GitRepoSpec{
-				Repo: gitServer.RepoURL(repoName), Branch: "main", Paths: []string{"app"},
-				PollingInterval: &metav1.Duration{Duration: time.Second},
-				Targets: []fleet.GitTarget{{Name: "movers", ClusterSelector: &metav1.LabelSelector{
-					MatchLabels: map[string]string{"move": "yes"}}}},
-			},
-		})).To(Succeed())
-	}
-	// converged checks that the cluster's agent applied the current round
-	// as the manager admin sees it, and that it is there downstream.
-	converged := func(admin client.Client, j *e2e.JoinedCluster) func(Gomega) {
-		return func(g Gomega) {
-			list := &fleet.BundleDeploymentList{}
-			g.Expect(admin.List(ctx, list, client.InNamespace(j.Cred.ClusterNamespace), client.MatchingLabels{fleet.BundleNameLabel: bundle})).To(Succeed())
-			g.Expect(list.Items).To(HaveLen(1), "the BundleDeployment of %s", j.Cred.ClusterNamespace)
-			bd := list.Items[0]
-			g.Expect(bd.Spec.DeploymentID).NotTo(BeEmpty())
-			g.Expect(bd.Status.AppliedDeploymentID).To(Equal(bd.Spec.DeploymentID), "%s applied", bd.Namespace)
-			g.Expect(bd.Status.Ready).To(BeTrue(), "%s ready", bd.Namespace)
-			cm := &corev1.ConfigMap{}
-			g.Expect(j.Local.Get(ctx, types.NamespacedName{Namespace: releaseNS, Name: "app"}, cm)).To(Succeed())
-			g.Expect(cm.Data).To(HaveKeyWithValue("round", fmt.Sprint(round)))
-		}
-	}
-	// registeredAt waits until the cluster's agent has stored a credential
-	// for the manager at url, then reads it and its Cluster there.
-	registeredAt := func(j *e2e.JoinedCluster, m *manager, url string) {
-		GinkgoHelper()
-		j.Admin = m.admin
-		e2e.WaitFor(fmt.Sprintf("the agent of %s to store a credential for %s", j.Downstream.Name, url), func(g Gomega) {
-			cred, err := registration.LoadStored(ctx, j.Local, fleet.DefaultSystemNamespace)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(cred).NotTo(BeNil())
-			g.Expect(cred.APIServerURL).To(Equal(url), "agent log:\n%s", j.Agent.Tail(3000))
-		}, 90*time.Second, 200*time.Millisecond)
-		j.WaitRegistered(ctx, 10*time.Second)
-	}
-	// checksIn waits for the cluster's agent to check in at m after t.
-	checksIn := func(j *e2e.JoinedCluster, m *manager, t time.Time) {
-		GinkgoHelper()
-		e2e.WaitFor(fmt.Sprintf("the agent of %s to check in at %s", j.Downstream.Name, m.cp.Name), func(g Gomega) {
-			c := &fleet.Cluster{}
-			g.Expect(m.admin.Get(ctx, client.ObjectKeyFromObject(j.Cluster), c)).To(Succeed())
-			// A check-in renews the agent's Lease; lastSeen follows it only
-			// when something shown changes.
-			last, err := checkin.LastOf(ctx, m.admin, c)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(last).To(BeTemporally(">", t))
-		}, 30*time.Second, 200*time.Millisecond)
-	}
-	// unchanged checks that nothing deployed downstream was deleted or
-	// installed again since the first deploy: the ConfigMap and every Helm
-	// release record are the same objects, and no deletion was seen.
-	unchanged := func() {
-		GinkgoHelper()
-		for i, j := range joined {
-			cm := &corev1.ConfigMap{}
-			Expect(j.Local.Get(ctx, types.NamespacedName{Namespace: releaseNS, Name: "app"}, cm)).To(Succeed())
-			Expect(cm.UID).To(Equal(configMapsBefore[i].UID), "%s: the same ConfigMap", j.Downstream.Name)
-			now := releases(ctx, j.Local)
-			for name, uid := range releasesBefore[i] {
-				Expect(now).To(HaveKeyWithValue(name, uid), "%s: Helm release record %s kept", j.Downstream.Name, name)
-			}
-			Expect(deletions[i].Seen()).To(BeEmpty(), "%s: nothing deployed was deleted", j.Downstream.Name)
-			AddReportEntry(j.Downstream.Name, fmt.Sprintf("ConfigMap resourceVersion %s -> %s; Helm release records %d -> %d",
-				configMapsBefore[i].ResourceVersion, cm.ResourceVersion, len(releasesBefore[i]), len(now)))
-		}
-	}
+	s := &moveState{ctx: ctx}
 
 	BeforeAll(func() {
-		in = inputGetter()
-		in.validate("MoveSpec")
+		s.in = inputGetter()
+		s.in.validate("MoveSpec")
 		root := GinkgoT().TempDir()
 		var err error
-		repo, err = gittest.NewRepo(filepath.Join(root, repoName), "main")
+		s.repo, err = gittest.NewRepo(filepath.Join(root, repoName), "main")
 		Expect(err).NotTo(HaveOccurred())
-		commit()
-		gitServer = gittest.NewServer(root)
-		DeferCleanup(gitServer.Close)
-		first, rebuilt = &manager{cp: in.Managers[0]}, &manager{cp: in.Managers[1]}
-		for _, m := range []*manager{first, rebuilt} {
+		s.commit()
+		s.gitServer = gittest.NewServer(root)
+		DeferCleanup(s.gitServer.Close)
+		s.first, s.rebuilt = &manager{cp: s.in.Managers[0]}, &manager{cp: s.in.Managers[1]}
+		for _, m := range []*manager{s.first, s.rebuilt} {
 			m.admin, err = m.cp.Client(controllers.Scheme())
 			Expect(err).NotTo(HaveOccurred())
 			m.proxy, err = framework.NewProxy(m.cp.Config.Host)
@@ -191,85 +115,97 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 			DeferCleanup(func() { _ = m.proxy.Close() })
 		}
 		DeferCleanup(func() {
-			for _, j := range joined {
+			for _, j := range s.joined {
 				j.StopAgents()
 			}
-			for _, w := range deletions {
+			for _, w := range s.deletions {
 				w.Stop()
 			}
-			for _, p := range []*framework.Process{first.process, rebuilt.process, rebuiltProcessOld} {
+			for _, p := range []*framework.Process{s.first.process, s.rebuilt.process, s.rebuiltProcessOld} {
 				p.Stop()
 			}
 		})
 	})
 
+	firstManagerSteps(s)
+	reRegisterSteps(s)
+	newURLSteps(s)
+}
+
+// firstManagerSteps: a GitRepo deploys through the first manager, which is
+// then rebuilt on a new control plane at URL B.
+func firstManagerSteps(s *moveState) {
 	It("deploys a GitRepo to two clusters through the first manager at URL A", func() {
-		first.process = startManager(in, first.cp, "manager-a", first.proxy.URL)
-		gitRepo(first.admin)
-		for _, w := range in.Workloads {
-			joined = append(joined, e2e.Join(ctx, e2e.JoinInput{Upstream: first.cp, Downstream: w, Admin: first.admin, LogDir: in.LogDir,
-				ConfigArgs: []string{"-l", "move=yes"}, APIServerURL: first.proxy.URL, AgentArgs: agentArgs}, 60*time.Second))
+		s.first.process = startManager(s.in, s.first.cp, "manager-a", s.first.proxy.URL)
+		s.gitRepo(s.first.admin)
+		for _, w := range s.in.Workloads {
+			s.joined = append(s.joined, e2e.Join(s.ctx, e2e.JoinInput{Upstream: s.first.cp, Downstream: w, Admin: s.first.admin, LogDir: s.in.LogDir,
+				ConfigArgs: []string{"-l", "move=yes"}, APIServerURL: s.first.proxy.URL, AgentArgs: agentArgs}, 60*time.Second))
 		}
-		for _, j := range joined {
-			e2e.WaitFor("round 1 deployed to "+j.Downstream.Name, converged(first.admin, j), 90*time.Second, 200*time.Millisecond)
+		for _, j := range s.joined {
+			e2e.WaitFor("round 1 deployed to "+j.Downstream.Name, s.converged(s.first.admin, j), 90*time.Second, 200*time.Millisecond)
 			cm := &corev1.ConfigMap{}
-			Expect(j.Local.Get(ctx, types.NamespacedName{Namespace: releaseNS, Name: "app"}, cm)).To(Succeed())
-			configMapsBefore = append(configMapsBefore, cm)
-			rel := releases(ctx, j.Local)
+			Expect(j.Local.Get(s.ctx, types.NamespacedName{Namespace: releaseNS, Name: "app"}, cm)).To(Succeed())
+			s.configMapsBefore = append(s.configMapsBefore, cm)
+			rel := releases(s.ctx, j.Local)
 			Expect(rel).NotTo(BeEmpty(), "the bundle is a Helm release downstream")
-			releasesBefore = append(releasesBefore, rel)
-			wc, err := client.NewWithWatch(j.Downstream.Config, client.Options{Scheme: registration.Scheme()})
+			s.releasesBefore = append(s.releasesBefore, rel)
+			wc, err := client.NewWithWatch(j.Downstream.Config, client.Options{Scheme: kinds.Scheme()})
 			Expect(err).NotTo(HaveOccurred())
-			deletions = append(deletions, e2e.WatchDeletions(ctx, wc, e2e.DeletionScope{Namespace: releaseNS,
+			s.deletions = append(s.deletions, e2e.WatchDeletions(s.ctx, wc, e2e.DeletionScope{Namespace: releaseNS,
 				Kinds: []client.ObjectList{&corev1.ConfigMapList{}, &corev1.SecretList{}}}))
 		}
 	})
 
 	It("rebuilds the manager on a new control plane at URL B with the same GitRepo, and stops the first one", func() {
-		rebuilt.process = startManager(in, rebuilt.cp, "manager-b", rebuilt.proxy.URL)
-		gitRepo(rebuilt.admin)
+		s.rebuilt.process = startManager(s.in, s.rebuilt.cp, "manager-b", s.rebuilt.proxy.URL)
+		s.gitRepo(s.rebuilt.admin)
 		e2e.WaitFor("the rebuilt manager to make the bundle from git", func(g Gomega) {
-			g.Expect(rebuilt.admin.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultWorkspace, Name: bundle}, &fleet.Bundle{})).To(Succeed())
+			g.Expect(s.rebuilt.admin.Get(s.ctx, types.NamespacedName{Namespace: fleet.DefaultWorkspace, Name: bundle}, &fleet.Bundle{})).To(Succeed())
 		}, 60*time.Second, 200*time.Millisecond)
 
 		By("stopping the first manager; its address goes away")
-		first.process.Stop()
-		Expect(first.proxy.Close()).To(Succeed())
-		for _, j := range joined {
-			cred, err := registration.LoadStored(ctx, j.Local, fleet.DefaultSystemNamespace)
+		s.first.process.Stop()
+		Expect(s.first.proxy.Close()).To(Succeed())
+		for _, j := range s.joined {
+			cred, err := upstream.LoadStored(s.ctx, j.Local, fleet.DefaultSystemNamespace)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(cred.APIServerURL).To(Equal(first.proxy.URL), "%s still knows only the old manager", j.Downstream.Name)
+			Expect(cred.APIServerURL).To(Equal(s.first.proxy.URL), "%s still knows only the old manager", j.Downstream.Name)
 		}
 	})
+}
 
+// reRegisterSteps: each agent registers with the new manager, nothing
+// deployed is deleted or installed again, and new commits arrive.
+func reRegisterSteps(s *moveState) {
 	It("registers each agent with the new manager once its bootstrap is placed, even when the new manager is unreachable at first", func() {
 		moved := time.Now()
-		for _, j := range joined {
-			j.Upstream, j.Admin, j.APIServerURL = rebuilt.cp, rebuilt.admin, rebuilt.proxy.URL
+		for _, j := range s.joined {
+			j.Upstream, j.Admin, j.APIServerURL = s.rebuilt.cp, s.rebuilt.admin, s.rebuilt.proxy.URL
 		}
 		By("placing the bootstrap beside the second agent while URL B does not answer")
-		late := joined[1]
-		rebuilt.proxy.Cut()
-		late.ApplyToken(ctx)
+		late := s.joined[1]
+		s.rebuilt.proxy.Cut()
+		late.ApplyToken(s.ctx)
 		e2e.WaitFor("the second agent to try the new bootstrap and go on with its old credential", func(g Gomega) {
 			g.Expect(late.Agent.Output()).To(ContainSubstring("Could not register with the new bootstrap, going on with the stored credential"))
 		}, 60*time.Second, 200*time.Millisecond)
-		rebuilt.proxy.Restore()
+		s.rebuilt.proxy.Restore()
 
 		By("placing the bootstrap beside the first agent")
-		joined[0].ApplyToken(ctx)
+		s.joined[0].ApplyToken(s.ctx)
 
-		for _, j := range joined {
-			registeredAt(j, rebuilt, rebuilt.proxy.URL)
-			checksIn(j, rebuilt, moved)
-			e2e.WaitFor(j.Downstream.Name+" deployed by the new manager", converged(rebuilt.admin, j), 90*time.Second, 200*time.Millisecond)
+		for _, j := range s.joined {
+			s.registeredAt(j, s.rebuilt, s.rebuilt.proxy.URL)
+			s.checksIn(j, s.rebuilt, moved)
+			e2e.WaitFor(j.Downstream.Name+" deployed by the new manager", s.converged(s.rebuilt.admin, j), 90*time.Second, 200*time.Millisecond)
 			e2e.WaitFor(j.Downstream.Name+" Ready at the new manager", func(g Gomega) {
 				c := &fleet.Cluster{}
-				g.Expect(rebuilt.admin.Get(ctx, client.ObjectKeyFromObject(j.Cluster), c)).To(Succeed())
+				g.Expect(s.rebuilt.admin.Get(s.ctx, client.ObjectKeyFromObject(j.Cluster), c)).To(Succeed())
 				g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, fleet.ConditionReady)).To(BeTrue(), "conditions: %v", c.Status.Conditions)
 			}, 60*time.Second, 200*time.Millisecond)
 			boot := &corev1.Secret{}
-			err := j.Local.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, boot)
+			err := j.Local.Get(s.ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentBootstrapSecretName}, boot)
 			Expect(client.IgnoreNotFound(err)).To(Succeed())
 			Expect(err).To(HaveOccurred(), "%s: the token is forgotten once registered", j.Downstream.Name)
 		}
@@ -279,40 +215,43 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 	})
 
 	It("kept every release: nothing deployed was deleted or installed again", func() {
-		unchanged()
+		s.unchanged()
 	})
 
 	It("delivers a new commit through the new manager", func() {
-		commit()
-		for _, j := range joined {
-			e2e.WaitFor(fmt.Sprintf("round %d deployed to %s", round, j.Downstream.Name), converged(rebuilt.admin, j), 90*time.Second, 200*time.Millisecond)
+		s.commit()
+		for _, j := range s.joined {
+			e2e.WaitFor(fmt.Sprintf("round %d deployed to %s", s.round, j.Downstream.Name), s.converged(s.rebuilt.admin, j), 90*time.Second, 200*time.Millisecond)
 		}
-		unchanged()
+		s.unchanged()
 	})
+}
 
+// newURLSteps: the agents follow the new manager to a URL of its own.
+func newURLSteps(s *moveState) {
 	It("follows the manager to a new URL of its own, before the old one goes away", func() {
 		var err error
-		proxyC, err = framework.NewProxy(rebuilt.cp.Config.Host)
+		s.proxyC, err = framework.NewProxy(s.rebuilt.cp.Config.Host)
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = proxyC.Close() })
+		DeferCleanup(func() { _ = s.proxyC.Close() })
 
 		By("restarting the manager with --api-server-url C while B still works")
 		changed := time.Now()
-		rebuilt.process.Stop()
-		rebuiltProcessOld = rebuilt.process
-		rebuilt.process = startManager(in, rebuilt.cp, "manager-b-at-c", proxyC.URL)
+		s.rebuilt.process.Stop()
+		s.rebuiltProcessOld = s.rebuilt.process
+		s.rebuilt.process = startManager(s.in, s.rebuilt.cp, "manager-b-at-c", s.proxyC.URL)
 		tokens := map[string]string{}
 		clusters := map[string]types.UID{}
-		for _, j := range joined {
+		for _, j := range s.joined {
 			tokens[j.Downstream.Name], clusters[j.Downstream.Name] = j.Cred.Token, j.Cluster.UID
 		}
-		for _, j := range joined {
+		for _, j := range s.joined {
 			e2e.WaitFor("the manager to publish its new address to "+j.Cred.ClusterNamespace, func(g Gomega) {
 				cm := &corev1.ConfigMap{}
-				g.Expect(rebuilt.admin.Get(ctx, types.NamespacedName{Namespace: j.Cred.ClusterNamespace, Name: internalregistration.AddressConfigMap}, cm)).To(Succeed())
-				g.Expect(cm.Data).To(HaveKeyWithValue(internalregistration.AddressURLKey, proxyC.URL))
+				g.Expect(s.rebuilt.admin.Get(s.ctx, types.NamespacedName{Namespace: j.Cred.ClusterNamespace, Name: internalregistration.AddressConfigMap}, cm)).To(Succeed())
+				g.Expect(cm.Data).To(HaveKeyWithValue(internalregistration.AddressURLKey, s.proxyC.URL))
 			}, 60*time.Second, 200*time.Millisecond)
-			registeredAt(j, rebuilt, proxyC.URL)
+			s.registeredAt(j, s.rebuilt, s.proxyC.URL)
 			Expect(j.Cred.Token).To(Equal(tokens[j.Downstream.Name]), "%s: the same credential, at the new address: no new registration", j.Downstream.Name)
 			Expect(j.Cluster.UID).To(Equal(clusters[j.Downstream.Name]), "%s: the same Cluster", j.Downstream.Name)
 		}
@@ -321,13 +260,102 @@ func MoveSpec(ctx context.Context, inputGetter func() SpecInput) {
 		fmt.Println(msg)
 
 		By("closing URL B: the agents carry on at C")
-		Expect(rebuilt.proxy.Close()).To(Succeed())
+		Expect(s.rebuilt.proxy.Close()).To(Succeed())
 		closed := time.Now()
-		commit()
-		for _, j := range joined {
-			checksIn(j, rebuilt, closed)
-			e2e.WaitFor(fmt.Sprintf("round %d deployed to %s", round, j.Downstream.Name), converged(rebuilt.admin, j), 90*time.Second, 200*time.Millisecond)
+		s.commit()
+		for _, j := range s.joined {
+			s.checksIn(j, s.rebuilt, closed)
+			e2e.WaitFor(fmt.Sprintf("round %d deployed to %s", s.round, j.Downstream.Name), s.converged(s.rebuilt.admin, j), 90*time.Second, 200*time.Millisecond)
 		}
-		unchanged()
+		s.unchanged()
 	})
+}
+
+// commit pushes the next round of the app's ConfigMap.
+func (s *moveState) commit() {
+	GinkgoHelper()
+	s.round++
+	_, err := s.repo.Commit(fmt.Sprintf("round %d", s.round), map[string]string{
+		"app/cm.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {round: \"%d\"}\n", s.round),
+	})
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// gitRepo creates, through admin, the GitRepo that deploys the app to the
+// clusters that move.
+func (s *moveState) gitRepo(admin client.Client) {
+	GinkgoHelper()
+	Expect(admin.Create(s.ctx, &fleet.GitRepo{
+		ObjectMeta: metav1.ObjectMeta{Name: repoName, Namespace: fleet.DefaultWorkspace},
+		Spec: fleet.GitRepoSpec{
+			Repo: s.gitServer.RepoURL(repoName), Branch: "main", Paths: []string{"app"},
+			PollingInterval: &metav1.Duration{Duration: time.Second},
+			Targets: []fleet.GitTarget{{Name: "movers", ClusterSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"move": "yes"}}}},
+		},
+	})).To(Succeed())
+}
+
+// converged checks that the cluster's agent applied the current round
+// as the manager admin sees it, and that it is there downstream.
+func (s *moveState) converged(admin client.Client, j *e2e.JoinedCluster) func(Gomega) {
+	return func(g Gomega) {
+		list := &fleet.BundleDeploymentList{}
+		g.Expect(admin.List(s.ctx, list, client.InNamespace(j.Cred.ClusterNamespace), client.MatchingLabels{fleet.BundleNameLabel: bundle})).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(1), "the BundleDeployment of %s", j.Cred.ClusterNamespace)
+		bd := list.Items[0]
+		g.Expect(bd.Spec.DeploymentID).NotTo(BeEmpty())
+		g.Expect(bd.Status.AppliedDeploymentID).To(Equal(bd.Spec.DeploymentID), "%s applied", bd.Namespace)
+		g.Expect(bd.Status.Ready).To(BeTrue(), "%s ready", bd.Namespace)
+		cm := &corev1.ConfigMap{}
+		g.Expect(j.Local.Get(s.ctx, types.NamespacedName{Namespace: releaseNS, Name: "app"}, cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("round", fmt.Sprint(s.round)))
+	}
+}
+
+// registeredAt waits until the cluster's agent has stored a credential
+// for the manager at url, then reads it and its Cluster there.
+func (s *moveState) registeredAt(j *e2e.JoinedCluster, m *manager, url string) {
+	GinkgoHelper()
+	j.Admin = m.admin
+	e2e.WaitFor(fmt.Sprintf("the agent of %s to store a credential for %s", j.Downstream.Name, url), func(g Gomega) {
+		cred, err := upstream.LoadStored(s.ctx, j.Local, fleet.DefaultSystemNamespace)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cred).NotTo(BeNil())
+		g.Expect(cred.APIServerURL).To(Equal(url), "agent log:\n%s", j.Agent.Tail(3000))
+	}, 90*time.Second, 200*time.Millisecond)
+	j.WaitRegistered(s.ctx, 10*time.Second)
+}
+
+// checksIn waits for the cluster's agent to check in at m after t.
+func (s *moveState) checksIn(j *e2e.JoinedCluster, m *manager, t time.Time) {
+	GinkgoHelper()
+	e2e.WaitFor(fmt.Sprintf("the agent of %s to check in at %s", j.Downstream.Name, m.cp.Name), func(g Gomega) {
+		c := &fleet.Cluster{}
+		g.Expect(m.admin.Get(s.ctx, client.ObjectKeyFromObject(j.Cluster), c)).To(Succeed())
+		// A check-in renews the agent's Lease; lastSeen follows it only
+		// when something shown changes.
+		last, err := checkin.LastOf(s.ctx, m.admin, c)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(last).To(BeTemporally(">", t))
+	}, 30*time.Second, 200*time.Millisecond)
+}
+
+// unchanged checks that nothing deployed downstream was deleted or
+// installed again since the first deploy: the ConfigMap and every Helm
+// release record are the same objects, and no deletion was seen.
+func (s *moveState) unchanged() {
+	GinkgoHelper()
+	for i, j := range s.joined {
+		cm := &corev1.ConfigMap{}
+		Expect(j.Local.Get(s.ctx, types.NamespacedName{Namespace: releaseNS, Name: "app"}, cm)).To(Succeed())
+		Expect(cm.UID).To(Equal(s.configMapsBefore[i].UID), "%s: the same ConfigMap", j.Downstream.Name)
+		now := releases(s.ctx, j.Local)
+		for name, uid := range s.releasesBefore[i] {
+			Expect(now).To(HaveKeyWithValue(name, uid), "%s: Helm release record %s kept", j.Downstream.Name, name)
+		}
+		Expect(s.deletions[i].Seen()).To(BeEmpty(), "%s: nothing deployed was deleted", j.Downstream.Name)
+		AddReportEntry(j.Downstream.Name, fmt.Sprintf("ConfigMap resourceVersion %s -> %s; Helm release records %d -> %d",
+			s.configMapsBefore[i].ResourceVersion, cm.ResourceVersion, len(s.releasesBefore[i]), len(now)))
+	}
 }

@@ -17,10 +17,29 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/test/framework"
 )
+
+const (
+	// confinedNS is the downstream namespace the limited account may write.
+	confinedNS = "app"
+	// confinedAccount is the bundle's serviceAccount.
+	confinedAccount = "limited"
+	// confinedLabel selects the attacker's cluster.
+	confinedLabel = "sec-confinement"
+)
+
+// confinement is what the specs of hole 13 share.
+type confinement struct {
+	down    client.Client
+	cluster *fleet.Cluster
+	cred    *upstream.Credential
+	agent   *framework.Process
+	before  map[string]string
+}
 
 // Hole 13: a bundle with a serviceAccount must not do downstream what that
 // account may not, and a bundle with a forced namespace must not leave it:
@@ -32,100 +51,70 @@ import (
 // Bundle is created as the GitRepo controller would from the attacker's
 // repository; the downstream cluster runs a real agent registered with a
 // registration token.
-var _ = Describe("Hole 13: a bundle's serviceAccount and namespace confine the agent", Ordered, ContinueOnFailure, func() {
-	const (
-		appNS   = "app"
-		account = "limited"
-		label   = "sec-confinement"
-	)
-	var (
-		down    client.Client
-		cluster *fleet.Cluster
-		cred    *registration.Credential
-		agent   *framework.Process
-		before  map[string]string
-	)
+var _ = Describe("Hole 13: a bundle's serviceAccount and namespace confine the agent", Ordered, ContinueOnFailure, confinementSpecs)
+
+// confinementSpecs are the specs of hole 13, in that order.
+func confinementSpecs() {
+	s := &confinement{}
 
 	BeforeAll(func() {
 		ctx := env.Ctx
 		ds := env.Downstreams[0]
-		scheme := registration.NewScheme()
+		scheme := kinds.NewScheme()
 		Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 		var err error
-		down, err = client.New(ds.Config, client.Options{Scheme: scheme})
+		s.down, err = client.New(ds.Config, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
 
 		By("registering a real agent in the downstream cluster with a registration token")
 		tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", env.Upstream.Kubeconfig)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(framework.ApplyYAML(ctx, down, tokenYAML)).To(Succeed())
-		configYAML, err := framework.Run("fleet", "install", "agent-config", "-l", label+"=yes")
+		Expect(framework.ApplyYAML(ctx, s.down, tokenYAML)).To(Succeed())
+		configYAML, err := framework.Run("fleet", "install", "agent-config", "-l", confinedLabel+"=yes")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(framework.ApplyYAML(ctx, down, configYAML)).To(Succeed())
-		agent, err = framework.Start(env.LogDir, "agent-confinement", "fleet-agent", "--kubeconfig", ds.Kubeconfig,
+		Expect(framework.ApplyYAML(ctx, s.down, configYAML)).To(Succeed())
+		s.agent, err = framework.Start(env.LogDir, "agent-confinement", "fleet-agent", "--kubeconfig", ds.Kubeconfig,
 			"--checkin-interval", "5s", "--min-backoff", "100ms", "--max-backoff", "2s", "--resync", "30s")
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(agent.Stop)
+		DeferCleanup(s.agent.Stop)
 		Eventually(func(g Gomega) {
-			cred, err = registration.LoadStored(ctx, down, fleet.DefaultSystemNamespace)
+			s.cred, err = upstream.LoadStored(ctx, s.down, fleet.DefaultSystemNamespace)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(cred).NotTo(BeNil(), "no credential stored yet; agent log:\n%s", agent.Tail(4000))
+			g.Expect(s.cred).NotTo(BeNil(), "no credential stored yet; agent log:\n%s", s.agent.Tail(4000))
 		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
-		cluster = &fleet.Cluster{}
-		Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: cred.Namespace, Name: cred.ClusterName}, cluster)).To(Succeed())
+		s.cluster = &fleet.Cluster{}
+		Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: s.cred.Namespace, Name: s.cred.ClusterName}, s.cluster)).To(Succeed())
 
 		By("giving the downstream cluster the limited account: ConfigMaps and Helm's Secrets in app, nothing else")
-		om := metav1.ObjectMeta{Namespace: appNS, Name: account}
+		om := metav1.ObjectMeta{Namespace: confinedNS, Name: confinedAccount}
 		for _, obj := range []client.Object{
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: confinedNS}},
 			&corev1.ServiceAccount{ObjectMeta: om},
 			&rbacv1.Role{ObjectMeta: om, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"},
 				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}},
-			&rbacv1.RoleBinding{ObjectMeta: om, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: account},
-				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: appNS, Name: account}}},
+			&rbacv1.RoleBinding{ObjectMeta: om, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: confinedAccount},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: confinedNS, Name: confinedAccount}}},
 			// What a valuesFrom attack would read, and the account may not.
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "sec-values"},
 				Data: map[string][]byte{"values.yaml": []byte("stolen: s3cret-from-kube-system\n")}},
 		} {
-			Expect(down.Create(ctx, obj)).To(Succeed())
+			Expect(s.down.Create(ctx, obj)).To(Succeed())
 		}
-		before = confinedSnapshot(down)
+		s.before = confinedSnapshot(s.down)
 	})
 
 	AfterAll(func() {
-		Expect(confinedSnapshot(down)).To(Equal(before), "kube-system and the CRDs of the downstream cluster did not change")
+		Expect(confinedSnapshot(s.down)).To(Equal(s.before), "kube-system and the CRDs of the downstream cluster did not change")
 	})
 
-	// deploy creates the attacker's bundle for the cluster and returns its
-	// BundleDeployment's Deployed condition once the agent decided.
-	deploy := func(name string, opts fleet.BundleDeploymentOptions, files map[string]string) *metav1.Condition {
-		GinkgoHelper()
-		res := []fleet.BundleResource{{Name: "Chart.yaml", Content: "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n"}}
-		for n, c := range files {
-			res = append(res, fleet.BundleResource{Name: n, Content: c})
-		}
-		Expect(env.Admin.Create(env.Ctx, &fleet.Bundle{
-			ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultWorkspace, Name: name},
-			Spec: fleet.BundleSpec{BundleDeploymentOptions: opts, Resources: res, Targets: []fleet.BundleTarget{{
-				Name: "confined", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "yes"}}}}},
-		})).To(Succeed())
-		var cond *metav1.Condition
-		Eventually(func(g Gomega) {
-			bd := &fleet.BundleDeployment{}
-			g.Expect(env.Admin.Get(env.Ctx, types.NamespacedName{Namespace: cred.ClusterNamespace, Name: name}, bd)).To(Succeed())
-			cond = meta.FindStatusCondition(bd.Status.Conditions, fleet.ConditionDeployed)
-			g.Expect(cond).NotTo(BeNil())
-			g.Expect(cond.Status).NotTo(Equal(metav1.ConditionUnknown), "agent log:\n%s", agent.Tail(4000))
-		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
-		return cond
-	}
-	withAccount := func(o fleet.BundleDeploymentOptions) fleet.BundleDeploymentOptions {
-		o.ServiceAccount = account
-		return o
-	}
+	hookAndCRDSpecs(s)
+	valuesReleaseAndDeleteSpecs(s)
+}
 
+// hookAndCRDSpecs: hooks and CRDs of the attacker's chart are confined.
+func hookAndCRDSpecs(s *confinement) {
 	It("13: a hook in kube-system is refused by the downstream RBAC of the bundle's serviceAccount", func() {
-		cond := deploy("sec-hook-rbac", withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: appNS}), map[string]string{
+		cond := s.deploy("sec-hook-rbac", s.withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: confinedNS}), map[string]string{
 			"templates/app.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sec-hook-rbac-app}\ndata: {a: b}\n",
 			"templates/hook.yaml": confinedHook("sec-hook-rbac", "kube-system"),
 		})
@@ -133,102 +122,136 @@ var _ = Describe("Hole 13: a bundle's serviceAccount and namespace confine the a
 		Expect(cond.Reason).To(Equal(fleet.ReasonInstallFailed))
 		Expect(cond.Message).To(ContainSubstring("forbidden"))
 		Expect(cond.Message).To(ContainSubstring("system:serviceaccount:app:limited"))
-		expectNoConfigMap(down, "kube-system", "sec-hook-rbac")
+		expectNoConfigMap(s.down, "kube-system", "sec-hook-rbac")
 	})
 
 	It("13: a hook in kube-system obeys the forced namespace; the account deploys what it may", func() {
-		cond := deploy("sec-hook-forced", withAccount(fleet.BundleDeploymentOptions{TargetNamespace: appNS}), map[string]string{
+		cond := s.deploy("sec-hook-forced", s.withAccount(fleet.BundleDeploymentOptions{TargetNamespace: confinedNS}), map[string]string{
 			"templates/app.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sec-hook-forced-app, namespace: kube-system}\ndata: {a: b}\n",
 			"templates/hook.yaml": confinedHook("sec-hook-forced", "kube-system"),
 		})
 		Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
 		for _, n := range []string{"sec-hook-forced", "sec-hook-forced-app"} {
-			Expect(down.Get(env.Ctx, types.NamespacedName{Namespace: appNS, Name: n}, &corev1.ConfigMap{})).To(Succeed(), "%s is in app", n)
-			expectNoConfigMap(down, "kube-system", n)
+			Expect(s.down.Get(env.Ctx, types.NamespacedName{Namespace: confinedNS, Name: n}, &corev1.ConfigMap{})).To(Succeed(), "%s is in app", n)
+			expectNoConfigMap(s.down, "kube-system", n)
 		}
 	})
 
 	It("13: a cluster-scoped hook under a forced namespace is refused with NamespaceViolation", func() {
-		cond := deploy("sec-hook-cluster", withAccount(fleet.BundleDeploymentOptions{TargetNamespace: appNS}), map[string]string{
+		cond := s.deploy("sec-hook-cluster", s.withAccount(fleet.BundleDeploymentOptions{TargetNamespace: confinedNS}), map[string]string{
 			"templates/hook.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: sec-hook-cluster\n" +
 				"  annotations: {helm.sh/hook: pre-install}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n" +
 				"subjects: [{kind: ServiceAccount, name: limited, namespace: app}]\n",
 		})
 		Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 		Expect(cond.Reason).To(Equal(fleet.ReasonNamespaceViolation), cond.Message)
-		err := down.Get(env.Ctx, types.NamespacedName{Name: "sec-hook-cluster"}, &rbacv1.ClusterRoleBinding{})
+		err := s.down.Get(env.Ctx, types.NamespacedName{Name: "sec-hook-cluster"}, &rbacv1.ClusterRoleBinding{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no ClusterRoleBinding was made: %v", err)
 	})
 
 	It("13: a chart with crds/ is refused under a forced namespace, and by RBAC for the serviceAccount", func() {
-		cond := deploy("sec-crds-forced", withAccount(fleet.BundleDeploymentOptions{TargetNamespace: appNS}), map[string]string{
+		cond := s.deploy("sec-crds-forced", s.withAccount(fleet.BundleDeploymentOptions{TargetNamespace: confinedNS}), map[string]string{
 			"crds/crd.yaml": confinedCRD("forced"),
 		})
 		Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 		Expect(cond.Reason).To(Equal(fleet.ReasonNamespaceViolation), cond.Message)
 		Expect(cond.Message).To(ContainSubstring("CRDs"))
 
-		cond = deploy("sec-crds-rbac", withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: appNS}), map[string]string{
+		cond = s.deploy("sec-crds-rbac", s.withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: confinedNS}), map[string]string{
 			"crds/crd.yaml": confinedCRD("rbac"),
 		})
 		Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 		Expect(cond.Reason).To(Equal(fleet.ReasonInstallFailed), cond.Message)
 		Expect(cond.Message).To(ContainSubstring("forbidden"))
 		for _, n := range []string{"forced", "rbac"} {
-			err := down.Get(env.Ctx, types.NamespacedName{Name: "sec" + n + "s.attack.example.com"}, &apiextensionsv1.CustomResourceDefinition{})
+			err := s.down.Get(env.Ctx, types.NamespacedName{Name: "sec" + n + "s.attack.example.com"}, &apiextensionsv1.CustomResourceDefinition{})
 			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "CRD %s was not made: %v", n, err)
 		}
 	})
+}
 
+// valuesReleaseAndDeleteSpecs: valuesFrom, Helm's release records and
+// deleteNamespace run as the serviceAccount, and the victim is untouched.
+func valuesReleaseAndDeleteSpecs(s *confinement) {
 	It("13: valuesFrom a Secret in kube-system is refused for the serviceAccount, and nothing of it is deployed", func() {
-		opts := withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: appNS, Helm: &fleet.HelmOptions{ValuesFrom: []fleet.ValuesFrom{{
+		opts := s.withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: confinedNS, Helm: &fleet.HelmOptions{ValuesFrom: []fleet.ValuesFrom{{
 			SecretKeyRef: &fleet.SecretKeySelector{Namespace: "kube-system", Name: "sec-values"},
 		}}}})
-		cond := deploy("sec-values", opts, map[string]string{
+		cond := s.deploy("sec-values", opts, map[string]string{
 			"templates/leak.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sec-values-leak}\ndata: {stolen: {{ .Values.stolen | quote }}}\n",
 		})
 		Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 		Expect(cond.Reason).To(Equal(fleet.ReasonForbidden), cond.Message)
 		Expect(cond.Message).NotTo(ContainSubstring("s3cret-from-kube-system"))
-		expectNoConfigMap(down, appNS, "sec-values-leak")
+		expectNoConfigMap(s.down, confinedNS, "sec-values-leak")
 	})
 
 	It("13: Helm's release records are written as the serviceAccount: none lands in kube-system", func() {
-		cond := deploy("sec-storage", withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: "kube-system"}), map[string]string{
+		cond := s.deploy("sec-storage", s.withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: "kube-system"}), map[string]string{
 			"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sec-storage}\ndata: {a: b}\n",
 		})
 		Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 		Expect(cond.Message).To(ContainSubstring("forbidden"))
-		expectNoConfigMap(down, "kube-system", "sec-storage")
+		expectNoConfigMap(s.down, "kube-system", "sec-storage")
 		// The snapshot compared in AfterAll holds kube-system's Secrets:
 		// no sh.helm.release.v1.sec-storage.v1 may appear there.
 	})
 
 	It("13: deleteNamespace runs as the serviceAccount: a namespace it may not delete stays", func() {
-		opts := withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: appNS, DeleteNamespace: true})
-		cond := deploy("sec-delete-ns", opts, map[string]string{
+		opts := s.withAccount(fleet.BundleDeploymentOptions{DefaultNamespace: confinedNS, DeleteNamespace: true})
+		cond := s.deploy("sec-delete-ns", opts, map[string]string{
 			"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sec-delete-ns}\ndata: {a: b}\n",
 		})
 		Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
 		Expect(env.Admin.Delete(env.Ctx, &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultWorkspace, Name: "sec-delete-ns"}})).To(Succeed())
 		By("the release is uninstalled as the account")
 		Eventually(func() bool {
-			err := down.Get(env.Ctx, types.NamespacedName{Namespace: appNS, Name: "sec-delete-ns"}, &corev1.ConfigMap{})
+			err := s.down.Get(env.Ctx, types.NamespacedName{Namespace: confinedNS, Name: "sec-delete-ns"}, &corev1.ConfigMap{})
 			return apierrors.IsNotFound(err)
-		}, 60*time.Second, 250*time.Millisecond).Should(BeTrue(), "agent log:\n%s", agent.Tail(4000))
+		}, 60*time.Second, 250*time.Millisecond).Should(BeTrue(), "agent log:\n%s", s.agent.Tail(4000))
 		Consistently(func(g Gomega) {
 			ns := &corev1.Namespace{}
-			g.Expect(down.Get(env.Ctx, types.NamespacedName{Name: appNS}, ns)).To(Succeed())
-			g.Expect(ns.DeletionTimestamp).To(BeNil(), "namespace %s is not being deleted", appNS)
+			g.Expect(s.down.Get(env.Ctx, types.NamespacedName{Name: confinedNS}, ns)).To(Succeed())
+			g.Expect(ns.DeletionTimestamp).To(BeNil(), "namespace %s is not being deleted", confinedNS)
 		}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
 	})
 
 	It("13: the victim cluster of the agent's fleet was not touched", func() {
 		got := &fleet.Cluster{}
-		Expect(env.Admin.Get(env.Ctx, client.ObjectKeyFromObject(cluster), got)).To(Succeed())
-		Expect(got.UID).To(Equal(cluster.UID))
+		Expect(env.Admin.Get(env.Ctx, client.ObjectKeyFromObject(s.cluster), got)).To(Succeed())
+		Expect(got.UID).To(Equal(s.cluster.UID))
 	})
-})
+}
+
+// deploy creates the attacker's bundle for the cluster and returns its
+// BundleDeployment's Deployed condition once the agent decided.
+func (s *confinement) deploy(name string, opts fleet.BundleDeploymentOptions, files map[string]string) *metav1.Condition {
+	GinkgoHelper()
+	res := []fleet.BundleResource{{Name: "Chart.yaml", Content: "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n"}}
+	for n, c := range files {
+		res = append(res, fleet.BundleResource{Name: n, Content: c})
+	}
+	Expect(env.Admin.Create(env.Ctx, &fleet.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultWorkspace, Name: name},
+		Spec: fleet.BundleSpec{BundleDeploymentOptions: opts, Resources: res, Targets: []fleet.BundleTarget{{
+			Name: "confined", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{confinedLabel: "yes"}}}}},
+	})).To(Succeed())
+	var cond *metav1.Condition
+	Eventually(func(g Gomega) {
+		bd := &fleet.BundleDeployment{}
+		g.Expect(env.Admin.Get(env.Ctx, types.NamespacedName{Namespace: s.cred.ClusterNamespace, Name: name}, bd)).To(Succeed())
+		cond = meta.FindStatusCondition(bd.Status.Conditions, fleet.ConditionDeployed)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).NotTo(Equal(metav1.ConditionUnknown), "agent log:\n%s", s.agent.Tail(4000))
+	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+	return cond
+}
+
+// withAccount sets the limited account on o.
+func (s *confinement) withAccount(o fleet.BundleDeploymentOptions) fleet.BundleDeploymentOptions {
+	o.ServiceAccount = confinedAccount
+	return o
+}
 
 // confinedHook is a pre-install hook ConfigMap name in namespace ns.
 func confinedHook(name, ns string) string {

@@ -16,7 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/join"
+	"github.com/gitfleet/fleet/agent/upstream"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
@@ -32,6 +33,13 @@ import (
 // e) names what is not its own, and the manager, which reads and installs
 // with its own rights, must refuse.
 var _ = Describe("Import", func() {
+	importSpecs()
+	secretCacheSpecs()
+})
+
+// importSpecs: holes 1 and 6, a tenant's Cluster naming another namespace's
+// kubeconfig Secret or another cluster's clientID.
+func importSpecs() {
 	It("1: a tenant's Cluster cannot name another namespace's kubeconfig Secret", func() {
 		ctx := env.Ctx
 		tenantA, err := framework.TenantClient(ctx, env.Admin, env.Upstream.Config, controllers.Scheme(), "tenant-a")
@@ -145,7 +153,10 @@ var _ = Describe("Import", func() {
 		Expect(apierrors.IsNotFound(attackerAdmin.Get(ctx, types.NamespacedName{Name: agentNS}, &corev1.Namespace{}))).
 			To(BeTrue(), "nothing installed while the identity is in conflict")
 	})
+}
 
+// secretCacheSpecs: hole 12, what the manager's cache holds of Secrets.
+func secretCacheSpecs() {
 	It("12: the manager's cache holds no Secret it does not manage, and watches the others without their content", func() {
 		ctx := env.Ctx
 		// What Kubernetes RBAC cannot limit: the manager reads kubeconfig and
@@ -212,12 +223,12 @@ var _ = Describe("Import", func() {
 		Expect(meta.Annotations).To(BeEmpty(), "annotations, which may copy the data, are not kept")
 		Expect(meta.UID).To(Equal(unrelated.UID))
 	})
-})
+}
 
 // victimRegistration is a cluster registered by token, as a person would,
 // and what must stay as it is.
 type victimRegistration struct {
-	cred    *registration.Credential
+	cred    *upstream.Credential
 	cluster *fleet.Cluster
 	regs    []fleet.ClusterRegistration
 }
@@ -240,7 +251,7 @@ func registerByToken(ctx context.Context, cp *controlplane.ControlPlane, ns, age
 	Expect(agentinstall.Apply(ctx, local, objs)).To(Succeed())
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	cred, err := registration.Ensure(rctx, registration.Options{Namespace: agentNS, Local: local,
+	cred, err := join.Ensure(rctx, join.Options{Namespace: agentNS, Local: local,
 		MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
 	v := &victimRegistration{cred: cred, cluster: &fleet.Cluster{}}
@@ -273,7 +284,7 @@ func (v *victimRegistration) expectUnchanged(g Gomega) {
 		g.Expect(reg.UID).To(Equal(r.UID))
 		g.Expect(reg.DeletionTimestamp).To(BeNil())
 	}
-	g.Expect(registration.Check(ctx, v.cred)).To(Succeed(), "the victim's credential still works")
+	g.Expect(upstream.Check(ctx, v.cred)).To(Succeed(), "the victim's credential still works")
 }
 
 // spoofedImport creates, as the tenant, a kubeconfig Secret of the

@@ -19,10 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/join"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/names"
 	internalregistration "github.com/gitfleet/fleet/internal/registration"
 	"github.com/gitfleet/fleet/test/framework"
@@ -62,7 +65,7 @@ func (h *tokenHolder) requestNaming(ctx context.Context, name, clientID, token s
 	_, _ = rand.Read(random)
 	clientRandom := hex.EncodeToString(random)
 	if name == "" {
-		name = registration.RequestName(clientID, clientRandom)
+		name = join.RequestName(clientID, clientRandom)
 	}
 	key, err := internalregistration.NewKey()
 	Expect(err).NotTo(HaveOccurred())
@@ -80,7 +83,7 @@ func (h *tokenHolder) requestNaming(ctx context.Context, name, clientID, token s
 // fetch waits for the credential of reg, reading the registration with the
 // token's right to get it, and opens it with the request's key, as an agent
 // does.
-func (h *tokenHolder) fetch(ctx context.Context, reg *fleet.ClusterRegistration) *registration.Credential {
+func (h *tokenHolder) fetch(ctx context.Context, reg *fleet.ClusterRegistration) *upstream.Credential {
 	got := &fleet.ClusterRegistration{}
 	Eventually(func(g Gomega) {
 		g.Expect(h.c.Get(ctx, client.ObjectKeyFromObject(reg), got)).To(Succeed())
@@ -88,7 +91,7 @@ func (h *tokenHolder) fetch(ctx context.Context, reg *fleet.ClusterRegistration)
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	sealed, err := internalregistration.Open(h.keys[reg.Name], reg.Namespace, reg.Name, got.Status.SealedCredential)
 	Expect(err).NotTo(HaveOccurred())
-	return &registration.Credential{
+	return &upstream.Credential{
 		APIServerURL: env.Upstream.Config.Host, APIServerCA: env.Upstream.Config.CAData,
 		Token: sealed.Token, ClusterName: sealed.ClusterName, ClusterNamespace: sealed.ClusterNamespace,
 		Namespace: sealed.Namespace, ClientID: reg.Spec.ClientID,
@@ -97,23 +100,23 @@ func (h *tokenHolder) fetch(ctx context.Context, reg *fleet.ClusterRegistration)
 
 // checkIn renews the agent's check-in Lease with its own credential, as
 // the agent's heartbeat does.
-func checkIn(ctx context.Context, cred *registration.Credential) {
-	c, err := registration.NewUpstreamClient(cred.RESTConfig())
+func checkIn(ctx context.Context, cred *upstream.Credential) {
+	c, err := upstream.NewClient(cred.RESTConfig())
 	Expect(err).NotTo(HaveOccurred())
 	now := metav1.NowMicro()
-	Expect(registration.WriteLease(ctx, c, cred.ClusterNamespace, coordinationv1.LeaseSpec{RenewTime: &now}, nil)).To(Succeed())
+	Expect(checkin.Write(ctx, c, cred.ClusterNamespace, coordinationv1.LeaseSpec{RenewTime: &now}, nil)).To(Succeed())
 }
 
 // checkedInVictim registers an agent of clientID in ws with a generic token,
 // has it check in, and waits until its Cluster shows the check-in: a
 // cluster an attacker may try to take over.
-func checkedInVictim(ctx context.Context, ws, clientID string) (*fleet.ClusterRegistration, *registration.Credential, *fleet.Cluster) {
+func checkedInVictim(ctx context.Context, ws, clientID string) (*fleet.ClusterRegistration, *upstream.Credential, *fleet.Cluster) {
 	GinkgoHelper()
 	_, owner := issueToken(ctx, ws, "")
 	reg := owner.request(ctx, "", clientID)
 	cred := owner.fetch(ctx, reg)
 	checkIn(ctx, cred)
-	Expect(registration.Check(ctx, cred)).To(Succeed())
+	Expect(upstream.Check(ctx, cred)).To(Succeed())
 	cluster := &fleet.Cluster{}
 	Eventually(func(g Gomega) {
 		g.Expect(env.Admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: cred.ClusterName}, cluster)).To(Succeed())
@@ -141,6 +144,15 @@ func workspace(ctx context.Context, name string) string {
 }
 
 var _ = Describe("Registration", func() {
+	nameSquattingSpecs()
+	takeoverSpecs()
+	floodAndSnoopingSpecs()
+	adoptionAndRevocationSpecs()
+})
+
+// nameSquattingSpecs: hole 5, a registration named after an existing
+// RoleBinding.
+func nameSquattingSpecs() {
 	It("5: a registration named after an existing RoleBinding does not replace it", func(ctx SpecContext) {
 		victim := &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultWorkspace, Name: "ops-admins"},
@@ -162,7 +174,11 @@ var _ = Describe("Registration", func() {
 		Expect(after.Subjects).To(Equal(victim.Subjects))
 		Expect(after.Labels).NotTo(HaveKey(fleet.ManagedLabel))
 	})
+}
 
+// takeoverSpecs: hole 6, a generic token holder taking over a cluster, and
+// the cluster's own agent registering again.
+func takeoverSpecs() {
 	It("6: a generic token holder cannot re-register as a cluster whose agent has checked in", func(ctx SpecContext) {
 		ws := workspace(ctx, "sec-reg-takeover")
 		victimReg, victimCred, before := checkedInVictim(ctx, ws, "sec-reg-6-victim")
@@ -175,7 +191,7 @@ var _ = Describe("Registration", func() {
 			HaveField("Reason", fleet.ReasonIdentityConflict),
 			HaveField("Message", ContainSubstring("fleet install agent-token -g %s --cluster %s", ws, before.Name))))
 
-		Consistently(func() error { return registration.Check(ctx, victimCred) }, 3*time.Second, 300*time.Millisecond).
+		Consistently(func() error { return upstream.Check(ctx, victimCred) }, 3*time.Second, 300*time.Millisecond).
 			Should(Succeed(), "the real agent's credential still works")
 		refused := &fleet.ClusterRegistration{}
 		Expect(attacker.c.Get(ctx, client.ObjectKeyFromObject(reg), refused)).To(Succeed())
@@ -192,7 +208,7 @@ var _ = Describe("Registration", func() {
 		_, admin := issueToken(ctx, ws, before.Name)
 		recovered := admin.fetch(ctx, admin.request(ctx, "", before.Spec.ClientID))
 		Expect(recovered.ClusterName).To(Equal(before.Name))
-		Expect(registration.Check(ctx, recovered)).To(Succeed())
+		Expect(upstream.Check(ctx, recovered)).To(Succeed())
 	})
 
 	It("6: a generic token holder cannot name a token bound to a cluster to take that cluster over", func(ctx SpecContext) {
@@ -224,7 +240,7 @@ var _ = Describe("Registration", func() {
 		Expect(attacker.c.Create(ctx, unproven)).To(Succeed())
 		Eventually(accepted(ctx, unproven), 30*time.Second, 200*time.Millisecond).Should(HaveField("Reason", fleet.ReasonTokenNotProven))
 
-		Consistently(func() error { return registration.Check(ctx, victimCred) }, 3*time.Second, 300*time.Millisecond).
+		Consistently(func() error { return upstream.Check(ctx, victimCred) }, 3*time.Second, 300*time.Millisecond).
 			Should(Succeed(), "the real agent's credential still works")
 		for _, reg := range []*fleet.ClusterRegistration{spoofed, unproven} {
 			got := &fleet.ClusterRegistration{}
@@ -236,7 +252,7 @@ var _ = Describe("Registration", func() {
 	It("6: the cluster's own agent, holding a working credential, registers again with a generic token as the same Cluster", func(ctx SpecContext) {
 		ws := workspace(ctx, "sec-reg-renewal")
 		// The agent's own cluster, where its bootstrap and credential live.
-		local, err := env.Downstreams[1].Client(registration.Scheme())
+		local, err := env.Downstreams[1].Client(kinds.Scheme())
 		Expect(err).NotTo(HaveOccurred())
 		const agentNS = "sec-renewal-agent"
 		place := func(boot *agentinstall.Bootstrap) {
@@ -245,8 +261,8 @@ var _ = Describe("Registration", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(agentinstall.Apply(ctx, local, objs)).To(Succeed())
 		}
-		ensure := func() *registration.Credential {
-			cred, err := registration.Ensure(ctx, registration.Options{Namespace: agentNS, Local: local,
+		ensure := func() *upstream.Credential {
+			cred, err := join.Ensure(ctx, join.Options{Namespace: agentNS, Local: local,
 				MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
 			Expect(err).NotTo(HaveOccurred())
 			return cred
@@ -265,16 +281,20 @@ var _ = Describe("Registration", func() {
 		renewed := ensure()
 		Expect(renewed.ClusterName).To(Equal(old.ClusterName), "the same Cluster")
 		Expect(renewed.Token).NotTo(Equal(old.Token))
-		Expect(registration.Check(ctx, renewed)).To(Succeed())
+		Expect(upstream.Check(ctx, renewed)).To(Succeed())
 		err = local.Get(ctx, types.NamespacedName{Namespace: agentNS, Name: fleet.AgentBootstrapSecretName}, &corev1.Secret{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the used bootstrap is forgotten: %v", err)
-		Eventually(func() error { return registration.Check(ctx, old) }, 30*time.Second, 250*time.Millisecond).
-			Should(MatchError(registration.ErrRejected), "the old credential is revoked once the new one is granted")
+		Eventually(func() error { return upstream.Check(ctx, old) }, 30*time.Second, 250*time.Millisecond).
+			Should(MatchError(upstream.ErrRejected), "the old credential is revoked once the new one is granted")
 		clusters := &fleet.ClusterList{}
 		Expect(env.Admin.List(ctx, clusters, client.InNamespace(ws))).To(Succeed())
 		Expect(clusters.Items).To(HaveLen(1), "no second Cluster")
 	})
+}
 
+// floodAndSnoopingSpecs: holes 8 and 12, one token's flood, and another
+// agent's registration.
+func floodAndSnoopingSpecs() {
 	It("8: one token's flood of registrations does not hold back another token's", func(ctx SpecContext) {
 		ws := workspace(ctx, "sec-reg-flood")
 		_, floodA := issueToken(ctx, ws, "")
@@ -285,7 +305,7 @@ var _ = Describe("Registration", func() {
 		start := time.Now()
 		cred := honest.fetch(ctx, honest.request(ctx, "", "sec-reg-8-honest"))
 		Expect(time.Since(start)).To(BeNumerically("<", 15*time.Second), "granted promptly")
-		Expect(registration.Check(ctx, cred)).To(Succeed())
+		Expect(upstream.Check(ctx, cred)).To(Succeed())
 	})
 
 	It("12: a registration token holder gets nothing usable from another agent's registration, and cannot find one", func(ctx SpecContext) {
@@ -295,7 +315,7 @@ var _ = Describe("Registration", func() {
 		_, holder := issueToken(ctx, ws, "")
 		victimReg := holder.request(ctx, "", "sec-reg-12-victim")
 		victimCred := holder.fetch(ctx, victimReg)
-		Expect(registration.Check(ctx, victimCred)).To(Succeed())
+		Expect(upstream.Check(ctx, victimCred)).To(Succeed())
 
 		// The attacker holds the same token, and even knows the victim's
 		// registration name.
@@ -340,9 +360,13 @@ var _ = Describe("Registration", func() {
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "patch the victim's grant: %v", err)
 		Expect(apierrors.IsForbidden(attacker.Delete(ctx, victimReg.DeepCopy()))).To(BeTrue(), "delete the victim's registration")
 		Expect(env.Admin.Get(ctx, client.ObjectKeyFromObject(victimReg), &fleet.ClusterRegistration{})).To(Succeed())
-		Expect(registration.Check(ctx, victimCred)).To(Succeed(), "the victim's credential still works")
+		Expect(upstream.Check(ctx, victimCred)).To(Succeed(), "the victim's credential still works")
 	})
+}
 
+// adoptionAndRevocationSpecs: holes 9, 10 and 11, adopting a namespace or a
+// ServiceAccount, and revoking a deleted Cluster's credential.
+func adoptionAndRevocationSpecs() {
 	It("9: a registration does not adopt an existing namespace, labelled for another Cluster or not labelled at all", func(ctx SpecContext) {
 		ws := workspace(ctx, "sec-reg-ns")
 		_, attacker := issueToken(ctx, ws, "")
@@ -447,16 +471,16 @@ var _ = Describe("Registration", func() {
 		cred := holder.fetch(ctx, reg)
 		content := &fleet.Content{ObjectMeta: metav1.ObjectMeta{Name: "s-sec-reg-11"}, Content: []byte("x")}
 		Expect(env.Admin.Create(ctx, content)).To(Succeed())
-		agent, err := registration.NewUpstreamClient(cred.RESTConfig())
+		agent, err := upstream.NewClient(cred.RESTConfig())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(agent.Get(ctx, client.ObjectKeyFromObject(content), &fleet.Content{})).To(Succeed(), "the agent reads Contents")
-		Expect(registration.Check(ctx, cred)).To(Succeed())
+		Expect(upstream.Check(ctx, cred)).To(Succeed())
 
 		Expect(env.Admin.Delete(ctx, &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: cred.ClusterName}})).To(Succeed())
 		Eventually(func() bool {
 			err := agent.Get(ctx, client.ObjectKeyFromObject(content), &fleet.Content{})
 			return apierrors.IsUnauthorized(err)
 		}, 30*time.Second, 200*time.Millisecond).Should(BeTrue(), "the credential no longer authenticates: its ServiceAccount is gone")
-		Expect(registration.Check(ctx, cred)).To(MatchError(registration.ErrRejected))
+		Expect(upstream.Check(ctx, cred)).To(MatchError(upstream.ErrRejected))
 	})
-})
+}
