@@ -22,16 +22,26 @@ import (
 
 // calls records what the Tiltfile asked Tilt to do.
 type calls struct {
-	paths    []string // files and directories it names
-	commands []string // shell commands it runs
-	problems []string
+	paths     []string // files and directories it names
+	commands  []string // shell commands it runs
+	resources map[string]*resource
+	problems  []string
+}
+
+// resource is one local_resource.
+type resource struct {
+	cmd, serveCmd string
+	// deps are the paths whose change reruns or restarts it, made absolute.
+	deps []string
+	// resourceDeps are the resources that must be up before it starts.
+	resourceDeps []string
 }
 
 // evaluate runs the Tiltfile in dir with the given --mode (empty: default).
 func evaluate(t *testing.T, file, mode string) *calls {
 	t.Helper()
 	dir := filepath.Dir(file)
-	c := &calls{}
+	c := &calls{resources: map[string]*resource{}}
 	path := func(v starlark.Value) {
 		if s, ok := starlark.AsString(v); ok {
 			c.paths = append(c.paths, filepath.Join(dir, s))
@@ -72,14 +82,27 @@ func evaluate(t *testing.T, file, mode string) *calls {
 			}),
 		}},
 		"local_resource": builtin("local_resource", func(args starlark.Tuple, kwargs []starlark.Tuple) {
+			r := &resource{}
 			for _, k := range []string{"cmd", "serve_cmd"} {
 				if v, ok := starlark.AsString(kw(kwargs, k)); ok {
 					c.commands = append(c.commands, v)
+					if k == "cmd" {
+						r.cmd = v
+					} else {
+						r.serveCmd = v
+					}
 				}
 			}
 			if d := kw(kwargs, "deps"); d != nil {
+				before := len(c.paths)
 				paths(d)
+				r.deps = append(r.deps, c.paths[before:]...)
 			}
+			for _, v := range stringList(kw(kwargs, "resource_deps")) {
+				r.resourceDeps = append(r.resourceDeps, v)
+			}
+			name, _ := starlark.AsString(args[0])
+			c.resources[name] = r
 		}),
 		"docker_build": builtin("docker_build", func(args starlark.Tuple, kwargs []starlark.Tuple) {
 			if len(args) > 1 {
@@ -109,12 +132,62 @@ func evaluate(t *testing.T, file, mode string) *calls {
 	return c
 }
 
-var makeCall = regexp.MustCompile(`make -C (\S+) (\S+)`)
+// stringList returns the strings of a Starlark list (nil for anything else).
+func stringList(v starlark.Value) []string {
+	l, ok := v.(*starlark.List)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for i := range l.Len() {
+		if s, ok := starlark.AsString(l.Index(i)); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+var (
+	makeCall = regexp.MustCompile(`make -C (\S+) (\S+)`)
+	// goBuild is a command that builds binaries into bin/: its outputs
+	// are bin/<last element of each ./cmd/ package>.
+	goBuild  = regexp.MustCompile(`go build .*-o bin/ ((?:\./cmd/\S+ ?)+)`)
+	fleetDev = regexp.MustCompile(`bin/fleet dev (\S+)((?: --\S+)*)`)
+)
+
+// outputs are the binaries a resource's command builds, as absolute paths.
+func outputs(root string, r *resource) []string {
+	m := goBuild.FindStringSubmatch(r.cmd)
+	if m == nil {
+		return nil
+	}
+	var out []string
+	for _, pkg := range strings.Fields(m[1]) {
+		out = append(out, filepath.Join(root, "bin", filepath.Base(pkg)))
+	}
+	return out
+}
 
 // check returns what the Tiltfile names that does not exist.
 func check(t *testing.T, c *calls, root string) []string {
 	problems := append([]string{}, c.problems...)
+	built := map[string]bool{}
+	for _, r := range c.resources {
+		for _, o := range outputs(root, r) {
+			built[o] = true
+		}
+	}
+	for name, r := range c.resources {
+		for _, d := range r.resourceDeps {
+			if c.resources[d] == nil {
+				problems = append(problems, fmt.Sprintf("resource %s waits for %s, which the Tiltfile does not define", name, d))
+			}
+		}
+	}
 	for _, p := range c.paths {
+		if built[filepath.Clean(p)] {
+			continue
+		}
 		if _, err := os.Stat(p); err != nil {
 			problems = append(problems, "missing path "+p)
 		}
@@ -129,13 +202,21 @@ func check(t *testing.T, c *calls, root string) []string {
 				problems = append(problems, "no make target "+m[2])
 			}
 		}
-		if strings.Contains(cmd, "bin/fleet dev up") {
+		// Every `fleet dev` command and flag it runs exists.
+		for _, m := range fleetDev.FindAllStringSubmatch(cmd, -1) {
 			bin, err := framework.Binary("fleet")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out, err := exec.Command(bin, "dev", "up", "--help").CombinedOutput(); err != nil {
-				problems = append(problems, fmt.Sprintf("fleet dev up: %v: %s", err, out))
+			out, err := exec.Command(bin, "dev", m[1], "--help").CombinedOutput()
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("fleet dev %s: %v: %s", m[1], err, out))
+				continue
+			}
+			for _, flag := range strings.Fields(m[2]) {
+				if !strings.Contains(string(out), flag+" ") {
+					problems = append(problems, fmt.Sprintf("fleet dev %s has no flag %s", m[1], flag))
+				}
 			}
 		}
 	}
@@ -173,4 +254,121 @@ func TestTiltfileRenamedPath(t *testing.T) {
 	defer os.Remove(file)
 	c := evaluate(t, file, "cluster")
 	g.Expect(check(t, c, root)).To(ContainElement(HaveSuffix("config/defaults")))
+}
+
+// restarted returns the resources a change to path reruns or restarts: those
+// whose deps hold it, then those whose deps hold a binary one of them
+// builds, and so on.
+func restarted(root string, c *calls, path string) map[string]bool {
+	changed := []string{path}
+	hit := map[string]bool{}
+	for len(changed) > 0 {
+		p := changed[0]
+		changed = changed[1:]
+		for name, r := range c.resources {
+			if hit[name] {
+				continue
+			}
+			for _, d := range r.deps {
+				if d = filepath.Clean(d); p == d || strings.HasPrefix(p, d+string(filepath.Separator)) {
+					hit[name] = true
+					changed = append(changed, outputs(root, r)...)
+					break
+				}
+			}
+		}
+	}
+	return hit
+}
+
+// In local mode the control planes keep running: a change to the manager's
+// sources rebuilds and restarts the manager alone, one to the agent's the
+// agents alone, and the serve commands run against what is already up.
+func TestLocalLoopRestartsOnlyWhatChanged(t *testing.T) {
+	g := NewWithT(t)
+	root := framework.RepoRoot()
+	c := evaluate(t, filepath.Join(root, "tilt", "Tiltfile"), "")
+	g.Expect(c.problems).To(BeEmpty())
+	g.Expect(c.resources).To(HaveKey("control-planes"))
+	g.Expect(c.resources["control-planes"].cmd).To(ContainSubstring("bin/fleet dev up --no-manager --no-agents"))
+	g.Expect(c.resources["control-planes"].deps).To(BeEmpty(), "the control planes start once")
+	g.Expect(c.resources).To(HaveKey("manager"))
+	g.Expect(c.resources["manager"].serveCmd).To(ContainSubstring("bin/fleet dev manager"))
+	g.Expect(c.resources["manager"].resourceDeps).To(ContainElement("control-planes"))
+	g.Expect(c.resources).To(HaveKey("agents"))
+	g.Expect(c.resources["agents"].serveCmd).To(ContainSubstring("bin/fleet dev agents"))
+	g.Expect(c.resources["agents"].resourceDeps).To(ContainElement("manager"), "the agents wait for what the manager installs")
+
+	for _, tc := range []struct {
+		file            string
+		want, untouched []string
+	}{
+		{"controllers/manager.go", []string{"manager"}, []string{"agents", "control-planes"}},
+		{"cmd/fleet-manager/main.go", []string{"manager"}, []string{"agents", "control-planes"}},
+		{"agent/agent.go", []string{"agents"}, []string{"manager", "control-planes"}},
+		{"cmd/fleet-agent-deploy/main.go", []string{"agents"}, []string{"manager", "control-planes"}},
+		{"internal/names/names.go", []string{"manager", "agents"}, []string{"control-planes"}},
+	} {
+		hit := restarted(root, c, filepath.Join(root, tc.file))
+		for _, w := range tc.want {
+			g.Expect(hit).To(HaveKey(w), "a change to %s restarts %s", tc.file, w)
+		}
+		for _, n := range tc.untouched {
+			g.Expect(hit).NotTo(HaveKey(n), "a change to %s leaves %s running", tc.file, n)
+		}
+	}
+}
+
+// Each build resource of the local loop watches every folder of this
+// module that its binaries link, so no change is missed, and no top-level
+// folder they do not link (an agent change does not rebuild the manager).
+func TestLocalBuildDepsAreWhatTheBinariesLink(t *testing.T) {
+	root := framework.RepoRoot()
+	c := evaluate(t, filepath.Join(root, "tilt", "Tiltfile"), "")
+	const module = "github.com/gitfleet/fleet"
+	builds := 0
+	for name, r := range c.resources {
+		m := goBuild.FindStringSubmatch(r.cmd)
+		if m == nil {
+			continue
+		}
+		builds++
+		args := append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}, strings.Fields(m[1])...)
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go %v: %v", args, err)
+		}
+		linkedTop := map[string]bool{}
+		for _, pkg := range strings.Fields(string(out)) {
+			rel, ok := strings.CutPrefix(pkg, module+"/")
+			if !ok {
+				continue
+			}
+			linkedTop[strings.Split(rel, "/")[0]] = true
+			dir := filepath.Join(root, rel)
+			covered := false
+			for _, d := range r.deps {
+				if d = filepath.Clean(d); dir == d || strings.HasPrefix(dir, d+string(filepath.Separator)) {
+					covered = true
+				}
+			}
+			if !covered {
+				t.Errorf("resource %s builds %s, which links %s, but does not watch it", name, m[1], rel)
+			}
+		}
+		for _, d := range r.deps {
+			rel, err := filepath.Rel(root, filepath.Clean(d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if top := strings.Split(rel, string(filepath.Separator))[0]; top != "cmd" && !linkedTop[top] {
+				t.Errorf("resource %s watches %s, which %s does not link: a change there would rebuild it for nothing", name, rel, m[1])
+			}
+		}
+	}
+	if builds < 3 {
+		t.Fatalf("found %d build resources, want the CLI's, the manager's and the agent's", builds)
+	}
 }
