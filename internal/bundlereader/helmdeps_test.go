@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -256,4 +257,61 @@ func TestChartDependencyCredentials(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring("401"))
 		g.Expect(auths).To(HaveLen(len(beforeAuth)), "no credentials sent")
 	}
+}
+
+// A file:// dependency is packaged as helm dependency update packages it,
+// from its directory, so its .helmignore leaves files out of the archive,
+// whether the dependency lies in the bundle or elsewhere in the repository;
+// the bundle's own files keep them, as Fleet ships them.
+func TestFileDependencyHonoursItsHelmIgnore(t *testing.T) {
+	lib := func(dir string) map[string]string {
+		return map[string]string{
+			dir + "/Chart.yaml":          "apiVersion: v2\nname: lib\nversion: 0.3.1\n",
+			dir + "/.helmignore":         "secret.yaml\ntemplates/skip.yaml\n",
+			dir + "/secret.yaml":         "left out\n",
+			dir + "/templates/lib.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lib}\n",
+			dir + "/templates/skip.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: skip}\n",
+		}
+	}
+	for name, tc := range map[string]struct {
+		files     map[string]string
+		wantFiles []string
+	}{
+		"elsewhere in the repository": {
+			files:     merge(map[string]string{"app/Chart.yaml": chartWithDeps("", [3]string{"lib", "*", "file://../lib"})}, lib("lib")),
+			wantFiles: []string{"Chart.lock", "Chart.yaml", "charts/lib-0.3.1.tgz"},
+		},
+		"in the bundle": {
+			files: merge(map[string]string{"app/Chart.yaml": chartWithDeps("", [3]string{"lib", "*", "file://./lib"})}, lib("app/lib")),
+			wantFiles: []string{"Chart.lock", "Chart.yaml", "charts/lib-0.3.1.tgz", "lib/Chart.yaml", "lib/secret.yaml",
+				"lib/templates/lib.yaml", "lib/templates/skip.yaml"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			root := t.TempDir()
+			write(t, root, tc.files)
+			bundles, err := Read(context.Background(), root, []string{"app"}, Options{Name: "deps"})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(resourceNames(bundles[0])).To(Equal(tc.wantFiles))
+			dep, err := loader.LoadArchive(strings.NewReader(content(t, bundles[0], "charts/lib-0.3.1.tgz")))
+			g.Expect(err).NotTo(HaveOccurred())
+			var templates, files []string
+			for _, f := range dep.Templates {
+				templates = append(templates, f.Name)
+			}
+			for _, f := range dep.Files {
+				files = append(files, f.Name)
+			}
+			g.Expect(templates).To(Equal([]string{"templates/lib.yaml"}))
+			g.Expect(files).NotTo(ContainElement("secret.yaml"))
+		})
+	}
+}
+
+func merge(a, b map[string]string) map[string]string {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
 }
