@@ -2,10 +2,10 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,13 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/gitfleet/fleet/agent/backoff"
-	"github.com/gitfleet/fleet/agent/bundledeployment"
+	"github.com/gitfleet/fleet/agent/controller"
 	"github.com/gitfleet/fleet/agent/deployrpc"
 	"github.com/gitfleet/fleet/agent/downstream"
-	"github.com/gitfleet/fleet/agent/kinds"
 	"github.com/gitfleet/fleet/agent/monitor"
-	"github.com/gitfleet/fleet/agent/upstream"
+	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/enqueue"
 )
@@ -27,8 +25,9 @@ import (
 // runDeployer runs the BundleDeployment controller until ctx ends. Should the
 // controller's manager stop with an error, it is built again after a capped
 // backoff: the agent never gives up on its manager.
-func runDeployer(ctx context.Context, o Options, cred *upstream.Credential) {
-	b := backoff.New(o.MinBackoff, o.MaxBackoff)
+func runDeployer(ctx context.Context, o Options, cred *registration.Credential) {
+	log := ctrl.LoggerFrom(ctx)
+	b := &registration.Backoff{Min: max(o.MinBackoff, 100*time.Millisecond), Max: max(o.MaxBackoff, time.Second)}
 	for {
 		started := time.Now()
 		err := startDeployer(ctx, o, cred)
@@ -38,40 +37,45 @@ func runDeployer(ctx context.Context, o Options, cred *upstream.Credential) {
 		if time.Since(started) > time.Minute {
 			b.Reset()
 		}
-		if err == nil {
-			err = errStopped
+		wait := b.Next()
+		reason := "stopped"
+		if err != nil {
+			reason = err.Error()
 		}
-		if !b.Wait(ctx, 0, "BundleDeployment controller stopped, starting it again", err) {
+		log.Info("BundleDeployment controller stopped, starting it again", "reason", reason, "retryIn", wait.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
 			return
+		case <-time.After(wait):
 		}
 	}
 }
-
-// errStopped is the reason logged for a controller that stopped without an
-// error.
-var errStopped = errors.New("stopped")
 
 // startDeployer builds a controller-runtime manager whose cache holds only
 // the agent's cluster namespace upstream, wires the agent's own cluster
 // (release records, drift correction, and the deploy binary that installs
 // and uninstalls) and its monitor into the reconciler, and runs it.
-func startDeployer(ctx context.Context, o Options, cred *upstream.Credential) error {
-	cfg := countUpstream(cred.RESTConfig())
+func startDeployer(ctx context.Context, o Options, cred *registration.Credential) error {
+	upstream := countUpstream(cred.RESTConfig())
 	// Watches are long requests: per-call timeouts are set by the callers.
-	cfg.Timeout = 0
-	cfg.QPS, cfg.Burst = 20, 40
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     kinds.Scheme(),
+	upstream.Timeout = 0
+	upstream.QPS, upstream.Burst = 20, 40
+	mgr, err := ctrl.NewManager(upstream, ctrl.Options{
+		Scheme:     registration.Scheme(),
 		Controller: enqueue.ControllerDefaults(),
 		// The kinds are known: no discovery requests when thousands of
 		// agents start at once.
-		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return upstream.Mapper(), nil },
+		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return registration.UpstreamMapper(), nil },
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{cred.ClusterNamespace: {}},
 			// The agent never reads managedFields: not kept in memory.
 			DefaultTransform: cache.TransformStripManagedFields(),
 			NewInformer:      resumingInformer(o.MinBackoff, o.MaxBackoff),
 		},
+		Client: client.Options{Cache: &client.CacheOptions{
+			// The agent may get these, not list or watch them.
+			DisableFor: []client.Object{&fleet.Content{}, &corev1.Secret{}, &corev1.ConfigMap{}, &fleet.Cluster{}},
+		}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
@@ -80,7 +84,7 @@ func startDeployer(ctx context.Context, o Options, cred *upstream.Credential) er
 	if err != nil {
 		return err
 	}
-	local, err := client.New(rest.CopyConfig(o.Local), client.Options{Scheme: kinds.Scheme()})
+	local, err := client.New(rest.CopyConfig(o.Local), client.Options{Scheme: registration.Scheme()})
 	if err != nil {
 		return err
 	}
@@ -93,7 +97,7 @@ func startDeployer(ctx context.Context, o Options, cred *upstream.Credential) er
 	if err != nil {
 		return err
 	}
-	r := &bundledeployment.Reconciler{
+	r := &controller.Reconciler{
 		Upstream:         mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Cache:            mgr.GetCache(),

@@ -1,4 +1,4 @@
-package bundledeployment_test
+package controller_test
 
 import (
 	"context"

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/bundlereader"
 	"github.com/gitfleet/fleet/internal/content"
 )
 
@@ -32,7 +33,7 @@ func DecodeContent(c *fleet.Content) (Files, error) {
 func FilesOf(resources []fleet.BundleResource) (Files, error) {
 	files := make(Files, len(resources))
 	for _, r := range resources {
-		data, err := content.DecodeResource(r)
+		data, err := bundlereader.DecodeResource(r)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package upstream
+package registration
 
 import (
 	"encoding/base64"

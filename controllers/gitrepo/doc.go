@@ -26,11 +26,9 @@
 // not rolled out. spec.disablePolling leaves syncing to spec changes and the
 // webhook.
 //
-// The webhook (NewWebhookHandler) takes push calls of GitHub, GitLab,
-// Bitbucket Cloud, Bitbucket Server, Gogs and Azure DevOps, each verified
-// with its host's scheme (gitrepo_webhook_hosts.go), and records the pushed commit in status.webhookCommit of the GitRepos that
-// follow that repository and branch; the controller polls when that field
-// changes.
+// The webhook (package webhook below this one) records the commit of a
+// verified push in status.webhookCommit of the GitRepos that follow that
+// repository and branch; the controller polls when that field changes.
 //
 // Status is computed once per reconcile and patched only when it changed:
 // commit and observedGeneration (after a successful sync), the Accepted,

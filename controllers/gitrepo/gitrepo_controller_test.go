@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers/gitrepo"
+	"github.com/gitfleet/fleet/controllers/gitrepo/webhook"
 )
 
 const configMap = `apiVersion: v1
@@ -240,7 +240,7 @@ func TestCredentialsAndWebhook(t *testing.T) {
 	repo, first := newGitRepo(g, name, appFiles("web", "1"))
 	g.Expect(env.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hook"},
-		Data:       map[string][]byte{gitrepo.WebhookSecretKey: []byte("s3cret")},
+		Data:       map[string][]byte{webhook.SecretKey: []byte("s3cret")},
 	})).To(Succeed())
 	url := gitServer.RepoURL(name)
 	createGitRepo(g, ns, "hooked", fleet.GitRepoSpec{Repo: url + ".git", PollingInterval: every(time.Hour), WebhookSecret: "hook"})
@@ -253,7 +253,7 @@ func TestCredentialsAndWebhook(t *testing.T) {
 		"repository": map[string]any{"clone_url": url + ".git", "html_url": url, "default_branch": "main"},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	call := func(signature string) (int, gitrepo.WebhookResponse) {
+	call := func(signature string) (int, webhook.Response) {
 		req, err := http.NewRequest(http.MethodPost, webhookURL, bytes.NewReader(payload))
 		g.Expect(err).NotTo(HaveOccurred())
 		req.Header.Set("X-GitHub-Event", "push")
@@ -266,7 +266,7 @@ func TestCredentialsAndWebhook(t *testing.T) {
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
 		g.Expect(err).NotTo(HaveOccurred())
-		var out gitrepo.WebhookResponse
+		var out webhook.Response
 		g.Expect(json.Unmarshal(body, &out)).To(Succeed(), string(body))
 		return resp.StatusCode, out
 	}

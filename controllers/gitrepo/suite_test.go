@@ -16,6 +16,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
+	"github.com/gitfleet/fleet/controllers/gitrepo/webhook"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
 	"github.com/gitfleet/fleet/test/envtest"
@@ -60,7 +61,7 @@ func run(m *testing.M) int {
 			r := &gitrepo.Reconciler{Client: mgr.GetClient(), CacheDir: filepath.Join(gitRoot, ".cache"), Workers: 4, AllowLocalRepos: true,
 				// The test git servers listen on loopback.
 				Egress: egress.AllowLoopback()}
-			webhookSrv = httptest.NewServer(gitrepo.NewWebhookHandler(mgr.GetClient(), gitrepo.WebhookOptions{SecretReader: mgr.GetAPIReader()}))
+			webhookSrv = httptest.NewServer(webhook.NewHandler(mgr.GetClient(), webhook.Options{SecretReader: mgr.GetAPIReader()}))
 			webhookURL = webhookSrv.URL
 			return r.SetupWithManager(mgr)
 		},

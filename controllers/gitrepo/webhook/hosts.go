@@ -1,4 +1,4 @@
-package gitrepo
+package webhook
 
 import (
 	"crypto/hmac"
@@ -29,13 +29,13 @@ const (
 // The keys of Azure DevOps' basic auth credentials in a webhookSecret
 // Secret.
 const (
-	WebhookAzureUsernameKey = "azure-username"
-	WebhookAzurePasswordKey = "azure-password"
+	AzureUsernameKey = "azure-username"
+	AzurePasswordKey = "azure-password"
 )
 
 // hostSecretKeys are the keys of a webhookSecret Secret that hold one host's
-// secret; each overrides the shared WebhookSecretKey for its host.
-var hostSecretKeys = []string{HostGitHub, HostGitLab, HostBitbucket, HostBitbucketServer, HostGogs, WebhookAzureUsernameKey, WebhookAzurePasswordKey}
+// secret; each overrides the shared SecretKey for its host.
+var hostSecretKeys = []string{HostGitHub, HostGitLab, HostBitbucket, HostBitbucketServer, HostGogs, AzureUsernameKey, AzurePasswordKey}
 
 // webhookSecret is what the calls for one GitRepo must carry.
 type webhookSecret struct {
@@ -67,7 +67,7 @@ func verify(provider string, hdr http.Header, body []byte, s webhookSecret) stri
 	}
 	if len(secret) == 0 {
 		if s.named {
-			return fmt.Sprintf("the webhookSecret has no %q key and no %q key: add the %s webhook's secret under one", provider, WebhookSecretKey, provider)
+			return fmt.Sprintf("the webhookSecret has no %q key and no %q key: add the %s webhook's secret under one", provider, SecretKey, provider)
 		}
 		return ""
 	}
@@ -121,7 +121,7 @@ func checkToken(hdr http.Header, name string, secret []byte, hint string) string
 // azure-password when the Secret has them (any user name without
 // azure-username), else any user name with the shared secret as password.
 func verifyAzure(hdr http.Header, s webhookSecret) string {
-	wantUser, wantPass := s.hosts[WebhookAzureUsernameKey], s.hosts[WebhookAzurePasswordKey]
+	wantUser, wantPass := s.hosts[AzureUsernameKey], s.hosts[AzurePasswordKey]
 	own := len(wantPass) > 0 || len(wantUser) > 0
 	if !own {
 		wantPass = s.shared
@@ -129,7 +129,7 @@ func verifyAzure(hdr http.Header, s webhookSecret) string {
 	if len(wantPass) == 0 && !own {
 		if s.named {
 			return fmt.Sprintf("the webhookSecret has no %q/%q keys and no %q key: add the Azure DevOps service hook's basic auth credentials",
-				WebhookAzureUsernameKey, WebhookAzurePasswordKey, WebhookSecretKey)
+				AzureUsernameKey, AzurePasswordKey, SecretKey)
 		}
 		return ""
 	}

@@ -1,4 +1,4 @@
-package gitrepo
+package webhook
 
 import (
 	"context"
@@ -23,42 +23,42 @@ import (
 	"github.com/gitfleet/fleet/internal/outcome"
 )
 
-// WebhookSecretKey is the key, in the Secret named by a GitRepo's
+// SecretKey is the key, in the Secret named by a GitRepo's
 // spec.webhookSecret, of the shared secret its webhook calls carry.
-const WebhookSecretKey = "token"
+const SecretKey = "token"
 
-// DefaultWebhookMaxBytes is the largest payload accepted. Push events are a
+// DefaultMaxBytes is the largest payload accepted. Push events are a
 // few KiB; GitHub caps them at 25 MiB, but a push that large lists thousands
 // of commits, and a poll of the repository needs none of them.
-const DefaultWebhookMaxBytes = 1 << 20
+const DefaultMaxBytes = 1 << 20
 
 // Default per-source rate of webhook calls: a steady rate per second and a
 // burst, per remote IP address.
 const (
-	DefaultWebhookRate  = 5
-	DefaultWebhookBurst = 20
+	DefaultRate  = 5
+	DefaultBurst = 20
 )
 
-// WebhookOptions configure the webhook handler.
-type WebhookOptions struct {
+// Options configure the webhook handler.
+type Options struct {
 	// SecretReader reads the Secrets named by spec.webhookSecret; default the
 	// handler's client. Pass mgr.GetAPIReader() so no Secret is cached.
 	SecretReader client.Reader
 	// Secret, when set, is the shared secret required of calls for GitRepos
 	// that name no webhookSecret; when empty, such calls need none.
 	Secret []byte
-	// MaxBodyBytes bounds the payload; default DefaultWebhookMaxBytes.
+	// MaxBodyBytes bounds the payload; default DefaultMaxBytes.
 	MaxBodyBytes int64
 	// Timeout bounds the handling of one call; default 10s.
 	Timeout time.Duration
 	// Rate and Burst limit the calls of one remote IP address (a token
-	// bucket each); more are answered 429. Default DefaultWebhookRate and
-	// DefaultWebhookBurst.
+	// bucket each); more are answered 429. Default DefaultRate and
+	// DefaultBurst.
 	Rate  rate.Limit
 	Burst int
 }
 
-// NewWebhookHandler returns the handler for the push webhooks of GitHub,
+// NewHandler returns the handler for the push webhooks of GitHub,
 // GitLab, Bitbucket Cloud, Bitbucket Server, Gogs and Azure DevOps.
 // A push to a repository and branch that GitRepos follow sets their
 // status.webhookCommit to the pushed commit; the GitRepo controller sees the
@@ -78,21 +78,21 @@ type WebhookOptions struct {
 // The handler is exposed to anyone who can reach the port: bodies are
 // bounded (413), the commit must be a full hex object name (400), each
 // remote address has its own rate (429), and replies name no GitRepo.
-func NewWebhookHandler(c client.Client, o WebhookOptions) http.Handler {
+func NewHandler(c client.Client, o Options) http.Handler {
 	if o.SecretReader == nil {
 		o.SecretReader = c
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultWebhookMaxBytes
+		o.MaxBodyBytes = DefaultMaxBytes
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
 	if o.Rate <= 0 {
-		o.Rate = DefaultWebhookRate
+		o.Rate = DefaultRate
 	}
 	if o.Burst <= 0 {
-		o.Burst = DefaultWebhookBurst
+		o.Burst = DefaultBurst
 	}
 	unheld := make([]byte, 32)
 	if _, err := rand.Read(unheld); err != nil {
@@ -103,7 +103,7 @@ func NewWebhookHandler(c client.Client, o WebhookOptions) http.Handler {
 
 type webhook struct {
 	c      client.Client
-	o      WebhookOptions
+	o      Options
 	limits *sourceLimits
 	// unheld is a random key nobody holds: checking a call against it
 	// tells what is wrong with the call itself.
@@ -119,10 +119,10 @@ type push struct {
 	urls          []string
 }
 
-// WebhookResponse is the JSON body of the webhook's answers. It names no
+// Response is the JSON body of the webhook's answers. It names no
 // GitRepo: whoever can reach the port learns nothing of the namespaces and
 // names of the manager's GitRepos; the manager's log does.
-type WebhookResponse struct {
+type Response struct {
 	// Message says what happened.
 	Message string `json:"message"`
 	// Commit is the pushed commit.
@@ -140,30 +140,30 @@ type WebhookResponse struct {
 func (h *webhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if !h.limits.allow(req.RemoteAddr) {
 		w.Header().Set("Retry-After", "1")
-		reply(w, http.StatusTooManyRequests, WebhookResponse{Message: "too many webhook calls from this address; retry later"})
+		reply(w, http.StatusTooManyRequests, Response{Message: "too many webhook calls from this address; retry later"})
 		return
 	}
 	if req.Method != http.MethodPost {
-		reply(w, http.StatusMethodNotAllowed, WebhookResponse{Message: "only POST is accepted"})
+		reply(w, http.StatusMethodNotAllowed, Response{Message: "only POST is accepted"})
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, h.o.MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		reply(w, http.StatusRequestEntityTooLarge, WebhookResponse{Message: fmt.Sprintf("reading the payload: larger than %d bytes", h.o.MaxBodyBytes)})
+		reply(w, http.StatusRequestEntityTooLarge, Response{Message: fmt.Sprintf("reading the payload: larger than %d bytes", h.o.MaxBodyBytes)})
 		return
 	case err != nil:
-		reply(w, http.StatusBadRequest, WebhookResponse{Message: fmt.Sprintf("reading the payload: %v", err)})
+		reply(w, http.StatusBadRequest, Response{Message: fmt.Sprintf("reading the payload: %v", err)})
 		return
 	}
 	p, ignored, err := parsePush(req.Header, body)
 	switch {
 	case err != nil:
-		reply(w, http.StatusBadRequest, WebhookResponse{Message: err.Error()})
+		reply(w, http.StatusBadRequest, Response{Message: err.Error()})
 		return
 	case ignored != "":
-		reply(w, http.StatusOK, WebhookResponse{Message: ignored})
+		reply(w, http.StatusOK, Response{Message: ignored})
 		return
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), h.o.Timeout)
@@ -172,10 +172,10 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 	repos := &fleet.GitRepoList{}
 	if err := h.c.List(ctx, repos); err != nil {
-		reply(w, http.StatusInternalServerError, WebhookResponse{Message: fmt.Sprintf("listing GitRepos: %v", err)})
+		reply(w, http.StatusInternalServerError, Response{Message: fmt.Sprintf("listing GitRepos: %v", err)})
 		return
 	}
-	resp := WebhookResponse{Commit: p.commit}
+	resp := Response{Commit: p.commit}
 	matched := 0
 	for i := range repos.Items {
 		repo := &repos.Items[i]
@@ -243,12 +243,12 @@ func (h *webhook) holdsManagerSecret(p push, hdr http.Header, body []byte) bool 
 // call's against a key nobody holds (a missing header, or a signature that
 // does not match), never a GitRepo's own (a webhookSecret without this
 // host's key, or one that cannot be read), which the log keeps.
-func (h *webhook) unverified(p push, hdr http.Header, body []byte) WebhookResponse {
+func (h *webhook) unverified(p push, hdr http.Header, body []byte) Response {
 	why := verify(p.provider, hdr, body, webhookSecret{shared: h.unheld})
 	if why == "" {
 		why = "the call does not match the webhook secret"
 	}
-	return WebhookResponse{Message: unverifiedMessage, Commit: p.commit, Rejected: []string{why}}
+	return Response{Message: unverifiedMessage, Commit: p.commit, Rejected: []string{why}}
 }
 
 // secret is what a call for repo must carry: the manager-wide secret for a
@@ -267,7 +267,7 @@ func (h *webhook) secret(ctx context.Context, repo *fleet.GitRepo) (webhookSecre
 	if err != nil {
 		return webhookSecret{}, fmt.Errorf("reading webhookSecret %s: %w", repo.Spec.WebhookSecret, err)
 	}
-	ws := webhookSecret{shared: s.Data[WebhookSecretKey], hosts: map[string][]byte{}, named: true}
+	ws := webhookSecret{shared: s.Data[SecretKey], hosts: map[string][]byte{}, named: true}
 	for _, k := range hostSecretKeys {
 		if len(s.Data[k]) > 0 {
 			ws.hosts[k] = s.Data[k]
@@ -275,7 +275,7 @@ func (h *webhook) secret(ctx context.Context, repo *fleet.GitRepo) (webhookSecre
 	}
 	if len(ws.shared) == 0 && len(ws.hosts) == 0 {
 		return webhookSecret{}, outcome.Stallf(fleet.ReasonInvalidOptions, "webhookSecret %s has no %q key nor a key of one host (%s): put the shared secret under %q",
-			repo.Spec.WebhookSecret, WebhookSecretKey, strings.Join(hostSecretKeys, ", "), WebhookSecretKey)
+			repo.Spec.WebhookSecret, SecretKey, strings.Join(hostSecretKeys, ", "), SecretKey)
 	}
 	return ws, nil
 }
@@ -308,7 +308,7 @@ func refMatches(repo *fleet.GitRepo, ref, defaultBranch string) bool {
 	return branch == repo.Spec.Branch
 }
 
-func reply(w http.ResponseWriter, code int, resp WebhookResponse) {
+func reply(w http.ResponseWriter, code int, resp Response) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(resp)

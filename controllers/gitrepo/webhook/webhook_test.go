@@ -1,4 +1,4 @@
-package gitrepo
+package webhook
 
 import (
 	"crypto/hmac"
@@ -78,7 +78,7 @@ func TestVerify(t *testing.T) {
 	// Every host has its own key here, and the shared token is another.
 	perHost := webhookSecret{shared: []byte("shared"), named: true, hosts: map[string][]byte{
 		HostGitHub: []byte("gh"), HostGitLab: []byte("gl"), HostBitbucket: []byte("{bb-uuid}"), HostBitbucketServer: []byte("bbs"),
-		HostGogs: []byte("gogs"), WebhookAzureUsernameKey: []byte("az-user"), WebhookAzurePasswordKey: []byte("az-pass"),
+		HostGogs: []byte("gogs"), AzureUsernameKey: []byte("az-user"), AzurePasswordKey: []byte("az-pass"),
 	}}
 	onlyGitHub := webhookSecret{named: true, hosts: map[string][]byte{HostGitHub: []byte("gh")}}
 	for name, tc := range map[string]struct {

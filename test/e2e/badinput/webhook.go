@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/controllers/gitrepo"
+	"github.com/gitfleet/fleet/controllers/gitrepo/webhook"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
 )
 
@@ -114,7 +114,7 @@ func (f *fixture) webhookSurface() {
 		defer resp.Body.Close()
 		raw, err := io.ReadAll(resp.Body)
 		Expect(err).NotTo(HaveOccurred())
-		var out gitrepo.WebhookResponse
+		var out webhook.Response
 		Expect(json.Unmarshal(raw, &out)).To(Succeed(), string(raw))
 		Expect(resp.StatusCode).To(Equal(c.code), string(raw))
 		Expect(out.Message).To(ContainSubstring(c.msg))
@@ -171,7 +171,7 @@ func (f *fixture) webhookSurface() {
 			code: http.StatusBadRequest, msg: "unsupported webhook: expected a GitHub (X-GitHub-Event), GitLab (X-Gitlab-Event), Bitbucket Cloud (X-Hook-UUID), Bitbucket Server (X-Event-Key), Gogs (X-Gogs-Event) or Azure DevOps (X-Vss-ActivityId) call"}),
 		Entry("a GET: 405", webhookCase{method: http.MethodGet, body: func() []byte { return nil },
 			code: http.StatusMethodNotAllowed, msg: "only POST is accepted"}),
-		Entry("a body over the limit: 413", webhookCase{headers: github(), body: func() []byte { return bytes.Repeat([]byte(" "), gitrepo.DefaultWebhookMaxBytes+1) },
+		Entry("a body over the limit: 413", webhookCase{headers: github(), body: func() []byte { return bytes.Repeat([]byte(" "), webhook.DefaultMaxBytes+1) },
 			code: http.StatusRequestEntityTooLarge, msg: "reading the payload"}),
 		Entry("a valid call for a GitRepo whose webhookSecret does not exist: 500", webhookCase{
 			headers: github(), sign: func(b []byte) string { return signature(f.webhookSecret, b) },

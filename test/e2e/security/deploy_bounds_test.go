@@ -19,8 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/kinds"
-	"github.com/gitfleet/fleet/agent/upstream"
+	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
 	"github.com/gitfleet/fleet/test/framework"
@@ -45,7 +44,7 @@ var _ = Describe("Low 7: each deploy is bounded in time and memory", Ordered, fu
 	)
 	var (
 		down     client.Client
-		cred     *upstream.Credential
+		cred     *registration.Credential
 		agent    *framework.Process
 		attacker *gittest.Repo
 	)
@@ -79,7 +78,7 @@ var _ = Describe("Low 7: each deploy is bounded in time and memory", Ordered, fu
 		ctx := env.Ctx
 		ds := env.Downstreams[0]
 		var err error
-		down, err = ds.Client(kinds.Scheme())
+		down, err = ds.Client(registration.Scheme())
 		Expect(err).NotTo(HaveOccurred())
 		applyRegistration(ds, down, agentNS, "sec-bounds")
 		agent, err = framework.Start(env.LogDir, "agent-bounds", "fleet-agent", "--kubeconfig", ds.Kubeconfig, "--namespace", agentNS,
@@ -88,7 +87,7 @@ var _ = Describe("Low 7: each deploy is bounded in time and memory", Ordered, fu
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(agent.Stop)
 		Eventually(func(g Gomega) {
-			cred, err = upstream.LoadStored(ctx, down, agentNS)
+			cred, err = registration.LoadStored(ctx, down, agentNS)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(cred).NotTo(BeNil(), "no credential stored yet; agent log:\n%s", agent.Tail(4000))
 		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
