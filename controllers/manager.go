@@ -63,7 +63,7 @@ const DefaultWorkers = 32
 const DefaultRegistrationWorkers = 128
 
 // DefaultCredentialLifetime is how long an agent credential is valid; agents
-// renew theirs before it ends (see agent/registration).
+// renew theirs before it ends (see agent/upstream).
 const DefaultCredentialLifetime = clusterregistration.DefaultCredentialLifetime
 
 // Options configure the reconcilers.

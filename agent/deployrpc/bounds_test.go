@@ -1,3 +1,8 @@
+//go:build linux
+
+// The bounds are set on Linux only (a process group killed whole, an
+// address-space limit): see process_linux.go and process_other.go.
+
 package deployrpc
 
 import (
@@ -5,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,9 +48,6 @@ func deployRequest() *Request {
 // A child past its time is killed with everything it started, and the
 // error names the bound and how to raise it.
 func TestTimeBound(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("process groups are killed on Linux")
-	}
 	g := NewWithT(t)
 	pidFile := filepath.Join(t.TempDir(), "grandchild")
 	bin := childScript(t, "sleep 300 &\necho $! >"+pidFile+"\nwait\n")
@@ -81,9 +82,6 @@ func running(pid int) bool {
 // A child that says it ran out of memory, or that the system killed, met
 // its memory bound; one that failed otherwise did not.
 func TestMemoryBoundReported(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("memory bounds are set on Linux")
-	}
 	for name, tc := range map[string]struct {
 		body, how string
 	}{
@@ -117,9 +115,6 @@ func TestMemoryBound(t *testing.T) {
 	default:
 		boundAndAllocate(2048)
 		return
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("memory bounds are set on Linux")
 	}
 	for mode, survives := range map[string]bool{"small": true, "huge": false} {
 		g := NewWithT(t)

@@ -30,10 +30,10 @@ import (
 const BinaryName = "fleet-agent-deploy"
 
 // DefaultConcurrency is how many deploy binaries run at once by default.
-// Each one holds Helm's SDK in memory while it runs (see the README's
-// figures): two bound the agent's peak to its resident memory plus two
-// children, while one slow deploy (a Helm wait of minutes) does not hold up
-// every other.
+// Each one holds Helm's SDK in memory while it runs (docs/scale.md, "Edge
+// clusters", has the figures): two bound the agent's peak to its resident
+// memory plus two children, while one slow deploy (a Helm wait of minutes)
+// does not hold up every other.
 const DefaultConcurrency = 2
 
 // binaryRetry is how soon a deploy looks again for a missing binary.

@@ -14,7 +14,7 @@ import (
 	"github.com/gitfleet/fleet/internal/outcome"
 )
 
-// Keys of the agent's credential Secret downstream (agent/registration)
+// Keys of the agent's credential Secret downstream (agent/upstream)
 // that name the Cluster it is registered as.
 const (
 	agentSecretNamespaceKey   = "namespace"

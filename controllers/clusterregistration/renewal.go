@@ -27,7 +27,7 @@ import (
 // the Secret fleet.RenewedCredentialSecretName of the agent's cluster
 // namespace, which the agent may get by name (its access there includes
 // Secrets, get only) and no other agent may read. The agent switches to it
-// when a third of its token's lifetime remains (agent/registration). One
+// when a third of its token's lifetime remains (agent/upstream). One
 // Secret write per agent per CredentialRenewAfter, and none at registration.
 
 // CheckRenewAfter refuses a renewal age that agents would outrun: an agent

@@ -4,7 +4,7 @@
 // fleet-manager-address (keys apiServerURL, apiServerCA), which the agent's
 // credential may read. An agent compares it with the address it uses and,
 // once the manager accepts its credential at the published address, switches
-// to it (agent/registration.Follow). So a manager moved to a new URL, or
+// to it (agent/upstream.Follow). So a manager moved to a new URL, or
 // given a new serving CA, is followed by every agent while the old address
 // still works, without a new registration token.
 //

@@ -11,7 +11,7 @@ import (
 
 // The agent's requests and limits unless a Cluster's agentResources say
 // otherwise, set from what `make bench EXPERIMENTS=agent` measures of the
-// agent as it ships (README, "Edge clusters"): the resident fleet-agent
+// agent as it ships (docs/scale.md, "Edge clusters"): the resident fleet-agent
 // settled with 50 bundles (36 MB) fits the request with room to grow; the
 // limit holds it and two fleet-agent-deploy children at their peak (about
 // 65 MB each, the agent's default --deploy-concurrency), with room left for

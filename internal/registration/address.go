@@ -7,7 +7,7 @@ import (
 
 // The manager's address, published in every cluster namespace of an agent
 // that registered by token (controllers/manageraddress) and followed by the
-// agent (agent/registration): when the manager's API server gets a new URL
+// agent (agent/upstream.Follow): when the manager's API server gets a new URL
 // or CA, agents learn it through the old address while that still works,
 // and switch before it goes away.
 const (

@@ -1,7 +1,7 @@
 // Package scheme builds the one runtime.Scheme every fleet client starts
 // from: Kubernetes' built-in kinds and fleet.cattle.io's. The manager adds
 // Cluster API's kinds (controllers.Scheme), the agent shares one built once
-// (registration.Scheme), the CLI and the local development environment use it
+// (agent/kinds.Scheme), the CLI and the local development environment use it
 // as it is. A kind registered that a client never reads costs nothing, so
 // there is one constructor rather than one per caller.
 package scheme

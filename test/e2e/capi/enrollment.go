@@ -333,7 +333,7 @@ func adoptAndErrorSteps(s *enrollment) {
 		Eventually(func(g Gomega) {
 			out := k1.Output()
 			g.Expect(out).NotTo(ContainSubstring("panic:"),
-				"fleet-agent crashed re-registering after its stored credential was revoked (agent/registration attempt() logs err.Error() of the outer, nil err):\n%s", out)
+				"fleet-agent crashed re-registering after its stored credential was revoked (agent/join attempt() logs err.Error() of the outer, nil err):\n%s", out)
 			g.Expect(s.imported(ns, "beta")()).To(Equal(fleet.ReasonAgentRegistered), out)
 		}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
 		Expect(s.clustersWithClientID(uid)()).To(ConsistOf(ns+"/beta"), "one Cluster per identity")
