@@ -153,14 +153,14 @@ func deploySteps(s *targeting) {
 		bd := s.deploymentsOf(s.app)["dev-1"]
 		patch := client.MergeFrom(bd.DeepCopy())
 		bd.Status.Ready = false
-		bd.Status.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "app", Name: "web", Summary: fleet.Summary{State: "updating", Transitioning: true, Message: []string{"0/1 available"}}}}
+		bd.Status.NonReadyStatus = []fleet.NonReadyStatus{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "app", Name: "web", Summary: fleet.Summary{State: "updating", Transitioning: true, Message: []string{"0/1 available"}}}}
 		Expect(s.admin.Status().Patch(s.ctx, bd, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
 			b := &fleet.Bundle{}
 			g.Expect(s.admin.Get(s.ctx, client.ObjectKeyFromObject(s.app), b)).To(Succeed())
 			c := meta.FindStatusCondition(b.Status.Conditions, fleet.ConditionReady)
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Message).To(ContainSubstring("fleet-default/dev-1 NotReady: Deployment app/web: 0/1 available"))
+			g.Expect(c.Message).To(ContainSubstring("fleet-default/dev-1 NotReady: deployment.apps app/web 0/1 available"), "in Fleet's words")
 			g.Expect(b.Status.Summary.NonReadyResources).To(ContainElement(And(
 				HaveField("State", fleet.NotReady),
 				HaveField("NonReadyStatus", ConsistOf(HaveField("Summary.Message", []string{"0/1 available"}))),
