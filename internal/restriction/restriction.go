@@ -5,13 +5,60 @@
 package restriction
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
+
+// Apply applies every GitRepoRestriction of obj's namespace, in turn, to a
+// copy of obj (a GitRepo, a HelmOp) with apply, which fills one
+// restriction's defaults into the copy's spec and checks the spec against
+// it; it returns the copy. The first rule broken is returned as a Stalling
+// error, reason fleet.ReasonRestricted; a failed list as a transient one.
+func Apply[T interface {
+	client.Object
+	DeepCopy() T
+}](ctx context.Context, c client.Reader, obj T, apply func(*fleet.GitRepoRestriction, T) error) (T, error) {
+	var none T
+	list := &fleet.GitRepoRestrictionList{}
+	if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return none, fmt.Errorf("listing the GitRepoRestrictions of namespace %s: %w", obj.GetNamespace(), err)
+	}
+	eff := obj.DeepCopy()
+	for i := range list.Items {
+		if err := apply(&list.Items[i], eff); err != nil {
+			return none, outcome.Stall(fleet.ReasonRestricted, err)
+		}
+	}
+	return eff, nil
+}
+
+// TargetNamespace checks namespace ns, set in field (spec.targetNamespace,
+// targets[0].namespace), against the restriction's
+// allowedTargetNamespaces; an empty list allows anything. An empty ns is
+// denied when required (the object's own namespace), allowed otherwise (a
+// target that keeps it). The errors begin with Fleet's own texts ("empty
+// targetNamespace denied, ...", "disallowed targetNamespace X"), on which
+// Fleet's UI, alerts and tests match, and go on to say what to do.
+func TargetNamespace(res *fleet.GitRepoRestriction, field, ns string, required bool) error {
+	allowed := res.AllowedTargetNamespaces
+	if len(allowed) == 0 || slices.Contains(allowed, ns) || (ns == "" && !required) {
+		return nil
+	}
+	if ns == "" {
+		return fmt.Errorf("empty targetNamespace denied, because allowedTargetNamespaces restriction is present: GitRepoRestriction %s allows one of %s: set %s",
+			res.Name, strings.Join(allowed, ", "), field)
+	}
+	return fmt.Errorf("disallowed targetNamespace %s: GitRepoRestriction %s allows one of %s: set %s to one of them",
+		ns, res.Name, strings.Join(allowed, ", "), field)
+}
 
 // Allowed checks value, of the field named field, against list: an empty
 // list allows anything.
