@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -19,19 +16,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/egress"
-	"github.com/gitfleet/fleet/internal/enqueue"
-	"github.com/gitfleet/fleet/internal/fairshare"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/sourcepoll"
 	"github.com/gitfleet/fleet/internal/summary"
 )
 
@@ -104,22 +97,16 @@ type Reconciler struct {
 	// fleet.RepoIndex: status.resources is computed from them.
 	deployments toolscache.Indexer
 
-	mu    sync.Mutex
-	repos map[types.NamespacedName]*repoState
-	// slots counts the git fetch slots each namespace holds.
-	slots fairshare.Slots
+	// repos is what the last poll and sync of each GitRepo found.
+	repos sourcepoll.States[repoState]
+	// slots are the git fetch slots, shared fairly among namespaces.
+	slots sourcepoll.Slots
 }
-
-// takeSlot takes a git fetch slot for namespace ns unless it holds its share
-// already.
-func (r *Reconciler) takeSlot(ns string) bool { return r.slots.Take(ns, fairshare.Share(r.Workers)) }
-
-func (r *Reconciler) releaseSlot(ns string) { r.slots.Release(ns) }
 
 // RepoKey is the fleet.RepoIndex value of a BundleDeployment: "" when its
 // Bundle was not built from a GitRepo.
 func RepoKey(bd client.Object) string {
-	return cacheindex.LabelKey(bd, fleet.BundleNamespaceLabel, fleet.RepoLabel)
+	return sourcepoll.DeploymentKey(bd, fleet.RepoLabel)
 }
 
 // SetupWithManager registers the controller: it watches GitRepos, the
@@ -128,7 +115,7 @@ func RepoKey(bd client.Object) string {
 // status.resources.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var err error
-	r.deployments, err = cacheindex.For(context.Background(), mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.RepoIndex: cacheindex.KeyIndex(RepoKey)})
+	r.deployments, err = sourcepoll.IndexDeployments(mgr, fleet.RepoIndex, fleet.RepoLabel)
 	if err != nil {
 		return err
 	}
@@ -148,12 +135,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-gitrepo")
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&fleet.GitRepo{}, builder.WithPredicates(gitRepoChanged)).
-		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(bundleToGitRepo),
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[fleet.RepoLabel] != "" }))).
-		Watches(&fleet.GitRepoRestriction{}, handler.EnqueueRequestsFromMapFunc(r.restrictionToGitRepos)).
-		Watches(&fleet.BundleDeployment{}, enqueue.After(3*time.Second, deploymentToGitRepo)).
+	b := ctrl.NewControllerManagedBy(mgr).For(&fleet.GitRepo{}, builder.WithPredicates(gitRepoChanged))
+	return sourcepoll.Watches(b, r.Client, fleet.RepoLabel, func() client.ObjectList { return &fleet.GitRepoList{} }).
 		Named("gitrepo").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -173,24 +156,6 @@ var gitRepoChanged = predicate.Funcs{
 	},
 }
 
-func bundleToGitRepo(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[fleet.RepoLabel]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
-// deploymentToGitRepo maps a BundleDeployment to the GitRepo its Bundle was
-// built from.
-func deploymentToGitRepo(_ context.Context, o client.Object) []reconcile.Request {
-	l := o.GetLabels()
-	if RepoKey(o) == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[fleet.BundleNamespaceLabel], Name: l[fleet.RepoLabel]}}}
-}
-
 // Reconcile polls one GitRepo's repository, syncs its Bundles when the commit
 // or the spec changed, and writes its status once. A GitRepo is polled: it
 // comes back at its polling interval after a success and after a stalling
@@ -198,22 +163,14 @@ func deploymentToGitRepo(_ context.Context, o client.Object) []reconcile.Request
 // one.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	repo := &fleet.GitRepo{}
-	if err := r.Client.Get(ctx, req.NamespacedName, repo); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := r.repos.Load(ctx, r.Client, req.NamespacedName, repo, fleet.GitRepoFinalizer); !found || err != nil {
+		return ctrl.Result{}, err
 	}
 	if !repo.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, repo)
 	}
-	if controllerutil.AddFinalizer(repo, fleet.GitRepoFinalizer) {
-		if err := r.Client.Update(ctx, repo); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 
-	s := &scope{repo: repo, before: repo.DeepCopy(), state: r.state(req.NamespacedName), now: r.Now()}
+	s := &scope{repo: repo, before: repo.DeepCopy(), state: r.repos.Get(req.NamespacedName), now: r.Now()}
 	defer func() {
 		// A stall that polling keeps from controller-runtime is logged here
 		// (once, when it is new); what controller-runtime gets, it logs.
@@ -224,7 +181,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}()
 	err := r.reconcileGit(ctx, s)
-	return outcome.Result(err, untilNextPoll(r.Now(), s.state, repo))
+	return outcome.Result(err, s.state.poll.Until(r.Now(), !repo.Spec.DisablePolling))
 }
 
 // patchStatus computes the status, records the events its change deserves,
@@ -270,51 +227,13 @@ func (r *Reconciler) record(ctx context.Context, repo *fleet.GitRepo, evs []cond
 // reconcileDelete deletes every Bundle of the GitRepo and its git cache,
 // then lets the GitRepo go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, repo *fleet.GitRepo) error {
-	key := client.ObjectKeyFromObject(repo)
-	r.forget(key)
-	if !controllerutil.ContainsFinalizer(repo, fleet.GitRepoFinalizer) {
-		return nil
-	}
-	bundles := &fleet.BundleList{}
-	if err := r.APIReader.List(ctx, bundles, client.InNamespace(repo.Namespace), client.MatchingLabels{fleet.RepoLabel: repo.Name}); err != nil {
-		return fmt.Errorf("listing the bundles of deleted GitRepo %s: %w", repo.Name, err)
-	}
-	for i := range bundles.Items {
-		b := &bundles.Items[i]
-		if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting bundle %s of deleted GitRepo %s: %w", b.Name, repo.Name, err)
+	r.repos.Forget(client.ObjectKeyFromObject(repo))
+	return sourcepoll.Finalize(ctx, r.Client, r.APIReader, repo, "GitRepo", fleet.GitRepoFinalizer, fleet.RepoLabel, func() error {
+		if err := r.Fetcher.Remove(cacheKey(repo)); err != nil {
+			return fmt.Errorf("removing the git cache of deleted GitRepo %s: %w", repo.Name, err)
 		}
-	}
-	if len(bundles.Items) > 0 {
-		ctrl.LoggerFrom(ctx).Info("Deleted the bundles of a deleted GitRepo", "gitRepo", klog.KObj(repo), "bundles", len(bundles.Items))
-	}
-	if err := r.Fetcher.Remove(cacheKey(repo)); err != nil {
-		return fmt.Errorf("removing the git cache of deleted GitRepo %s: %w", repo.Name, err)
-	}
-	controllerutil.RemoveFinalizer(repo, fleet.GitRepoFinalizer)
-	return client.IgnoreNotFound(r.Client.Update(ctx, repo))
-}
-
-// state returns the in-memory poll and sync state of a GitRepo.
-func (r *Reconciler) state(key types.NamespacedName) *repoState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.repos == nil {
-		r.repos = map[types.NamespacedName]*repoState{}
-	}
-	st, ok := r.repos[key]
-	if !ok {
-		st = &repoState{}
-		r.repos[key] = st
-	}
-	return st
-}
-
-// forget drops the state of a GitRepo that is gone.
-func (r *Reconciler) forget(key types.NamespacedName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.repos, key)
+		return nil
+	})
 }
 
 func cacheKey(repo *fleet.GitRepo) string {

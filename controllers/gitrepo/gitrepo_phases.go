@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -24,11 +23,8 @@ import (
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/sourcepoll"
 )
-
-// pollJitter varies poll intervals by up to ±10%, so repos created together
-// do not poll together forever.
-const pollJitter = 0.1
 
 // scope is what one reconcile works on.
 type scope struct {
@@ -58,14 +54,9 @@ type scope struct {
 // are computed from it on every reconcile). Reconciles of one GitRepo never
 // run at once, so it needs no lock.
 type repoState struct {
-	// polled is set once the remote was asked for its latest commit.
-	polled bool
-	// polledGeneration is the GitRepo generation of the last poll.
-	polledGeneration int64
-	// nextPoll is when polling is due again.
-	nextPoll time.Time
-	// retry asks for a poll at once: the last one failed transiently.
-	retry bool
+	// poll is when the remote was asked for its latest commit, and when it
+	// is next.
+	poll sourcepoll.Poll
 	// webhookCommit is the status.webhookCommit already acted on.
 	webhookCommit string
 	// latest is the commit the remote pointed to at the last poll.
@@ -98,8 +89,8 @@ type repoState struct {
 // failGit records the error of a git phase: a transient one asks for the
 // next reconcile (after backoff) to poll again.
 func (st *repoState) failGit(err error) error {
-	st.gitErr, st.retry = err, !outcome.IsStalling(err)
-	return err
+	st.gitErr = err
+	return st.poll.Fail(err)
 }
 
 // failSync records the error of reading or writing the bundles. A stalled
@@ -109,23 +100,16 @@ func (st *repoState) failSync(s *scope, err error) error {
 	st.syncErr = err
 	if outcome.IsStalling(err) {
 		st.synced, st.syncedCommit, st.syncedGeneration = true, st.latest, s.repo.Generation
-	} else {
-		st.retry = true
 	}
-	return err
+	return st.poll.Fail(err)
 }
 
-// pollDue says whether the remote must be asked for its latest commit now.
+// pollDue says whether the remote must be asked for its latest commit now:
+// when polling is due (see sourcepoll.Poll.Due), or the webhook announced a
+// commit not acted on yet.
 func pollDue(now time.Time, st *repoState, repo *fleet.GitRepo) bool {
-	switch {
-	case !st.polled, st.retry, repo.Generation != st.polledGeneration:
-		return true
-	case repo.Status.WebhookCommit != "" && repo.Status.WebhookCommit != st.webhookCommit:
-		return true
-	case repo.Spec.DisablePolling:
-		return false
-	}
-	return !now.Before(st.nextPoll)
+	webhook := repo.Status.WebhookCommit != "" && repo.Status.WebhookCommit != st.webhookCommit
+	return webhook || st.poll.Due(now, repo.Generation, !repo.Spec.DisablePolling)
 }
 
 // syncNeeded says whether the bundles must be read and written for latest.
@@ -146,20 +130,6 @@ func pollInterval(repo *fleet.GitRepo) time.Duration {
 	return fleet.DefaultPollingInterval
 }
 
-// untilNextPoll is how long the GitRepo waits for its next poll, 0 when
-// polling is disabled (only a spec change or the webhook brings it back).
-func untilNextPoll(now time.Time, st *repoState, repo *fleet.GitRepo) time.Duration {
-	if repo.Spec.DisablePolling {
-		return 0
-	}
-	return max(st.nextPoll.Sub(now), time.Millisecond)
-}
-
-// jitter varies d by up to ±pollJitter; f is a random number in [0, 1).
-func jitter(d time.Duration, f float64) time.Duration {
-	return time.Duration(float64(d) * (1 - pollJitter + 2*pollJitter*f))
-}
-
 // reconcileGit polls when due and syncs when the commit or the spec changed:
 // the phases run in order and each records its error where the status looks
 // for it (git errors in gitErr, bundle errors in syncErr). Nothing already
@@ -172,25 +142,22 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 			// Not fetched, not deployed; the Bundles it has stay as they
 			// are. A changed restriction or GitRepo brings it back.
 			st.restrictErr = err
-			st.nextPoll = s.now.Add(pollInterval(repo))
+			st.poll.Hold(s.now, pollInterval(repo))
 		}
 		return err
 	}
-	if st.restrictErr != nil {
-		st.restrictErr, st.retry = nil, true
-	}
+	st.restrictErr = nil
 	s.eff = eff
 	if !pollDue(s.now, st, repo) {
 		return nil
 	}
-	if !r.takeSlot(repo.Namespace) {
-		return outcome.Waitf(fleet.ReasonFetchBusy, time.Second+time.Duration(rand.Int64N(int64(time.Second))),
-			"namespace %s already holds its share of the git fetch slots", repo.Namespace)
+	release, err := r.slots.Take(repo.Namespace, r.Workers, "git fetch slots")
+	if err != nil {
+		return err
 	}
-	defer r.releaseSlot(repo.Namespace)
-	st.polled, st.polledGeneration, st.retry = true, repo.Generation, false
+	defer release()
+	st.poll.Start(s.now, repo.Generation, sourcepoll.Jittered(pollInterval(repo)))
 	st.webhookCommit = repo.Status.WebhookCommit
-	st.nextPoll = s.now.Add(jitter(pollInterval(repo), rand.Float64()))
 	st.gitErr = nil
 
 	// A refused destination shows the tenant one fixed message; its detail
@@ -350,7 +317,7 @@ func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commi
 	o := bundlereader.Options{
 		Name:                repo.Name,
 		Namespace:           repo.Namespace,
-		Labels:              map[string]string{fleet.RepoLabel: repo.Name},
+		Labels:              bundleLabels(repo),
 		Commit:              commit,
 		TargetsFromRepo:     bundlereader.RepoTargets(repo.Spec.Targets),
 		TargetNamespace:     repo.Spec.TargetNamespace,

@@ -30,8 +30,8 @@ func TestApplyRestriction(t *testing.T) {
 		{name: "client secret not allowed", mutate: func(s *fleet.GitRepoSpec) { s.ClientSecretName = "other" }, wantErr: "clientSecretName other"},
 		{name: "helm secret allowed", mutate: func(s *fleet.GitRepoSpec) { s.HelmSecretName = "creds" }},
 		{name: "helm secret not allowed", mutate: func(s *fleet.GitRepoSpec) { s.HelmSecretName = "team-registry" }, wantErr: "helmSecretName team-registry"},
-		{name: "target namespace required", mutate: func(s *fleet.GitRepoSpec) { s.TargetNamespace = "" }, wantErr: "requires targetNamespace"},
-		{name: "target namespace not allowed", mutate: func(s *fleet.GitRepoSpec) { s.TargetNamespace = "kube-system" }, wantErr: "targetNamespace kube-system"},
+		{name: "target namespace required", mutate: func(s *fleet.GitRepoSpec) { s.TargetNamespace = "" }, wantErr: "empty targetNamespace denied, because allowedTargetNamespaces restriction is present: GitRepoRestriction r allows one of team: set spec.targetNamespace"},
+		{name: "target namespace not allowed", mutate: func(s *fleet.GitRepoSpec) { s.TargetNamespace = "kube-system" }, wantErr: "disallowed targetNamespace kube-system: GitRepoRestriction r allows one of team: set spec.targetNamespace to one of them"},
 		{name: "repo not allowed", mutate: func(s *fleet.GitRepoSpec) { s.Repo = "https://evil.test/x" }, wantErr: "does not allow repo"},
 		{name: "repo patterns match as a whole", mutate: func(s *fleet.GitRepoSpec) { s.Repo = "https://evil.test/?https://git.example.com/team/x" }, wantErr: "does not allow repo"},
 	}

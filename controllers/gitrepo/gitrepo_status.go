@@ -2,7 +2,6 @@ package gitrepo
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -10,7 +9,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
-	"github.com/gitfleet/fleet/internal/summary"
+	"github.com/gitfleet/fleet/internal/sourcepoll"
 )
 
 // gitPollingCondition reports the git phases of the last poll: asking the
@@ -30,24 +29,6 @@ func acceptedCondition(gitErr, syncErr error, commit string) metav1.Condition {
 	}
 	return outcome.Condition(fleet.ConditionAccepted, err, fleet.ReasonBundlesRead,
 		"bundles of commit "+shortSHA(commit)+" are applied", fleet.ReasonSyncFailed)
-}
-
-// readyCondition is False with the message of the first False condition,
-// else False with the error of a broken Bundle, else False while some bundle
-// deployment is not ready, else True.
-func readyCondition(conds []metav1.Condition, r rollup) metav1.Condition {
-	for _, t := range []string{fleet.ConditionAccepted, fleet.ConditionGitPolling} {
-		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse {
-			return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message}
-		}
-	}
-	if r.errBundle != "" {
-		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonBundleError, Message: r.message}
-	}
-	if !r.ready() {
-		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonNotReady, Message: r.message}
-	}
-	return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionTrue, Reason: fleet.ReasonReady}
 }
 
 // Bounds of the Warning condition's message: a repository with many broken
@@ -89,129 +70,17 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// rollup is what a GitRepo's status shows of its Bundles.
-type rollup struct {
-	summary              fleet.BundleSummary
-	readyClusters        int
-	desiredReadyClusters int
-	// state is the worst state over the bundle deployments, "" with none.
-	state   fleet.BundleState
-	message string
-	// errBundle is the first Bundle, by name, that is broken itself
-	// (bundleError), and errMessage what its Ready condition says.
-	errBundle, errMessage string
-}
-
-func (r rollup) ready() bool {
-	return r.errBundle == "" && summaryReady(r.summary)
-}
-
-func summaryReady(s fleet.BundleSummary) bool {
-	return s.Ready >= s.DesiredReady && s.NotReady+s.WaitApplied+s.ErrApplied+s.OutOfSync+s.Modified+s.Pending == 0
-}
-
-// bundleError returns the message of a Bundle's Ready condition when it is
-// False although none of its deployments is behind: the Bundle itself is
-// broken (invalid targets, Helm values that do not render for a cluster) and
-// may target nothing at all, so its summary alone would look ready.
-func bundleError(b *fleet.Bundle) (string, bool) {
-	c := meta.FindStatusCondition(b.Status.Conditions, fleet.ConditionReady)
-	if c == nil || c.Status != metav1.ConditionFalse || !summaryReady(b.Status.Summary) {
-		return "", false
-	}
-	return c.Message, true
-}
-
-// rollupBundles sums the summaries of a GitRepo's Bundles. As in Fleet,
-// desiredReadyClusters is the most clusters any bundle targets and
-// readyClusters the fewest ready clusters of any of those bundles (a cluster
-// is ready only when every bundle is).
-func rollupBundles(bundles []fleet.Bundle) rollup {
-	var r rollup
-	sort.Slice(bundles, func(i, j int) bool { return bundles[i].Name < bundles[j].Name })
-	ready := -1
-	worstBundle := ""
-	for _, b := range bundles {
-		s := b.Status.Summary
-		r.summary.Ready += s.Ready
-		r.summary.NotReady += s.NotReady
-		r.summary.WaitApplied += s.WaitApplied
-		r.summary.ErrApplied += s.ErrApplied
-		r.summary.OutOfSync += s.OutOfSync
-		r.summary.Modified += s.Modified
-		r.summary.Pending += s.Pending
-		r.summary.DesiredReady += s.DesiredReady
-		for _, nr := range s.NonReadyResources {
-			if len(r.summary.NonReadyResources) < 10 {
-				r.summary.NonReadyResources = append(r.summary.NonReadyResources, nr)
-			}
-		}
-		if s.DesiredReady > 0 {
-			r.desiredReadyClusters = max(r.desiredReadyClusters, s.DesiredReady)
-			if ready < 0 || s.Ready < ready {
-				ready = s.Ready
-			}
-		}
-		if st := worstState(s); st != "" && (r.state == "" || summary.Worse(st, r.state)) {
-			r.state, worstBundle = st, b.Name
-		}
-		if msg, broken := bundleError(&b); broken && r.errBundle == "" {
-			r.errBundle, r.errMessage = b.Name, msg
-		}
-	}
-	r.readyClusters = max(ready, 0)
-	switch {
-	case r.errBundle != "":
-		r.message = fmt.Sprintf("Bundle %s: %s", r.errBundle, r.errMessage)
-	case r.state != "" && r.state != fleet.Ready:
-		r.message = fmt.Sprintf("%s(%d) [Bundle %s%s]", r.state, summary.Count(r.summary, r.state), worstBundle, firstMessage(bundles, worstBundle, r.state))
-	case !r.ready():
-		r.message = fmt.Sprintf("%d/%d bundle deployments ready", r.summary.Ready, r.summary.DesiredReady)
-	}
-	return r
-}
-
-// worstState is the worst state counted in a summary, "" when it counts none.
-func worstState(s fleet.BundleSummary) fleet.BundleState {
-	worst := summary.WorstState(s)
-	if worst == fleet.Ready && s.Ready == 0 {
-		return ""
-	}
-	return worst
-}
-
-func firstMessage(bundles []fleet.Bundle, name string, st fleet.BundleState) string {
-	for _, b := range bundles {
-		if b.Name != name {
-			continue
-		}
-		for _, nr := range b.Status.Summary.NonReadyResources {
-			if nr.State == st && nr.Message != "" {
-				return ": " + nr.Name + ": " + nr.Message
-			}
-		}
-	}
-	return ""
-}
-
-// display is what kubectl shows: ready/desired bundle deployments, the worst
-// state, and the first problem.
-func display(conds []metav1.Condition, r rollup) fleet.GitRepoDisplay {
-	return summary.Display(conds, summary.Rollup{Summary: r.summary, State: r.state, Message: r.message, BundleErr: r.errBundle != ""},
-		fleet.ConditionAccepted, fleet.ConditionGitPolling)
-}
-
 // setStatus computes the whole status (but commit and observedGeneration,
 // which only a successful sync sets) from the last poll and sync and the
 // repo's Bundles.
 func setStatus(repo *fleet.GitRepo, st *repoState, bundles []fleet.Bundle) {
-	r := rollupBundles(bundles)
+	r := sourcepoll.RollupBundles(bundles)
 	s := &repo.Status
 	if st.restrictErr != nil {
 		c := outcome.Condition(fleet.ConditionAccepted, st.restrictErr, "", "", fleet.ReasonRestricted)
 		c.ObservedGeneration = repo.Generation
 		meta.SetStatusCondition(&s.Conditions, c)
-	} else if st.polled {
+	} else if st.poll.Done {
 		for _, c := range []metav1.Condition{
 			gitPollingCondition(st.gitErr, st.latest),
 			acceptedCondition(st.gitErr, st.syncErr, s.Commit),
@@ -228,13 +97,13 @@ func setStatus(repo *fleet.GitRepo, st *repoState, bundles []fleet.Bundle) {
 			meta.RemoveStatusCondition(&s.Conditions, fleet.ConditionWarning)
 		}
 	}
-	ready := readyCondition(s.Conditions, r)
+	ready := r.ReadyCondition(s.Conditions, fleet.ConditionAccepted, fleet.ConditionGitPolling)
 	ready.ObservedGeneration = repo.Generation
 	meta.SetStatusCondition(&s.Conditions, ready)
-	s.Summary = r.summary
-	s.ReadyClusters = r.readyClusters
-	s.DesiredReadyClusters = r.desiredReadyClusters
-	s.Display = display(s.Conditions, r)
+	s.Summary = r.Summary
+	s.ReadyClusters = r.ReadyClusters
+	s.DesiredReadyClusters = r.DesiredReadyClusters
+	s.Display = r.Display(s.Conditions, fleet.ConditionAccepted, fleet.ConditionGitPolling)
 }
 
 func shortSHA(sha string) string {

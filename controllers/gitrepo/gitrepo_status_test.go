@@ -15,6 +15,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/sourcepoll"
 )
 
 // branchNotFound is a permanent gitfetch error, as LatestCommit returns it.
@@ -114,95 +115,6 @@ func TestConditionEvents(t *testing.T) {
 	}
 }
 
-func bundle(name string, s fleet.BundleSummary) fleet.Bundle {
-	return fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: fleet.BundleStatus{Summary: s}}
-}
-
-func TestRollupBundles(t *testing.T) {
-	g := NewWithT(t)
-	r := rollupBundles(nil)
-	g.Expect(r.ready()).To(BeTrue(), "no bundles, nothing to wait for")
-	g.Expect(r.state).To(BeEmpty())
-
-	r = rollupBundles([]fleet.Bundle{
-		bundle("b", fleet.BundleSummary{Ready: 3, DesiredReady: 3}),
-		bundle("a", fleet.BundleSummary{Ready: 1, NotReady: 1, ErrApplied: 1, DesiredReady: 3, NonReadyResources: []fleet.NonReadyResource{
-			{Name: "c1", State: fleet.NotReady, Message: "deployment not ready"},
-			{Name: "c2", State: fleet.ErrApplied, Message: "chart not found"},
-		}}),
-		bundle("c", fleet.BundleSummary{}),
-	})
-	g.Expect(r.summary.Ready).To(Equal(4))
-	g.Expect(r.summary.DesiredReady).To(Equal(6))
-	g.Expect(r.summary.NotReady).To(Equal(1))
-	g.Expect(r.summary.ErrApplied).To(Equal(1))
-	g.Expect(r.summary.NonReadyResources).To(HaveLen(2))
-	g.Expect(r.desiredReadyClusters).To(Equal(3))
-	g.Expect(r.readyClusters).To(Equal(1))
-	g.Expect(r.state).To(Equal(fleet.ErrApplied))
-	g.Expect(r.message).To(Equal("ErrApplied(1) [Bundle a: c2: chart not found]"))
-	g.Expect(r.ready()).To(BeFalse())
-
-	r = rollupBundles([]fleet.Bundle{bundle("a", fleet.BundleSummary{Ready: 2, DesiredReady: 2})})
-	g.Expect(r.ready()).To(BeTrue())
-	g.Expect(r.state).To(Equal(fleet.Ready))
-	g.Expect(r.message).To(BeEmpty())
-
-	// A Bundle broken itself targets nothing, or fewer clusters than it
-	// should: its summary looks ready, its Ready condition does not.
-	notReady := bundle("n", fleet.BundleSummary{NotReady: 1, DesiredReady: 1})
-	notReady.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Message: "NotReady(1)"}}
-	r = rollupBundles([]fleet.Bundle{brokenBundle("z", "other"), bundle("a", fleet.BundleSummary{Ready: 2, DesiredReady: 2}),
-		brokenBundle("b", `invalid targets: target "x": clusterSelector: "Near" is not a valid label selector operator`), notReady})
-	g.Expect(r.ready()).To(BeFalse())
-	g.Expect(r.errBundle).To(Equal("b"), "the first broken bundle by name; a not-ready one is no broken one")
-	g.Expect(r.message).To(Equal(`Bundle b: invalid targets: target "x": clusterSelector: "Near" is not a valid label selector operator`))
-	g.Expect(r.state).To(Equal(fleet.NotReady))
-}
-
-func brokenBundle(name, msg string) fleet.Bundle {
-	b := bundle(name, fleet.BundleSummary{})
-	b.Status.Conditions = []metav1.Condition{{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: "Error", Message: msg}}
-	return b
-}
-
-func TestReadyConditionAndDisplay(t *testing.T) {
-	allReady := rollupBundles([]fleet.Bundle{bundle("a", fleet.BundleSummary{Ready: 2, DesiredReady: 2})})
-	notReady := rollupBundles([]fleet.Bundle{bundle("a", fleet.BundleSummary{Ready: 1, NotReady: 1, DesiredReady: 2})})
-	brokenRollup := rollupBundles([]fleet.Bundle{bundle("a", fleet.BundleSummary{Ready: 2, DesiredReady: 2}), brokenBundle("b", "invalid targets")})
-	ok := []metav1.Condition{
-		{Type: fleet.ConditionAccepted, Status: metav1.ConditionTrue},
-		{Type: fleet.ConditionGitPolling, Status: metav1.ConditionTrue},
-	}
-	broken := []metav1.Condition{
-		{Type: fleet.ConditionAccepted, Status: metav1.ConditionFalse, Reason: fleet.ReasonBranchNotFound, Message: "branch dev not found in R"},
-		{Type: fleet.ConditionGitPolling, Status: metav1.ConditionFalse, Reason: fleet.ReasonBranchNotFound, Message: "other"},
-	}
-	for name, tc := range map[string]struct {
-		conds   []metav1.Condition
-		r       rollup
-		status  metav1.ConditionStatus
-		message string
-		display fleet.GitRepoDisplay
-	}{
-		"ready": {ok, allReady, metav1.ConditionTrue, "", fleet.GitRepoDisplay{ReadyBundleDeployments: "2/2", State: "Ready"}},
-		"bundles not ready": {ok, notReady, metav1.ConditionFalse, "NotReady(1) [Bundle a]",
-			fleet.GitRepoDisplay{ReadyBundleDeployments: "1/2", State: "NotReady", Message: "NotReady(1) [Bundle a]"}},
-		"git error wins": {broken, allReady, metav1.ConditionFalse, "branch dev not found in R",
-			fleet.GitRepoDisplay{ReadyBundleDeployments: "2/2", State: "Ready", Message: "branch dev not found in R", Error: true}},
-		"broken bundle": {ok, brokenRollup, metav1.ConditionFalse, "Bundle b: invalid targets",
-			fleet.GitRepoDisplay{ReadyBundleDeployments: "2/2", State: "Ready", Message: "Bundle b: invalid targets", Error: true}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			c := readyCondition(tc.conds, tc.r)
-			g.Expect(c.Status).To(Equal(tc.status))
-			g.Expect(c.Message).To(Equal(tc.message))
-			g.Expect(display(tc.conds, tc.r)).To(Equal(tc.display))
-		})
-	}
-}
-
 func TestSetStatusKeepsConditionsUntilPolled(t *testing.T) {
 	g := NewWithT(t)
 	repo := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
@@ -210,7 +122,7 @@ func TestSetStatusKeepsConditionsUntilPolled(t *testing.T) {
 	g.Expect(meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionAccepted)).To(BeNil())
 	g.Expect(meta.IsStatusConditionTrue(repo.Status.Conditions, fleet.ConditionReady)).To(BeTrue())
 
-	setStatus(repo, &repoState{polled: true, gitErr: branchNotFound()}, nil)
+	setStatus(repo, &repoState{poll: sourcepoll.Poll{Done: true}, gitErr: branchNotFound()}, nil)
 	g.Expect(meta.IsStatusConditionFalse(repo.Status.Conditions, fleet.ConditionAccepted)).To(BeTrue())
 	g.Expect(meta.IsStatusConditionFalse(repo.Status.Conditions, fleet.ConditionGitPolling)).To(BeTrue())
 	ready := meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionReady)
@@ -230,7 +142,7 @@ func TestPollDueAndSyncNeeded(t *testing.T) {
 		return r
 	}
 	polled := func(mut func(*repoState)) *repoState {
-		st := &repoState{polled: true, polledGeneration: 2, nextPoll: now.Add(time.Second), webhookCommit: "w1",
+		st := &repoState{poll: sourcepoll.Poll{Done: true, Generation: 2, Next: now.Add(time.Second)}, webhookCommit: "w1",
 			synced: true, syncedCommit: "c1", syncedGeneration: 2}
 		if mut != nil {
 			mut(st)
@@ -244,12 +156,12 @@ func TestPollDueAndSyncNeeded(t *testing.T) {
 	}{
 		"never polled":         {&repoState{}, repo(nil), true},
 		"not yet":              {polled(nil), repo(nil), false},
-		"interval passed":      {polled(func(s *repoState) { s.nextPoll = now }), repo(nil), true},
+		"interval passed":      {polled(func(s *repoState) { s.poll.Next = now }), repo(nil), true},
 		"spec changed":         {polled(nil), repo(func(r *fleet.GitRepo) { r.Generation = 3 }), true},
-		"transient error":      {polled(func(s *repoState) { s.retry = true }), repo(nil), true},
+		"transient error":      {polled(func(s *repoState) { s.poll.Retry = true }), repo(nil), true},
 		"webhook":              {polled(nil), repo(func(r *fleet.GitRepo) { r.Status.WebhookCommit = "w2" }), true},
 		"webhook already seen": {polled(nil), repo(func(r *fleet.GitRepo) { r.Status.WebhookCommit = "w1" }), false},
-		"polling disabled": {polled(func(s *repoState) { s.nextPoll = now }),
+		"polling disabled": {polled(func(s *repoState) { s.poll.Next = now }),
 			repo(func(r *fleet.GitRepo) { r.Spec.DisablePolling = true }), false},
 		"polling disabled, webhook": {polled(nil),
 			repo(func(r *fleet.GitRepo) { r.Spec.DisablePolling = true; r.Status.WebhookCommit = "w2" }), true},
@@ -277,23 +189,10 @@ func TestPollDueAndSyncNeeded(t *testing.T) {
 	g.Expect(syncNeeded(polled(nil), repo(func(r *fleet.GitRepo) { r.Generation = 3 }), "c1")).To(BeTrue(), "spec or forceSyncGeneration changed")
 }
 
-func TestJitterAndInterval(t *testing.T) {
+func TestPollInterval(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(jitter(10*time.Second, 0)).To(Equal(9 * time.Second))
-	g.Expect(jitter(10*time.Second, 0.5)).To(Equal(10 * time.Second))
-	g.Expect(jitter(10*time.Second, 0.999999)).To(BeNumerically("~", 11*time.Second, time.Millisecond))
 	g.Expect(pollInterval(&fleet.GitRepo{})).To(Equal(fleet.DefaultPollingInterval))
 	g.Expect(pollInterval(&fleet.GitRepo{Spec: fleet.GitRepoSpec{PollingInterval: &metav1.Duration{Duration: time.Minute}}})).To(Equal(time.Minute))
-}
-
-func TestUntilNextPoll(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	g := NewWithT(t)
-	st := &repoState{nextPoll: now.Add(10 * time.Second)}
-	g.Expect(untilNextPoll(now, st, &fleet.GitRepo{})).To(Equal(10 * time.Second))
-	g.Expect(untilNextPoll(now.Add(time.Minute), st, &fleet.GitRepo{})).To(Equal(time.Millisecond), "overdue: at once")
-	g.Expect(untilNextPoll(now, st, &fleet.GitRepo{Spec: fleet.GitRepoSpec{DisablePolling: true}})).To(BeZero(),
-		"without polling only a spec change or the webhook brings it back")
 }
 
 func TestFailedPhasesAreRemembered(t *testing.T) {
@@ -302,18 +201,19 @@ func TestFailedPhasesAreRemembered(t *testing.T) {
 
 	st := &repoState{latest: "c2"}
 	g.Expect(st.failGit(errors.New("connection refused"))).To(HaveOccurred())
-	g.Expect(st.retry).To(BeTrue(), "a transient git error polls again with backoff")
+	g.Expect(st.poll.Retry).To(BeTrue(), "a transient git error polls again with backoff")
+	st = &repoState{latest: "c2"}
 	g.Expect(st.failGit(branchNotFound())).To(HaveOccurred())
-	g.Expect(st.retry).To(BeFalse(), "a stalled poll waits for the polling interval")
+	g.Expect(st.poll.Retry).To(BeFalse(), "a stalled poll waits for the polling interval")
 
 	st = &repoState{latest: "c2"}
 	_ = st.failSync(s, errors.New("writing bundle a: conflict"))
-	g.Expect(st.retry).To(BeTrue())
+	g.Expect(st.poll.Retry).To(BeTrue())
 	g.Expect(st.synced).To(BeFalse(), "a transient sync error reads the commit again")
 
 	st = &repoState{latest: "c2"}
 	_ = st.failSync(s, outcome.Stallf(fleet.ReasonInvalidBundle, "bad fleet.yaml"))
-	g.Expect(st.retry).To(BeFalse())
+	g.Expect(st.poll.Retry).To(BeFalse())
 	g.Expect(st.synced).To(BeTrue(), "a stalled commit is not read again until it or the spec changes")
 	g.Expect(syncNeeded(st, s.repo, "c2")).To(BeFalse())
 	g.Expect(syncNeeded(st, s.repo, "c3")).To(BeTrue())
@@ -374,7 +274,7 @@ func TestWarningCondition(t *testing.T) {
 func TestSetStatusWarning(t *testing.T) {
 	g := NewWithT(t)
 	repo := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
-	setStatus(repo, &repoState{polled: true, warningsRead: true, warnings: []string{"app/fleet.yaml: line 1: x"}}, nil)
+	setStatus(repo, &repoState{poll: sourcepoll.Poll{Done: true}, warningsRead: true, warnings: []string{"app/fleet.yaml: line 1: x"}}, nil)
 	w := meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionWarning)
 	g.Expect(w).NotTo(BeNil())
 	g.Expect(w.Message).To(Equal("1 fleet.yaml key ignored: app/fleet.yaml: line 1: x"))
@@ -382,9 +282,9 @@ func TestSetStatusWarning(t *testing.T) {
 	g.Expect(meta.IsStatusConditionTrue(repo.Status.Conditions, fleet.ConditionReady)).To(BeTrue())
 
 	// A restarted manager has not read the bundles yet: the condition stays.
-	setStatus(repo, &repoState{polled: true}, nil)
+	setStatus(repo, &repoState{poll: sourcepoll.Poll{Done: true}}, nil)
 	g.Expect(meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionWarning)).NotTo(BeNil())
 
-	setStatus(repo, &repoState{polled: true, warningsRead: true}, nil)
+	setStatus(repo, &repoState{poll: sourcepoll.Poll{Done: true}, warningsRead: true}, nil)
 	g.Expect(meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionWarning)).To(BeNil())
 }

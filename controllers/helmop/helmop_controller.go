@@ -3,13 +3,11 @@ package helmop
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -17,18 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/egress"
-	"github.com/gitfleet/fleet/internal/enqueue"
-	"github.com/gitfleet/fleet/internal/fairshare"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/sourcepoll"
 	"github.com/gitfleet/fleet/internal/summary"
 )
 
@@ -71,22 +65,16 @@ type Reconciler struct {
 	// fleet.HelmOpIndex: status.resources is computed from them.
 	deployments toolscache.Indexer
 
-	mu  sync.Mutex
-	ops map[types.NamespacedName]*opState
-	// slots counts the download slots each namespace holds.
-	slots fairshare.Slots
+	// ops is what the last resolution of each HelmOp found.
+	ops sourcepoll.States[opState]
+	// slots are the chart download slots, shared fairly among namespaces.
+	slots sourcepoll.Slots
 }
-
-// takeSlot takes a download slot for namespace ns unless it holds its share
-// already.
-func (r *Reconciler) takeSlot(ns string) bool { return r.slots.Take(ns, fairshare.Share(r.Workers)) }
-
-func (r *Reconciler) releaseSlot(ns string) { r.slots.Release(ns) }
 
 // HelmOpKey is the fleet.HelmOpIndex value of a BundleDeployment: "" when
 // its Bundle was not made from a HelmOp.
 func HelmOpKey(bd client.Object) string {
-	return cacheindex.LabelKey(bd, fleet.BundleNamespaceLabel, fleet.HelmOpLabel)
+	return sourcepoll.DeploymentKey(bd, fleet.HelmOpLabel)
 }
 
 // SetupWithManager registers the controller: it watches HelmOps, their
@@ -95,7 +83,7 @@ func HelmOpKey(bd client.Object) string {
 // GitRepoRestrictions of their namespaces.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var err error
-	r.deployments, err = cacheindex.For(context.Background(), mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.HelmOpIndex: cacheindex.KeyIndex(HelmOpKey)})
+	r.deployments, err = sourcepoll.IndexDeployments(mgr, fleet.HelmOpIndex, fleet.HelmOpLabel)
 	if err != nil {
 		return err
 	}
@@ -109,12 +97,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-helmop")
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&fleet.HelmOp{}, builder.WithPredicates(helmOpChanged)).
-		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(bundleToHelmOp),
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[fleet.HelmOpLabel] != "" }))).
-		Watches(&fleet.GitRepoRestriction{}, handler.EnqueueRequestsFromMapFunc(r.restrictionToHelmOps)).
-		Watches(&fleet.BundleDeployment{}, enqueue.After(3*time.Second, deploymentToHelmOp)).
+	b := ctrl.NewControllerManagedBy(mgr).For(&fleet.HelmOp{}, builder.WithPredicates(helmOpChanged))
+	return sourcepoll.Watches(b, r.Client, fleet.HelmOpLabel, func() client.ObjectList { return &fleet.HelmOpList{} }).
 		Named("helmop").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -129,40 +113,6 @@ var helmOpChanged = predicate.Funcs{
 	},
 }
 
-func bundleToHelmOp(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[fleet.HelmOpLabel]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
-// deploymentToHelmOp maps a BundleDeployment to the HelmOp its Bundle was
-// made from.
-func deploymentToHelmOp(_ context.Context, o client.Object) []reconcile.Request {
-	if HelmOpKey(o) == "" {
-		return nil
-	}
-	l := o.GetLabels()
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[fleet.BundleNamespaceLabel], Name: l[fleet.HelmOpLabel]}}}
-}
-
-// restrictionToHelmOps maps a GitRepoRestriction to the HelmOps of its
-// namespace, so that a changed restriction is applied at once.
-func (r *Reconciler) restrictionToHelmOps(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &fleet.HelmOpList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
-		// The cache only fails before it has synced; every HelmOp is then
-		// reconciled from scratch anyway.
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
-}
-
 // Reconcile resolves one HelmOp's chart version when due, writes its Bundle
 // when the version or the spec changed, and writes its status once. A
 // polling HelmOp comes back at its interval, after a success and after a
@@ -170,22 +120,14 @@ func (r *Reconciler) restrictionToHelmOps(ctx context.Context, o client.Object) 
 // something they watch changes, or with backoff after a transient error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	op := &fleet.HelmOp{}
-	if err := r.Client.Get(ctx, req.NamespacedName, op); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := r.ops.Load(ctx, r.Client, req.NamespacedName, op, fleet.HelmOpFinalizer); !found || err != nil {
+		return ctrl.Result{}, err
 	}
 	if !op.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, op)
 	}
-	if controllerutil.AddFinalizer(op, fleet.HelmOpFinalizer) {
-		if err := r.Client.Update(ctx, op); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 
-	s := &scope{op: op, before: op.DeepCopy(), state: r.state(req.NamespacedName), now: r.Now()}
+	s := &scope{op: op, before: op.DeepCopy(), state: r.ops.Get(req.NamespacedName), now: r.Now()}
 	defer func() {
 		if err := r.patchStatus(ctx, s); err != nil {
 			// A lost status write must be retried, even after a stall.
@@ -196,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil && !outcome.IsStalling(err) && !outcome.IsWaiting(err) {
 		ctrl.LoggerFrom(ctx).V(1).Info("HelmOp sync failed, retrying", "helmOp", klog.KObj(op), "error", err.Error())
 	}
-	return outcome.Result(err, untilNextPoll(s.now, s.state, op))
+	return outcome.Result(err, s.state.poll.Until(s.now, polls(op)))
 }
 
 // patchStatus computes the status, records the events its change deserves,
@@ -259,45 +201,8 @@ func (r *Reconciler) record(op *fleet.HelmOp, evs []conditionEvent) {
 
 // reconcileDelete deletes the HelmOp's Bundle, then lets the HelmOp go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, op *fleet.HelmOp) error {
-	r.forget(client.ObjectKeyFromObject(op))
-	if !controllerutil.ContainsFinalizer(op, fleet.HelmOpFinalizer) {
-		return nil
-	}
-	bundles := &fleet.BundleList{}
-	if err := r.APIReader.List(ctx, bundles, client.InNamespace(op.Namespace), client.MatchingLabels{fleet.HelmOpLabel: op.Name}); err != nil {
-		return fmt.Errorf("listing the bundle of deleted HelmOp %s: %w", op.Name, err)
-	}
-	for i := range bundles.Items {
-		b := &bundles.Items[i]
-		if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting bundle %s of deleted HelmOp %s: %w", b.Name, op.Name, err)
-		}
-		ctrl.LoggerFrom(ctx).Info("Deleted the bundle of a deleted HelmOp", "helmOp", klog.KObj(op), "bundle", b.Name)
-	}
-	controllerutil.RemoveFinalizer(op, fleet.HelmOpFinalizer)
-	return client.IgnoreNotFound(r.Client.Update(ctx, op))
-}
-
-// state returns the in-memory resolution state of a HelmOp.
-func (r *Reconciler) state(key types.NamespacedName) *opState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ops == nil {
-		r.ops = map[types.NamespacedName]*opState{}
-	}
-	st, ok := r.ops[key]
-	if !ok {
-		st = &opState{}
-		r.ops[key] = st
-	}
-	return st
-}
-
-// forget drops the state of a HelmOp that is gone.
-func (r *Reconciler) forget(key types.NamespacedName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.ops, key)
+	r.ops.Forget(client.ObjectKeyFromObject(op))
+	return sourcepoll.Finalize(ctx, r.Client, r.APIReader, op, "HelmOp", fleet.HelmOpFinalizer, fleet.HelmOpLabel, nil)
 }
 
 func truncate(s string, n int) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"regexp"
 	"slices"
@@ -25,6 +24,7 @@ import (
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/sourcepoll"
 )
 
 // scope is what one reconcile works on.
@@ -41,13 +41,9 @@ type scope struct {
 // forget what the last resolution found. A restart resolves every HelmOp
 // once. Reconciles of one HelmOp never run at once, so it needs no lock.
 type opState struct {
-	// resolved is set once a resolution ran for resolvedGeneration.
-	resolved           bool
-	resolvedGeneration int64
-	// retry asks for a resolution at once: the last one failed transiently.
-	retry bool
-	// nextPoll is when a polling HelmOp is due to be resolved again.
-	nextPoll time.Time
+	// poll is when the version was last resolved, and when a polling
+	// HelmOp is due to be resolved again.
+	poll sourcepoll.Poll
 	// polled is set once a polling HelmOp was polled; pollErr is the error
 	// of that last poll, nil when it succeeded, and latest what it found.
 	polled  bool
@@ -83,24 +79,13 @@ func isExactVersion(v string) bool {
 	return err == nil
 }
 
-// untilNextPoll is how long a polling HelmOp waits for its next poll; 0
-// for one that does not poll.
-func untilNextPoll(now time.Time, st *opState, op *fleet.HelmOp) time.Duration {
+// pollingInterval is how often a polling HelmOp is resolved again, 0 for
+// one that does not poll.
+func pollingInterval(op *fleet.HelmOp) time.Duration {
 	if !polls(op) {
 		return 0
 	}
-	return max(st.nextPoll.Sub(now), time.Millisecond)
-}
-
-// resolveDue says whether the version must be resolved now.
-func resolveDue(now time.Time, st *opState, op *fleet.HelmOp) bool {
-	switch {
-	case !st.resolved, st.retry, st.resolvedGeneration != op.Generation:
-		return true
-	case polls(op):
-		return !now.Before(st.nextPoll)
-	}
-	return false
+	return op.Spec.PollingInterval.Duration
 }
 
 // reconcileChart runs the phases in order: apply the namespace's
@@ -120,27 +105,23 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 			st.acceptErr = err
 			// Resolve again as soon as the spec or restriction is fixed;
 			// a polling HelmOp looks again at its next poll, not at once.
-			st.retry = true
-			if polls(op) {
-				st.nextPoll = s.now.Add(op.Spec.PollingInterval.Duration)
-			}
+			st.poll.Hold(s.now, pollingInterval(op))
 		}
 		return err
 	}
-	if !resolveDue(s.now, st, op) {
+	if !st.poll.Due(s.now, op.Generation, polls(op)) {
 		// What the last resolution found is in the status already.
 		return nil
 	}
-	if !r.takeSlot(op.Namespace) {
-		return outcome.Waitf(fleet.ReasonFetchBusy, time.Second+time.Duration(rand.Int64N(int64(time.Second))),
-			"namespace %s already holds its share of the chart download slots", op.Namespace)
+	release, err := r.slots.Take(op.Namespace, r.Workers, "chart download slots")
+	if err != nil {
+		return err
 	}
-	defer r.releaseSlot(op.Namespace)
-	st.resolved, st.resolvedGeneration, st.retry = true, op.Generation, false
+	defer release()
+	st.poll.Start(s.now, op.Generation, pollingInterval(op))
 	polling := polls(op)
 	if polling {
 		st.polled = true
-		st.nextPoll = s.now.Add(op.Spec.PollingInterval.Duration)
 		op.Status.LastPollingTime.Time = s.now
 	}
 
@@ -190,10 +171,7 @@ func (r *Reconciler) fail(s *scope, polling bool, err error) error {
 	if !polling || op.Status.ObservedGeneration != op.Generation || op.Status.Version == "" {
 		st.acceptErr = err
 	}
-	if !outcome.IsStalling(err) {
-		st.retry = true
-	}
-	return err
+	return st.poll.Fail(err)
 }
 
 // writeNeeded says whether the Bundle must be written for version: the spec

@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/restriction"
 )
 
@@ -21,17 +18,7 @@ import (
 // targets), and allowedClientSecretNames the helmSecretName: a tenant cannot
 // make the manager send a Secret of the namespace to a host it chose.
 func (r *Reconciler) restrict(ctx context.Context, op *fleet.HelmOp) (*fleet.HelmOp, error) {
-	list := &fleet.GitRepoRestrictionList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(op.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing the GitRepoRestrictions of namespace %s: %w", op.Namespace, err)
-	}
-	eff := op.DeepCopy()
-	for i := range list.Items {
-		if err := applyRestriction(&list.Items[i], &eff.Spec); err != nil {
-			return nil, outcome.Stall(fleet.ReasonRestricted, err)
-		}
-	}
-	return eff, nil
+	return restriction.Apply(ctx, r.Client, op, func(res *fleet.GitRepoRestriction, eff *fleet.HelmOp) error { return applyRestriction(res, &eff.Spec) })
 }
 
 // applyRestriction fills the default service account of one restriction
@@ -49,14 +36,8 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.HelmOpSpec) err
 			return err
 		}
 	}
-	if len(res.AllowedTargetNamespaces) > 0 {
-		if spec.TargetNamespace == "" {
-			return fmt.Errorf("GitRepoRestriction %s requires namespace, one of %s: set spec.namespace",
-				res.Name, strings.Join(res.AllowedTargetNamespaces, ", "))
-		}
-		if err := restriction.Allowed(res, "namespace", spec.TargetNamespace, res.AllowedTargetNamespaces); err != nil {
-			return err
-		}
+	if err := restriction.TargetNamespace(res, "spec.namespace", spec.TargetNamespace, true); err != nil {
+		return err
 	}
 	urls := []string{}
 	if spec.Helm != nil {
@@ -70,10 +51,8 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.HelmOpSpec) err
 				return err
 			}
 		}
-		if t.TargetNamespace != "" && len(res.AllowedTargetNamespaces) > 0 {
-			if err := restriction.Allowed(res, field+".namespace", t.TargetNamespace, res.AllowedTargetNamespaces); err != nil {
-				return err
-			}
+		if err := restriction.TargetNamespace(res, "spec."+field+".namespace", t.TargetNamespace, false); err != nil {
+			return err
 		}
 		if t.Helm != nil && (t.Helm.Repo != "" || strings.Contains(t.Helm.Chart, "://")) {
 			urls = append(urls, chartURL(t.Helm))

@@ -1,14 +1,12 @@
 package helmop
 
 import (
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
-	"github.com/gitfleet/fleet/internal/summary"
+	"github.com/gitfleet/fleet/internal/sourcepoll"
 )
 
 // acceptedCondition says whether the current spec is applied: the chart
@@ -23,83 +21,27 @@ func polledCondition(err error, latest string) metav1.Condition {
 	return outcome.Condition(fleet.ConditionPolled, err, fleet.ReasonPolled, "latest matching version "+displayVersion(latest), fleet.ReasonFetchFailed)
 }
 
+// gates are the conditions whose failure the Ready condition and the
+// display show first.
+var gates = []string{fleet.ConditionAccepted, fleet.ConditionPolled}
+
 // readyCondition is False with the message of Accepted or Polled when one
-// is False, else False with the error of a broken Bundle, else False while
-// some bundle deployment is not ready (or there is no Bundle yet), else
-// True.
-func readyCondition(conds []metav1.Condition, r rollup) metav1.Condition {
-	for _, t := range []string{fleet.ConditionAccepted, fleet.ConditionPolled} {
-		if c := meta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse {
-			return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message}
-		}
-	}
-	switch {
-	case !r.haveBundle:
+// is False, else False while there is no Bundle yet, else as the Bundle's
+// rollup says (see sourcepoll.Rollup.ReadyCondition).
+func readyCondition(conds []metav1.Condition, r sourcepoll.Rollup) metav1.Condition {
+	c := r.ReadyCondition(conds, gates...)
+	if c.Status == metav1.ConditionTrue && r.Bundles == 0 {
 		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonNotReady, Message: "no bundle yet"}
-	case r.bundleErr != "":
-		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonBundleError, Message: r.message}
-	case !r.ready():
-		return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonNotReady, Message: r.message}
 	}
-	return metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionTrue, Reason: fleet.ReasonReady}
-}
-
-// rollup is what a HelmOp's status shows of its Bundle.
-type rollup struct {
-	haveBundle bool
-	summary    fleet.BundleSummary
-	// state is the worst state over the bundle deployments, "" with none.
-	state fleet.BundleState
-	// bundleErr is the message of the Bundle's Ready condition when the
-	// Bundle itself is broken (e.g. invalid targets).
-	bundleErr string
-	message   string
-}
-
-func (r rollup) ready() bool {
-	s := r.summary
-	return r.bundleErr == "" && s.Ready >= s.DesiredReady && s.NotReady+s.WaitApplied+s.ErrApplied+s.OutOfSync+s.Modified+s.Pending == 0
+	return c
 }
 
 // rollupBundle is the rollup of the HelmOp's Bundle, nil when there is none.
-func rollupBundle(b *fleet.Bundle) rollup {
+func rollupBundle(b *fleet.Bundle) sourcepoll.Rollup {
 	if b == nil {
-		return rollup{}
+		return sourcepoll.RollupBundles(nil)
 	}
-	r := rollup{haveBundle: true, summary: b.Status.Summary}
-	if st := summary.WorstState(r.summary); st != fleet.Ready || r.summary.Ready > 0 {
-		r.state = st
-	}
-	if c := meta.FindStatusCondition(b.Status.Conditions, fleet.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
-		if (rollup{summary: r.summary}).ready() {
-			r.bundleErr = c.Message
-		}
-	}
-	switch {
-	case r.bundleErr != "":
-		r.message = fmt.Sprintf("Bundle %s: %s", b.Name, r.bundleErr)
-	case r.state != "" && r.state != fleet.Ready:
-		r.message = fmt.Sprintf("%s(%d) [Bundle %s%s]", r.state, summary.Count(r.summary, r.state), b.Name, firstMessage(r.summary, r.state))
-	case !r.ready():
-		r.message = fmt.Sprintf("%d/%d bundle deployments ready", r.summary.Ready, r.summary.DesiredReady)
-	}
-	return r
-}
-
-func firstMessage(s fleet.BundleSummary, st fleet.BundleState) string {
-	for _, nr := range s.NonReadyResources {
-		if nr.State == st && nr.Message != "" {
-			return ": " + nr.Name + ": " + nr.Message
-		}
-	}
-	return ""
-}
-
-// display is what kubectl shows: ready/desired bundle deployments, the worst
-// state, and the first problem.
-func display(conds []metav1.Condition, r rollup) fleet.GitRepoDisplay {
-	return summary.Display(conds, summary.Rollup{Summary: r.summary, State: r.state, Message: r.message, BundleErr: r.bundleErr != ""},
-		fleet.ConditionAccepted, fleet.ConditionPolled)
+	return sourcepoll.RollupBundles([]fleet.Bundle{*b})
 }
 
 // setStatus computes the whole status (but version, observedGeneration and
@@ -128,10 +70,10 @@ func setStatus(op *fleet.HelmOp, st *opState, b *fleet.Bundle) {
 	ready := readyCondition(s.Conditions, r)
 	ready.ObservedGeneration = op.Generation
 	meta.SetStatusCondition(&s.Conditions, ready)
-	s.Summary = r.summary
-	s.ReadyClusters = r.summary.Ready
-	s.DesiredReadyClusters = r.summary.DesiredReady
-	s.Display = display(s.Conditions, r)
+	s.Summary = r.Summary
+	s.ReadyClusters = r.ReadyClusters
+	s.DesiredReadyClusters = r.DesiredReadyClusters
+	s.Display = r.Display(s.Conditions, gates...)
 }
 
 // conditionEvent is an event to record about a HelmOp.
