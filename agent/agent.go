@@ -5,17 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/join"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/version"
@@ -152,11 +151,11 @@ func run(ctx context.Context, o Options) error {
 		o.Local = rest.CopyConfig(o.Local)
 		o.Local.QPS, o.Local.Burst = 50, 100
 	}
-	local, err := client.New(o.Local, client.Options{Scheme: registration.Scheme()})
+	local, err := client.New(o.Local, client.Options{Scheme: kinds.Scheme()})
 	if err != nil {
 		return fmt.Errorf("connecting to the agent's own cluster: %w", err)
 	}
-	cred, err := registration.Ensure(ctx, registration.Options{
+	cred, err := join.Ensure(ctx, join.Options{
 		Namespace: o.Namespace, Local: local, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff,
 	})
 	if err != nil {
@@ -180,7 +179,7 @@ func run(ctx context.Context, o Options) error {
 		w.addressEvery = DefaultAddressCheckInterval
 	}
 	// Before any client is built: they all send the rotated token.
-	rotator := registration.NewRotator(cred, registration.RotateOptions{
+	rotator := upstream.NewRotator(cred, upstream.RotateOptions{
 		Namespace: o.Namespace, Local: local, Before: o.RotateCredentialBefore, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff,
 	})
 	// After NewRotator: the watch reads the rotated token.
@@ -190,7 +189,7 @@ func run(ctx context.Context, o Options) error {
 			cancel()
 		}
 	}()
-	upstream, err := registration.NewUpstreamClient(countUpstream(cred.RESTConfig()))
+	manager, err := upstream.NewClient(countUpstream(cred.RESTConfig()))
 	if err != nil {
 		return err
 	}
@@ -200,7 +199,7 @@ func run(ctx context.Context, o Options) error {
 	log.Info("Agent running", "cluster", cred.Namespace+"/"+cred.ClusterName, "checkinInterval", o.CheckinInterval, "version", version.Get())
 	// The agent says where it runs (in its Lease): the manager deploys the
 	// agent's own Bundle (its Deployment) there.
-	hb := &Heartbeat{Client: upstream, ClusterNamespace: cred.ClusterNamespace, AgentNamespace: o.Namespace, Interval: o.CheckinInterval,
+	hb := &Heartbeat{Client: manager, ClusterNamespace: cred.ClusterNamespace, AgentNamespace: o.Namespace, Interval: o.CheckinInterval,
 		MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff}
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -220,62 +219,4 @@ func run(ctx context.Context, o Options) error {
 	default:
 		return nil
 	}
-}
-
-// Heartbeat renews the agent's check-in Lease (fleet.AgentLeaseName in its
-// cluster namespace upstream): once at start, then every Interval. The
-// manager folds it into the Cluster's status.agent, writing the Cluster only
-// when what it shows changes; the agent itself has no right on its Cluster,
-// nor anything else in the workspace namespace.
-type Heartbeat struct {
-	Client client.Client
-	// ClusterNamespace is the agent's cluster namespace upstream.
-	ClusterNamespace string
-	// AgentNamespace, when set, is the agent's downstream namespace,
-	// reported on the Lease.
-	AgentNamespace string
-	Interval       time.Duration
-	// MinBackoff and MaxBackoff bound retries of a failed check-in.
-	MinBackoff, MaxBackoff time.Duration
-
-	// checkedIn is whether a check-in of this Heartbeat succeeded: the
-	// Lease is then known to exist.
-	checkedIn atomic.Bool
-}
-
-// Run checks in until ctx ends.
-func (h *Heartbeat) Run(ctx context.Context) {
-	b := &registration.Backoff{Min: max(h.MinBackoff, 100*time.Millisecond), Max: max(h.MaxBackoff, time.Second)}
-	registration.Repeat(ctx, b, h.Interval, "Check-in failed, retrying", func(ctx context.Context) (time.Duration, error) {
-		return h.Interval, h.Beat(ctx)
-	})
-}
-
-// Beat sends one check-in, one request that the API server accepts whether
-// the Lease exists or not: the first, not knowing, applies the Lease
-// (server-side apply creates it when missing, with the agent's rights to
-// create Leases and patch its own); the next ones, the Lease known to
-// exist, merge-patch it (see registration.WriteLease), which costs the API
-// server less.
-func (h *Heartbeat) Beat(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	now := metav1.NowMicro()
-	seconds := int32(max(h.Interval/time.Second, 1))
-	holder := fleet.AgentName
-	var annotations map[string]string
-	if h.AgentNamespace != "" {
-		annotations = map[string]string{fleet.AgentNamespaceAnnotation: h.AgentNamespace}
-		holder = h.AgentNamespace + "/" + fleet.AgentName
-	}
-	spec := coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &now}
-	write := registration.ApplyLease
-	if h.checkedIn.Load() {
-		write = registration.WriteLease
-	}
-	if err := write(ctx, h.Client, h.ClusterNamespace, spec, annotations); err != nil {
-		return err
-	}
-	h.checkedIn.Store(true)
-	return nil
 }

@@ -2,10 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,11 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/gitfleet/fleet/agent/controller"
+	"github.com/gitfleet/fleet/agent/backoff"
+	"github.com/gitfleet/fleet/agent/bundledeployment"
 	"github.com/gitfleet/fleet/agent/deployrpc"
 	"github.com/gitfleet/fleet/agent/downstream"
+	"github.com/gitfleet/fleet/agent/kinds"
 	"github.com/gitfleet/fleet/agent/monitor"
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/enqueue"
 )
@@ -25,9 +27,8 @@ import (
 // runDeployer runs the BundleDeployment controller until ctx ends. Should the
 // controller's manager stop with an error, it is built again after a capped
 // backoff: the agent never gives up on its manager.
-func runDeployer(ctx context.Context, o Options, cred *registration.Credential) {
-	log := ctrl.LoggerFrom(ctx)
-	b := &registration.Backoff{Min: max(o.MinBackoff, 100*time.Millisecond), Max: max(o.MaxBackoff, time.Second)}
+func runDeployer(ctx context.Context, o Options, cred *upstream.Credential) {
+	b := backoff.New(o.MinBackoff, o.MaxBackoff)
 	for {
 		started := time.Now()
 		err := startDeployer(ctx, o, cred)
@@ -37,45 +38,40 @@ func runDeployer(ctx context.Context, o Options, cred *registration.Credential) 
 		if time.Since(started) > time.Minute {
 			b.Reset()
 		}
-		wait := b.Next()
-		reason := "stopped"
-		if err != nil {
-			reason = err.Error()
+		if err == nil {
+			err = errStopped
 		}
-		log.Info("BundleDeployment controller stopped, starting it again", "reason", reason, "retryIn", wait.Round(time.Millisecond))
-		select {
-		case <-ctx.Done():
+		if !b.Wait(ctx, 0, "BundleDeployment controller stopped, starting it again", err) {
 			return
-		case <-time.After(wait):
 		}
 	}
 }
+
+// errStopped is the reason logged for a controller that stopped without an
+// error.
+var errStopped = errors.New("stopped")
 
 // startDeployer builds a controller-runtime manager whose cache holds only
 // the agent's cluster namespace upstream, wires the agent's own cluster
 // (release records, drift correction, and the deploy binary that installs
 // and uninstalls) and its monitor into the reconciler, and runs it.
-func startDeployer(ctx context.Context, o Options, cred *registration.Credential) error {
-	upstream := countUpstream(cred.RESTConfig())
+func startDeployer(ctx context.Context, o Options, cred *upstream.Credential) error {
+	cfg := countUpstream(cred.RESTConfig())
 	// Watches are long requests: per-call timeouts are set by the callers.
-	upstream.Timeout = 0
-	upstream.QPS, upstream.Burst = 20, 40
-	mgr, err := ctrl.NewManager(upstream, ctrl.Options{
-		Scheme:     registration.Scheme(),
+	cfg.Timeout = 0
+	cfg.QPS, cfg.Burst = 20, 40
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     kinds.Scheme(),
 		Controller: enqueue.ControllerDefaults(),
 		// The kinds are known: no discovery requests when thousands of
 		// agents start at once.
-		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return registration.UpstreamMapper(), nil },
+		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return upstream.Mapper(), nil },
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{cred.ClusterNamespace: {}},
 			// The agent never reads managedFields: not kept in memory.
 			DefaultTransform: cache.TransformStripManagedFields(),
 			NewInformer:      resumingInformer(o.MinBackoff, o.MaxBackoff),
 		},
-		Client: client.Options{Cache: &client.CacheOptions{
-			// The agent may get these, not list or watch them.
-			DisableFor: []client.Object{&fleet.Content{}, &corev1.Secret{}, &corev1.ConfigMap{}, &fleet.Cluster{}},
-		}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
@@ -84,7 +80,7 @@ func startDeployer(ctx context.Context, o Options, cred *registration.Credential
 	if err != nil {
 		return err
 	}
-	local, err := client.New(rest.CopyConfig(o.Local), client.Options{Scheme: registration.Scheme()})
+	local, err := client.New(rest.CopyConfig(o.Local), client.Options{Scheme: kinds.Scheme()})
 	if err != nil {
 		return err
 	}
@@ -97,7 +93,7 @@ func startDeployer(ctx context.Context, o Options, cred *registration.Credential
 	if err != nil {
 		return err
 	}
-	r := &controller.Reconciler{
+	r := &bundledeployment.Reconciler{
 		Upstream:         mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Cache:            mgr.GetCache(),

@@ -16,9 +16,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/clusterregistration"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/test/controlplane"
 )
 
@@ -78,7 +80,7 @@ func TestCheckInCostsNoRefusedRequest(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
 	ctx := t.Context()
-	admin, err := cp.Client(registration.Scheme())
+	admin, err := cp.Client(kinds.Scheme())
 	g.Expect(err).NotTo(HaveOccurred())
 
 	const clusterNS, otherNS, agentsNS, sa = "cluster-fleet-default-edge", "cluster-fleet-default-other", "fleet-agents", "edge"
@@ -100,7 +102,7 @@ func TestCheckInCostsNoRefusedRequest(t *testing.T) {
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + agentsNS + ":" + sa}
 	cfg.Wrap(rec.wrap)
-	c, err := registration.NewUpstreamClient(cfg)
+	c, err := upstream.NewClient(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	// The rights are the agent's: none on another cluster's namespace.
 	err = c.Get(ctx, client.ObjectKey{Namespace: otherNS, Name: fleet.AgentLeaseName}, &coordinationv1.Lease{})
@@ -140,7 +142,7 @@ func TestCheckInCostsNoRefusedRequest(t *testing.T) {
 
 	// A renewal proof (written by merge patch, as registration does) is
 	// not taken away by the next start's apply.
-	g.Expect(registration.WriteLease(ctx, c, clusterNS, coordinationv1.LeaseSpec{},
+	g.Expect(checkin.Write(ctx, c, clusterNS, coordinationv1.LeaseSpec{},
 		map[string]string{fleet.RenewalHashAnnotation: "proof"})).To(Succeed())
 	rec.take()
 

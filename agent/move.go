@@ -12,7 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -26,7 +26,7 @@ import (
 //     it is tried again, so that a cluster whose old manager died registers
 //     with the new one as soon as that one is reachable, without a restart;
 //   - the manager publishes a new address for itself and accepts the
-//     credential there (registration.Follow).
+//     credential there (upstream.Follow).
 //
 // Whatever the agent's watches are doing meanwhile (backing off from a
 // manager that is gone), this runs on its own timer against the agent's own
@@ -47,7 +47,7 @@ type restartWatch struct {
 	// seen is the bootstrap Secret's version when the run started ("" for
 	// none): one still there then was tried and failed.
 	seen string
-	cred *registration.Credential
+	cred *upstream.Credential
 	// every is how often the bootstrap Secret is looked at; retryPending
 	// how long a failed one waits before it is tried again; addressEvery how
 	// often the manager's published address is read.
@@ -91,14 +91,14 @@ func (w *restartWatch) wait(ctx context.Context) bool {
 			return true
 		case v != "" && time.Now().After(pendingAt):
 			pendingAt = time.Now().Add(w.retryPending)
-			if err := registration.Check(ctx, w.cred); err != nil {
+			if err := upstream.Check(ctx, w.cred); err != nil {
 				log.Info("The stored credential does not work and a bootstrap secret is waiting: trying it again", "reason", err.Error())
 				return true
 			}
 		}
 		if w.addressEvery > 0 && time.Now().After(addressAt) {
 			addressAt = time.Now().Add(w.addressEvery)
-			moved, err := registration.Follow(ctx, registration.Options{Namespace: w.namespace, Local: w.local}, w.cred)
+			moved, err := upstream.Follow(ctx, w.local, w.namespace, w.cred)
 			if err != nil {
 				log.Info("Not following the manager's published address", "reason", err.Error())
 			}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/backoff"
 )
 
 // resumingInformer builds the agent's upstream informers on a ListerWatcher
@@ -53,16 +53,14 @@ func (r *resumingListerWatcher) Watch(options metav1.ListOptions) (watch.Interfa
 // the API server cannot be reached. A watch from no resourceVersion (the
 // first one) gains nothing from waiting and is not retried.
 func (r *resumingListerWatcher) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-	b := &registration.Backoff{Min: max(r.min, 100*time.Millisecond), Max: max(r.max, time.Second)}
+	b := backoff.New(r.min, r.max)
 	for {
 		w, err := r.inner.WatchWithContext(ctx, options)
 		if err == nil || !unreachable(err) || ctx.Err() != nil || options.ResourceVersion == "" || options.ResourceVersion == "0" {
 			return w, err
 		}
-		select {
-		case <-ctx.Done():
+		if !b.Wait(ctx, 0, "", nil) {
 			return nil, err
-		case <-time.After(b.Next()):
 		}
 	}
 }

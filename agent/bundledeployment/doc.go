@@ -1,4 +1,4 @@
-// Package controller holds the agent's BundleDeployment reconciler: it
+// Package bundledeployment holds the agent's BundleDeployment reconciler: it
 // watches the BundleDeployments of the agent's cluster namespace on the
 // manager's API server, deploys each one into the agent's own cluster with
 // agent/deployer, checks the deployed objects with agent/monitor, corrects
@@ -19,4 +19,4 @@
 // when a BundleDeployment is gone (a delete event, or on start and every
 // resync), the reconciler removes the releases recorded downstream whose
 // BundleDeployment no longer exists (collectGarbage).
-package controller
+package bundledeployment

@@ -1,4 +1,4 @@
-package controller_test
+package bundledeployment_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package controller_test
+package bundledeployment_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/gitfleet/fleet/agent/controller"
+	"github.com/gitfleet/fleet/agent/bundledeployment"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -45,7 +45,7 @@ func TestStatusOnlyWrite(t *testing.T) {
 	written.Status.AppliedDeploymentID = written.Spec.DeploymentID
 	written.Status.Ready = true
 	written.Status.ResourceCounts = fleet.ResourceCounts{DesiredReady: 1, Ready: 1}
-	body, err := controller.StatusOnly(written)
+	body, err := bundledeployment.StatusOnly(written)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, hasSpec := body.Object["spec"]
 	g.Expect(hasSpec).To(BeFalse(), "the body carries no spec")
@@ -74,7 +74,7 @@ func TestStatusOnlyWrite(t *testing.T) {
 
 	// A status computed from the version before is refused, not merged.
 	stale.Status.Ready = false
-	body, err = controller.StatusOnly(stale)
+	body, err = bundledeployment.StatusOnly(stale)
 	g.Expect(err).NotTo(HaveOccurred())
 	err = up.Status().Update(ctx, body, client.FieldOwner("fleet-agent"))
 	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "a stale status write is a conflict, got %v", err)

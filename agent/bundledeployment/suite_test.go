@@ -1,4 +1,4 @@
-package controller_test
+package bundledeployment_test
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,11 +25,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/gitfleet/fleet/agent/controller"
+	"github.com/gitfleet/fleet/agent/bundledeployment"
 	"github.com/gitfleet/fleet/agent/deployrpc"
 	"github.com/gitfleet/fleet/agent/downstream"
+	"github.com/gitfleet/fleet/agent/kinds"
 	"github.com/gitfleet/fleet/agent/monitor"
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/test/controlplane"
@@ -118,21 +118,18 @@ func runAgentWith(t *testing.T, binary string) func() {
 // startAgent runs the agent's BundleDeployment reconciler as agent/deploy.go
 // wires it: a manager whose cache holds only the cluster namespace
 // upstream, the downstream cluster with the deploy binary, and a watcher.
-func startAgent(ctx context.Context, upstream, local *rest.Config, binary string) (func(), error) {
-	mgr, err := ctrl.NewManager(rest.CopyConfig(upstream), ctrl.Options{
-		Scheme:         registration.Scheme(),
-		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return registration.UpstreamMapper(), nil },
-		Cache:          cache.Options{DefaultNamespaces: map[string]cache.Config{clusterNamespace: {}}},
-		Client: client.Options{Cache: &client.CacheOptions{
-			DisableFor: []client.Object{&fleet.Content{}, &corev1.Secret{}, &corev1.ConfigMap{}, &fleet.Cluster{}},
-		}},
+func startAgent(ctx context.Context, manager, local *rest.Config, binary string) (func(), error) {
+	mgr, err := ctrl.NewManager(rest.CopyConfig(manager), ctrl.Options{
+		Scheme:                 kinds.Scheme(),
+		MapperProvider:         func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return upstream.Mapper(), nil },
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{clusterNamespace: {}}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
 		return nil, err
 	}
-	if down, err = client.New(local, client.Options{Scheme: registration.Scheme()}); err != nil {
+	if down, err = client.New(local, client.Options{Scheme: kinds.Scheme()}); err != nil {
 		return nil, err
 	}
 	if binary == "" {
@@ -144,7 +141,7 @@ func startAgent(ctx context.Context, upstream, local *rest.Config, binary string
 	if err != nil {
 		return nil, err
 	}
-	r := &controller.Reconciler{
+	r := &bundledeployment.Reconciler{
 		Upstream:         mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Cache:            mgr.GetCache(),

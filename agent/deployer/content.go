@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
-	"github.com/gitfleet/fleet/internal/bundlereader"
 	"github.com/gitfleet/fleet/internal/content"
 )
 
@@ -33,7 +32,7 @@ func DecodeContent(c *fleet.Content) (Files, error) {
 func FilesOf(resources []fleet.BundleResource) (Files, error) {
 	files := make(Files, len(resources))
 	for _, r := range resources {
-		data, err := bundlereader.DecodeResource(r)
+		data, err := content.DecodeResource(r)
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
 	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -361,7 +361,7 @@ type errString string
 func (e errString) Error() string { return string(e) }
 
 func TestValuesFromStallsOnWhatTheAuthorMustFix(t *testing.T) {
-	local, err := controlPlane(t).Client(registration.Scheme())
+	local, err := controlPlane(t).Client(kinds.Scheme())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -21,7 +21,7 @@ import (
 // helmdeployer and its documentation: values, valuesFiles, valuesFrom).
 func TestValuesFromOverValues(t *testing.T) {
 	g := NewWithT(t)
-	local, err := controlPlane(t).Client(registration.Scheme())
+	local, err := controlPlane(t).Client(kinds.Scheme())
 	g.Expect(err).NotTo(HaveOccurred())
 	const ns = "values-order"
 	g.Expect(local.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
@@ -51,7 +51,7 @@ func TestValuesFromOverValues(t *testing.T) {
 // helm.takeOwnership, still refuses to.
 func TestUpgradeAdoptsAnExistingObject(t *testing.T) {
 	g := NewWithT(t)
-	c, err := controlPlane(t).Client(registration.Scheme())
+	c, err := controlPlane(t).Client(kinds.Scheme())
 	g.Expect(err).NotTo(HaveOccurred())
 	d, err := New(controlPlane(t).Config, c, "cluster-ns")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -85,7 +85,7 @@ func TestUpgradeAdoptsAnExistingObject(t *testing.T) {
 // deployed.
 func TestTimeoutWaitsForReadiness(t *testing.T) {
 	g := NewWithT(t)
-	c, err := controlPlane(t).Client(registration.Scheme())
+	c, err := controlPlane(t).Client(kinds.Scheme())
 	g.Expect(err).NotTo(HaveOccurred())
 	d, err := New(controlPlane(t).Config, c, "cluster-ns")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/downstream"
+	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
@@ -39,7 +39,7 @@ func (d *Deployer) as(namespace, serviceAccount string) (*identity, error) {
 		return &identity{config: d.config, core: d.core, client: d.client}, nil
 	}
 	cfg := rest.CopyConfig(d.config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: downstream.ServiceAccountUser(namespace, serviceAccount)}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: release.ServiceAccountUser(namespace, serviceAccount)}
 	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -34,7 +34,7 @@ func TestOpenAPIDocumentsLiveForOneDeploy(t *testing.T) {
 			return rt.RoundTrip(r)
 		})
 	})
-	c, err := client.New(cfg, client.Options{Scheme: registration.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: kinds.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/agent/deployrpc"
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
 )
@@ -39,7 +39,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 
 func serve(ctx context.Context, req *deployrpc.Request) error {
 	cfg := req.Connection.RESTConfig()
-	c, err := client.New(cfg, client.Options{Scheme: registration.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: kinds.Scheme()})
 	if err != nil {
 		return err
 	}

@@ -95,12 +95,6 @@ func (c *Cluster) Owned(ctx context.Context) ([]*release.Release, error) {
 	return c.records.Owned(ctx, c.clusterNamespace)
 }
 
-// ServiceAccountUser is the user name the API server gives the
-// ServiceAccount namespace/name.
-func ServiceAccountUser(namespace, name string) string {
-	return "system:serviceaccount:" + namespace + ":" + name
-}
-
 // as is a client acting as serviceAccount of namespace (the agent itself
 // when empty).
 func (c *Cluster) as(namespace, serviceAccount string) (client.Client, error) {
@@ -108,7 +102,7 @@ func (c *Cluster) as(namespace, serviceAccount string) (client.Client, error) {
 		return c.client, nil
 	}
 	cfg := rest.CopyConfig(c.config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: ServiceAccountUser(namespace, serviceAccount)}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: release.ServiceAccountUser(namespace, serviceAccount)}
 	return client.New(cfg, client.Options{Scheme: c.client.Scheme(), Mapper: c.mapper})
 }
 

@@ -1,4 +1,4 @@
-package registration
+package join
 
 import (
 	"context"
@@ -8,13 +8,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/agent/backoff"
 )
 
 func TestRequestName(t *testing.T) {
@@ -44,40 +42,10 @@ func TestTransient(t *testing.T) {
 	g.Expect(transient(errors.New("connection refused"))).To(BeFalse())
 }
 
-func TestUpstreamMapper(t *testing.T) {
-	m := UpstreamMapper()
-	for _, c := range []struct {
-		gvk        schema.GroupVersionKind
-		resource   string
-		namespaced bool
-	}{
-		{fleet.GroupVersion.WithKind("BundleDeployment"), "bundledeployments", true},
-		{fleet.GroupVersion.WithKind("BundleDeploymentList"), "bundledeployments", true},
-		{fleet.GroupVersion.WithKind("ClusterRegistration"), "clusterregistrations", true},
-		{fleet.GroupVersion.WithKind("Cluster"), "clusters", true},
-		{fleet.GroupVersion.WithKind("Content"), "contents", false},
-		{fleet.GroupVersion.WithKind("ContentList"), "contents", false},
-		{corev1.SchemeGroupVersion.WithKind("Secret"), "secrets", true},
-		{corev1.SchemeGroupVersion.WithKind("ConfigMapList"), "configmaps", true},
-	} {
-		mapping, err := m.RESTMapping(c.gvk.GroupKind(), c.gvk.Version)
-		if err != nil {
-			t.Errorf("%s: %v", c.gvk, err)
-			continue
-		}
-		if mapping.Resource.Resource != c.resource || (mapping.Scope.Name() == meta.RESTScopeNameNamespace) != c.namespaced {
-			t.Errorf("%s: got %s (scope %s), want %s (namespaced %v)", c.gvk, mapping.Resource.Resource, mapping.Scope.Name(), c.resource, c.namespaced)
-		}
-	}
-	if _, err := m.RESTMapping(fleet.GroupVersion.WithKind("Bundle").GroupKind()); err == nil {
-		t.Error("Bundle: an agent never uses Bundles, so the mapper must not know them")
-	}
-}
-
 // polls counts the looks at a registration granted after grant, with the
 // waits pollWait gives, and how late the last one saw the grant.
 func polls(grant time.Duration) (n int, late time.Duration) {
-	b := &Backoff{Min: 250 * time.Millisecond, Max: 3 * time.Second}
+	b := &backoff.Backoff{Min: 250 * time.Millisecond, Max: 3 * time.Second}
 	waited := time.Duration(0)
 	for {
 		n++
@@ -96,7 +64,7 @@ func TestPollWait(t *testing.T) {
 		}
 	}
 	// Waits grow with the time waited, up to the bound.
-	b := &Backoff{Min: 250 * time.Millisecond, Max: 3 * time.Second}
+	b := &backoff.Backoff{Min: 250 * time.Millisecond, Max: 3 * time.Second}
 	for _, waited := range []time.Duration{0, time.Second, 10 * time.Second, time.Minute, 10 * time.Minute} {
 		d := pollWait(b, waited)
 		if d > maxPollWait || d > max(3*time.Second, waited/3) {

@@ -1,7 +1,9 @@
-// Package kinds maps the kinds of the agent's own cluster to their resources
-// and scopes, over cached discovery. Both the resident agent (drift
-// correction, monitoring) and fleet-agent-deploy (forcing namespaces) ask
-// it whether a kind is namespaced; it links nothing of Helm.
+// Package kinds holds the kinds the agent knows: the Scheme every client of
+// the agent and of fleet-agent-deploy is built with, and a Mapper of the
+// agent's own cluster's kinds to their resources and scopes, over cached
+// discovery. Both the resident agent (drift correction, monitoring) and
+// fleet-agent-deploy (forcing namespaces) ask it whether a kind is
+// namespaced; it links nothing of Helm.
 package kinds
 
 import (

@@ -15,7 +15,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
 	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/test/controlplane"
@@ -60,7 +60,7 @@ func TestReaderReadsWhatHelmWrites(t *testing.T) {
 	g.Expect(r2.Create("sh.helm.release.v1.mine.v1", helmRecord("mine", "r2", "cluster-a", 1, helmrelease.StatusPendingInstall))).To(Succeed())
 	g.Expect(r2.Create("sh.helm.release.v1.theirs.v1", helmRecord("theirs", "r2", "cluster-b", 1, helmrelease.StatusDeployed))).To(Succeed())
 
-	c, err := client.New(cp.Config, client.Options{Scheme: registration.Scheme()})
+	c, err := client.New(cp.Config, client.Options{Scheme: kinds.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	rd := release.Reader{Client: c}
 

@@ -1,4 +1,4 @@
-package registration
+package upstream
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	internalregistration "github.com/gitfleet/fleet/internal/registration"
+	"github.com/gitfleet/fleet/internal/registration"
 )
 
 // Following the manager's address. The manager tells a registering agent
@@ -32,12 +32,12 @@ import (
 // Published reads the address the manager publishes for cred's cluster
 // namespace; ok is false when it publishes none.
 func Published(ctx context.Context, cred *Credential) (url string, ca []byte, ok bool, err error) {
-	c, err := NewUpstreamClient(cred.RESTConfig())
+	c, err := NewClient(cred.RESTConfig())
 	if err != nil {
 		return "", nil, false, err
 	}
 	cm := &corev1.ConfigMap{}
-	key := types.NamespacedName{Namespace: cred.ClusterNamespace, Name: internalregistration.AddressConfigMap}
+	key := types.NamespacedName{Namespace: cred.ClusterNamespace, Name: registration.AddressConfigMap}
 	// From the API server's watch cache: thousands of agents look now and
 	// then, and a moment's staleness does not matter.
 	err = c.Get(ctx, key, cm, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
@@ -47,8 +47,8 @@ func Published(ctx context.Context, cred *Credential) (url string, ca []byte, ok
 	if err != nil {
 		return "", nil, false, fmt.Errorf("reading the manager's published address %s: %w", key, err)
 	}
-	url = cm.Data[internalregistration.AddressURLKey]
-	return url, []byte(cm.Data[internalregistration.AddressCAKey]), url != "", nil
+	url = cm.Data[registration.AddressURLKey]
+	return url, []byte(cm.Data[registration.AddressCAKey]), url != "", nil
 }
 
 // Follow moves cred to the address the manager publishes when that differs
@@ -56,7 +56,9 @@ func Published(ctx context.Context, cred *Credential) (url string, ca []byte, ok
 // with the new address in the fleet-agent Secret and returns true. The
 // caller then starts its clients again from the stored credential. It
 // returns false, with the reason, when the address stays.
-func Follow(ctx context.Context, o Options, cred *Credential) (bool, error) {
+// The fleet-agent Secret is the one of namespace in the agent's own cluster
+// (local).
+func Follow(ctx context.Context, local client.Client, namespace string, cred *Credential) (bool, error) {
 	url, ca, ok, err := Published(ctx, cred)
 	if err != nil {
 		return false, err
@@ -68,14 +70,14 @@ func Follow(ctx context.Context, o Options, cred *Credential) (bool, error) {
 		}
 		url, ca = cred.PublishedURL, cred.PublishedCA
 	}
-	next, err := followTo(ctx, o, cred, url, ca)
+	next, err := followTo(ctx, local, namespace, cred, url, ca)
 	return next != nil, err
 }
 
 // followTo moves cred to url and ca when they differ from cred's and the
 // manager accepts cred there: it stores and returns the moved credential
 // (nil when the address stays).
-func followTo(ctx context.Context, o Options, cred *Credential, url string, ca []byte) (*Credential, error) {
+func followTo(ctx context.Context, local client.Client, namespace string, cred *Credential, url string, ca []byte) (*Credential, error) {
 	// A manager that publishes no CA says nothing about it (its
 	// certificate may be publicly trusted, or it was started without
 	// --api-server-ca-file): the CA the agent has is tried first.
@@ -100,7 +102,7 @@ func followTo(ctx context.Context, o Options, cred *Credential, url string, ca [
 				url, err, cred.APIServerURL)
 		}
 	}
-	if err := store(ctx, o, &next); err != nil {
+	if err := Store(ctx, local, namespace, &next); err != nil {
 		return nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("The manager moved: following it to its published address", "from", cred.APIServerURL, "to", url)

@@ -1,4 +1,4 @@
-package registration_test
+package upstream_test
 
 import (
 	"context"
@@ -20,8 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
-	internalregistration "github.com/gitfleet/fleet/internal/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
+	"github.com/gitfleet/fleet/internal/registration"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
 )
@@ -36,7 +37,7 @@ func TestFollowMovesOnlyToAnAddressThatWorks(t *testing.T) {
 	cp, err := controlplane.Start(controlplane.Options{Name: "follow"})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = cp.Stop() })
-	admin, err := cp.Client(registration.Scheme())
+	admin, err := cp.Client(kinds.Scheme())
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// The agent's cluster namespace upstream, and an agent's rights there.
@@ -51,7 +52,7 @@ func TestFollowMovesOnlyToAnAddressThatWorks(t *testing.T) {
 	g.Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: "agent"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "agent"},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: clusterNS, Name: "agent"}}})).To(Succeed())
-	_, saCfg, err := framework.ServiceAccountClient(ctx, admin, cp.Config, registration.Scheme(), clusterNS, "agent")
+	_, saCfg, err := framework.ServiceAccountClient(ctx, admin, cp.Config, kinds.Scheme(), clusterNS, "agent")
 	g.Expect(err).NotTo(HaveOccurred())
 
 	proxy := func() *framework.Proxy {
@@ -62,13 +63,12 @@ func TestFollowMovesOnlyToAnAddressThatWorks(t *testing.T) {
 	}
 	oldAddr, newAddr, gone := proxy(), proxy(), proxy()
 	g.Expect(gone.Close()).To(Succeed())
-	cred := &registration.Credential{APIServerURL: oldAddr.URL, APIServerCA: cp.Config.CAData, Token: saCfg.BearerToken,
+	cred := &upstream.Credential{APIServerURL: oldAddr.URL, APIServerCA: cp.Config.CAData, Token: saCfg.BearerToken,
 		ClusterName: "follow", Namespace: "fleet-default", ClusterNamespace: clusterNS, ClientID: "id"}
-	o := registration.Options{Namespace: agentNS, Local: admin}
 	publish := func(url string, ca []byte) {
 		t.Helper()
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: internalregistration.AddressConfigMap}}
-		data := map[string]string{internalregistration.AddressURLKey: url, internalregistration.AddressCAKey: string(ca)}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: registration.AddressConfigMap}}
+		data := map[string]string{registration.AddressURLKey: url, registration.AddressCAKey: string(ca)}
 		g.Expect(writeConfigMap(ctx, admin, cm, data)).To(Succeed())
 		// The agent reads the address from the API server's watch cache
 		// (Published), which may lag the write for a moment: wait until it
@@ -81,46 +81,46 @@ func TestFollowMovesOnlyToAnAddressThatWorks(t *testing.T) {
 	}
 
 	// Nothing published: nothing to follow.
-	g.Eventually(func() error { _, err := registration.Follow(ctx, o, cred); return err }).WithTimeout(10 * time.Second).Should(Succeed())
+	g.Eventually(func() error { _, err := upstream.Follow(ctx, admin, agentNS, cred); return err }).WithTimeout(10 * time.Second).Should(Succeed())
 
 	// The same address (a trailing slash aside), without a CA: no move.
 	publish(strings.TrimRight(oldAddr.URL, "/"), nil)
-	moved, err := registration.Follow(ctx, o, cred)
+	moved, err := upstream.Follow(ctx, admin, agentNS, cred)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(moved).To(BeFalse())
 
 	// An address that does not answer: the agent stays, and says why.
 	publish(gone.URL, cp.Config.CAData)
-	moved, err = registration.Follow(ctx, o, cred)
+	moved, err = upstream.Follow(ctx, admin, agentNS, cred)
 	g.Expect(moved).To(BeFalse())
 	g.Expect(err).To(MatchError(ContainSubstring("staying at " + oldAddr.URL)))
-	stored, err := registration.LoadStored(ctx, admin, agentNS)
+	stored, err := upstream.LoadStored(ctx, admin, agentNS)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stored).To(BeNil(), "nothing stored")
 
 	// A CA that is not the API server's: the agent stays.
 	publish(newAddr.URL, otherCA(t))
-	moved, err = registration.Follow(ctx, o, cred)
+	moved, err = upstream.Follow(ctx, admin, agentNS, cred)
 	g.Expect(moved).To(BeFalse())
 	g.Expect(err).To(MatchError(ContainSubstring("certificate")))
 
 	// The new address, without a CA: the agent's own CA works there.
 	publish(newAddr.URL, nil)
-	moved, err = registration.Follow(ctx, o, cred)
+	moved, err = upstream.Follow(ctx, admin, agentNS, cred)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(moved).To(BeTrue())
-	stored, err = registration.LoadStored(ctx, admin, agentNS)
+	stored, err = upstream.LoadStored(ctx, admin, agentNS)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stored).NotTo(BeNil())
 	g.Expect(stored.APIServerURL).To(Equal(newAddr.URL))
 	g.Expect(stored.APIServerCA).To(Equal(cp.Config.CAData))
 	g.Expect(stored.Token).To(Equal(cred.Token), "the same credential")
 	g.Expect(stored.ClusterNamespace).To(Equal(clusterNS))
-	g.Expect(registration.Check(ctx, stored)).To(Succeed(), "it works at the new address")
+	g.Expect(upstream.Check(ctx, stored)).To(Succeed(), "it works at the new address")
 
 	// Nothing published, but the manager told an address with the grant:
 	// followed the same way, and kept with the credential.
-	published := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: internalregistration.AddressConfigMap}}
+	published := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: registration.AddressConfigMap}}
 	g.Expect(admin.Delete(ctx, published)).To(Succeed())
 	// As for publish: the watch cache may serve the deleted address for a
 	// moment (seen in CI, where the agent then followed it).
@@ -130,18 +130,18 @@ func TestFollowMovesOnlyToAnAddressThatWorks(t *testing.T) {
 	}).WithTimeout(10*time.Second).Should(BeTrue(), "the watch cache no longer serving the deleted address")
 	told := *cred
 	told.PublishedURL, told.PublishedCA = gone.URL, cp.Config.CAData
-	moved, err = registration.Follow(ctx, o, &told)
+	moved, err = upstream.Follow(ctx, admin, agentNS, &told)
 	g.Expect(moved).To(BeFalse())
 	g.Expect(err).To(MatchError(ContainSubstring("staying at "+oldAddr.URL)), "a told address that does not answer is not followed")
 	told.PublishedURL = newAddr.URL
-	moved, err = registration.Follow(ctx, o, &told)
+	moved, err = upstream.Follow(ctx, admin, agentNS, &told)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(moved).To(BeTrue())
-	stored, err = registration.LoadStored(ctx, admin, agentNS)
+	stored, err = upstream.LoadStored(ctx, admin, agentNS)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stored.APIServerURL).To(Equal(newAddr.URL))
 	g.Expect(stored.PublishedURL).To(Equal(newAddr.URL), "the told address is kept")
-	moved, err = registration.Follow(ctx, o, stored)
+	moved, err = upstream.Follow(ctx, admin, agentNS, stored)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(moved).To(BeFalse(), "there already")
 }

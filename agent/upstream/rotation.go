@@ -1,4 +1,4 @@
-package registration
+package upstream
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gitfleet/fleet/agent/backoff"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/satoken"
 )
@@ -115,14 +116,13 @@ func NewRotator(cred *Credential, o RotateOptions) *Rotator {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	o.MinBackoff, o.MaxBackoff = max(o.MinBackoff, 100*time.Millisecond), max(o.MaxBackoff, time.Second)
 	return &Rotator{cred: cred, o: o}
 }
 
 // Run rotates the credential whenever it is due, until ctx ends. Failures
 // are retried with backoff: the old token stays in use until it expires.
 func (r *Rotator) Run(ctx context.Context) {
-	Repeat(ctx, &Backoff{Min: r.o.MinBackoff, Max: r.o.MaxBackoff}, 0, "Could not rotate the agent credential, retrying", r.Step)
+	backoff.Repeat(ctx, backoff.New(r.o.MinBackoff, r.o.MaxBackoff), 0, "Could not rotate the agent credential, retrying", r.Step)
 }
 
 // Step rotates the credential when it is due and says when to look again.
@@ -145,7 +145,7 @@ func (r *Rotator) Step(ctx context.Context) (time.Duration, error) {
 	if err := Check(ctx, &next); err != nil {
 		return 0, fmt.Errorf("the manager does not accept the new token: %w", err)
 	}
-	if err := store(ctx, Options{Namespace: r.o.Namespace, Local: r.o.Local}, &next); err != nil {
+	if err := Store(ctx, r.o.Local, r.o.Namespace, &next); err != nil {
 		return 0, err
 	}
 	r.cred.current.set(token)
@@ -170,7 +170,7 @@ func (r *Rotator) due(c TokenClaims) time.Time {
 // namespace, and takes it when it is of the same ServiceAccount as c and
 // expires later.
 func (r *Rotator) request(ctx context.Context, c TokenClaims) (string, error) {
-	upstream, err := NewUpstreamClient(r.cred.RESTConfig())
+	upstream, err := NewClient(r.cred.RESTConfig())
 	if err != nil {
 		return "", err
 	}

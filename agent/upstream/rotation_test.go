@@ -1,4 +1,4 @@
-package registration
+package upstream
 
 import (
 	"encoding/base64"

@@ -17,10 +17,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/capi"
 	"github.com/gitfleet/fleet/controllers/cluster"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/test/envtest"
 )
@@ -204,7 +204,7 @@ func TestFleetAgentReadyFollowsCheckIns(t *testing.T) {
 	defer stop()
 	beat := func() error {
 		now, seconds, holder := metav1.NowMicro(), int32(1), "fleet-agent"
-		return registration.WriteLease(ctx, env.Client, fc.Status.Namespace,
+		return checkin.Write(ctx, env.Client, fc.Status.Namespace,
 			coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &now}, nil)
 	}
 	g.Expect(beat()).To(Succeed())

@@ -14,14 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/checkin"
 )
 
 // renew writes the agent's check-in Lease as the agent's heartbeat does.
 func renew(ctx context.Context, clusterNS string) error {
 	now, holder := metav1.NowMicro(), "fleet-system/fleet-agent"
-	return registration.WriteLease(ctx, env.Client, clusterNS,
+	return checkin.Write(ctx, env.Client, clusterNS,
 		coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &now},
 		map[string]string{fleet.AgentNamespaceAnnotation: "fleet-system"})
 }

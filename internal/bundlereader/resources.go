@@ -1,31 +1,27 @@
 package bundlereader
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	// Aliased: the package's tests have a helper named content.
+	wire "github.com/gitfleet/fleet/internal/content"
 )
 
 const (
 	// EncodingBase64Gz is the encoding of resources stored gzipped, then
-	// base64 encoded.
-	EncodingBase64Gz = "base64+gz"
+	// base64 encoded (content.EncodingBase64Gz).
+	EncodingBase64Gz = wire.EncodingBase64Gz
 	// compressAbove is the size above which text files are compressed too, to
 	// keep Bundles small.
-	compressAbove = 64 * 1024
+	compressAbove = wire.CompressAbove
 )
 
 // fileSet holds a bundle's files by name.
@@ -57,50 +53,16 @@ func (fs fileSet) resources() ([]fleet.BundleResource, error) {
 	return out, nil
 }
 
-// EncodeResource makes the resource of one file: its text as is, or, for
-// binary (not UTF-8) and large files, gzipped and base64 encoded.
+// EncodeResource makes the resource of one file (content.EncodeResource:
+// the agent decodes what the manager encodes with one helper).
 func EncodeResource(name string, data []byte) (fleet.BundleResource, error) {
-	if len(data) <= compressAbove && utf8.Valid(data) {
-		return fleet.BundleResource{Name: name, Content: string(data)}, nil
-	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(data); err != nil {
-		return fleet.BundleResource{}, err
-	}
-	if err := zw.Close(); err != nil {
-		return fleet.BundleResource{}, err
-	}
-	return fleet.BundleResource{
-		Name:     name,
-		Content:  base64.StdEncoding.EncodeToString(buf.Bytes()),
-		Encoding: EncodingBase64Gz,
-	}, nil
+	return wire.EncodeResource(name, data)
 }
 
-// DecodeResource returns the bytes of a resource's file.
+// DecodeResource returns the bytes of a resource's file
+// (content.DecodeResource).
 func DecodeResource(r fleet.BundleResource) ([]byte, error) {
-	switch r.Encoding {
-	case "":
-		return []byte(r.Content), nil
-	case EncodingBase64Gz:
-		gz, err := base64.StdEncoding.DecodeString(r.Content)
-		if err != nil {
-			return nil, fmt.Errorf("resource %s: %w", r.Name, err)
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(gz))
-		if err != nil {
-			return nil, fmt.Errorf("resource %s: %w", r.Name, err)
-		}
-		defer zr.Close()
-		data, err := io.ReadAll(zr)
-		if err != nil {
-			return nil, fmt.Errorf("resource %s: %w", r.Name, err)
-		}
-		return data, nil
-	default:
-		return nil, fmt.Errorf("resource %s: unknown encoding %q", r.Name, r.Encoding)
-	}
+	return wire.DecodeResource(r)
 }
 
 // collectFiles reads the files of the bundle directory rel as Fleet does

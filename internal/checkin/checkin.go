@@ -1,6 +1,7 @@
-// Package checkin reads an agent's check-ins: the coordination.k8s.io Lease
+// Package checkin is an agent's check-in: the coordination.k8s.io Lease
 // fleet.AgentLeaseName that the agent renews in its cluster namespace, with
-// its own credential. The manager folds it into the Cluster's
+// its own credential (Write, Apply: agent.Heartbeat), and reads back as
+// the manager does. The manager folds it into the Cluster's
 // status.agent.lastSeen only when something shown changes (controllers/
 // cluster), so a consumer that must know whether the agent checks in now
 // (the import controller's stale check, Cluster API's FleetAgentReady) asks

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/controller"
+	"github.com/gitfleet/fleet/agent/bundledeployment"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/config/crd"
 	"github.com/gitfleet/fleet/controllers"
@@ -80,7 +80,7 @@ func TestBundleDeploymentsKeepWorkingWhenSpecAndStatusBecomeAtomic(t *testing.T)
 	writeStatus := func(ready bool) {
 		bd.Status.AppliedDeploymentID, bd.Status.Ready = bd.Spec.DeploymentID, ready
 		bd.Status.ResourceCounts = fleet.ResourceCounts{DesiredReady: 1, Ready: 1}
-		body, err := controller.StatusOnly(bd)
+		body, err := bundledeployment.StatusOnly(bd)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(c.Status().Update(ctx, body, client.FieldOwner("fleet-agent"))).To(Succeed())
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(bd), bd)).To(Succeed())

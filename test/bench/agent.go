@@ -21,7 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/agent/deployrpc"
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/summary"
@@ -91,7 +92,7 @@ type edgeAgent struct {
 	bin      string
 	debug    string
 	logDir   string
-	cred     *registration.Credential
+	cred     *upstream.Credential
 	bundles  int
 	// logOffset is how far children has read the agent's log.
 	logOffset int
@@ -122,7 +123,7 @@ func AgentExperiment(ctx context.Context, cp *controlplane.ControlPlane, o Agent
 	if e.admin, err = newClient(cp.Config); err != nil {
 		return err
 	}
-	if e.local, err = e.down.Client(registration.Scheme()); err != nil {
+	if e.local, err = e.down.Client(kinds.Scheme()); err != nil {
 		return err
 	}
 	mgr, err := startManager(cp)
@@ -248,7 +249,7 @@ func (e *edgeAgent) join(ctx context.Context) error {
 		return err
 	}
 	return waitFor(ctx, 2*time.Minute, func() (bool, error) {
-		cred, err := registration.LoadStored(ctx, e.local, fleet.DefaultSystemNamespace)
+		cred, err := upstream.LoadStored(ctx, e.local, fleet.DefaultSystemNamespace)
 		e.cred = cred
 		return err == nil && cred != nil, nil
 	})

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/controller"
+	"github.com/gitfleet/fleet/agent/bundledeployment"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/registration"
@@ -28,7 +28,7 @@ import (
 
 // CRFloor measures the least a Ready BundleDeployment costs the API server:
 // count BundleDeployments, each created as the manager creates them and its
-// Ready status then written as the agent writes it (controller.StatusOnly),
+// Ready status then written as the agent writes it (bundledeployment.StatusOnly),
 // by clients clients, with no manager, no agents and no watches. Its rate
 // over the custom-resource ceiling is the most that any layout keeping one
 // BundleDeployment and one status write by the agent per cluster and bundle
@@ -58,7 +58,7 @@ func CRFloor(ctx context.Context, cp *controlplane.ControlPlane, clients, count 
 			return err
 		}
 		simagent.ReadyStatus(bd)
-		body, err := controller.StatusOnly(bd)
+		body, err := bundledeployment.StatusOnly(bd)
 		if err != nil {
 			return err
 		}

@@ -23,8 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/agent"
-	"github.com/gitfleet/fleet/agent/controller"
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/bundledeployment"
+	"github.com/gitfleet/fleet/agent/join"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
@@ -32,7 +34,7 @@ import (
 // Agent is one simulated cluster's agent.
 type Agent struct {
 	Name string
-	Cred *registration.Credential
+	Cred *upstream.Credential
 	// Applied counts the deployments it "applied".
 	Applied atomic.Int64
 	// Started is true once it has checked in and listed its deployments
@@ -64,7 +66,7 @@ func Prepare(ctx context.Context, host client.Client, i int, boot *agentinstall.
 // Register runs the real registration of the agent whose system namespace
 // in the host cluster is ns.
 func Register(ctx context.Context, host client.Client, ns string) (*Agent, error) {
-	cred, err := registration.Ensure(ctx, registration.Options{Namespace: ns, Local: host, MinBackoff: 50 * time.Millisecond, MaxBackoff: 2 * time.Second})
+	cred, err := join.Ensure(ctx, join.Options{Namespace: ns, Local: host, MinBackoff: 50 * time.Millisecond, MaxBackoff: 2 * time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +75,7 @@ func Register(ctx context.Context, host client.Client, ns string) (*Agent, error
 	// Watches are long requests: like a reflector's, they end by the
 	// server's timeout (TimeoutSeconds), not the client's.
 	cfg.Timeout = 0
-	c, err := registration.NewUpstreamClient(cfg)
+	c, err := upstream.NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +141,7 @@ func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
 	ReadyStatus(bd)
 	// The real agent's status write: the status alone, at the version it
 	// was computed from.
-	body, err := controller.StatusOnly(bd)
+	body, err := bundledeployment.StatusOnly(bd)
 	if err != nil {
 		return
 	}
@@ -250,5 +252,5 @@ func RegisterPrepared(ctx context.Context, host client.Client, n int) ([]*Agent,
 func HostClient(cfg *rest.Config) (client.Client, error) {
 	c := rest.CopyConfig(cfg)
 	c.QPS, c.Burst = -1, 0
-	return client.New(c, client.Options{Scheme: registration.Scheme()})
+	return client.New(c, client.Options{Scheme: kinds.Scheme()})
 }

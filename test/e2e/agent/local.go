@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	agentupstream "github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
@@ -105,7 +105,7 @@ func LocalClusterSpec(ctx context.Context, inputGetter func() SpecInput) {
 	})
 
 	It("gives the local agent an agent's rights upstream, no more", func() {
-		cred, err := registration.LoadStored(ctx, admin, fleet.DefaultSystemNamespace)
+		cred, err := agentupstream.LoadStored(ctx, admin, fleet.DefaultSystemNamespace)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cred).NotTo(BeNil())
 		Expect(cred.Namespace + "/" + cred.ClusterName).To(Equal("fleet-local/local"))

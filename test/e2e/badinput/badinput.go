@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/upstream"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
@@ -71,7 +71,7 @@ type fixture struct {
 	// The agent of the downstream cluster, its Cluster and its credential.
 	agent        *framework.Process
 	agentCluster *fleet.Cluster
-	agentCred    *registration.Credential
+	agentCred    *upstream.Credential
 
 	// The healthy fleet's repository, and its snapshot taken before any bad
 	// input.
@@ -89,7 +89,7 @@ type fixture struct {
 	// The registration surface's tokens: one that works, one whose TTL
 	// passed, one that was deleted; and a registered victim cluster.
 	validBoot, expiredBoot, revokedBoot *agentinstall.Bootstrap
-	victimCred                          *registration.Credential
+	victimCred                          *upstream.Credential
 	victim                              *fleet.Cluster
 }
 

@@ -23,7 +23,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/capi"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
@@ -159,7 +159,7 @@ func (e *env) notFound(obj client.Object) func() bool {
 
 func (e *env) localClient(cp *controlplane.ControlPlane) client.Client {
 	GinkgoHelper()
-	c, err := cp.Client(registration.Scheme())
+	c, err := cp.Client(kinds.Scheme())
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }

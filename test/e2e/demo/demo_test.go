@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/internal/devenv"
@@ -127,7 +127,7 @@ func TestDemo(t *testing.T) {
 
 	// The local agent holds an agent's credential for fleet-local/local,
 	// as any other agent: it may not even list the Clusters beside its own.
-	cred, err := registration.LoadStored(ctx, c, fleet.DefaultSystemNamespace)
+	cred, err := upstream.LoadStored(ctx, c, fleet.DefaultSystemNamespace)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cred).NotTo(BeNil())
 	g.Expect(cred.Namespace + "/" + cred.ClusterName).To(Equal("fleet-local/local"))

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/controller"
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/bundledeployment"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -25,7 +25,7 @@ var _ = Describe("Agent status bounds", func() {
 		ctx := env.Ctx
 		ws := workspace(ctx, "sec-status-bounds")
 		_, cred, cluster := checkedInVictim(ctx, ws, "sec-status-bounds-agent")
-		agent, err := registration.NewUpstreamClient(cred.RESTConfig())
+		agent, err := upstream.NewClient(cred.RESTConfig())
 		Expect(err).NotTo(HaveOccurred())
 
 		By("the manager's BundleDeployment for the agent's cluster")
@@ -61,7 +61,7 @@ var _ = Describe("Agent status bounds", func() {
 			bd := &fleet.BundleDeployment{}
 			Expect(agent.Get(ctx, key, bd)).To(Succeed())
 			inflate(&bd.Status)
-			body, err := controller.StatusOnly(bd)
+			body, err := bundledeployment.StatusOnly(bd)
 			Expect(err).NotTo(HaveOccurred())
 			err = agent.Status().Update(ctx, body)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
@@ -79,8 +79,8 @@ var _ = Describe("Agent status bounds", func() {
 		for _, inflate := range oversized {
 			inflate(&bd.Status)
 		}
-		controller.BoundStatus(&bd.Status)
-		body, err := controller.StatusOnly(bd)
+		bundledeployment.BoundStatus(&bd.Status)
+		body, err := bundledeployment.StatusOnly(bd)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(agent.Status().Update(ctx, body)).To(Succeed())
 		Expect(env.Admin.Get(ctx, key, after)).To(Succeed())

@@ -19,7 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
 	"github.com/gitfleet/fleet/test/framework"
@@ -44,7 +45,7 @@ var _ = Describe("Low 7: each deploy is bounded in time and memory", Ordered, fu
 	)
 	var (
 		down     client.Client
-		cred     *registration.Credential
+		cred     *upstream.Credential
 		agent    *framework.Process
 		attacker *gittest.Repo
 	)
@@ -78,7 +79,7 @@ var _ = Describe("Low 7: each deploy is bounded in time and memory", Ordered, fu
 		ctx := env.Ctx
 		ds := env.Downstreams[0]
 		var err error
-		down, err = ds.Client(registration.Scheme())
+		down, err = ds.Client(kinds.Scheme())
 		Expect(err).NotTo(HaveOccurred())
 		applyRegistration(ds, down, agentNS, "sec-bounds")
 		agent, err = framework.Start(env.LogDir, "agent-bounds", "fleet-agent", "--kubeconfig", ds.Kubeconfig, "--namespace", agentNS,
@@ -87,7 +88,7 @@ var _ = Describe("Low 7: each deploy is bounded in time and memory", Ordered, fu
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(agent.Stop)
 		Eventually(func(g Gomega) {
-			cred, err = registration.LoadStored(ctx, down, agentNS)
+			cred, err = upstream.LoadStored(ctx, down, agentNS)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(cred).NotTo(BeNil(), "no credential stored yet; agent log:\n%s", agent.Tail(4000))
 		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/join"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/test/controlplane"
@@ -40,17 +42,17 @@ var _ = Describe("Credential rotation", func() {
 		Expect(lifetime).To(Equal(time.Hour), "the suite's manager mints short-lived agent credentials")
 
 		// The victim: another cluster, registered by its own agent code.
-		victimLocal, err := env.Downstreams[1].Client(registration.Scheme())
+		victimLocal, err := env.Downstreams[1].Client(kinds.Scheme())
 		Expect(err).NotTo(HaveOccurred())
 		applyRegistration(env.Downstreams[1], victimLocal, victimNS, "rot-victim")
-		victimCred, err := registration.Ensure(ctx, registration.Options{Namespace: victimNS, Local: victimLocal, MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second})
+		victimCred, err := join.Ensure(ctx, join.Options{Namespace: victimNS, Local: victimLocal, MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second})
 		Expect(err).NotTo(HaveOccurred())
-		victimClaims, err := registration.ParseToken(victimCred.Token)
+		victimClaims, err := upstream.ParseToken(victimCred.Token)
 		Expect(err).NotTo(HaveOccurred())
 
 		// The attacker's cluster runs a real agent that renews its 1h token
 		// when less than 59m50s remain: ten seconds after each renewal.
-		local, err := env.Downstreams[0].Client(registration.Scheme())
+		local, err := env.Downstreams[0].Client(kinds.Scheme())
 		Expect(err).NotTo(HaveOccurred())
 		applyRegistration(env.Downstreams[0], local, agentNS, "rot-agent")
 		agent, err := framework.Start(env.LogDir, "agent-rotation", "fleet-agent",
@@ -59,9 +61,9 @@ var _ = Describe("Credential rotation", func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(agent.Stop)
 
-		var leaked *registration.Credential
+		var leaked *upstream.Credential
 		Eventually(func(g Gomega) {
-			leaked, err = registration.LoadStored(ctx, local, agentNS)
+			leaked, err = upstream.LoadStored(ctx, local, agentNS)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(leaked).NotTo(BeNil(), "no credential stored yet; agent log:\n%s", agent.Tail(4000))
 		}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
@@ -77,7 +79,7 @@ var _ = Describe("Credential rotation", func() {
 		for len(tokens) < 3 || advancedSinceRotation < 3 {
 			Expect(time.Now().Before(deadline)).To(BeTrue(), "rotated %d times, lastSeen advanced %d times since; agent log:\n%s",
 				len(tokens)-1, advancedSinceRotation, agent.Tail(4000))
-			cred, err := registration.LoadStored(ctx, local, agentNS)
+			cred, err := upstream.LoadStored(ctx, local, agentNS)
 			Expect(err).NotTo(HaveOccurred())
 			if cred != nil && cred.Token != tokens[len(tokens)-1] {
 				tokens = append(tokens, cred.Token)
@@ -103,9 +105,9 @@ var _ = Describe("Credential rotation", func() {
 		Expect(agent.Output()).NotTo(ContainSubstring("Check-in failed"), "no check-in may fail across rotations")
 
 		By("the new token works, and the credential Secret holds no stale token")
-		current, err := registration.LoadStored(ctx, local, agentNS)
+		current, err := upstream.LoadStored(ctx, local, agentNS)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(registration.Check(ctx, current)).To(Succeed())
+		Expect(upstream.Check(ctx, current)).To(Succeed())
 		stored := &corev1.Secret{}
 		Expect(local.Get(ctx, types.NamespacedName{Namespace: agentNS, Name: fleet.AgentName}, stored)).To(Succeed())
 		Expect(stored.Data).To(HaveLen(9), "the credential's fields, one token among them, and the manager's address told with the grant")
@@ -114,18 +116,18 @@ var _ = Describe("Credential rotation", func() {
 				Expect(string(value)).NotTo(Equal(old), "key %s holds a replaced token", key)
 			}
 		}
-		claims, err := registration.ParseToken(current.Token)
+		claims, err := upstream.ParseToken(current.Token)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(claims.Lifetime()).To(Equal(lifetime), "a renewed token lasts as long as the manager's lifetime, no longer")
 
 		By("a leaked credential expires within one lifetime of its minting")
-		leakedClaims, err := registration.ParseToken(leaked.Token)
+		leakedClaims, err := upstream.ParseToken(leaked.Token)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(leakedClaims.Lifetime()).To(BeNumerically("<=", lifetime))
 		Expect(leakedClaims.Expiry).To(BeTemporally("<=", time.Now().Add(lifetime)))
 
 		By("an agent mints no token, not even for itself, and reads no other cluster's next token")
-		attacker, err := registration.NewUpstreamClient(current.RESTConfig())
+		attacker, err := upstream.NewClient(current.RESTConfig())
 		Expect(err).NotTo(HaveOccurred())
 		bystander := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: claims.Namespace, Name: "rot-bystander"}}
 		Expect(env.Admin.Create(ctx, bystander)).To(Succeed())
@@ -170,6 +172,6 @@ var _ = Describe("Credential rotation", func() {
 		Expect(victimLocal.Get(ctx, client.ObjectKeyFromObject(victimStored), afterStored)).To(Succeed())
 		Expect(afterStored.ResourceVersion).To(Equal(victimStored.ResourceVersion))
 		Expect(afterStored.Data).To(Equal(victimStored.Data))
-		Expect(registration.Check(ctx, victimCred)).To(Succeed(), "the victim's credential still works")
+		Expect(upstream.Check(ctx, victimCred)).To(Succeed(), "the victim's credential still works")
 	})
 })

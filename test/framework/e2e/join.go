@@ -15,7 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gitfleet/fleet/agent/registration"
+	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
@@ -60,7 +61,7 @@ type JoinedCluster struct {
 	// Cluster is the Fleet Cluster the agent registered, and Cred the
 	// credential it stored (set by WaitRegistered).
 	Cluster *fleet.Cluster
-	Cred    *registration.Credential
+	Cred    *upstream.Credential
 }
 
 // NewJoinedCluster prepares in.Downstream to join; nothing is applied or
@@ -71,7 +72,7 @@ func NewJoinedCluster(in JoinInput) *JoinedCluster {
 	gomega.Expect(in.Downstream).NotTo(gomega.BeNil(), "JoinInput.Downstream is required")
 	gomega.Expect(in.Admin).NotTo(gomega.BeNil(), "JoinInput.Admin is required")
 	gomega.Expect(in.LogDir).NotTo(gomega.BeEmpty(), "JoinInput.LogDir is required")
-	local, err := in.Downstream.Client(registration.Scheme())
+	local, err := in.Downstream.Client(kinds.Scheme())
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return &JoinedCluster{JoinInput: in, Local: local}
 }
@@ -159,7 +160,7 @@ func (j *JoinedCluster) StopAgents() {
 func (j *JoinedCluster) WaitRegistered(ctx context.Context, timeout time.Duration) {
 	ginkgo.GinkgoHelper()
 	WaitFor(fmt.Sprintf("the agent of %s to store its credential", j.Downstream.Name), func(g gomega.Gomega) {
-		cred, err := registration.LoadStored(ctx, j.Local, j.namespace())
+		cred, err := upstream.LoadStored(ctx, j.Local, j.namespace())
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		g.Expect(cred).NotTo(gomega.BeNil(), "no credential stored yet; agent log:\n%s", j.Agent.Tail(6000))
 		j.Cred = cred
@@ -172,7 +173,7 @@ func (j *JoinedCluster) WaitRegistered(ctx context.Context, timeout time.Duratio
 // agent's own rights, not an admin's.
 func (j *JoinedCluster) CredClient() client.WithWatch {
 	ginkgo.GinkgoHelper()
-	c, err := client.NewWithWatch(j.Cred.RESTConfig(), client.Options{Scheme: registration.Scheme()})
+	c, err := client.NewWithWatch(j.Cred.RESTConfig(), client.Options{Scheme: kinds.Scheme()})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return c
 }
