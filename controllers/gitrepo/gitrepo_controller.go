@@ -7,11 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -171,57 +168,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	s := &scope{repo: repo, before: repo.DeepCopy(), state: r.repos.Get(req.NamespacedName), now: r.Now()}
-	defer func() {
-		// A stall that polling keeps from controller-runtime is logged here
-		// (once, when it is new); what controller-runtime gets, it logs.
-		s.logWarnings = retErr == nil
-		if err := r.patchStatus(ctx, s); err != nil {
-			// A lost status write must be retried, even after a stall.
-			res, retErr = ctrl.Result{}, err
-		}
-	}()
-	err := r.reconcileGit(ctx, s)
-	return outcome.Result(err, s.state.poll.Until(r.Now(), !repo.Spec.DisablePolling))
+	var err error
+	defer func() { res, retErr = r.end(ctx, s, err) }()
+	err = r.reconcileGit(ctx, s)
+	return res, retErr
 }
 
-// patchStatus computes the status, records the events its change deserves,
-// and writes it when it changed.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+// statusEvents are the conditions of a GitRepo whose changes are news.
+var statusEvents = []outcome.Watch{{Condition: fleet.ConditionGitPolling, Action: "Poll"}, {Condition: fleet.ConditionAccepted, Action: "Sync"}}
+
+// end computes the status from what the poll and sync found, the Bundles
+// and their deployments; outcome records the events of its changes, logs a
+// stall that polling keeps from controller-runtime (once, when it is new),
+// decides the result (the next poll, after a success and a stall alike) and
+// writes the status once. A lost status write is retried, even after a
+// stall.
+func (r *Reconciler) end(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
 	bundles := &fleet.BundleList{}
-	if err := r.Client.List(ctx, bundles, client.InNamespace(s.repo.Namespace), client.MatchingLabels{fleet.RepoLabel: s.repo.Name}); err != nil {
-		return fmt.Errorf("listing the bundles of GitRepo %s: %w", s.repo.Name, err)
+	if lerr := r.Client.List(ctx, bundles, client.InNamespace(s.repo.Namespace), client.MatchingLabels{fleet.RepoLabel: s.repo.Name}); lerr != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the bundles of GitRepo %s: %w", s.repo.Name, lerr)
 	}
-	bds, err := cacheindex.Objects[fleet.BundleDeployment](r.deployments, fleet.RepoIndex, s.repo.Namespace+"/"+s.repo.Name)
-	if err != nil {
-		return fmt.Errorf("reading the BundleDeployments of GitRepo %s: %w", s.repo.Name, err)
+	bds, lerr := cacheindex.Objects[fleet.BundleDeployment](r.deployments, fleet.RepoIndex, s.repo.Namespace+"/"+s.repo.Name)
+	if lerr != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the BundleDeployments of GitRepo %s: %w", s.repo.Name, lerr)
 	}
 	setStatus(s.repo, s.state, bundles.Items)
 	s.repo.Status.Resources, s.repo.Status.ResourceCounts = summary.Resources(bds)
-	r.record(ctx, s.repo, conditionEvents(s.before.Status.Conditions, s.repo.Status.Conditions), s.logWarnings)
-	if equality.Semantic.DeepEqual(s.before.Status, s.repo.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, s.repo, client.MergeFrom(s.before)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	return nil
-}
-
-// record records the events about a GitRepo, and logs the Warnings when
-// logWarnings is set.
-func (r *Reconciler) record(ctx context.Context, repo *fleet.GitRepo, evs []conditionEvent, logWarnings bool) {
-	for _, e := range evs {
-		kind := corev1.EventTypeNormal
-		if e.warning {
-			kind = corev1.EventTypeWarning
-		}
-		if e.warning && logWarnings {
-			ctrl.LoggerFrom(ctx).Info("GitRepo stalled until the next poll", "gitRepo", klog.KObj(repo), "action", e.action, "reason", e.reason, "message", e.note)
-		}
-		if r.Recorder != nil {
-			r.Recorder.Eventf(repo, nil, kind, e.reason, e.action, "%s", truncate(e.note, 1024))
-		}
-	}
+	return outcome.Finish(ctx, r.Client, s.before, outcome.Input{Object: s.repo, Err: err, Recorder: r.Recorder,
+		Poll: s.state.poll.Until(r.Now(), !s.repo.Spec.DisablePolling), Before: s.before.Status.Conditions, Events: statusEvents})
 }
 
 // reconcileDelete deletes every Bundle of the GitRepo and its git cache,
@@ -238,11 +212,4 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, repo *fleet.GitRepo) e
 
 func cacheKey(repo *fleet.GitRepo) string {
 	return repo.Namespace + "/" + repo.Name
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

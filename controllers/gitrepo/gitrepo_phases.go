@@ -39,10 +39,6 @@ type scope struct {
 	opts    gitfetch.Options
 	dir     string
 	bundles []*fleet.Bundle
-	// logWarnings says that the reconcile's error, if any, is not returned
-	// to controller-runtime (a stall while polling), so a new failure must
-	// be logged here.
-	logWarnings bool
 }
 
 // repoState is what the controller remembers of a GitRepo between

@@ -115,30 +115,3 @@ func shortSHA(sha string) string {
 	}
 	return strings.ToLower(sha)
 }
-
-// conditionEvent is an event to record about a GitRepo.
-type conditionEvent struct {
-	warning              bool
-	reason, action, note string
-}
-
-// conditionEvents are the events that the change of the Accepted and
-// GitPolling conditions from before to after deserves: a Warning when one
-// turns False or keeps False with a new reason, a Normal event when one
-// recovers. A new message alone (a new commit, the same failure worded
-// again) is no news, so a stalled GitRepo polled every 15s records one
-// Warning, not one per poll.
-func conditionEvents(before, after []metav1.Condition) []conditionEvent {
-	var out []conditionEvent
-	for _, t := range []struct{ cond, action string }{{fleet.ConditionGitPolling, "Poll"}, {fleet.ConditionAccepted, "Sync"}} {
-		was, now := meta.FindStatusCondition(before, t.cond), meta.FindStatusCondition(after, t.cond)
-		switch {
-		case now == nil:
-		case now.Status == metav1.ConditionFalse && (was == nil || was.Status != metav1.ConditionFalse || was.Reason != now.Reason):
-			out = append(out, conditionEvent{warning: true, reason: now.Reason, action: t.action, note: now.Message})
-		case now.Status == metav1.ConditionTrue && was != nil && was.Status == metav1.ConditionFalse:
-			out = append(out, conditionEvent{reason: now.Reason, action: t.action, note: now.Message})
-		}
-	}
-	return out
-}

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/gitfetch"
@@ -92,25 +93,27 @@ func TestConditionEvents(t *testing.T) {
 	badYAML := cond(fleet.ConditionAccepted, metav1.ConditionFalse, fleet.ReasonInvalidBundle, "app/fleet.yaml: line 2")
 	for name, tc := range map[string]struct {
 		before, after []metav1.Condition
-		want          []conditionEvent
+		want          []recordedEvent
 	}{
 		"first success is no news": {after: []metav1.Condition{polledOK, accepted}},
 		"a new commit is no news":  {before: []metav1.Condition{polledOK, accepted}, after: []metav1.Condition{polledOK2, accepted}},
 		"first poll fails": {after: []metav1.Condition{noBranch},
-			want: []conditionEvent{{warning: true, reason: fleet.ReasonBranchNotFound, action: "Poll", note: "branch x not found"}}},
+			want: []recordedEvent{{kind: "Warning", reason: fleet.ReasonBranchNotFound, action: "Poll", note: "branch x not found"}}},
 		"bundles turn bad": {before: []metav1.Condition{polledOK, accepted}, after: []metav1.Condition{polledOK, badYAML},
-			want: []conditionEvent{{warning: true, reason: fleet.ReasonInvalidBundle, action: "Sync", note: "app/fleet.yaml: line 2"}}},
+			want: []recordedEvent{{kind: "Warning", reason: fleet.ReasonInvalidBundle, action: "Sync", note: "app/fleet.yaml: line 2"}}},
 		"the same failure again is no news": {before: []metav1.Condition{noBranch, badYAML}, after: []metav1.Condition{noBranchAgain, badYAML}},
 		"a failure with a new reason": {before: []metav1.Condition{noBranch}, after: []metav1.Condition{unreachable},
-			want: []conditionEvent{{warning: true, reason: fleet.ReasonFetchFailed, action: "Poll", note: "connection refused"}}},
+			want: []recordedEvent{{kind: "Warning", reason: fleet.ReasonFetchFailed, action: "Poll", note: "connection refused"}}},
 		"recovery": {before: []metav1.Condition{noBranch, badYAML}, after: []metav1.Condition{polledOK, accepted},
-			want: []conditionEvent{
-				{reason: fleet.ReasonPolled, action: "Poll", note: "latest commit a"},
-				{reason: fleet.ReasonBundlesRead, action: "Sync", note: "bundles of commit a are applied"},
+			want: []recordedEvent{
+				{kind: "Normal", reason: fleet.ReasonPolled, action: "Poll", note: "latest commit a"},
+				{kind: "Normal", reason: fleet.ReasonBundlesRead, action: "Sync", note: "bundles of commit a are applied"},
 			}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(conditionEvents(tc.before, tc.after)).To(Equal(tc.want))
+			rec := &recorder{}
+			outcome.RecordEvents(rec, &fleet.GitRepo{}, nil, tc.before, tc.after, statusEvents...)
+			NewWithT(t).Expect(rec.events).To(Equal(tc.want))
 		})
 	}
 }
@@ -287,4 +290,14 @@ func TestSetStatusWarning(t *testing.T) {
 
 	setStatus(repo, &repoState{poll: sourcepoll.Poll{Done: true}, warningsRead: true}, nil)
 	g.Expect(meta.FindStatusCondition(repo.Status.Conditions, fleet.ConditionWarning)).To(BeNil())
+}
+
+// recordedEvent is an event a recorder got.
+type recordedEvent struct{ kind, reason, action, note string }
+
+// recorder keeps the events recorded.
+type recorder struct{ events []recordedEvent }
+
+func (r *recorder) Eventf(_, _ runtime.Object, kind, reason, action, note string, args ...interface{}) {
+	r.events = append(r.events, recordedEvent{kind, reason, action, fmt.Sprintf(note, args...)})
 }

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -128,45 +125,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	s := &scope{op: op, before: op.DeepCopy(), state: r.ops.Get(req.NamespacedName), now: r.Now()}
-	defer func() {
-		if err := r.patchStatus(ctx, s); err != nil {
-			// A lost status write must be retried, even after a stall.
-			res, retErr = ctrl.Result{}, err
-		}
-	}()
-	err := r.reconcileChart(ctx, s)
-	if err != nil && !outcome.IsStalling(err) && !outcome.IsWaiting(err) {
-		ctrl.LoggerFrom(ctx).V(1).Info("HelmOp sync failed, retrying", "helmOp", klog.KObj(op), "error", err.Error())
-	}
-	return outcome.Result(err, s.state.poll.Until(s.now, polls(op)))
+	var err error
+	defer func() { res, retErr = r.end(ctx, s, err) }()
+	err = r.reconcileChart(ctx, s)
+	return res, retErr
 }
 
-// patchStatus computes the status, records the events its change deserves,
-// and writes it when it changed.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+// statusEvents are the conditions of a HelmOp whose changes are news.
+var statusEvents = []outcome.Watch{{Condition: fleet.ConditionPolled, Action: "Poll"}, {Condition: fleet.ConditionAccepted, Action: "Sync"}}
+
+// end computes the status from what the chart resolution and sync found,
+// its Bundle and their deployments; outcome records the events of its
+// changes, decides the result (a polling HelmOp's next poll, after a
+// success and a stall alike) and writes the status once. A lost status
+// write is retried, even after a stall.
+func (r *Reconciler) end(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
 	var bundle *fleet.Bundle
 	b := &fleet.Bundle{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.op), b)
+	gerr := r.Client.Get(ctx, client.ObjectKeyFromObject(s.op), b)
 	switch {
-	case err == nil && b.Labels[fleet.HelmOpLabel] == s.op.Name:
+	case gerr == nil && b.Labels[fleet.HelmOpLabel] == s.op.Name:
 		bundle = b
-	case err != nil && !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading the bundle of HelmOp %s: %w", s.op.Name, err)
+	case gerr != nil && !apierrors.IsNotFound(gerr):
+		return ctrl.Result{}, fmt.Errorf("reading the bundle of HelmOp %s: %w", s.op.Name, gerr)
 	}
-	bds, err := r.ownDeployments(s.op)
-	if err != nil {
-		return err
+	bds, derr := r.ownDeployments(s.op)
+	if derr != nil {
+		return ctrl.Result{}, derr
 	}
 	setStatus(s.op, s.state, bundle)
 	s.op.Status.Resources, s.op.Status.ResourceCounts = summary.Resources(bds)
-	r.record(s.op, conditionEvents(s.before.Status.Conditions, s.op.Status.Conditions))
-	if equality.Semantic.DeepEqual(s.before.Status, s.op.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, s.op, client.MergeFrom(s.before)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	return nil
+	return outcome.Finish(ctx, r.Client, s.before, outcome.Input{Object: s.op, Err: err, Recorder: r.Recorder,
+		Poll: s.state.poll.Until(s.now, polls(s.op)), Before: s.before.Status.Conditions, Events: statusEvents})
 }
 
 // ownDeployments returns the BundleDeployments of the HelmOp's own Bundle,
@@ -186,28 +176,8 @@ func (r *Reconciler) ownDeployments(op *fleet.HelmOp) ([]*fleet.BundleDeployment
 	return own, nil
 }
 
-func (r *Reconciler) record(op *fleet.HelmOp, evs []conditionEvent) {
-	if r.Recorder == nil {
-		return
-	}
-	for _, e := range evs {
-		kind := corev1.EventTypeNormal
-		if e.warning {
-			kind = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(op, nil, kind, e.reason, e.action, "%s", truncate(e.note, 1024))
-	}
-}
-
 // reconcileDelete deletes the HelmOp's Bundle, then lets the HelmOp go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, op *fleet.HelmOp) error {
 	r.ops.Forget(client.ObjectKeyFromObject(op))
 	return sourcepoll.Finalize(ctx, r.Client, r.APIReader, op, "HelmOp", fleet.HelmOpFinalizer, fleet.HelmOpLabel, nil)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -75,29 +75,3 @@ func setStatus(op *fleet.HelmOp, st *opState, b *fleet.Bundle) {
 	s.DesiredReadyClusters = r.DesiredReadyClusters
 	s.Display = r.Display(s.Conditions, gates...)
 }
-
-// conditionEvent is an event to record about a HelmOp.
-type conditionEvent struct {
-	warning              bool
-	reason, action, note string
-}
-
-// conditionEvents are the events that the change of the Accepted and
-// Polled conditions from before to after deserves: a Warning when one turns
-// False or keeps False with a new reason, a Normal event when one recovers.
-// A new message alone is no news, so a stalled HelmOp polled every minute
-// records one Warning, not one per poll.
-func conditionEvents(before, after []metav1.Condition) []conditionEvent {
-	var out []conditionEvent
-	for _, t := range []struct{ cond, action string }{{fleet.ConditionPolled, "Poll"}, {fleet.ConditionAccepted, "Sync"}} {
-		was, now := meta.FindStatusCondition(before, t.cond), meta.FindStatusCondition(after, t.cond)
-		switch {
-		case now == nil:
-		case now.Status == metav1.ConditionFalse && (was == nil || was.Status != metav1.ConditionFalse || was.Reason != now.Reason):
-			out = append(out, conditionEvent{warning: true, reason: now.Reason, action: t.action, note: now.Message})
-		case now.Status == metav1.ConditionTrue && was != nil && was.Status == metav1.ConditionFalse:
-			out = append(out, conditionEvent{reason: now.Reason, action: t.action, note: now.Message})
-		}
-	}
-	return out
-}
