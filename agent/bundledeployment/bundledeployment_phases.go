@@ -97,7 +97,54 @@ func (r *Reconciler) checkDependencies(ctx context.Context, s *scope) error {
 	if err := r.Upstream.List(ctx, list, client.InNamespace(r.ClusterNamespace)); err != nil {
 		return err
 	}
+	if err := MissingDependency(s.bd, list.Items); err != nil {
+		// Not deployed, in Fleet's words: ErrApplied until the bundle it
+		// names targets this cluster (its BundleDeployment's arrival brings
+		// this one back, see dependents).
+		s.deployErr = err
+		return err
+	}
 	s.waiting = UnmetDependencies(s.bd, list.Items)
+	return nil
+}
+
+// MissingDependency is the error of the first dependsOn entry of bd that no
+// BundleDeployment of its cluster satisfies, in Fleet's words, which its UI
+// and tests match on ("list bundledeployments: no bundles matching labels
+// fleet.cattle.io/bundle-name=db,fleet.cattle.io/bundle-namespace=fleet-default
+// in namespace fleet-default"); nil when every entry has one. It stalls with
+// reason WaitingForDependencies: the bundle it names must come to target this
+// cluster, or the dependsOn entry change.
+func MissingDependency(bd *fleet.BundleDeployment, all []fleet.BundleDeployment) error {
+	bundleNamespace := bd.Labels[fleet.BundleNamespaceLabel]
+	for _, ref := range bd.Spec.DependsOn {
+		if ref.Name == "" && ref.Selector == nil {
+			continue
+		}
+		found := false
+		for i := range all {
+			if all[i].Name != bd.Name && refersTo(ref, bd, &all[i]) {
+				found = true
+				break
+			}
+		}
+		if found {
+			continue
+		}
+		ls := &metav1.LabelSelector{}
+		if ref.Selector != nil {
+			ls = ref.Selector.DeepCopy()
+		}
+		if ref.Name != "" {
+			ls = metav1.AddLabelToSelector(ls, fleet.BundleNameLabel, ref.Name)
+			ls = metav1.AddLabelToSelector(ls, fleet.BundleNamespaceLabel, bundleNamespace)
+		}
+		what := metav1.FormatLabelSelector(ls)
+		if sel, err := metav1.LabelSelectorAsSelector(ls); err == nil {
+			what = sel.String()
+		}
+		return outcome.Stallf(fleet.ReasonWaitingForDeps, "list bundledeployments: no bundles matching labels %s in namespace %s", what, bundleNamespace)
+	}
 	return nil
 }
 
@@ -193,6 +240,17 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 		return err
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("release", s.key.String())
+	if s.state.last == nil {
+		// A first install under this name and namespace: a release this
+		// BundleDeployment made under another (helm.releaseName or its
+		// namespace changed) goes first, so that no workload is left
+		// behind and the new release does not collide with the old one's
+		// objects.
+		if err := r.removeMovedReleases(ctx, bd.Name, s.key); err != nil {
+			s.deployErr = err
+			return err
+		}
+	}
 	resources, err := r.content(ctx, bd.Spec.DeploymentID)
 	if err == nil {
 		log.Info("Deploying", "deploymentID", bd.Spec.DeploymentID)
@@ -339,6 +397,31 @@ func (r *Reconciler) collectGarbage(ctx context.Context) error {
 		if v, ok := r.state.Load(name); ok && v.(*releaseState).key == key {
 			r.state.Delete(name)
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeMovedReleases uninstalls the releases of BundleDeployment bdName
+// under another key than key: those it made before its release name or
+// namespace changed.
+func (r *Reconciler) removeMovedReleases(ctx context.Context, bdName string, key release.Key) error {
+	r.gcMu.Lock()
+	defer r.gcMu.Unlock()
+	owned, err := r.Downstream.Owned(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rel := range owned {
+		if release.Annotations(rel)[fleet.BundleDeploymentAnnotation] != bdName || rel.Key() == key {
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Uninstalling the release left under the old name or namespace", "old", rel.Key().String(), "new", key.String())
+		if err := r.Downstream.Uninstall(ctx, rel); err != nil {
+			errs = append(errs, fmt.Errorf("uninstalling release %s, which this bundle deployed before its release name or namespace changed: %w", rel.Key(), err))
+			continue
+		}
+		r.releases.Delete(rel.Key().String())
 	}
 	return errors.Join(errs...)
 }

@@ -160,42 +160,29 @@ func readyCondition(spec fleet.BundleDeploymentSpec, st *fleet.BundleDeploymentS
 	return c
 }
 
+// nonReadyMessage and modifiedMessage say what is wrong with the first
+// object in Fleet's words ("deployment.apps default/web 0/1 available",
+// "job.batch default/x missing"), which its UI, its users' alerts and its
+// tests match on; how many more there are comes after.
 func nonReadyMessage(n []fleet.NonReadyStatus) string {
 	if len(n) == 0 {
 		return ""
 	}
-	msg := fmt.Sprintf("%s %s: %s", n[0].Kind, objName(n[0].Namespace, n[0].Name), n[0].Summary)
-	if len(n) > 1 {
-		msg += fmt.Sprintf(" (and %d more)", len(n)-1)
-	}
-	return msg
+	return n[0].String() + andMore(len(n)-1)
 }
 
 func modifiedMessage(m []fleet.ModifiedStatus) string {
 	if len(m) == 0 {
 		return ""
 	}
-	first := m[0]
-	msg := fmt.Sprintf("%s %s ", first.Kind, objName(first.Namespace, first.Name))
-	switch {
-	case first.Create:
-		msg += "is missing"
-	case first.Delete:
-		msg += "is extra"
-	default:
-		msg += "is modified: " + first.Patch
-	}
-	if len(m) > 1 {
-		msg += fmt.Sprintf(" (and %d more)", len(m)-1)
-	}
-	return msg
+	return m[0].String() + andMore(len(m)-1)
 }
 
-func objName(ns, name string) string {
-	if ns == "" {
-		return name
+func andMore(n int) string {
+	if n == 0 {
+		return ""
 	}
-	return ns + "/" + name
+	return fmt.Sprintf(" (and %d more)", n)
 }
 
 // setDisplay fills status.display from the conditions and the state.

@@ -22,9 +22,9 @@ func rel(id string, version int, status release.Status) *release.Release {
 
 func TestComputeStatus(t *testing.T) {
 	notReady := &monitor.Result{Ready: false, NonModified: true,
-		NonReady: []fleet.NonReadyStatus{{Kind: "Deployment", Namespace: "ns", Name: "web", Summary: fleet.Summary{State: "updating", Transitioning: true, Message: []string{"0/1 available"}}}}}
+		NonReady: []fleet.NonReadyStatus{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "web", Summary: fleet.Summary{State: "updating", Transitioning: true, Message: []string{"0/1 available"}}}}}
 	modified := &monitor.Result{Ready: true, NonModified: false,
-		Modified: []fleet.ModifiedStatus{{Kind: "ConfigMap", Namespace: "ns", Name: "cm", Patch: `{"data":{"a":"b"}}`}}}
+		Modified: []fleet.ModifiedStatus{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "cm", Patch: `{"data":{"a":"b"}}`}}}
 	cases := []struct {
 		name      string
 		id        string
@@ -41,9 +41,9 @@ func TestComputeStatus(t *testing.T) {
 		{name: "ready", id: "s-1:a", state: &releaseState{deployed: rel("s-1:a", 1, release.StatusDeployed)},
 			monitored: &monitor.Result{Ready: true, NonModified: true}, want: fleet.Ready},
 		{name: "not ready", id: "s-1:a", state: &releaseState{deployed: rel("s-1:a", 1, release.StatusDeployed)},
-			monitored: notReady, want: fleet.NotReady, message: "Deployment ns/web: 0/1 available"},
+			monitored: notReady, want: fleet.NotReady, message: "deployment.apps ns/web 0/1 available"},
 		{name: "modified", id: "s-1:a", state: &releaseState{deployed: rel("s-1:a", 1, release.StatusDeployed)},
-			monitored: modified, want: fleet.Modified, message: `ConfigMap ns/cm is modified: {"data":{"a":"b"}}`},
+			monitored: modified, want: fleet.Modified, message: `configmap.v1 ns/cm modified {"data":{"a":"b"}}`},
 		{name: "failed upgrade keeps the old release", id: "s-2:b",
 			state:     &releaseState{deployed: rel("s-1:a", 1, release.StatusDeployed), last: rel("s-2:b", 2, release.StatusFailed)},
 			deployErr: outcome.Stallf(fleet.ReasonInstallFailed, `ConfigMap "Bad_Name" is invalid`), monitored: &monitor.Result{Ready: true, NonModified: true},
@@ -201,12 +201,12 @@ func TestReadyCondition(t *testing.T) {
 			status: metav1.ConditionFalse, reason: fleet.ReasonPaused},
 		{name: "not ready", spec: spec, st: with(func(st *fleet.BundleDeploymentStatus) {
 			st.Ready = false
-			st.NonReadyStatus = []fleet.NonReadyStatus{{Kind: "Deployment", Name: "web", Namespace: "ns", Summary: fleet.Summary{State: "updating", Message: []string{"0/1"}}}, {Kind: "Job", Name: "j"}}
-		}), status: metav1.ConditionFalse, reason: fleet.ReasonNotReady, message: "Deployment ns/web: 0/1 (and 1 more)"},
+			st.NonReadyStatus = []fleet.NonReadyStatus{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Namespace: "ns", Summary: fleet.Summary{State: "updating", Message: []string{"0/1"}}}, {Kind: "Job", Name: "j"}}
+		}), status: metav1.ConditionFalse, reason: fleet.ReasonNotReady, message: "deployment.apps ns/web 0/1 (and 1 more)"},
 		{name: "modified", spec: spec, st: with(func(st *fleet.BundleDeploymentStatus) {
 			st.NonModified = false
-			st.ModifiedStatus = []fleet.ModifiedStatus{{Kind: "ConfigMap", Name: "cm", Namespace: "ns", Create: true}}
-		}), status: metav1.ConditionFalse, reason: fleet.ReasonModified, message: "ConfigMap ns/cm is missing"},
+			st.ModifiedStatus = []fleet.ModifiedStatus{{APIVersion: "batch/v1", Kind: "Job", Name: "x", Namespace: "default", Create: true}}
+		}), status: metav1.ConditionFalse, reason: fleet.ReasonModified, message: "job.batch default/x missing"},
 		{name: "older deploymentID applied", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-3:c"}, st: &applied,
 			status: metav1.ConditionFalse, reason: fleet.ReasonWaitApplied, message: "deploymentID s-3:c is not applied yet"},
 	}
