@@ -43,10 +43,9 @@ type Options struct {
 	// Workloads runs kube-controller-manager, kube-scheduler and kwok
 	// beside the API servers of every cluster (the manager's own, edge-1,
 	// capi-1), so that Deployments and Jobs run on simulated nodes, deploys
-	// the examples' workloads directory, and has the manager keep an agent
-	// Bundle per cluster, as an install does. Without it the clusters are
-	// API servers alone, that directory is left out, and so are the agent
-	// Bundles (nothing would run their Deployments).
+	// the examples' workloads directory (to fleet-local's quickstart too).
+	// Without it the clusters are API servers alone and that directory is
+	// left out.
 	Workloads bool
 	// Nodes is the number of simulated nodes per cluster when Workloads is
 	// set; 0 means 1.
@@ -80,7 +79,7 @@ type State struct {
 	// PIDs are in PIDs too).
 	Workloads []WorkloadProcess `json:"workloads,omitempty"`
 	// RunsWorkloads is Options.Workloads of the Up that made the state:
-	// the clusters run workloads, and the manager keeps agent Bundles.
+	// the clusters run workloads.
 	RunsWorkloads bool `json:"runsWorkloads,omitempty"`
 	// EdgeRegistered is set once edge-1's agent-token and agent-config
 	// manifests are applied: the agent registers with them once, and a
@@ -291,13 +290,12 @@ func (e *Env) managerArgs(probe string) ([]string, error) {
 		// Its own git cache: a later demo makes a new repository at the
 		// same path, which a clone cached from this one does not fit.
 		"--git-cache-dir", filepath.Join(e.opts.Dir, "git-cache")}
-	if !e.State.RunsWorkloads {
-		// Clusters that run no workloads never run an agent Bundle's
-		// Deployment, which would never be Ready. An install keeps agent
-		// Bundles (the flag's default), and so does the environment whose
-		// clusters run workloads.
-		args = append(args, "--agent-bundles=false")
-	}
+	// No agent Bundles yet, unlike an install: with them on (and every
+	// cluster running workloads) `make demo` brought every bundle Ready but
+	// the local cluster's agent Bundle, fleet-agent-local, which stayed
+	// NotReady; until that is understood the demo runs without them.
+	// test/e2e/agentupgrade shows agent Bundles and upgrades.
+	args = append(args, "--agent-bundles=false")
 	return args, nil
 }
 
@@ -515,13 +513,8 @@ func (e *Env) waitReady(ctx context.Context) error {
 		if err != nil {
 			return false, nil
 		}
-		// local, edge-1 and capi-1; the examples, the quickstart's and,
-		// when the manager keeps them, one agent Bundle per cluster.
-		want := len(paths) + len(e.localPaths())
-		if e.State.RunsWorkloads {
-			want += len(clusters)
-		}
-		ready := len(clusters) == 3 && len(bundles) == want
+		// local, edge-1 and capi-1; the examples and the quickstart's.
+		ready := len(clusters) == 3 && len(bundles) == len(paths)+len(e.localPaths())
 		for _, c := range clusters {
 			ready = ready && c.Ready
 		}
