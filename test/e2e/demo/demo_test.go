@@ -71,27 +71,30 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	g.Expect(local).To(ConsistOf(fleet.LocalClusterName), "the manager's own cluster, and only it, in fleet-local")
-	g.Expect(bundles).To(HaveLen(5), "plain, helm, kustomize, workloads and the quickstart")
+	g.Expect(bundles).To(HaveLen(6), "plain, helm, kustomize, workloads, and the quickstart's plain and workloads")
+	var localBundles []string
 	for _, r := range bundles {
 		g.Expect(r.Ready).To(BeTrue(), "bundle %+v", r)
 		if r.Workspace == fleet.LocalWorkspace {
 			// Fleet's quickstart: a GitRepo in fleet-local without targets
 			// lands on the manager's own cluster, and only there.
-			g.Expect(r.Name).To(Equal(devenv.LocalGitRepo + "-plain"))
+			localBundles = append(localBundles, r.Name)
 			g.Expect(r.Clusters).To(Equal("1/1"))
 			continue
 		}
 		g.Expect(r.Clusters).To(Equal("2/2"))
 	}
+	g.Expect(localBundles).To(ConsistOf(devenv.LocalGitRepo+"-plain", devenv.LocalGitRepo+"-"+devenv.WorkloadsDir))
 	g.Expect(env.State.Ready).To(BeTrue())
-	g.Expect(env.State.PIDs).To(HaveLen(16), "3 control planes x 2 processes, the manager, three agents, "+
-		"kube-controller-manager, kube-scheduler and kwok for edge-1 and capi-1")
-	g.Expect(env.State.Workloads).To(HaveLen(6))
+	g.Expect(env.State.PIDs).To(HaveLen(19), "3 control planes x 2 processes, the manager, three agents, "+
+		"kube-controller-manager, kube-scheduler and kwok for each cluster")
+	g.Expect(env.State.Workloads).To(HaveLen(9))
 
-	// The workloads example ran on both clusters: Kubernetes' controllers
-	// made the Deployment available on simulated nodes and the Job
-	// complete, and only then was the release Ready (waitForJobs).
-	for _, name := range []string{"edge-1", "capi-1"} {
+	// The workloads example ran on every cluster, the manager's own (through
+	// the quickstart in fleet-local) among them: Kubernetes' controllers made
+	// the Deployment available on simulated nodes and the Job complete, and
+	// only then was the release Ready (waitForJobs).
+	for _, name := range []string{"manager", "edge-1", "capi-1"} {
 		raw, err := os.ReadFile(env.State.Kubeconfigs[name])
 		g.Expect(err).NotTo(HaveOccurred())
 		cfg, err := kubeconfig.ToREST(raw)
@@ -114,7 +117,7 @@ func TestDemo(t *testing.T) {
 	}
 	usage, err := devenv.MeasureWorkloads(ctx, env.State.Workloads, 5*time.Second)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(usage).To(HaveLen(6))
+	g.Expect(usage).To(HaveLen(9))
 	var table strings.Builder
 	g.Expect(devenv.PrintUsage(&table, usage, 5*time.Second)).To(Succeed())
 	t.Logf("What runs the workloads:\n%s", table.String())
