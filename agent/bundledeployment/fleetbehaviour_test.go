@@ -26,6 +26,7 @@ func TestFleetBehaviours(t *testing.T) {
 	t.Run("a moved release leaves no old release behind", aMovedReleaseLeavesNoOldReleaseBehind)
 	t.Run("a dependsOn naming no bundle of this cluster is ErrApplied in Fleet's words", aMissingDependencyIsErrApplied)
 	t.Run("a deleted object is reported missing in Fleet's words", aDeletedObjectIsMissingInFleetsWords)
+	t.Run("comparePatches hide drift without a deploy; a forced resync upgrades as Fleet's does", comparePatchesThenForcedResync)
 }
 
 // releasesOf lists the Helm release records of a release name downstream.
@@ -163,4 +164,58 @@ func TestMissingDependency(t *testing.T) {
 	g.Expect(err).To(MatchError("list bundledeployments: no bundles matching labels " +
 		"fleet.cattle.io/bundle-name=queue,fleet.cattle.io/bundle-namespace=fleet-default in namespace fleet-default"))
 	g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonWaitingForDeps))
+}
+
+// comparePatches only change what drift is: adding one for a drifted field
+// deploys nothing (the deploymentID leaves diff options out, as Fleet's
+// options.DeploymentID does), the field keeps its drifted value and the
+// deployment is Ready again. A forced resync (forceSyncGeneration, which is
+// in the deploymentID) upgrades the release, and Helm's three-way merge sets
+// the field back to the chart's value: Fleet's agent runs the same Helm
+// upgrade (helmdeployer install.go, action.NewUpgrade) and applies no
+// comparePatches to what it sends.
+func comparePatchesThenForcedResync(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	id := newContent(ctx, t, map[string]string{"cm.yaml": appConfig})
+	bd := newBundleDeployment(ctx, t, "ignored", id, "ignored")
+	waitReady(ctx, t, bd, id)
+	key := client.ObjectKey{Namespace: "ignored", Name: "app-config"}
+	cm := &corev1.ConfigMap{}
+	g.Expect(down.Get(ctx, key, cm)).To(Succeed())
+	cm.Data["color"] = "red"
+	g.Expect(down.Update(ctx, cm)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(summary.State(get(ctx, g, bd))).To(Equal(fleet.Modified))
+	}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "the drift is seen")
+	release := get(ctx, g, bd).Status.Release
+
+	// The manager writes new diff options under the same deploymentID.
+	got := get(ctx, g, bd)
+	got.Spec.Options.Diff = &fleet.DiffOptions{ComparePatches: []fleet.ComparePatch{{
+		APIVersion: "v1", Kind: "ConfigMap", Namespace: "ignored", Name: "app-config",
+		Operations: []fleet.Operation{{Op: "remove", Path: "/data/color"}},
+	}}}
+	g.Expect(up.Update(ctx, got)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(ctx, g, bd)
+		g.Expect(summary.State(got)).To(Equal(fleet.Ready), "Ready: %+v", conditions.Get(got, fleet.ConditionReady))
+		g.Expect(got.Status.Release).To(Equal(release), "no new revision")
+	}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "the ignored drift is no drift")
+	g.Consistently(func(g Gomega) {
+		g.Expect(down.Get(ctx, key, cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("color", "red"), "nothing deploys over the drifted field")
+	}).WithTimeout(3 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+	// A forced resync: forceSyncGeneration changes the deploymentID.
+	changeOptions(ctx, g, bd, func(o *fleet.BundleDeploymentOptions) { o.ForceSyncGeneration = 1 })
+	g.Eventually(func(g Gomega) {
+		got := get(ctx, g, bd)
+		g.Expect(got.Status.AppliedDeploymentID).To(Equal(got.Spec.DeploymentID))
+		g.Expect(got.Status.Release).NotTo(Equal(release), "the release is upgraded")
+		g.Expect(summary.State(got)).To(Equal(fleet.Ready))
+		g.Expect(down.Get(ctx, key, cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("color", "blue"), "Helm's three-way merge reverts the field, as in Fleet")
+	}).WithTimeout(60 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	removeAndWaitUninstalled(ctx, t, bd, "ignored")
 }
