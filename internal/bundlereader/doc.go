@@ -8,10 +8,15 @@
 // not below a fleet.yaml, holds a .yaml or .yml file); ReadDriven takes the
 // bundles a GitRepo's spec.bundles names instead (Fleet's driven scan). Each
 // bundle gets its name, labels, deployment options and targets from its
-// fleet.yaml (or options file) and the GitRepo, and its files as resources.
-// Remote Helm charts are fetched at read time and carried as resources, so
-// the agent needs no network path to the chart repository, and
-// helm.valuesFiles are merged into helm.values.
+// fleet.yaml (or options file) and the GitRepo, and its files as resources:
+// every file below its directory but hidden ones, its fleet.yaml, its values
+// files and what .fleetignore lists, as Fleet ships them, so a sub-directory
+// that is a bundle of its own rides along in its parent (the agent deploys
+// its manifests with its own bundle only) and a chart's .helmignore leaves
+// nothing out. Remote Helm charts are fetched at read time and carried as
+// resources, so the agent needs no network path to the chart repository,
+// and helm.valuesFiles are merged into helm.values (a bundle's own only when
+// it names a chart, as in Fleet).
 //
 // fleet.yaml is read as Fleet reads it: every field Fleet knows is accepted.
 // A key no field takes, and a Fleet field not implemented here (see
