@@ -162,7 +162,7 @@ func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
 }
 
 // ReadyStatus sets what the real agent writes in the status of a deployment
-// it installed and found ready (agent/controller/bundledeployment_status.go),
+// it installed and found ready (agent/bundledeployment/bundledeployment_status.go),
 // field for field, so that every write, watch event and managed-fields
 // computation weighs what it weighs with real agents: the release, the
 // applied deploymentID, the deployed objects and their counts (one
