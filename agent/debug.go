@@ -87,7 +87,8 @@ func classify(req *http.Request) (verb, resource string) {
 // on addr until ctx ends. It is off unless an address is given: profiles
 // are for the person measuring the agent, on loopback.
 func serveDebug(ctx context.Context, addr string) error {
-	ln, err := net.Listen("tcp", addr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}

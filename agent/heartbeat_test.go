@@ -84,14 +84,16 @@ func TestCheckInCostsNoRefusedRequest(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	const clusterNS, otherNS, agentsNS, sa = "cluster-fleet-default-edge", "cluster-fleet-default-other", "fleet-agents", "edge"
-	objs := []client.Object{
+	shared := clusterregistration.SharedRoles()
+	objs := make([]client.Object, 0, 3+len(shared))
+	objs = append(objs,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNS}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNS}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: "fleet-agent"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterregistration.AgentRole},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: agentsNS}}},
-	}
-	for _, role := range clusterregistration.SharedRoles() {
+	)
+	for _, role := range shared {
 		objs = append(objs, role)
 	}
 	for _, o := range objs {

@@ -75,7 +75,7 @@ func (w *restartWatch) wait(ctx context.Context) bool {
 	pendingAt := time.Now().Add(w.retryPending)
 	// The first look is spread over the interval: agents restarted together
 	// do not all ask the manager at once.
-	addressAt := time.Now().Add(w.addressEvery/2 + time.Duration(mrand.Int64N(int64(w.addressEvery/2)+1)))
+	addressAt := time.Now().Add(w.addressEvery/2 + time.Duration(mrand.Int64N(int64(w.addressEvery/2)+1))) //nolint:gosec // G404: jitter only spreads load, it guards nothing
 	for {
 		select {
 		case <-ctx.Done():

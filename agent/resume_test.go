@@ -37,8 +37,8 @@ func TestResumingWatch(t *testing.T) {
 			g := NewWithT(t)
 			var rvs []string
 			lw := &toolscache.ListWatch{
-				ListFunc: func(metav1.ListOptions) (runtime.Object, error) { return nil, nil },
-				WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+				ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return nil, nil },
+				WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
 					rvs = append(rvs, o.ResourceVersion)
 					err := tc.errs[len(rvs)-1]
 					if err != nil {
@@ -51,7 +51,7 @@ func TestResumingWatch(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			w, err := r.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: tc.rv})
-			g.Expect(len(rvs)).To(Equal(tc.wantCalls))
+			g.Expect(rvs).To(HaveLen(tc.wantCalls))
 			for _, rv := range rvs {
 				g.Expect(rv).To(Equal(tc.rv))
 			}

@@ -31,7 +31,7 @@ func (b *Backoff) Next() time.Duration {
 		b.attempt++
 	}
 	// Full jitter in [d/2, d): many agents coming back at once spread out.
-	return time.Duration(d/2 + mrand.Float64()*d/2)
+	return time.Duration(d/2 + mrand.Float64()*d/2) //nolint:gosec // G404: jitter only spreads load, it guards nothing
 }
 
 // Reset starts over after a success.

@@ -13,8 +13,8 @@ func TestNextGrowsJittersAndCaps(t *testing.T) {
 	g := NewWithT(t)
 	b := &Backoff{Min: 100 * time.Millisecond, Max: time.Second}
 	// 100ms, 200ms, 400ms, 800ms, then the cap: each drawn from [d/2, d).
-	for _, d := range []time.Duration{100, 200, 400, 800, 1000, 1000, 1000} {
-		d *= time.Millisecond
+	for _, ms := range []int{100, 200, 400, 800, 1000, 1000, 1000} {
+		d := time.Duration(ms) * time.Millisecond
 		got := b.Next()
 		g.Expect(got).To(And(BeNumerically(">=", d/2), BeNumerically("<", d)), "attempt with %s", d)
 	}

@@ -286,7 +286,8 @@ func TestTransformNamespaces(t *testing.T) {
 
 func TestDecodeContent(t *testing.T) {
 	g := NewWithT(t)
-	raw, _ := json.Marshal(map[string]interface{}{"resources": []fleet.BundleResource{{Name: "./a.yaml", Content: "x"}}})
+	raw, err := json.Marshal(map[string]interface{}{"resources": []fleet.BundleResource{{Name: "./a.yaml", Content: "x"}}})
+	g.Expect(err).NotTo(HaveOccurred())
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	_, _ = zw.Write(raw)
@@ -347,7 +348,7 @@ func TestStallUnlessTransient(t *testing.T) {
 			err := stallUnlessTransient(fleet.ReasonInstallFailed, tc.err)
 			g.Expect(outcome.IsStalling(err)).To(Equal(tc.stalls))
 			if tc.err == nil {
-				g.Expect(err).To(BeNil())
+				g.Expect(err).ToNot(HaveOccurred())
 				return
 			}
 			g.Expect(err).To(MatchError(tc.err.Error()))
@@ -411,7 +412,7 @@ func TestPatchDocumentsRefusals(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("patches a file of one document, and this one has 2")))
 	_, err = patchDocuments(two, []byte("just a string\n"))
 	g.Expect(err).To(MatchError(ContainSubstring("a patch is a map of fields to merge, or a list of JSON patch operations")))
-	_, err = patchDocuments(two[:strings.Index(string(two), "---")], []byte("- {op: remove, path: /nothing}\n"))
+	_, err = patchDocuments(two[:bytes.Index(two, []byte("---"))], []byte("- {op: remove, path: /nothing}\n"))
 	g.Expect(err).To(MatchError(ContainSubstring("applying the JSON patch")))
 	out, err := patchDocuments(two, []byte("# nothing to patch yet\n"))
 	g.Expect(err).NotTo(HaveOccurred())

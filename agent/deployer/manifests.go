@@ -271,7 +271,8 @@ func jsonPatch(doc map[string]interface{}, ops []interface{}) (map[string]interf
 		return nil, fmt.Errorf("applying the JSON patch: %w", err)
 	}
 	out := map[string]interface{}{}
-	return out, json.Unmarshal(patched, &out)
+	err = json.Unmarshal(patched, &out)
+	return out, err
 }
 
 // mergeDocument merges patch into doc: a strategic merge patch when doc is
@@ -282,7 +283,8 @@ func mergeDocument(doc, patch map[string]interface{}) (map[string]interface{}, e
 	kind, _ := doc["kind"].(string)
 	typed, err := clientgoscheme.Scheme.New(schema.FromAPIVersionAndKind(apiVersion, kind))
 	if err != nil || kind == "CustomResourceDefinition" {
-		return MergePatch(doc, patch).(map[string]interface{}), nil
+		// A kind client-go does not know (New's error) takes a JSON merge patch.
+		return MergePatch(doc, patch).(map[string]interface{}), nil //nolint:nilerr // the error only says the kind is not client-go's
 	}
 	docJSON, err := json.Marshal(doc)
 	if err != nil {
@@ -297,7 +299,8 @@ func mergeDocument(doc, patch map[string]interface{}) (map[string]interface{}, e
 		return nil, fmt.Errorf("merging into %s %s: %w", kind, apiVersion, err)
 	}
 	out := map[string]interface{}{}
-	return out, json.Unmarshal(patched, &out)
+	err = json.Unmarshal(patched, &out)
+	return out, err
 }
 
 func matchesPatch(doc, patch map[string]interface{}) bool {

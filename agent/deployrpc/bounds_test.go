@@ -146,7 +146,7 @@ func boundAndAllocate(mib int) {
 	if lim.Max != 256<<20 {
 		panic("the hard limit was not lowered")
 	}
-	var held [][]byte
+	held := make([][]byte, 0, mib/16)
 	for range mib / 16 {
 		b := make([]byte, 16<<20)
 		for i := 0; i < len(b); i += 4096 {

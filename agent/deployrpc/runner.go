@@ -140,7 +140,7 @@ func (r *Runner) Run(ctx context.Context, req *Request) error {
 	log := ctrl.LoggerFrom(ctx).WithValues(ReleaseKey, carried[ReleaseKey])
 	runCtx, cancel := context.WithTimeout(ctx, r.timeout())
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, bin)
+	cmd := exec.CommandContext(runCtx, bin) //nolint:gosec // G204: the project's own deploy binary, from the agent's --deploy-binary flag or beside the agent
 	isolate(cmd)
 	// A grandchild keeping the output open does not hold the slot.
 	cmd.WaitDelay = killWait

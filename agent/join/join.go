@@ -134,7 +134,7 @@ func attempt(ctx context.Context, o Options) (*upstream.Credential, error) {
 		return nil, err
 	}
 	// Forget the token: only the per-cluster credential stays in the cluster.
-	if err := o.Local.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+	if err := o.Local.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("deleting the bootstrap secret: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Registered", "cluster", cred.Namespace+"/"+cred.ClusterName, "clusterNamespace", cred.ClusterNamespace)
@@ -333,7 +333,7 @@ func pollWait(b *backoff.Backoff, waited time.Duration) time.Duration {
 	d := b.Next()
 	if third := waited / 3; third > d {
 		// The same jitter as b's: agents that started together spread out.
-		d = time.Duration(float64(third) * (0.75 + mrand.Float64()/4))
+		d = time.Duration(float64(third) * (0.75 + mrand.Float64()/4)) //nolint:gosec // G404: jitter only spreads load, it guards nothing
 	}
 	return min(d, maxPollWait)
 }

@@ -110,7 +110,7 @@ func installWidget(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		res, err := dc.ServerResourcesForGroupVersion("kinds.example.com/v1")
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // the group is not served yet: poll again
 		}
 		for _, r := range res.APIResources {
 			if r.Kind == "Widget" {

@@ -186,7 +186,7 @@ func TestDiffSecretStringData(t *testing.T) {
 // says it is incomplete.
 func TestEvaluateIncomplete(t *testing.T) {
 	g := NewWithT(t)
-	var desired []*unstructured.Unstructured
+	desired := make([]*unstructured.Unstructured, 0, MaxEntries+2)
 	for i := range MaxEntries + 2 {
 		desired = append(desired, obj(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%d, namespace: app}\n", i)))
 	}

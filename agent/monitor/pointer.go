@@ -69,7 +69,8 @@ func setPointer(doc interface{}, p string, value interface{}) error {
 		case []interface{}:
 			idx, err := strconv.Atoi(t)
 			if err != nil || idx < 0 || idx >= len(c) {
-				return nil
+				// No such element: as removePointer, nothing to set.
+				return nil //nolint:nilerr // a token that is no index of the list points at nothing
 			}
 			if lastToken {
 				c[idx] = value

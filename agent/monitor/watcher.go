@@ -31,8 +31,11 @@ type Watcher struct {
 	// OnChange is told the release of each changed object.
 	OnChange func(releaseNamespace, releaseName string)
 
-	mu        sync.Mutex
-	ctx       context.Context
+	mu sync.Mutex
+	// started is set by Start; stop is the Done channel of Start's context,
+	// which ends the informers.
+	started   bool
+	stop      <-chan struct{}
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
 }
 
@@ -40,7 +43,7 @@ type Watcher struct {
 // controller-runtime's manager.Runnable.
 func (w *Watcher) Start(ctx context.Context) error {
 	w.mu.Lock()
-	w.ctx = ctx
+	w.started, w.stop = true, ctx.Done()
 	w.mu.Unlock()
 	<-ctx.Done()
 	return nil
@@ -53,7 +56,7 @@ func (w *Watcher) NeedLeaderElection() bool { return false }
 func (w *Watcher) informer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if inf, ok := w.informers[gvr]; ok || w.ctx == nil {
+	if inf, ok := w.informers[gvr]; ok || !w.started {
 		return inf
 	}
 	if w.informers == nil {
@@ -77,7 +80,7 @@ func (w *Watcher) informer(gvr schema.GroupVersionResource) cache.SharedIndexInf
 		UpdateFunc: func(_, n interface{}) { notify(n) },
 		DeleteFunc: notify,
 	})
-	go inf.Run(w.ctx.Done())
+	go inf.Run(w.stop)
 	w.informers[gvr] = inf
 	return inf
 }

@@ -21,7 +21,7 @@ const (
 	nameLabel   = "name"
 	statusLabel = "status"
 	dataKey     = "release"
-	secretType  = "helm.sh/release.v1"
+	secretType  = "helm.sh/release.v1" //nolint:gosec // G101: the type of Helm's release Secrets, not a credential
 )
 
 // Reader reads release records from the Secrets Helm stores them in.

@@ -87,7 +87,7 @@ func TestReaderReadsWhatHelmWrites(t *testing.T) {
 
 	owned, err := rd.Owned(ctx, "cluster-a")
 	g.Expect(err).NotTo(HaveOccurred())
-	var names []string
+	names := make([]string, 0, len(owned))
 	for _, r := range owned {
 		names = append(names, release.Display(r)+" "+string(r.Status()))
 	}

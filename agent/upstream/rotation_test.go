@@ -12,8 +12,12 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-func jwt(claims map[string]any) string {
-	payload, _ := json.Marshal(claims)
+func jwt(t *testing.T, claims map[string]any) string {
+	t.Helper()
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		t.Fatalf("encoding the claims: %v", err)
+	}
 	enc := base64.RawURLEncoding.EncodeToString
 	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc(payload) + ".c2ln"
 }
@@ -25,12 +29,12 @@ func TestParseToken(t *testing.T) {
 		token string
 		want  *TokenClaims
 	}{
-		{"service account token", jwt(map[string]any{"sub": "system:serviceaccount:cluster-ns:request-1", "iat": iat.Unix(), "exp": iat.Add(time.Hour).Unix()}),
+		{"service account token", jwt(t, map[string]any{"sub": "system:serviceaccount:cluster-ns:request-1", "iat": iat.Unix(), "exp": iat.Add(time.Hour).Unix()}),
 			&TokenClaims{Namespace: "cluster-ns", ServiceAccount: "request-1", IssuedAt: iat, Expiry: iat.Add(time.Hour)}},
 		{"not a JWT", "opaque-token", nil},
 		{"bad payload", "a.!!!.c", nil},
-		{"not a service account", jwt(map[string]any{"sub": "alice", "iat": iat.Unix(), "exp": iat.Unix() + 1}), nil},
-		{"never expires", jwt(map[string]any{"sub": "system:serviceaccount:ns:sa", "iat": iat.Unix()}), nil},
+		{"not a service account", jwt(t, map[string]any{"sub": "alice", "iat": iat.Unix(), "exp": iat.Unix() + 1}), nil},
+		{"never expires", jwt(t, map[string]any{"sub": "system:serviceaccount:ns:sa", "iat": iat.Unix()}), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
