@@ -123,20 +123,19 @@ func clusterPredicate() predicate.Predicate {
 // change; outcome turns how that ended into the result (agent Bundles
 // have no status of their own).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := r.reconcile(ctx, req)
-	return outcome.Compute(ctx, outcome.Input{Err: err, After: res.RequeueAfter})
+	return outcome.Compute(ctx, outcome.Input{Err: r.reconcile(ctx, req)})
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 	ns := req.Name
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", ns)
 	clusters := &fleet.ClusterList{}
 	if err := r.Client.List(ctx, clusters, client.InNamespace(ns)); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	bundles := &fleet.BundleList{}
 	if err := r.Client.List(ctx, bundles, client.InNamespace(ns), client.MatchingLabels{fleet.AgentBundleLabel: "true"}); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	existing := make(map[string]*fleet.Bundle, len(bundles.Items))
 	for i := range bundles.Items {
@@ -152,7 +151,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if existing[BundleName(c.Name)] == nil {
 			if foreign, err := r.foreign(ctx, client.ObjectKey{Namespace: ns, Name: BundleName(c.Name)}); err != nil || foreign {
 				if err != nil {
-					return ctrl.Result{}, err
+					return err
 				}
 				continue // not planned: it would hold a share of the budget it cannot use
 			}
@@ -164,12 +163,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for i, c := range registered {
 		var err error
 		if cands[i], err = r.candidate(ctx, c, existing[BundleName(c.Name)]); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 	}
 	budget, err := Budget(*r.MaxUnavailable, len(registered))
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	images := Plan(cands, r.Image, budget)
 
@@ -198,7 +197,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.mu.Unlock()
 		}
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // candidate is how the rollout sees a cluster: the image of its agent

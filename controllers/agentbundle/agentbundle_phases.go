@@ -15,8 +15,9 @@ import (
 	"github.com/gitfleet/fleet/internal/summary"
 )
 
-// RedeployAnnotation, on the agent's pod template, is the Cluster's
-// spec.redeployAgentGeneration: bumping it restarts the agent.
+// RedeployAnnotation is the annotation, on the agent's pod template, that
+// holds the Cluster's spec.redeployAgentGeneration: bumping it restarts the
+// agent.
 const RedeployAnnotation = "fleet.cattle.io/redeploy-agent-generation"
 
 // BundleName names the agent Bundle of a Cluster.

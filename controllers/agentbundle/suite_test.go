@@ -88,8 +88,9 @@ func TestAgentBundlesRollOutInBatches(t *testing.T) {
 	ctx := context.Background()
 	ns, err := env.CreateNamespace(ctx, "agents")
 	g.Expect(err).NotTo(HaveOccurred())
-	var clusters []*fleet.Cluster
-	for _, name := range []string{"a", "b", "c", "d", "e"} {
+	clusterNames := []string{"a", "b", "c", "d", "e"}
+	clusters := make([]*fleet.Cluster, 0, len(clusterNames))
+	for _, name := range clusterNames {
 		clusters = append(clusters, newCluster(ctx, g, ns.Name, name, true))
 	}
 	newCluster(ctx, g, ns.Name, "silent", false)
@@ -105,7 +106,7 @@ func TestAgentBundlesRollOutInBatches(t *testing.T) {
 		}).WithTimeout(time.Second).Should(Succeed())
 		g.Eventually(func(g Gomega) {
 			bundles := agentBundles(ctx, g, ns.Name)
-			var names []string
+			names := make([]string, 0, len(bundles))
 			for n := range bundles {
 				names = append(names, n)
 			}

@@ -41,8 +41,8 @@ type Reconciler struct {
 	clusters    toolscache.Indexer // Clusters
 }
 
-// BundleKey is the fleet.BundleIndex value of a BundleDeployment.
-func BundleKey(bd client.Object) string {
+// IndexKey is the fleet.BundleIndex value of a BundleDeployment.
+func IndexKey(bd client.Object) string {
 	if b, ok := bundleOf(bd); ok {
 		return b.String()
 	}
@@ -66,7 +66,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	var err error
 	if r.deployments, err = cacheindex.For(ctx, mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.BundleIndex: func(obj any) ([]string, error) {
 		if o, ok := obj.(client.Object); ok {
-			if k := BundleKey(o); k != "" {
+			if k := IndexKey(o); k != "" {
 				return []string{k}, nil
 			}
 		}

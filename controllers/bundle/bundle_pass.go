@@ -65,7 +65,8 @@ func (r *Reconciler) statusPass(ctx context.Context, s *scope, now time.Time) (b
 	}
 	if err := r.planRollout(s); err != nil || needsWrites(s.targets, s.existing, s.plan) {
 		s.contentName, s.targets, s.existing, s.plan = "", nil, nil, nil
-		return false, nil
+		// A plan that fails is the full pass's to report: it runs next.
+		return false, nil //nolint:nilerr // the full pass, due now, plans again and reports the error
 	}
 	return true, nil
 }

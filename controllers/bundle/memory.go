@@ -75,7 +75,8 @@ func (m *memory) compiledBundle(b *fleet.Bundle) (*target.CompiledBundle, bool) 
 		return nil, false
 	}
 	c := v.(*target.CompiledBundle)
-	return c, c.UpToDate(b)
+	upToDate := c.UpToDate(b)
+	return c, upToDate
 }
 
 // storeCompiled keeps b's compiled targets until its next generation.

@@ -119,7 +119,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	}
 	if fc := s.fleet; fc != nil && ownedBy(fc, s.capi) && fc.DeletionTimestamp.IsZero() {
 		ctrl.LoggerFrom(ctx).Info("Deleting the fleet Cluster of a deleted Cluster API Cluster", "cluster", klog.KObj(fc))
-		if err := r.Client.Delete(ctx, fc, client.Preconditions{UID: &fc.UID}); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, fc, client.Preconditions{UID: &fc.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting fleet Cluster %s/%s: %w", fc.Namespace, fc.Name, err)
 		}
 	}
@@ -147,7 +147,7 @@ func (r *Reconciler) reconcileOptOut(ctx context.Context, s *scope) error {
 	s.unenrolled = s.capi.Annotations[UnenrolledAnnotation]
 	if s.unenrolled == "" {
 		ns := &corev1.Namespace{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: s.capi.Namespace}, ns); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: s.capi.Namespace}, ns); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 		if Selected(s.capi, ns.Labels, r.ClusterSelector, r.NamespaceSelector) {
@@ -160,7 +160,7 @@ func (r *Reconciler) reconcileOptOut(ctx context.Context, s *scope) error {
 	}
 	if fc := s.fleet; fc != nil && ownedBy(fc, s.capi) && fc.DeletionTimestamp.IsZero() {
 		ctrl.LoggerFrom(ctx).Info("Cluster un-enrolled; deleting its fleet Cluster", "cluster", klog.KObj(fc))
-		if err := r.Client.Delete(ctx, fc, client.Preconditions{UID: &fc.UID}); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, fc, client.Preconditions{UID: &fc.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting fleet Cluster %s/%s: %w", fc.Namespace, fc.Name, err)
 		}
 	}
@@ -230,7 +230,7 @@ func (r *Reconciler) reconcileObserve(ctx context.Context, s *scope) error {
 // reconcileEnrollment creates the fleet Cluster once the control plane is
 // initialized and its kubeconfig Secret exists, and keeps it in line after.
 func (r *Reconciler) reconcileEnrollment(ctx context.Context, s *scope) error {
-	if s.fleet == nil && !(s.initialized && s.secretExists) {
+	if s.fleet == nil && (!s.initialized || !s.secretExists) {
 		return nil
 	}
 	if s.fleet != nil && !ownedBy(s.fleet, s.capi) {
@@ -285,7 +285,7 @@ func (r *Reconciler) claimName(ctx context.Context, s *scope) error {
 	}
 	if fc.DeletionTimestamp.IsZero() {
 		ctrl.LoggerFrom(ctx).Info("Deleting the fleet Cluster of an earlier Cluster API Cluster of the same name", "cluster", klog.KObj(fc))
-		if err := r.Client.Delete(ctx, fc, client.Preconditions{UID: &fc.UID}); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, fc, client.Preconditions{UID: &fc.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}

@@ -48,7 +48,12 @@ func TestClusterAPIInstalledAfterTheManagerStarts(t *testing.T) {
 		DisableLocalCluster: true, Workers: 2, CAPIInstallCheckInterval: 200 * time.Millisecond})).To(Succeed())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stopping the manager: %v", err)
+		}
+	})
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 	served, err := capi.Served(discoveryOf(t, cp))
 	g.Expect(err).NotTo(HaveOccurred())

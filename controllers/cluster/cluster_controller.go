@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -359,7 +360,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		// seconds after its ServiceAccount goes; authorization is not
 		// cached, so the agent's bindings in its namespace go too.
 		if err := r.Client.DeleteAllOf(ctx, &rbacv1.RoleBinding{}, client.InNamespace(s.namespace),
-			client.MatchingLabels{fleet.ManagedLabel: "true"}); client.IgnoreNotFound(err) != nil {
+			client.MatchingLabels{fleet.ManagedLabel: "true"}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("revoking the agent's rights in %s: %w", s.namespace, err)
 		}
 		patch := client.MergeFrom(cluster.DeepCopy())
@@ -373,7 +374,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	}
 	// Without a namespace controller (as in tests) deleting the namespace
 	// alone leaves its objects, so the deployments go first.
-	if err := r.Client.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(s.namespace)); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(s.namespace)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	if token && !fleet.KeepResourcesOnUnenroll(cluster) {
@@ -381,7 +382,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 			return outcome.Waitf(fleet.ReasonRemovingAgent, left, "the agent of cluster %s uninstalls its releases (keep-resources-on-unenroll: false) before its credential is revoked", cluster.Name)
 		}
 	}
-	if err := r.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	if err := r.revokeAgents(ctx, s); err != nil {

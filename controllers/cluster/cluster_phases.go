@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -47,7 +48,7 @@ func (r *Reconciler) revokeAgents(ctx context.Context, s *scope) error {
 	}
 	sel := client.MatchingLabels{fleet.ManagedLabel: "true", fleet.ClusterLabel: s.cluster.Name, fleet.ClusterNamespaceLabel: s.cluster.Namespace}
 	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.RoleBinding{}, &rbacv1.Role{}} {
-		if err := r.Client.DeleteAllOf(ctx, obj, client.InNamespace(r.AgentNamespace), sel); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.DeleteAllOf(ctx, obj, client.InNamespace(r.AgentNamespace), sel); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("revoking the agents of cluster %s (%T in %s): %w", s.cluster.Name, obj, r.AgentNamespace, err)
 		}
 	}

@@ -24,7 +24,7 @@ func member(name string, ready bool, sum fleet.BundleSummary) *fleet.Cluster {
 
 func TestComputeStatus(t *testing.T) {
 	allReady := fleet.BundleSummary{DesiredReady: 2, Ready: 2}
-	var many []*fleet.Cluster
+	many := make([]*fleet.Cluster, 0, 12)
 	for i := range 12 {
 		many = append(many, member(fmt.Sprintf("c%02d", i), false, fleet.BundleSummary{}))
 	}

@@ -45,8 +45,8 @@ func TestSelectorCountsMatchingClusters(t *testing.T) {
 	ctx := context.Background()
 	ns, err := env.CreateNamespace(ctx, "groups")
 	g.Expect(err).NotTo(HaveOccurred())
-	for name, env_ := range map[string]string{"a": "prod", "b": "prod", "c": "dev"} {
-		c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name, Labels: map[string]string{"env": env_}}}
+	for name, envLabel := range map[string]string{"a": "prod", "b": "prod", "c": "dev"} {
+		c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name, Labels: map[string]string{"env": envLabel}}}
 		g.Expect(env.CreateAndWait(ctx, c)).To(Succeed())
 	}
 	group := &fleet.ClusterGroup{
@@ -110,11 +110,11 @@ func TestResourceCountsFromDeployments(t *testing.T) {
 		"c": {DesiredReady: 7, Ready: 7},
 	}
 	for name, counts := range deployed {
-		env_ := "prod"
+		envLabel := "prod"
 		if name == "c" {
-			env_ = "dev"
+			envLabel = "dev"
 		}
-		c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name, Labels: map[string]string{"env": env_}}}
+		c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name, Labels: map[string]string{"env": envLabel}}}
 		g.Expect(env.CreateAndWait(ctx, c)).To(Succeed())
 		clusterNS := names.ClusterNamespace(ns.Name, name)
 		g.Eventually(func() error { return env.Get(ctx, client.ObjectKey{Name: clusterNS}, &corev1.Namespace{}) }).

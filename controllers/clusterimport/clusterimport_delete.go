@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,7 +88,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *fleet.Cluster) (ctr
 		}
 		for i := range bds.Items {
 			if bds.Items[i].DeletionTimestamp.IsZero() {
-				if err := r.Client.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(clusterNS)); client.IgnoreNotFound(err) != nil {
+				if err := r.Client.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(clusterNS)); err != nil && !apierrors.IsNotFound(err) {
 					return ctrl.Result{}, err
 				}
 				break

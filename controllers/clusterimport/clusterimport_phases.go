@@ -222,7 +222,7 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) error {
 			return err
 		}
 		ctrl.LoggerFrom(ctx).Info("Adopting the identity of a Cluster registered by token; deleting it", "other", klog.KObj(other), "clientID", s.clientID)
-		if err := r.Client.Delete(ctx, other, client.Preconditions{UID: &other.UID}); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, other, client.Preconditions{UID: &other.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting cluster %s/%s, registered by token with the same identity: %w", other.Namespace, other.Name, err)
 		}
 	}
@@ -256,7 +256,7 @@ func (r *Reconciler) revokeRegistrations(ctx context.Context, namespace, clientI
 		return err
 	}
 	for i := range regs.Items {
-		if err := r.Client.Delete(ctx, &regs.Items[i]); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, &regs.Items[i]); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("revoking registration %s/%s: %w", regs.Items[i].Namespace, regs.Items[i].Name, err)
 		}
 	}
@@ -425,7 +425,7 @@ func (r *Reconciler) ensureToken(ctx context.Context, s *scope) (*agentinstall.B
 		return nil, outcome.Waitf(fleet.ReasonWaitingForToken, 0, "waiting for the old import token %s to be removed", key)
 	case err == nil:
 		if exp := registration.TokenExpiry(token); exp != nil && exp.Sub(s.now) < r.TokenTTL/2 {
-			if err := r.Client.Delete(ctx, token, client.Preconditions{UID: &token.UID}); client.IgnoreNotFound(err) != nil {
+			if err := r.Client.Delete(ctx, token, client.Preconditions{UID: &token.UID}); err != nil && !apierrors.IsNotFound(err) {
 				return nil, err
 			}
 			return nil, outcome.Waitf(fleet.ReasonWaitingForToken, 0, "replacing the import token %s, which expires at %s", key, exp.UTC().Format(time.RFC3339))

@@ -420,7 +420,7 @@ func (r *Reconciler) replaceOlder(ctx context.Context, s *scope) error {
 		if old.UID == s.reg.UID || !supersedes(s.reg, old) {
 			continue
 		}
-		if err := r.Client.Delete(ctx, old); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
@@ -530,7 +530,7 @@ func (r *Reconciler) revokeUnfinishedGrant(ctx context.Context, s *scope) error 
 		sa := &sas.Items[i]
 		// The ServiceAccount first: with it goes its token.
 		uid := sa.UID
-		if err := r.Client.Delete(ctx, sa, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, sa, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
 		}
 		cluster := &fleet.Cluster{}

@@ -164,7 +164,7 @@ func replaceBindingOfOtherRole(ctx context.Context, c client.Client, want, have 
 		return nil
 	}
 	uid := have.GetUID()
-	if err := c.Delete(ctx, have, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+	if err := c.Delete(ctx, have, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("replacing %T %s/%s bound to %s %s: %w", want, want.GetNamespace(), want.GetName(), got.Kind, got.Name, err)
 	}
 	return nil
@@ -184,16 +184,7 @@ func deleteOwned(ctx context.Context, c client.Client, labels map[string]string,
 			continue
 		}
 		uid := obj.GetUID()
-		if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
-		}
-	}
-	return nil
-}
-
-func deleteAll(ctx context.Context, c client.Client, objs ...client.Object) error {
-	for _, obj := range objs {
-		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
@@ -213,17 +204,6 @@ func concurrently(steps ...func() error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// ensureAll creates each object or brings its rules, role ref and subjects in
-// line with the given ones. The objects are independent, so they are written
-// concurrently.
-func ensureAll(ctx context.Context, c client.Client, labels map[string]string, objs []client.Object) error {
-	steps := make([]func() error, len(objs))
-	for i, want := range objs {
-		steps[i] = func() error { return ensureObject(ctx, c, labels, want) }
-	}
-	return concurrently(steps...)
 }
 
 // ensureObject creates want, or brings the one of its name in line with it

@@ -121,7 +121,7 @@ func (r *Reconciler) lastIssued(ctx context.Context, key types.NamespacedName, s
 	}
 	c, err := satoken.Parse(string(secret.Data[fleet.CredentialTokenKey]))
 	if err != nil || c.Namespace+"/"+c.ServiceAccount != sa {
-		return time.Time{}, nil // another agent's token, or none: issue one
+		return time.Time{}, nil //nolint:nilerr // another agent's token, or none (unparsable): issue one
 	}
 	if ensure.Carries(secret, managed) {
 		metav1.SetMetaDataAnnotation(&secret.ObjectMeta, fleet.CredentialIssuedAtAnnotation, c.IssuedAt.UTC().Format(time.RFC3339))
@@ -191,8 +191,10 @@ func grantedAt(reg *fleet.ClusterRegistration) time.Time {
 func (r *Reconciler) agentServiceAccount(ctx context.Context, reg *fleet.ClusterRegistration, cluster *fleet.Cluster) (namespace, name string, ok bool, err error) {
 	saName := names.AgentServiceAccount(reg.Namespace, cluster.Name, reg.Spec.ClientID, reg.Spec.ClientRandom)
 	type place struct{ namespace, sa string }
-	places := []place{{r.AgentNamespace, saName}}
-	for _, clusterNS := range []string{names.ClusterNamespace(reg.Namespace, cluster.Name), names.LegacyClusterNamespace(reg.Namespace, cluster.Name)} {
+	clusterNamespaces := []string{names.ClusterNamespace(reg.Namespace, cluster.Name), names.LegacyClusterNamespace(reg.Namespace, cluster.Name)}
+	places := make([]place, 0, 1+2*len(clusterNamespaces))
+	places = append(places, place{r.AgentNamespace, saName})
+	for _, clusterNS := range clusterNamespaces {
 		places = append(places, place{clusterNS, saName}, place{clusterNS, reg.Name})
 	}
 	for _, p := range places {

@@ -51,7 +51,7 @@ func labels(token *fleet.ClusterRegistrationToken) map[string]string {
 // tokenUIDAnnotation, on a token's ServiceAccount, is the UID of the token
 // it was made for: the ServiceAccount lives in another namespace than the
 // token, where no owner reference can point at it.
-const tokenUIDAnnotation = "fleet.cattle.io/registration-token-uid"
+const tokenUIDAnnotation = "fleet.cattle.io/registration-token-uid" //nolint:gosec // G101: an annotation name, not a credential
 
 // serviceAccountKey is where the token's ServiceAccount lives: in the system
 // registration namespace, never beside the token. The manager may mint
@@ -100,7 +100,7 @@ func (r *Reconciler) reconcileServiceAccount(ctx context.Context, s *scope) erro
 	}
 	_, err := controllerutil.CreateOrPatch(ctx, r.Client, sa, func() error {
 		if sa.ResourceVersion != "" && !ownedServiceAccount(token, sa) {
-			return notOwned(token, sa) // made meanwhile by someone else
+			return notOwned(sa) // made meanwhile by someone else
 		}
 		sa.Labels = serviceAccountLabels(token)
 		issued := sa.Annotations[valuesIssuedAnnotation]
@@ -119,7 +119,7 @@ func (r *Reconciler) reconcileServiceAccount(ctx context.Context, s *scope) erro
 	for _, obj := range []client.Object{role, binding} {
 		_, err := controllerutil.CreateOrPatch(ctx, r.Client, obj, func() error {
 			if obj.GetResourceVersion() != "" && !owned(token, obj) {
-				return notOwned(token, obj) // made meanwhile by someone else
+				return notOwned(obj) // made meanwhile by someone else
 			}
 			obj.SetLabels(labels(token))
 			switch o := obj.(type) {
@@ -168,7 +168,7 @@ func (r *Reconciler) checkOwned(ctx context.Context, token *fleet.ClusterRegistr
 		return client.IgnoreNotFound(err)
 	}
 	if !owned(token, have) {
-		return notOwned(token, obj)
+		return notOwned(obj)
 	}
 	return nil
 }
@@ -183,7 +183,7 @@ func (r *Reconciler) reader(obj client.Object) client.Reader {
 	return r.Client
 }
 
-func notOwned(token *fleet.ClusterRegistrationToken, obj client.Object) error {
+func notOwned(obj client.Object) error {
 	return outcome.Stallf(fleet.ReasonNotOwned,
 		"%T %s/%s exists and was not made by fleet for this token: the token cannot be issued under its name, and fleet leaves that object alone; delete this token and make one with another name",
 		obj, obj.GetNamespace(), obj.GetName())
@@ -202,10 +202,10 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 	secret := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: token.Namespace, Name: name}, secret)
 	if !owned(token, sa) {
-		return notOwned(token, sa)
+		return notOwned(sa)
 	}
 	if err == nil && !owned(token, secret) {
-		return notOwned(token, secret)
+		return notOwned(secret)
 	}
 	if err == nil && secret.Annotations[saUIDAnnotation] == string(sa.UID) {
 		s.secretName = name
@@ -231,7 +231,7 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 		// (registration.TokenProof). The ServiceAccount is made anew, so
 		// that those values stop working, and new ones are issued for it.
 		uid := sa.UID
-		if err := r.Client.Delete(ctx, sa, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, sa, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("revoking the values of token %s, whose Secret %s is gone: %w", token.Name, name, err)
 		}
 		// Expected: the ServiceAccount's deletion brings the token back;
@@ -276,7 +276,7 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, s *scope) error {
 // uncached, or a new one when have was not found (no resourceVersion).
 func (r *Reconciler) writeSecret(ctx context.Context, token *fleet.ClusterRegistrationToken, have *corev1.Secret, sa *corev1.ServiceAccount, values []byte) error {
 	if have.ResourceVersion != "" && !owned(token, have) {
-		return notOwned(token, have)
+		return notOwned(have)
 	}
 	secret := have.DeepCopy()
 	secret.Name, secret.Namespace = SecretName(token), token.Namespace
@@ -322,7 +322,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, token *fleet.ClusterRe
 			continue
 		}
 		uid := obj.GetUID()
-		if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("revoking token %s: deleting %T %s: %w", token.Name, obj, obj.GetName(), err)
 		}
 	}
@@ -356,7 +356,7 @@ func (r *Reconciler) withdrawPending(ctx context.Context, token *fleet.ClusterRe
 	for name := range pending {
 		meta := metav1.ObjectMeta{Name: name, Namespace: r.SystemRegistrationNamespace}
 		for _, obj := range []client.Object{&corev1.Secret{ObjectMeta: meta}, &rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta}} {
-			if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			if err := r.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("revoking token %s: withdrawing the credential %s waiting for its agent: %w", token.Name, name, err)
 			}
 		}

@@ -68,9 +68,9 @@ type Reconciler struct {
 	slots sourcepoll.Slots
 }
 
-// HelmOpKey is the fleet.HelmOpIndex value of a BundleDeployment: "" when
+// IndexKey is the fleet.HelmOpIndex value of a BundleDeployment: "" when
 // its Bundle was not made from a HelmOp.
-func HelmOpKey(bd client.Object) string {
+func IndexKey(bd client.Object) string {
 	return sourcepoll.DeploymentKey(bd, fleet.HelmOpLabel)
 }
 

@@ -26,7 +26,7 @@ func appChart(version string) chartrepo.Chart {
 
 func newRepo(t *testing.T, o chartrepo.Options, versions ...string) *chartrepo.Repo {
 	t.Helper()
-	var charts []chartrepo.Chart
+	charts := make([]chartrepo.Chart, 0, len(versions))
 	for _, v := range versions {
 		charts = append(charts, appChart(v))
 	}

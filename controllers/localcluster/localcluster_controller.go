@@ -89,22 +89,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // import controller's spec.clientID, labels a person added, status.
 // outcome turns how that ended into the result.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := r.reconcile(ctx, req)
-	return outcome.Compute(ctx, outcome.Input{Err: err, After: res.RequeueAfter})
+	return outcome.Compute(ctx, outcome.Input{Err: r.reconcile(ctx, req)})
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, _ ctrl.Request) error {
 	for _, obj := range Objects(r.namespace(), r.APIServerURL, r.APIServerCA) {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 		u := &unstructured.Unstructured{Object: m}
 		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 		unstructured.RemoveNestedField(u.Object, "status")
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return ctrl.Result{}, fmt.Errorf("applying the local cluster's %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+			return fmt.Errorf("applying the local cluster's %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 		}
 	}
-	return ctrl.Result{}, nil
+	return nil
 }

@@ -31,7 +31,7 @@ type Reconciler struct {
 	// nothing is published (the agents keep the address of their token).
 	APIServerURL string
 	APIServerCA  []byte
-	// Workers is the number of Clusters looked at at once (default 1).
+	// Workers is how many Clusters are looked at concurrently (default 1).
 	Workers int
 }
 
@@ -65,17 +65,16 @@ func Desired(url string, ca []byte) map[string]string {
 // Reconcile writes the address into the Cluster's cluster namespace when it
 // is missing or differs; outcome turns how that ended into the result.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := r.reconcile(ctx, req)
-	return outcome.Compute(ctx, outcome.Input{Err: err, After: res.RequeueAfter})
+	return outcome.Compute(ctx, outcome.Input{Err: r.reconcile(ctx, req)})
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 	c := &fleet.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return client.IgnoreNotFound(err)
 	}
 	if !c.DeletionTimestamp.IsZero() || c.Spec.KubeConfigSecret != "" || c.Status.Namespace == "" {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	want := Desired(r.APIServerURL, r.APIServerCA)
 	key := types.NamespacedName{Namespace: c.Status.Namespace, Name: registration.AddressConfigMap}
@@ -85,7 +84,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case apierrors.IsNotFound(err) && c.Annotations[registration.AddressAnnotation] == registration.AddressHash(r.APIServerURL, r.APIServerCA):
 		// The agent was told this address with its credential: one write
 		// fewer per registration, until the address changes.
-		return ctrl.Result{}, nil
+		return nil
 	case apierrors.IsNotFound(err):
 		cm = &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{fleet.ManagedLabel: "true"}},
@@ -93,11 +92,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		// AlreadyExists (made meanwhile) is retried: it is compared then.
 		if err := r.Client.Create(ctx, cm); err != nil {
-			return ctrl.Result{}, fmt.Errorf("publishing the manager's address in %s: %w", key, err)
+			return fmt.Errorf("publishing the manager's address in %s: %w", key, err)
 		}
-		return ctrl.Result{}, nil
+		return nil
 	case err != nil:
-		return ctrl.Result{}, err
+		return err
 	}
 	if cm.Labels[fleet.ManagedLabel] != "true" {
 		// Not ours: the cluster namespace is the manager's, so someone put
@@ -105,15 +104,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// against the manager before it follows it.
 		ctrl.LoggerFrom(ctx).Info("Not publishing the manager's address: the ConfigMap exists and was not made by fleet",
 			"reason", fleet.ReasonNotOwned, "configMap", key.String())
-		return ctrl.Result{}, nil
+		return nil
 	}
 	if maps.Equal(cm.Data, want) {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	cm.Data = want
 	if err := r.Client.Update(ctx, cm); err != nil {
-		return ctrl.Result{}, fmt.Errorf("publishing the manager's new address in %s: %w", key, err)
+		return fmt.Errorf("publishing the manager's new address in %s: %w", key, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Published the manager's new address", "configMap", key.String(), "apiServerURL", r.APIServerURL)
-	return ctrl.Result{}, nil
+	return nil
 }
