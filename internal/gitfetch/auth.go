@@ -28,7 +28,7 @@ const KnownHostsConfigMap = "known-hosts"
 // DefaultClientSecretName is the Secret a GitRepo without clientSecretName
 // takes its credentials from when it exists in the GitRepo's namespace, as
 // in Fleet.
-const DefaultClientSecretName = "gitcredential"
+const DefaultClientSecretName = "gitcredential" //nolint:gosec // G101: the name of a Secret, not a credential
 
 // authMethod builds the go-git credentials for ep from the options' Secret,
 // if any. SSH always verifies the server's host key: without known_hosts

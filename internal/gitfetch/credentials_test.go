@@ -69,6 +69,7 @@ func TestTokenAuth(t *testing.T) {
 // public key, as api.github.com does.
 type githubAPI struct {
 	*httptest.Server
+	t                     *testing.T
 	appID, installationID string
 	public                *rsa.PublicKey
 	token                 string
@@ -76,7 +77,8 @@ type githubAPI struct {
 }
 
 func newGitHubAPI(t *testing.T, appID, installationID string, public *rsa.PublicKey, token string) *githubAPI {
-	a := &githubAPI{appID: appID, installationID: installationID, public: public, token: token}
+	t.Helper()
+	a := &githubAPI{t: t, appID: appID, installationID: installationID, public: public, token: token}
 	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
 	t.Cleanup(a.Close)
 	return a
@@ -99,7 +101,9 @@ func (a *githubAPI) serve(w http.ResponseWriter, r *http.Request) {
 	a.minted.Add(1)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
-	_ = json.NewEncoder(w).Encode(map[string]string{"token": a.token, "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+	if err := json.NewEncoder(w).Encode(map[string]string{"token": a.token, "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}); err != nil {
+		a.t.Errorf("the GitHub API stand-in could not send the token: %v", err)
+	}
 }
 
 func (a *githubAPI) checkJWT(jwt string) error {

@@ -273,7 +273,7 @@ func TestShallowFetchFromGit(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	repo := newRepo(t, g, root, "src")
-	var shas []string
+	shas := make([]string, 0, 3)
 	for _, content := range []string{"a", "b", "c"} {
 		shas = append(shas, commit(g, repo, map[string]string{"f.txt": content}))
 	}

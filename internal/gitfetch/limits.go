@@ -118,8 +118,8 @@ func (e *LimitError) subject(unknown string) string {
 	return "file " + e.Path
 }
 
-func overLimit(limit string, max, got int64, path string) *LimitError {
-	return &LimitError{Limit: limit, Flag: limitFlags[limit], Max: max, Got: got, Path: path}
+func overLimit(limit string, maxAllowed, got int64, path string) *LimitError {
+	return &LimitError{Limit: limit, Flag: limitFlags[limit], Max: maxAllowed, Got: got, Path: path}
 }
 
 // stallOnLimit turns a LimitError in err into a Stalling error that names the

@@ -21,7 +21,7 @@ import (
 // the transport (HTTP, SSH, in process).
 type guardedStorage struct {
 	*filesystem.Storage
-	ctx    context.Context
+	ctx    context.Context //nolint:containedctx // storer.PackfileWriter takes no context; it is the fetch's, for the guard
 	limits Limits
 }
 
@@ -50,7 +50,7 @@ const maxNamedEntries = 200_000
 // an object the guard refuses. It runs the checks in a goroutine reading the
 // bytes Write hands it through a pipe.
 type packGuard struct {
-	ctx      context.Context
+	ctx      context.Context //nolint:containedctx // an io.Writer: Write takes no context
 	limits   Limits
 	next     io.WriteCloser
 	pw       *io.PipeWriter
@@ -245,7 +245,7 @@ func (p *packInspector) run() error {
 	if count > p.limits.Objects {
 		return overLimit(limitObjects, p.limits.Objects, count, "")
 	}
-	for i := int64(0); i < count; i++ {
+	for i := range count {
 		if err := p.object(); err != nil {
 			var le *LimitError
 			if errors.As(err, &le) && !p.refused.IsZero() {

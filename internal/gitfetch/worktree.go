@@ -36,11 +36,11 @@ func writeTree(ctx context.Context, repo *git.Repository, commit plumbing.Hash, 
 	if err != nil {
 		return missing(err)
 	}
-	pl := &planner{ctx: ctx, repo: repo, limits: limits}
-	if err := pl.walk(tree, "", 0); err != nil {
+	pl := &planner{repo: repo, limits: limits}
+	if err := pl.walk(ctx, tree, "", 0); err != nil {
 		return missing(err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
 	for _, f := range pl.files {
@@ -64,7 +64,6 @@ type treeFile struct {
 // twice counts twice, as it would be written twice), bytes, path depth and
 // length against the limits as it goes.
 type planner struct {
-	ctx     context.Context
 	repo    *git.Repository
 	limits  Limits
 	entries int64
@@ -72,13 +71,13 @@ type planner struct {
 	files   []treeFile
 }
 
-func (p *planner) walk(t *object.Tree, dir string, depth int) error {
+func (p *planner) walk(ctx context.Context, t *object.Tree, dir string, depth int) error {
 	// A name listed twice in one tree could be a symlink and then a
 	// directory, whose files would be written through the symlink, outside
 	// the checkout: git refuses such trees, and so does this.
 	seen := make(map[string]struct{}, len(t.Entries))
 	for _, e := range t.Entries {
-		if err := p.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if e.Name == "" || e.Name == "." || e.Name == ".." || strings.ContainsAny(e.Name, "/\\\x00") {
@@ -89,7 +88,7 @@ func (p *planner) walk(t *object.Tree, dir string, depth int) error {
 		}
 		seen[e.Name] = struct{}{}
 		name := path.Join(dir, e.Name)
-		if err := p.check(name, depth); err != nil {
+		if err := p.check(name); err != nil {
 			return err
 		}
 		switch e.Mode {
@@ -103,7 +102,7 @@ func (p *planner) walk(t *object.Tree, dir string, depth int) error {
 			if err != nil {
 				return err
 			}
-			if err := p.walk(sub, name, depth+1); err != nil {
+			if err := p.walk(ctx, sub, name, depth+1); err != nil {
 				return err
 			}
 		default:
@@ -116,7 +115,7 @@ func (p *planner) walk(t *object.Tree, dir string, depth int) error {
 }
 
 // check counts one entry and checks its path.
-func (p *planner) check(name string, depth int) error {
+func (p *planner) check(name string) error {
 	p.entries++
 	if p.entries > p.limits.Objects {
 		return overLimit(limitObjects, p.limits.Objects, p.entries, "")
@@ -180,7 +179,7 @@ func writeFile(ctx context.Context, repo *git.Repository, f treeFile, dir string
 	}
 	defer r.Close()
 	p := filepath.Join(dir, filepath.FromSlash(f.path))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 		return err
 	}
 	if f.mode == filemode.Symlink {
@@ -196,7 +195,7 @@ func writeFile(ctx context.Context, repo *git.Repository, f treeFile, dir string
 	}
 	// The directory is new: a file that exists already, or a symlink in
 	// its place, is refused rather than followed.
-	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, mode)
+	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, mode) //nolint:gosec // G304: p is a file of the commit in the new checkout, local by planner.check; O_EXCL|O_NOFOLLOW refuse what is there
 	if err != nil {
 		return err
 	}
@@ -205,7 +204,7 @@ func writeFile(ctx context.Context, repo *git.Repository, f treeFile, dir string
 		err = fmt.Errorf("object %s of %s inflates to %d bytes, not the %d its header says", f.hash, f.path, n, f.size)
 	}
 	if err != nil {
-		out.Close()
+		_ = out.Close() // the copy failed: its error is the one to report
 		return err
 	}
 	return out.Close()
@@ -213,7 +212,7 @@ func writeFile(ctx context.Context, repo *git.Repository, f treeFile, dir string
 
 // ctxReader stops reading once ctx is done.
 type ctxReader struct {
-	ctx context.Context
+	ctx context.Context //nolint:containedctx // an io.Reader: Read takes no context
 	r   io.Reader
 }
 

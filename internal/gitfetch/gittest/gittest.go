@@ -56,10 +56,10 @@ func NewRepo(dir, branch string) (*Repo, error) {
 func (r *Repo) Commit(msg string, files map[string]string, remove ...string) (string, error) {
 	for name, content := range files {
 		p := filepath.Join(r.Dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 			return "", err
 		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 			return "", err
 		}
 	}
@@ -290,7 +290,7 @@ func (s *Server) uploadPack(w http.ResponseWriter, req *http.Request, path strin
 	}
 	defer sess.Close()
 	upr := packp.NewUploadPackRequest()
-	if err := upr.UploadRequest.Decode(req.Body); err != nil {
+	if err := upr.Decode(req.Body); err != nil {
 		http.Error(w, fmt.Sprintf("decoding the upload request: %v", err), http.StatusBadRequest)
 		return
 	}

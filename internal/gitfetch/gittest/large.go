@@ -60,11 +60,11 @@ func (r *Repo) writeBlob(size int64, content io.Reader) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	if err := header(plumbing.BlobObject, size); err != nil {
-		w.Close()
+		_ = w.Close() // the header's error is the one to report
 		return plumbing.ZeroHash, err
 	}
 	if _, err := io.Copy(w, content); err != nil {
-		w.Close()
+		_ = w.Close() // the copy's error is the one to report
 		return plumbing.ZeroHash, err
 	}
 	if err := w.Close(); err != nil {

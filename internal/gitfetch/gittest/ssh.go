@@ -2,6 +2,7 @@ package gittest
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -68,7 +69,7 @@ func NewSSHServer(root string, authorized ssh.PublicKey) (*SSHServer, error) {
 		},
 	}
 	s.config.AddHostKey(signer)
-	s.listener, err = net.Listen("tcp", "127.0.0.1:0")
+	s.listener, err = (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +203,8 @@ func (s *SSHServer) run(ch ssh.Channel, command string) uint32 {
 		return 128
 	}
 	s.uploads.Add(1)
-	cmd := exec.Command("git", "upload-pack", dir)
+	// The session ends the command (it ends with the channel), not a context.
+	cmd := exec.CommandContext(context.Background(), "git", "upload-pack", dir) //nolint:gosec // G204: git itself, on a repository below root (name checked local above)
 	cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
 	stdin, err := cmd.StdinPipe()
 	if err == nil {
