@@ -325,7 +325,7 @@ func (e *fieldError) Error() string { return fmt.Sprintf("line %d: %s", e.line, 
 // embedded structs included, to their types.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
+	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
 		if tag == "-" {

@@ -85,7 +85,7 @@ type visit struct {
 	t reflect.Type
 }
 
-func (c *fieldChecker) warn(line int, format string, args ...any) {
+func (c *fieldChecker) warnf(line int, format string, args ...any) {
 	w := Warning{Line: line, Message: fmt.Sprintf(format, args...)}
 	if !c.seen[w] {
 		c.seen[w] = true
@@ -132,7 +132,7 @@ func (c *fieldChecker) check(n *yamlv3.Node, t reflect.Type, path string) error 
 			key := join(path, k.Value)
 			ft, known := lookupField(fields, k.Value)
 			if ig, ok := lookupIgnored(t, k.Value); ok {
-				c.warn(k.Line, "%s is not implemented here and is ignored: %s", key, ig.why)
+				c.warnf(k.Line, "%s is not implemented here and is ignored: %s", key, ig.why)
 				if !known {
 					ft = ig.shape
 					if err := checkShape(v, ft, key); err != nil {
@@ -140,7 +140,7 @@ func (c *fieldChecker) check(n *yamlv3.Node, t reflect.Type, path string) error 
 					}
 				}
 			} else if !known {
-				c.warn(k.Line, "unknown field %q is ignored (a typo?)", key)
+				c.warnf(k.Line, "unknown field %q is ignored (a typo?)", key)
 				continue
 			}
 			if err := c.check(v, ft, key); err != nil {
@@ -204,7 +204,7 @@ func lookupIgnored(t reflect.Type, key string) (ignoredField, bool) {
 	if ig, ok := lookupField(ignoredFields[t], key); ok {
 		return ig, true
 	}
-	for i := 0; i < t.NumField(); i++ {
+	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.Anonymous || f.Type.Kind() != reflect.Struct {
 			continue
@@ -224,11 +224,11 @@ func lookupIgnored(t reflect.Type, key string) (ignoredField, bool) {
 func checkShape(n *yamlv3.Node, shape reflect.Type, key string) error {
 	var v any
 	if err := resolve(n).Decode(&v); err != nil {
-		return nil // e.g. an alias that contains itself: nothing to check
+		return nil //nolint:nilerr // e.g. an alias that contains itself: nothing to check
 	}
 	j, err := json.Marshal(v)
 	if err != nil {
-		return nil // keys that are not strings: Fleet's decoder refuses them elsewhere
+		return nil //nolint:nilerr // keys that are not strings: Fleet's decoder refuses them elsewhere
 	}
 	return unmarshalJSON(j, n, reflect.New(shape).Interface(), key)
 }

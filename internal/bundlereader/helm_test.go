@@ -147,7 +147,7 @@ func TestRemoteChart(t *testing.T) {
 				for _, w := range tt.wantErr {
 					g.Expect(err.Error()).To(ContainSubstring(strings.ReplaceAll(w, "REPO", plain.URL)))
 				}
-				g.Expect(outcome.ReasonOf(err, "") == fleet.ReasonInvalidBundle).To(BeTrue(), "the user must fix it: %v", err)
+				g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonInvalidBundle), "the user must fix it: %v", err)
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
@@ -258,7 +258,7 @@ func TestRemoteChartDownloadIsCapped(t *testing.T) {
 	g := NewWithT(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		buf := make([]byte, 64<<10)
-		for i := 0; i < 1<<14; i++ { // 1 GiB, without Content-Length
+		for range 1 << 14 { // 1 GiB, without Content-Length
 			if _, err := w.Write(buf); err != nil {
 				return
 			}
@@ -290,7 +290,7 @@ func TestRemoteChartTimeout(t *testing.T) {
 	start := time.Now()
 	_, err := Read(ctx, root, nil, Options{Name: "slow"})
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(outcome.ReasonOf(err, "") == fleet.ReasonInvalidBundle).To(BeFalse(), "a transient error")
+	g.Expect(outcome.ReasonOf(err, "")).NotTo(Equal(fleet.ReasonInvalidBundle), "a transient error")
 	g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 
 	// Cancelling, rather than a deadline, ends the download too.

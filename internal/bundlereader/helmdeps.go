@@ -140,7 +140,7 @@ func (c *chartCollector) updateChart(ctx context.Context, r *reader, bundleRel, 
 	if err != nil {
 		// Not a chart Helm can load: the agent reports it when it
 		// deploys; there is nothing to update.
-		return nil
+		return nil //nolint:nilerr // the agent reports the chart's error when it deploys
 	}
 	if len(ch.Metadata.Dependencies) == 0 || len(missingDependencies(ch)) == 0 {
 		return nil
@@ -324,7 +324,7 @@ func packageChart(ch *chart.Chart) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(p)
+	return os.ReadFile(p) //nolint:gosec // G304: p is the archive chartutil.Save just wrote in our temporary directory
 }
 
 // lockDigest is the digest helm records in Chart.lock: the sha256 of the

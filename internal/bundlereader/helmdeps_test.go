@@ -166,7 +166,11 @@ func TestChartDependencies(t *testing.T) {
 				for _, w := range tt.wantErr {
 					g.Expect(err.Error()).To(ContainSubstring(strings.NewReplacer("REPO", deps.URL, "CLOSED", closed.URL).Replace(w)))
 				}
-				g.Expect(outcome.ReasonOf(err, "") == fleet.ReasonInvalidBundle).To(Equal(tt.stall), "stalls: %v", err)
+				if tt.stall {
+					g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonInvalidBundle), "stalls: %v", err)
+				} else {
+					g.Expect(outcome.ReasonOf(err, "")).NotTo(Equal(fleet.ReasonInvalidBundle), "does not stall: %v", err)
+				}
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
@@ -296,7 +300,7 @@ func TestFileDependencyHonoursItsHelmIgnore(t *testing.T) {
 			g.Expect(resourceNames(bundles[0])).To(Equal(tc.wantFiles))
 			dep, err := loader.LoadArchive(strings.NewReader(content(t, bundles[0], "charts/lib-0.3.1.tgz")))
 			g.Expect(err).NotTo(HaveOccurred())
-			var templates, files []string
+			templates, files := make([]string, 0, len(dep.Templates)), make([]string, 0, len(dep.Files))
 			for _, f := range dep.Templates {
 				templates = append(templates, f.Name)
 			}

@@ -33,7 +33,7 @@ func write(t *testing.T, root string, files map[string]string) {
 
 // resourceNames lists the names of a bundle's resources, in their order.
 func resourceNames(b *fleet.Bundle) []string {
-	out := []string{}
+	out := make([]string, 0, len(b.Spec.Resources))
 	for _, r := range b.Spec.Resources {
 		out = append(out, r.Name)
 	}
@@ -42,18 +42,9 @@ func resourceNames(b *fleet.Bundle) []string {
 
 // bundleNames lists bundle names, in their order.
 func bundleNames(bs []*fleet.Bundle) []string {
-	out := []string{}
+	out := make([]string, 0, len(bs))
 	for _, b := range bs {
 		out = append(out, b.Name)
-	}
-	return out
-}
-
-// byName indexes bundles by name.
-func byName(bs []*fleet.Bundle) map[string]*fleet.Bundle {
-	out := map[string]*fleet.Bundle{}
-	for _, b := range bs {
-		out[b.Name] = b
 	}
 	return out
 }

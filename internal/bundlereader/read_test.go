@@ -215,7 +215,7 @@ func TestSymlinks(t *testing.T) {
 	g.Expect(os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "app", "leak.txt"))).To(Succeed())
 	_, err = Read(context.Background(), root, []string{"app"}, Options{Name: "s"})
 	g.Expect(err).To(MatchError(ContainSubstring("symlink app/leak.txt points outside the repository root")))
-	g.Expect(outcome.ReasonOf(err, "") == fleet.ReasonInvalidBundle).To(BeTrue())
+	g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonInvalidBundle))
 
 	write(t, root, map[string]string{"app/.fleetignore": "leak.txt\n"})
 	_, err = Read(context.Background(), root, []string{"app"}, Options{Name: "s"})
@@ -324,7 +324,7 @@ func TestErrors(t *testing.T) {
 			for _, want := range tt.wantErr {
 				g.Expect(err.Error()).To(ContainSubstring(want))
 			}
-			g.Expect(outcome.ReasonOf(err, "") == fleet.ReasonInvalidBundle).To(BeTrue(), "a user-fixable error: %v", err)
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonInvalidBundle), "a user-fixable error: %v", err)
 		})
 	}
 }

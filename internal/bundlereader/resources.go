@@ -123,7 +123,7 @@ func (w *walker) walk(ctx context.Context, sub string, rules ignoreRules) error 
 			continue
 		}
 		full := filepath.Join(dir, name)
-		target, isDir, isSymlink := full, e.IsDir(), e.Type()&fs.ModeSymlink != 0
+		target, isSymlink := full, e.Type()&fs.ModeSymlink != 0
 		if isSymlink {
 			resolved, err := filepath.EvalSymlinks(full)
 			switch {
@@ -147,7 +147,7 @@ func (w *walker) walk(ctx context.Context, sub string, rules ignoreRules) error 
 		if err != nil {
 			return err
 		}
-		isDir = st.IsDir()
+		isDir := st.IsDir()
 		if rules.ignored(rel, isDir) {
 			continue
 		}
@@ -167,7 +167,7 @@ func (w *walker) walk(ctx context.Context, sub string, rules ignoreRules) error 
 		if limit := r.o.MaxResourceBytes; limit > 0 && w.total > limit {
 			continue // too large anyway: count, do not read
 		}
-		data, err := os.ReadFile(target)
+		data, err := os.ReadFile(target) //nolint:gosec // G304: target is inside the repository root, symlinks resolved and checked above
 		if err != nil {
 			return err
 		}
