@@ -107,7 +107,7 @@ func (d *Dialer) checkHost(ctx context.Context, host, port string) error {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		addrs = append(addrs, ip)
 	} else if addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host); err != nil {
-		return nil
+		return nil //nolint:nilerr // a name the manager cannot resolve is left to the proxy (see Proxy)
 	}
 	for _, ip := range addrs {
 		if rule := d.policy.refusal(ip); rule != "" {

@@ -15,7 +15,8 @@ func TestShare(t *testing.T) {
 
 func TestSlotsBoundOneNamespaceNotOthers(t *testing.T) {
 	var s Slots
-	if !s.Take("a", 2) || !s.Take("a", 2) {
+	first, second := s.Take("a", 2), s.Take("a", 2)
+	if !first || !second {
 		t.Fatal("the first two slots of a were refused")
 	}
 	if s.Take("a", 2) {

@@ -43,7 +43,7 @@ func Limit(root string, procCgroup []byte) (limit int64, ok bool, err error) {
 	for _, f := range candidates(procCgroup) {
 		for dir := f.dir; ; dir = filepath.Dir(dir) {
 			p := filepath.Join(root, f.hierarchy, dir, f.file)
-			data, err := os.ReadFile(p)
+			data, err := os.ReadFile(p) //nolint:gosec // G304: a memory limit file of the cgroup fs below root, named by /proc/self/cgroup
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 			case err != nil:
@@ -96,7 +96,7 @@ func candidates(procCgroup []byte) []limitFile {
 		if len(parts) != 3 {
 			continue
 		}
-		dir := filepath.Join("/", parts[2])
+		dir := filepath.Clean("/" + parts[2])
 		switch {
 		case parts[0] == "0" && parts[1] == "":
 			out = append(out, limitFile{"", dir, "memory.max"})
@@ -128,7 +128,7 @@ func Apply() (int64, error) {
 	}
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return 0, nil // not Linux, or no /proc: nothing to follow
+		return 0, nil //nolint:nilerr // not Linux, or no /proc: nothing to follow
 	}
 	limit, ok, err := Limit("/sys/fs/cgroup", self)
 	if err != nil || !ok {

@@ -85,7 +85,7 @@ func TestBuildLayoutAndReadBack(t *testing.T) {
 	im, err := idx.IndexManifest()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(im.Manifests).To(HaveLen(2))
-	refs := []string{}
+	refs := make([]string, 0, len(im.Manifests))
 	for _, d := range im.Manifests {
 		g.Expect(d.Digest).To(Equal(digest))
 		g.Expect(d.Platform).NotTo(BeNil())

@@ -58,8 +58,8 @@ func TestReasonOf(t *testing.T) {
 	g.Expect(outcome.ReasonOf(errors.New("x"), "Fallback")).To(Equal("Fallback"))
 	g.Expect(outcome.ReasonOf(fmt.Errorf("a: %w", outcome.Stall(fleet.ReasonTLS, errors.New("x"))), "F")).To(Equal(fleet.ReasonTLS))
 	g.Expect(outcome.ReasonOf(outcome.Wait(fleet.ReasonPendingBound, 0, errors.New("x")), "F")).To(Equal(fleet.ReasonPendingBound))
-	g.Expect(outcome.Stall("R", nil)).To(BeNil())
-	g.Expect(outcome.Wait("R", 0, nil)).To(BeNil())
+	g.Expect(outcome.Stall("R", nil)).To(Succeed())
+	g.Expect(outcome.Wait("R", 0, nil)).To(Succeed())
 }
 
 type recorded struct{ kind, reason, action, note string }

@@ -29,7 +29,7 @@ type patchOptions struct {
 	owner string
 }
 
-// WithOptimisticLock, when lock is set, makes the patch carry before's
+// WithOptimisticLock makes the patch, when lock is set, carry before's
 // resourceVersion, so that it fails with a conflict (a Wait) rather than
 // overwrite what another writer wrote since: for a list another writer
 // shares (a merge patch replaces a list whole).

@@ -27,7 +27,7 @@ func Finalize(ctx context.Context, c client.Client, reader client.Reader, obj cl
 	}
 	for i := range bundles.Items {
 		b := &bundles.Items[i]
-		if err := c.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(c.Delete(ctx, b)); err != nil {
 			return fmt.Errorf("deleting bundle %s of deleted %s %s: %w", b.Name, kind, obj.GetName(), err)
 		}
 	}

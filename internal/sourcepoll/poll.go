@@ -82,4 +82,6 @@ func Jitter(d time.Duration, f float64) time.Duration {
 }
 
 // Jittered is d varied at random by up to ±JitterFraction.
-func Jittered(d time.Duration) time.Duration { return Jitter(d, rand.Float64()) }
+func Jittered(d time.Duration) time.Duration {
+	return Jitter(d, rand.Float64()) //nolint:gosec // G404: jitter spreads polls over time; it guards nothing
+}

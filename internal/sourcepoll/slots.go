@@ -24,7 +24,8 @@ type Slots struct {
 // seconds.
 func (s *Slots) Take(ns string, workers int, what string) (release func(), err error) {
 	if !s.slots.Take(ns, fairshare.Share(workers)) {
-		return nil, outcome.Waitf(fleet.ReasonFetchBusy, time.Second+time.Duration(rand.Int64N(int64(time.Second))),
+		retry := time.Second + time.Duration(rand.Int64N(int64(time.Second))) //nolint:gosec // G404: spreads retries over time; it guards nothing
+		return nil, outcome.Waitf(fleet.ReasonFetchBusy, retry,
 			"namespace %s already holds its share of the %s", ns, what)
 	}
 	return func() { s.slots.Release(ns) }, nil

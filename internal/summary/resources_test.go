@@ -136,11 +136,11 @@ func TestResources(t *testing.T) {
 // incomplete, while the counts stay exact.
 func TestResourcesBounds(t *testing.T) {
 	g := NewWithT(t)
-	var many []fleet.BundleDeploymentResource
+	many := make([]fleet.BundleDeploymentResource, 0, maxResources+200)
 	for i := range maxResources + 200 {
 		many = append(many, fleet.BundleDeploymentResource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "app", Name: fmt.Sprintf("cm%05d", i)})
 	}
-	var bds []*fleet.BundleDeployment
+	bds := make([]*fleet.BundleDeployment, 0, maxClustersPerState+5)
 	for i := range maxClustersPerState + 5 {
 		bds = append(bds, deployment(fmt.Sprintf("c%02d", i), nil, many...))
 	}

@@ -18,7 +18,7 @@ func BenchmarkMatch(b *testing.B) {
 	envs := []string{"dev", "staging", "prod"}
 	regions := []string{"eu", "us", "ap", "sa"}
 
-	var groups []*CompiledGroup
+	groups := make([]*CompiledGroup, 0, len(regions))
 	for _, r := range regions {
 		g, err := CompileGroup(&fleet.ClusterGroup{
 			ObjectMeta: metav1.ObjectMeta{Name: "region-" + r, Namespace: "fleet-default", Labels: map[string]string{"region": r}},

@@ -344,7 +344,7 @@ func TestMatchOptionsAllMatches(t *testing.T) {
 
 func TestMatchAllMatchesManyTargets(t *testing.T) {
 	g := NewWithT(t)
-	var targets []fleet.BundleTarget
+	targets := make([]fleet.BundleTarget, 0, 70)
 	for i := range 70 {
 		targets = append(targets, fleet.BundleTarget{
 			Name:            fmt.Sprintf("t%d", i),

@@ -49,7 +49,7 @@ func TestCompileGroupInvalid(t *testing.T) {
 
 func TestClusterInfoFor(t *testing.T) {
 	g := NewWithT(t)
-	var groups []*CompiledGroup
+	groups := make([]*CompiledGroup, 0, 4)
 	for _, cg := range []*fleet.ClusterGroup{
 		group("prod", "fleet-default", sel("env", "prod"), map[string]string{"tier": "prod"}),
 		group("all", "fleet-default", &metav1.LabelSelector{}, nil),

@@ -56,7 +56,11 @@ func TestDeploymentID(t *testing.T) {
 			before := *o.DeepCopy()
 			got, err := DeploymentID(content, o)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(got == id).To(Equal(tt.same))
+			if tt.same {
+				g.Expect(got).To(Equal(id))
+			} else {
+				g.Expect(got).NotTo(Equal(id))
+			}
 			g.Expect(o).To(Equal(before), "caller's options unchanged")
 		})
 	}

@@ -304,15 +304,15 @@ func (r *renderer) render(text string) (string, error) {
 		err = fmt.Errorf("template definitions are not allowed in values")
 	}
 	if err == nil {
-		err = checkNodes(t.Tree.Root)
+		err = checkNodes(t.Root)
 	}
 	if err == nil {
-		err = checkRefused(t.Tree.Root)
+		err = checkRefused(t.Root)
 	}
 	if err != nil {
 		return "", err
 	}
-	boundRanges(t.Tree, t.Tree.Root)
+	boundRanges(t.Tree, t.Root)
 	var sb strings.Builder
 	if err := t.Execute(limitedWriter{sb: &sb, b: r.budget}, r.data); err != nil {
 		return "", err

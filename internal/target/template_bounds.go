@@ -262,7 +262,7 @@ func reaches(v reflect.Value, m uintptr, limit *int) bool {
 		if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8 {
 			return false
 		}
-		for i := 0; i < v.Len(); i++ {
+		for i := range v.Len() {
 			if reaches(v.Index(i), m, limit) {
 				return true
 			}

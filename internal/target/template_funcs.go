@@ -294,7 +294,7 @@ func noCycle(name string, d, v reflect.Value) error {
 func mergeCheck(name string) func([]reflect.Value) error {
 	return func(a []reflect.Value) error {
 		srcs := a[1]
-		for i := 0; i < srcs.Len(); i++ {
+		for i := range srcs.Len() {
 			src := srcs.Index(i)
 			if src.Kind() != reflect.Map || src.IsNil() {
 				continue

@@ -446,7 +446,7 @@ func TestTemplatesAreBounded(t *testing.T) {
 	}
 	// The budget is shared by every template of one call.
 	values := map[string]interface{}{}
-	for i := 0; i < 20; i++ {
+	for i := range 20 {
 		values[fmt.Sprintf("k%d", i)] = "${ range 10000 }${ end }"
 	}
 	_, err := ProcessTemplateValues(values, TemplateContext{})
