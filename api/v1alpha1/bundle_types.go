@@ -6,7 +6,7 @@ import (
 )
 
 func init() {
-	SchemeBuilder.Register(&Bundle{}, &BundleList{})
+	register(&Bundle{}, &BundleList{})
 }
 
 // BundleState is the state of one deployment of a bundle to one cluster, or

@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	SchemeBuilder.Register(&BundleDeployment{}, &BundleDeploymentList{})
+	register(&BundleDeployment{}, &BundleDeploymentList{})
 }
 
 // +kubebuilder:object:root=true

@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	SchemeBuilder.Register(&BundleNamespaceMapping{}, &BundleNamespaceMappingList{})
+	register(&BundleNamespaceMapping{}, &BundleNamespaceMappingList{})
 }
 
 // +kubebuilder:object:root=true

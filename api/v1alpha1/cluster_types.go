@@ -6,7 +6,7 @@ import (
 )
 
 func init() {
-	SchemeBuilder.Register(&Cluster{}, &ClusterList{})
+	register(&Cluster{}, &ClusterList{})
 }
 
 // +kubebuilder:object:root=true

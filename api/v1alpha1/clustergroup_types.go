@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	SchemeBuilder.Register(&ClusterGroup{}, &ClusterGroupList{})
+	register(&ClusterGroup{}, &ClusterGroupList{})
 }
 
 // +kubebuilder:object:root=true

@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	SchemeBuilder.Register(&ClusterRegistration{}, &ClusterRegistrationList{})
+	register(&ClusterRegistration{}, &ClusterRegistrationList{})
 }
 
 // +kubebuilder:object:root=true

@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	SchemeBuilder.Register(&ClusterRegistrationToken{}, &ClusterRegistrationTokenList{})
+	register(&ClusterRegistrationToken{}, &ClusterRegistrationTokenList{})
 }
 
 // +kubebuilder:object:root=true

@@ -57,7 +57,7 @@ const (
 	CommitLabel = "fleet.cattle.io/commit"
 	// RegistrationTokenLabel names the ClusterRegistrationToken an agent used to
 	// create a ClusterRegistration.
-	RegistrationTokenLabel = "fleet.cattle.io/registration-token"
+	RegistrationTokenLabel = "fleet.cattle.io/registration-token" //nolint:gosec // G101: a label key naming a token object, not a credential
 	// RegistrationProofAnnotation, on a ClusterRegistration, proves that its
 	// maker holds the token RegistrationTokenLabel names: anyone holding a
 	// token may create registrations, and set that label to any token's
@@ -68,26 +68,26 @@ const (
 	// the token to one Cluster of its namespace (`fleet install agent-token
 	// --cluster NAME`): only such a token may register again onto a Cluster
 	// whose agent has already checked in.
-	RegistrationTokenClusterLabel = "fleet.cattle.io/cluster-name"
+	RegistrationTokenClusterLabel = "fleet.cattle.io/cluster-name" //nolint:gosec // G101: a label key, not a credential
 )
 
 // Secrets and their keys.
 const (
 	// CredentialSecretType is the type of the secrets that hand a registered
 	// agent its upstream credentials.
-	CredentialSecretType = "fleet.cattle.io/agent-credential"
+	CredentialSecretType = "fleet.cattle.io/agent-credential" //nolint:gosec // G101: a Secret type name, not a credential
 	// RenewedCredentialSecretName names the Secret in an agent's cluster
 	// namespace where the manager puts the agent's next token, under
 	// CredentialTokenKey, before the current one runs out: the agent reads
 	// it by name and switches to it (credential rotation).
-	RenewedCredentialSecretName = "fleet-agent-credential"
+	RenewedCredentialSecretName = "fleet-agent-credential" //nolint:gosec // G101: a Secret name, not a credential
 	// CredentialIssuedAtAnnotation (RFC 3339) and
 	// CredentialServiceAccountAnnotation (namespace/name), on the
 	// RenewedCredentialSecretName Secret, say when the token in it was
 	// issued and for which ServiceAccount: the manager learns when the next
 	// one is due from the Secret's metadata, without reading the token.
-	CredentialIssuedAtAnnotation       = "fleet.cattle.io/credential-issued-at"
-	CredentialServiceAccountAnnotation = "fleet.cattle.io/credential-service-account"
+	CredentialIssuedAtAnnotation       = "fleet.cattle.io/credential-issued-at"       //nolint:gosec // G101: an annotation key, not a credential
+	CredentialServiceAccountAnnotation = "fleet.cattle.io/credential-service-account" //nolint:gosec // G101: an annotation key, not a credential
 	// KubeConfigSecretValueKey holds the kubeconfig in a Cluster's
 	// spec.kubeConfigSecret (the same key as Cluster API's <cluster>-kubeconfig).
 	KubeConfigSecretValueKey = "value"

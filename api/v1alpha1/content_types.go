@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	SchemeBuilder.Register(&Content{}, &ContentList{})
+	register(&Content{}, &ContentList{})
 }
 
 // +kubebuilder:object:root=true

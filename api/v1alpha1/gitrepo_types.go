@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	SchemeBuilder.Register(&GitRepo{}, &GitRepoList{})
+	register(&GitRepo{}, &GitRepoList{})
 }
 
 // +kubebuilder:object:root=true

@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	SchemeBuilder.Register(&GitRepoRestriction{}, &GitRepoRestrictionList{})
+	register(&GitRepoRestriction{}, &GitRepoRestrictionList{})
 }
 
 // +kubebuilder:object:root=true

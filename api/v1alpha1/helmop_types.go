@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	SchemeBuilder.Register(&HelmOp{}, &HelmOpList{})
+	register(&HelmOp{}, &HelmOpList{})
 }
 
 // +kubebuilder:object:root=true

@@ -25,7 +25,7 @@ const (
 	RegistrationFinalizer = "fleet.cattle.io/cluster-registration"
 	// RegistrationTokenFinalizer makes deleting a token revoke it: the
 	// ServiceAccount behind it and its RBAC.
-	RegistrationTokenFinalizer = "fleet.cattle.io/registration-token"
+	RegistrationTokenFinalizer = "fleet.cattle.io/registration-token" //nolint:gosec // G101: a finalizer name, not a credential
 	// CAPIEnrollmentFinalizer, on a Cluster API Cluster, makes its deletion
 	// delete the fleet Cluster enrolled for it.
 	CAPIEnrollmentFinalizer = "fleet.cattle.io/capi-enrollment"
@@ -36,12 +36,12 @@ const (
 	AgentRemovalFinalizer = "fleet.cattle.io/agent-removal"
 )
 
-// KeepResourcesOnUnenrollAnnotation, on a Cluster (or on the Cluster API
-// Cluster it is enrolled for, which passes it on), says what deleting the
-// Cluster does to what its agent deployed: "true", the default, removes
-// the agent first and leaves the releases running; "false" has the agent
-// uninstall them first (as Fleet's keepResources: false would), then
-// removes it.
+// KeepResourcesOnUnenrollAnnotation is set on a Cluster (or on the Cluster
+// API Cluster it is enrolled for, which passes it on) and says what
+// deleting the Cluster does to what its agent deployed: "true", the
+// default, removes the agent first and leaves the releases running;
+// "false" has the agent uninstall them first (as Fleet's keepResources:
+// false would), then removes it.
 const KeepResourcesOnUnenrollAnnotation = "fleet.cattle.io/keep-resources-on-unenroll"
 
 // KeepResourcesOnUnenroll tells whether deleting c leaves its releases
@@ -74,9 +74,10 @@ func KeepsDeployments(c *Cluster) bool {
 	return false
 }
 
-// AgentsRevokedAnnotation, on a Cluster registered by token that is being
-// deleted, says (with the time) that its agents' credentials are revoked,
-// so its deployments may go without the agent uninstalling the releases.
+// AgentsRevokedAnnotation is set on a Cluster registered by token that is
+// being deleted and says (with the time) that its agents' credentials are
+// revoked, so its deployments may go without the agent uninstalling the
+// releases.
 const AgentsRevokedAnnotation = "fleet.cattle.io/agents-revoked"
 
 // UninstallGrace is how long a Cluster registered by token and deleted with
@@ -85,8 +86,8 @@ const AgentsRevokedAnnotation = "fleet.cattle.io/agents-revoked"
 // meanwhile (the manager cannot reach it to wait for that).
 const UninstallGrace = 30 * time.Second
 
-// CAPIMovedAnnotation, on a fleet Cluster enrolled for a Cluster API
-// Cluster, says (with the time it was seen) that the Cluster API Cluster
+// CAPIMovedAnnotation is set on a fleet Cluster enrolled for a Cluster API
+// Cluster and says (with the time it was seen) that the Cluster API Cluster
 // left this management cluster without being deleted: `clusterctl move`
 // took it to another one, whose manager enrolls it there. The fleet
 // Cluster, its deployments and the releases downstream stay as they are;
