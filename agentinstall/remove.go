@@ -22,7 +22,7 @@ var protectedNamespaces = map[string]bool{"default": true, "kube-system": true, 
 // anything the agent would act on changes.
 func StopAgent(ctx context.Context, c client.Client, namespace string) (bool, error) {
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fleet.AgentName}}
-	if err := c.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+	if err := client.IgnoreNotFound(c.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationBackground))); err != nil {
 		return false, fmt.Errorf("deleting the agent Deployment %s/%s: %w", namespace, fleet.AgentName, err)
 	}
 	pods := &corev1.PodList{}
@@ -47,7 +47,7 @@ func Remove(ctx context.Context, c client.Client, namespace string) error {
 		&corev1.ConfigMap{ObjectMeta: meta(fleet.AgentName)},
 		&corev1.Secret{ObjectMeta: meta(fleet.AgentBootstrapSecretName)},
 	} {
-		if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(c.Delete(ctx, o)); err != nil {
 			return fmt.Errorf("deleting %T %s: %w", o, client.ObjectKeyFromObject(o), err)
 		}
 	}
@@ -68,7 +68,7 @@ func Remove(ctx context.Context, c client.Client, namespace string) error {
 	if len(releases.Items) > 0 {
 		return nil
 	}
-	if err := c.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
+	if err := client.IgnoreNotFound(c.Delete(ctx, ns, client.Preconditions{UID: &ns.UID})); err != nil {
 		return fmt.Errorf("deleting the agent namespace %s: %w", namespace, err)
 	}
 	return nil
