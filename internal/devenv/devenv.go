@@ -112,7 +112,9 @@ type Env struct {
 	serving bool
 }
 
-func (e *Env) step(format string, args ...interface{}) {
+// stepf prints one step of the environment's progress, if it has a
+// Progress writer.
+func (e *Env) stepf(format string, args ...any) {
 	if e.opts.Progress != nil {
 		fmt.Fprintf(e.opts.Progress, "==> "+format+"\n", args...)
 	}
@@ -126,7 +128,7 @@ func (e *Env) save() error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(StatePath(e.opts.Dir), b, 0o644)
+	return os.WriteFile(StatePath(e.opts.Dir), b, 0o600)
 }
 
 // ReadState reads the state `fleet dev up` left in dir.
@@ -151,7 +153,7 @@ func Up(ctx context.Context, o Options) (_ *Env, err error) {
 	}
 	e := &Env{opts: o, Clusters: map[string]*localcluster.ControlPlane{},
 		State: State{Kubeconfigs: map[string]string{}, Logs: filepath.Join(o.Dir, "logs"), RunsWorkloads: o.Workloads}}
-	if err := os.MkdirAll(e.State.Logs, 0o755); err != nil {
+	if err := os.MkdirAll(e.State.Logs, 0o750); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -183,17 +185,20 @@ func Up(ctx context.Context, o Options) (_ *Env, err error) {
 		}
 	}
 	e.State.Ready = true
-	return e, e.save()
+	if err := e.save(); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 func (e *Env) startControlPlanes(context.Context) error {
 	var workloads *localcluster.Workloads
 	if e.opts.Workloads {
 		workloads = &localcluster.Workloads{Nodes: e.opts.Nodes}
-		e.step("Starting 3 control planes (kube-apiserver + etcd): manager, edge-1, capi-1; "+
+		e.stepf("Starting 3 control planes (kube-apiserver + etcd): manager, edge-1, capi-1; "+
 			"each runs workloads (kube-controller-manager, kube-scheduler, kwok with %d simulated node(s))", max(e.opts.Nodes, 1))
 	} else {
-		e.step("Starting 3 control planes (kube-apiserver + etcd): manager, edge-1, capi-1")
+		e.stepf("Starting 3 control planes (kube-apiserver + etcd): manager, edge-1, capi-1")
 	}
 	type spec struct {
 		name string
@@ -240,7 +245,7 @@ func (e *Env) startControlPlanes(context.Context) error {
 		return first
 	}
 	// The CA agents trust the manager's API server with.
-	if err := os.WriteFile(e.managerCAFile(), e.Manager.Config.CAData, 0o644); err != nil {
+	if err := os.WriteFile(e.managerCAFile(), e.Manager.Config.CAData, 0o600); err != nil {
 		return err
 	}
 	var err error
@@ -289,18 +294,18 @@ func (e *Env) managerArgs(probe string) ([]string, error) {
 		"--egress-allow-cidrs", "127.0.0.0/8,::1/128",
 		// Its own git cache: a later demo makes a new repository at the
 		// same path, which a clone cached from this one does not fit.
-		"--git-cache-dir", filepath.Join(e.opts.Dir, "git-cache")}
-	// No agent Bundles yet, unlike an install: with them on (and every
-	// cluster running workloads) `make demo` brought every bundle Ready but
-	// the local cluster's agent Bundle, fleet-agent-local, which stayed
-	// NotReady; until that is understood the demo runs without them.
-	// test/e2e/agentupgrade shows agent Bundles and upgrades.
-	args = append(args, "--agent-bundles=false")
+		"--git-cache-dir", filepath.Join(e.opts.Dir, "git-cache"),
+		// No agent Bundles yet, unlike an install: with them on (and every
+		// cluster running workloads) `make demo` brought every bundle Ready but
+		// the local cluster's agent Bundle, fleet-agent-local, which stayed
+		// NotReady; until that is understood the demo runs without them.
+		// test/e2e/agentupgrade shows agent Bundles and upgrades.
+		"--agent-bundles=false"}
 	return args, nil
 }
 
 func (e *Env) startManager(ctx context.Context) error {
-	e.step("Starting fleet-manager (log: %s)", filepath.Join(e.State.Logs, "fleet-manager.log"))
+	e.stepf("Starting fleet-manager (log: %s)", filepath.Join(e.State.Logs, "fleet-manager.log"))
 	probe, err := localcluster.FreeAddr()
 	if err != nil {
 		return err
@@ -328,7 +333,7 @@ func (e *Env) clusterClient(name string) (client.Client, error) {
 }
 
 func restConfig(path string) (*rest.Config, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(path) //nolint:gosec // G304: a kubeconfig this environment wrote into its own directory.
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +343,7 @@ func restConfig(path string) (*rest.Config, error) {
 // registerEdge does what a person does for an edge cluster: print the
 // agent-token and agent-config manifests and apply them.
 func (e *Env) registerEdge(ctx context.Context) error {
-	e.step("Registering edge-1 by token: fleet install agent-token | apply; fleet install agent-config -l env=edge | apply")
+	e.stepf("Registering edge-1 by token: fleet install agent-token | apply; fleet install agent-config -l env=edge | apply")
 	local, err := e.clusterClient("edge-1")
 	if err != nil {
 		return err
@@ -348,7 +353,7 @@ func (e *Env) registerEdge(ctx context.Context) error {
 		{"install", "agent-config", "-l", "env=edge"},
 		{"install", "agent-token", "-k", e.State.Kubeconfigs["manager"]},
 	} {
-		out, err := exec.CommandContext(ctx, fleetBin, args...).Output()
+		out, err := exec.CommandContext(ctx, fleetBin, args...).Output() //nolint:gosec // G204: the project's own fleet binary, from Options.Bin.
 		if err != nil {
 			return fmt.Errorf("fleet %v: %w", args, stderrOf(err))
 		}
@@ -371,7 +376,7 @@ func (e *Env) startEdgeAgent(context.Context) error {
 // its kubeconfig Secret, and, once "provisioned", controlPlaneInitialized.
 // The manager installs the agent into capi-1 (startCAPIAgent runs it).
 func (e *Env) enrollCAPI(ctx context.Context) error {
-	e.step("Enrolling capi-1 through Cluster API: Cluster object + capi-1-kubeconfig Secret")
+	e.stepf("Enrolling capi-1 through Cluster API: Cluster object + capi-1-kubeconfig Secret")
 	kc, err := os.ReadFile(e.State.Kubeconfigs["capi-1"])
 	if err != nil {
 		return err
@@ -401,7 +406,7 @@ func (e *Env) enrollCAPI(ctx context.Context) error {
 
 // startCAPIAgent runs the agent the manager installs into capi-1.
 func (e *Env) startCAPIAgent(ctx context.Context) error {
-	e.step("Waiting for the manager to install the agent into capi-1")
+	e.stepf("Waiting for the manager to install the agent into capi-1")
 	return e.startInstalledAgent(ctx, "capi-1", "capi-1")
 }
 
@@ -409,7 +414,7 @@ func (e *Env) startCAPIAgent(ctx context.Context) error {
 // for the Cluster fleet-local/local, as Fleet does for the cluster it runs
 // in.
 func (e *Env) startLocalAgent(ctx context.Context) error {
-	e.step("Waiting for the manager to install the local cluster's agent into its own cluster (Cluster fleet-local/local)")
+	e.stepf("Waiting for the manager to install the local cluster's agent into its own cluster (Cluster fleet-local/local)")
 	return e.startInstalledAgent(ctx, "manager", "local")
 }
 
@@ -425,7 +430,7 @@ func (e *Env) startInstalledAgent(ctx context.Context, cluster, name string) err
 	if err := poll(ctx, 2*time.Minute, func() (bool, error) {
 		deps := &appsv1.DeploymentList{}
 		if err := local.List(ctx, deps, client.MatchingLabels{"app": fleet.AgentName}); err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // the cluster may not answer yet: poll again until the timeout.
 		}
 		for _, d := range deps.Items {
 			agentNS = d.Namespace
@@ -456,7 +461,7 @@ func (e *Env) localPaths() []string {
 }
 
 func (e *Env) createGitRepos(ctx context.Context) error {
-	e.step("Creating a git repository from %s, a GitRepo in %s pointing at it for every cluster there, and one in %s without targets",
+	e.stepf("Creating a git repository from %s, a GitRepo in %s pointing at it for every cluster there, and one in %s without targets",
 		e.opts.Examples, fleet.DefaultWorkspace, fleet.LocalWorkspace)
 	repo := filepath.Join(e.opts.Dir, "examples.git")
 	if err := CommitTree(e.opts.Examples, repo); err != nil {
@@ -502,7 +507,7 @@ func (e *Env) examplePaths() ([]string, error) {
 }
 
 func (e *Env) waitReady(ctx context.Context) error {
-	e.step("Waiting until every cluster and every bundle are Ready")
+	e.stepf("Waiting until every cluster and every bundle are Ready")
 	paths, err := e.examplePaths()
 	if err != nil {
 		return err
@@ -511,7 +516,7 @@ func (e *Env) waitReady(ctx context.Context) error {
 	return poll(ctx, 3*time.Minute, func() (bool, error) {
 		clusters, bundles, err := e.Status(ctx)
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // a cluster may not answer yet: poll again until the timeout.
 		}
 		// local, edge-1 and capi-1; the examples and the quickstart's.
 		ready := len(clusters) == 3 && len(bundles) == len(paths)+len(e.localPaths())
@@ -522,7 +527,7 @@ func (e *Env) waitReady(ctx context.Context) error {
 			ready = ready && b.Ready
 		}
 		if line := Summary(clusters, bundles); line != last {
-			e.step("%s", line)
+			e.stepf("%s", line)
 			last = line
 		}
 		return ready, nil

@@ -31,15 +31,15 @@ func CommitTree(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		b, err := os.ReadFile(path)
+		b, err := os.ReadFile(path) //nolint:gosec // G304: a file under src, the directory the caller passed.
 		if err != nil {
 			return err
 		}
 		target := filepath.Join(dst, rel)
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 			return err
 		}
-		return os.WriteFile(target, b, 0o644)
+		return os.WriteFile(target, b, 0o600) //nolint:gosec // G703: target is dst joined with a path WalkDir found under src.
 	})
 	if err != nil {
 		return err

@@ -59,15 +59,15 @@ func ServeManager(ctx context.Context, o Options, out io.Writer) error {
 		return err
 	}
 	path := filepath.Join(o.Bin, "fleet-manager")
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := exec.CommandContext(ctx, path, args...) //nolint:gosec // G204: the project's own fleet-manager, from Options.Bin.
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
-	e.step("Running %s against %s (health probes on %s)", path, e.State.Kubeconfigs["manager"], probe)
+	e.stepf("Running %s against %s (health probes on %s)", path, e.State.Kubeconfigs["manager"], probe)
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		return nil
+		return nil //nolint:nilerr // ctx ending is how the caller stops the manager: its exit status then says nothing.
 	}
 	if err != nil {
 		return fmt.Errorf("fleet-manager: %w (run `make build` or pass --bin when %s is missing)", err, path)
@@ -99,7 +99,7 @@ func ServeAgents(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	e.step("Agents running (logs: %s); waiting until every cluster and every bundle are Ready", e.State.Logs)
+	e.stepf("Agents running (logs: %s); waiting until every cluster and every bundle are Ready", e.State.Logs)
 	ready := make(chan error, 1)
 	go func() { ready <- e.waitReady(ctx) }()
 	tick := time.NewTicker(time.Second)
@@ -110,9 +110,9 @@ func ServeAgents(ctx context.Context, o Options) error {
 			return nil
 		case err := <-ready:
 			if err != nil && ctx.Err() == nil {
-				e.step("Not every bundle is Ready yet: %v", err)
+				e.stepf("Not every bundle is Ready yet: %v", err)
 			} else if err == nil {
-				e.step("Every cluster and every bundle are Ready")
+				e.stepf("Every cluster and every bundle are Ready")
 			}
 		case <-tick.C:
 			for _, p := range e.procs {
