@@ -19,24 +19,24 @@ type Process struct {
 
 func start(dir, logName string, attr *syscall.SysProcAttr, path string, env []string, args ...string) (*Process, error) {
 	logPath := filepath.Join(dir, logName+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) //nolint:gosec // G304: a log in the directory the caller passed.
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, args...)
+	cmd := exec.Command(path, args...) //nolint:gosec,noctx // G204: the binary the caller passed (the project's own or a control plane's); noctx: a long-running process that Stop and Kill end, not a context.
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = attr
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
 	if err := cmd.Start(); err != nil {
-		f.Close()
+		_ = f.Close() // nothing was written to it: the start error is what matters.
 		return nil, err
 	}
 	p := &Process{Name: logName, Log: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
-		f.Close()
+		_ = f.Close() // the process wrote through its own descriptor; this one only lets go of the file.
 		close(p.done)
 	}()
 	return p, nil

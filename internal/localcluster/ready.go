@@ -17,7 +17,7 @@ const DefaultReadyTimeout = 2 * time.Minute
 // FreeAddr returns a loopback address with a port nobody listens on at the
 // moment of the call.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
@@ -44,7 +44,7 @@ func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Durati
 		resp, err := hc.Do(req)
 		if err != nil {
 			last = err.Error()
-			return false, nil
+			return false, nil //nolint:nilerr // kept in last for the timeout's error: the process may not listen yet, poll again.
 		}
 		_ = resp.Body.Close()
 		last = resp.Status

@@ -140,7 +140,7 @@ func (c *ControlPlane) StartWorkloads(ctx context.Context, w Workloads) (err err
 		}
 	}
 	logs := filepath.Join(c.dir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
+	if err := os.MkdirAll(logs, 0o750); err != nil {
 		return err
 	}
 	defer func() {
@@ -151,7 +151,7 @@ func (c *ControlPlane) StartWorkloads(ctx context.Context, w Workloads) (err err
 
 	api := c.APIServer()
 	caFile := filepath.Join(c.dir, "apiserver-ca.crt")
-	if err := os.WriteFile(caFile, c.Config.CAData, 0o644); err != nil {
+	if err := os.WriteFile(caFile, c.Config.CAData, 0o600); err != nil {
 		return err
 	}
 	kcmKubeconfig, err := c.userKubeconfig("system:kube-controller-manager", nil)
@@ -163,7 +163,7 @@ func (c *ControlPlane) StartWorkloads(ctx context.Context, w Workloads) (err err
 		return err
 	}
 	stages := filepath.Join(c.dir, "kwok-stages.yaml")
-	if err := os.WriteFile(stages, kwokStages, 0o644); err != nil {
+	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
 		return err
 	}
 
@@ -224,11 +224,11 @@ func (c *ControlPlane) StartWorkloads(ctx context.Context, w Workloads) (err err
 
 func (c *ControlPlane) startWorkloadProcess(assets, logs, name string, args []string) (*WorkloadProcess, error) {
 	logPath := filepath.Join(logs, name+".log")
-	f, err := os.Create(logPath)
+	f, err := os.Create(logPath) //nolint:gosec // G304: a log in this control plane's own directory.
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(assets, name), args...)
+	cmd := exec.Command(filepath.Join(assets, name), args...) //nolint:gosec,noctx // G204: a control plane binary (WorkloadBinaries) from the assets directory; noctx: it lives as long as the control plane, which stops it.
 	cmd.Stdout, cmd.Stderr = f, f
 	// HOME: kwok reads ~/.kwok/kwok.yaml, which is not this cluster's.
 	cmd.Env = append(os.Environ(), "HOME="+c.dir)
@@ -289,7 +289,7 @@ func (c *ControlPlane) createNodes(ctx context.Context, n int) error {
 		nodes := &corev1.NodeList{}
 		if err := cl.List(ctx, nodes, client.MatchingLabels{"type": "kwok"}); err != nil {
 			last = err.Error()
-			return false, nil
+			return false, nil //nolint:nilerr // kept in last for the timeout's error: the API server may not answer yet, poll again.
 		}
 		ready := 0
 		for _, nd := range nodes.Items {
@@ -305,7 +305,7 @@ func (c *ControlPlane) createNodes(ctx context.Context, n int) error {
 		}
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{}); err != nil {
 			last = "no ServiceAccount default/default yet: " + err.Error()
-			return false, nil
+			return false, nil //nolint:nilerr // kept in last for the timeout's error: the controllers have not made it yet, poll again.
 		}
 		return true, nil
 	})
