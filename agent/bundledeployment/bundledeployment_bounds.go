@@ -75,17 +75,17 @@ func boundRef(kind, apiVersion, namespace, name string) (string, string, string,
 		cut(namespace, fleet.MaxNamespaceLength), cut(name, fleet.MaxNameLength)
 }
 
-// cut returns s when it is at most max bytes long, else its beginning, cut
+// cut returns s when it is at most limit bytes long, else its beginning, cut
 // at a character's boundary, followed by how many bytes were left out, in
-// max bytes at most.
-func cut(s string, max int) string {
-	if len(s) <= max {
+// limit bytes at most.
+func cut(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	keep := max - len(fmt.Sprintf(" ... (%d more bytes)", len(s)))
+	keep := limit - len(fmt.Sprintf(" ... (%d more bytes)", len(s)))
 	if keep < 0 {
 		// Too short a bound to say what was cut.
-		keep = max
+		keep = limit
 		for keep > 0 && !utf8.RuneStart(s[keep]) {
 			keep--
 		}

@@ -20,10 +20,10 @@ func TestBoundStatus(t *testing.T) {
 		Conditions: []metav1.Condition{{Type: fleet.ConditionDeployed, Message: long}},
 		Display:    fleet.BundleDeploymentDisplay{Deployed: long},
 	}
-	for i := 0; i < 2*fleet.MaxStatusResources; i++ {
+	for range 2 * fleet.MaxStatusResources {
 		st.Resources = append(st.Resources, fleet.BundleDeploymentResource{Kind: "ConfigMap", APIVersion: "v1", Name: "cm"})
 	}
-	for i := 0; i < 3*fleet.MaxStatusEntries; i++ {
+	for range 3 * fleet.MaxStatusEntries {
 		st.NonReadyStatus = append(st.NonReadyStatus, fleet.NonReadyStatus{Kind: "Deployment", Name: "d",
 			Summary: fleet.Summary{Message: make([]string, 2*fleet.MaxSummaryMessages)}})
 		st.ModifiedStatus = append(st.ModifiedStatus, fleet.ModifiedStatus{Kind: "ConfigMap", Name: "cm", Patch: long})

@@ -67,7 +67,11 @@ func TestComputeStatus(t *testing.T) {
 				g.Expect(summary.Message(bd)).To(Equal(tc.message))
 			}
 			ready := meta.FindStatusCondition(bd.Status.Conditions, fleet.ConditionReady)
-			g.Expect(ready.Status == metav1.ConditionTrue).To(Equal(tc.want == fleet.Ready))
+			if tc.want == fleet.Ready {
+				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+			} else {
+				g.Expect(ready.Status).NotTo(Equal(metav1.ConditionTrue))
+			}
 			if tc.reason != "" {
 				g.Expect(ready.Reason).To(Equal(tc.reason))
 			}

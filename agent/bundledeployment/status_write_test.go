@@ -84,7 +84,7 @@ func TestStatusOnlyWrite(t *testing.T) {
 func managedBy(obj client.Object, manager string) string {
 	for _, e := range obj.GetManagedFields() {
 		if e.Manager == manager && e.FieldsV1 != nil {
-			return string(e.FieldsV1.Raw)
+			return e.FieldsV1.GetRawString()
 		}
 	}
 	return ""

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -112,13 +113,17 @@ func runAgentWith(t *testing.T, binary string) func() {
 	if err != nil {
 		t.Fatalf("starting the agent: %v", err)
 	}
-	return stop
+	return func() {
+		if err := stop(); err != nil {
+			t.Errorf("stopping the agent: %v", err)
+		}
+	}
 }
 
 // startAgent runs the agent's BundleDeployment reconciler as agent/deploy.go
 // wires it: a manager whose cache holds only the cluster namespace
 // upstream, the downstream cluster with the deploy binary, and a watcher.
-func startAgent(ctx context.Context, manager, local *rest.Config, binary string) (func(), error) {
+func startAgent(ctx context.Context, manager, local *rest.Config, binary string) (func() error, error) {
 	mgr, err := ctrl.NewManager(rest.CopyConfig(manager), ctrl.Options{
 		Scheme:                 kinds.Scheme(),
 		MapperProvider:         func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return upstream.Mapper(), nil },
@@ -166,12 +171,11 @@ func startAgent(ctx context.Context, manager, local *rest.Config, binary string)
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		cancel()
-		<-done
-		return nil, fmt.Errorf("the agent's cache did not sync within a minute")
+		return nil, errors.Join(fmt.Errorf("the agent's cache did not sync within a minute"), <-done)
 	}
-	return func() {
+	return func() error {
 		cancel()
-		<-done
+		return <-done
 	}, nil
 }
 
@@ -179,7 +183,7 @@ func startAgent(ctx context.Context, manager, local *rest.Config, binary string)
 // controller does, and returns a deploymentID that names it.
 func newContent(ctx context.Context, t *testing.T, files map[string]string) string {
 	t.Helper()
-	var resources []fleet.BundleResource
+	resources := make([]fleet.BundleResource, 0, len(files))
 	for name, content := range files {
 		resources = append(resources, fleet.BundleResource{Name: name, Content: content})
 	}

@@ -49,10 +49,9 @@ func merge(ms ...map[string]string) map[string]string {
 	return out
 }
 
-func createGitRepo(g *WithT, ns, name string, spec fleet.GitRepoSpec) *fleet.GitRepo {
+func createGitRepo(g *WithT, ns, name string, spec fleet.GitRepoSpec) {
 	gr := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
 	g.Expect(env.CreateAndWait(ctx, gr)).To(Succeed())
-	return gr
 }
 
 func updateSpec(g *WithT, ns, name string, mutate func(*fleet.GitRepoSpec)) {

@@ -389,7 +389,7 @@ func (r *Reconciler) applyBundles(ctx context.Context, repo *fleet.GitRepo, bund
 		if produced[name] {
 			continue
 		}
-		if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, b); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting bundle %s, no longer in GitRepo %s: %w", name, repo.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Deleted a bundle no longer in git", "gitRepo", klog.KObj(repo), "bundle", name)

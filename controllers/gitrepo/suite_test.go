@@ -83,6 +83,7 @@ func newNamespace(t *testing.T) string {
 // deleteGitRepos deletes the GitRepos of a namespace and waits until their
 // finalizers let them go.
 func deleteGitRepos(t *testing.T, ns string) {
+	t.Helper()
 	g := NewWithT(t)
 	g.Expect(env.DeleteAllOf(ctx, &fleet.GitRepo{}, client.InNamespace(ns))).To(Succeed())
 	g.Eventually(func() []fleet.GitRepo {

@@ -311,7 +311,7 @@ func refMatches(repo *fleet.GitRepo, ref, defaultBranch string) bool {
 func reply(w http.ResponseWriter, code int, resp Response) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(resp)
+	_ = json.NewEncoder(w).Encode(resp) //nolint:errchkjson // the status is sent: a failed write is the caller gone, with no one left to tell
 }
 
 // validCommit tells whether s is a full SHA-1 or SHA-256 object name: what

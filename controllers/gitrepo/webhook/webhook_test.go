@@ -232,7 +232,7 @@ func TestParsePushOtherHosts(t *testing.T) {
 func TestSourceLimits(t *testing.T) {
 	g := NewWithT(t)
 	l := newSourceLimits(1, 3)
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		g.Expect(l.allow("10.0.0.1:1234")).To(BeTrue())
 	}
 	g.Expect(l.allow("10.0.0.1:5678")).To(BeFalse(), "another port of the same address shares its bucket")
