@@ -98,9 +98,7 @@ func evaluate(t *testing.T, file, mode string) *calls {
 				paths(d)
 				r.deps = append(r.deps, c.paths[before:]...)
 			}
-			for _, v := range stringList(kw(kwargs, "resource_deps")) {
-				r.resourceDeps = append(r.resourceDeps, v)
-			}
+			r.resourceDeps = append(r.resourceDeps, stringList(kw(kwargs, "resource_deps"))...)
 			name, _ := starlark.AsString(args[0])
 			c.resources[name] = r
 		}),
@@ -170,6 +168,7 @@ func outputs(root string, r *resource) []string {
 
 // check returns what the Tiltfile names that does not exist.
 func check(t *testing.T, c *calls, root string) []string {
+	t.Helper()
 	problems := append([]string{}, c.problems...)
 	built := map[string]bool{}
 	for _, r := range c.resources {

@@ -51,7 +51,7 @@ or updated on the cluster of the kubeconfig (-k, $KUBECONFIG or ~/.kube/config).
 		},
 	}
 	f := cmd.Flags()
-	o.readOptions.addFlags(f)
+	o.addFlags(f)
 	f.StringToStringVarP(&o.labels, "label", "l", nil, "label of the Bundles, k=v (repeatable)")
 	f.StringVarP(&o.output, "output", "o", "", `write the Bundles as YAML to this file ("-" for standard output) instead of applying them`)
 	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "kubeconfig of the manager's cluster (default $KUBECONFIG or ~/.kube/config)")
@@ -83,7 +83,9 @@ func runApply(ctx context.Context, out, errOut io.Writer, o *applyOptions, name 
 		if err := writeObjects(&buf, objects(bundles)...); err != nil {
 			return err
 		}
-		return os.WriteFile(o.output, buf.Bytes(), 0o644)
+		// The file is the manifest the user asked for, to read, commit or
+		// kubectl apply like any other; it is as private as the user's umask makes it.
+		return os.WriteFile(o.output, buf.Bytes(), 0o644) //nolint:gosec // G306: output file the user named on the command line, not private state
 	}
 }
 

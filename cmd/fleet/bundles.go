@@ -129,11 +129,12 @@ func relativePath(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rel, err := filepath.Rel(wd, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return p, nil
+	// A path Rel cannot relate to wd (err != nil) is not below it either:
+	// it is left as it is.
+	if rel, err := filepath.Rel(wd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return rel, nil
 	}
-	return rel, nil
+	return p, nil
 }
 
 // objects lists typed objects for writeObjects.

@@ -121,7 +121,7 @@ func runDevUp(ctx context.Context, out, errOut io.Writer, o *devOptions) error {
 	if o.nodes < 1 {
 		return fmt.Errorf("--nodes must be at least 1, not %d", o.nodes)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
 	bin, _ := filepath.Abs(o.bin)

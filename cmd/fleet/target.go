@@ -96,9 +96,9 @@ named on standard error and the command fails after printing the others.`,
 			return runTarget(cmd, o, args)
 		},
 	}
-	o.bundleInput.addFlags(cmd)
+	o.addFlags(cmd)
 	f := cmd.Flags()
-	f.StringToStringVar(&o.readOptions.labels, "label", nil, "label of the Bundles read from PATHs, k=v (repeatable); BundleNamespaceMappings select on them")
+	f.StringToStringVar(&o.labels, "label", nil, "label of the Bundles read from PATHs, k=v (repeatable); BundleNamespaceMappings select on them")
 	f.StringVarP(&o.clusters.kubeconfig, "kubeconfig", "k", "", "kubeconfig of the manager's cluster, whose Clusters and ClusterGroups are read (default $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.clusters.file, "clusters", "", "read Clusters, ClusterGroups, BundleNamespaceMappings and Namespaces from this YAML file instead of the manager")
 	f.BoolVarP(&o.dumpInputList, "dump-input-list", "l", false, "also write, to standard error, the targeted clusters as matching saw them (labels, groups, targets)")

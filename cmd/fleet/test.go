@@ -52,7 +52,7 @@ helm.valuesFrom is not read: it names objects of the downstream cluster.`,
 			return runTest(cmd, o, args)
 		},
 	}
-	o.bundleInput.addFlags(cmd)
+	o.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "file", "f", "", "the bundle's fleet.yaml under another name, relative to DIR")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the match, not the resources")
@@ -97,9 +97,9 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	real := cmd.Flags().Changed("clusters") || cmd.Flags().Changed("kubeconfig")
+	fromCluster := cmd.Flags().Changed("clusters") || cmd.Flags().Changed("kubeconfig")
 	for _, b := range bundles {
-		if err := testBundle(ctx, cmd, o, b, real); err != nil {
+		if err := testBundle(ctx, cmd, o, b, fromCluster); err != nil {
 			return fmt.Errorf("bundle %s/%s: %w", b.Namespace, b.Name, err)
 		}
 	}
@@ -108,10 +108,10 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 
 // testBundle matches b against the cluster of o and prints what it would
 // get.
-func testBundle(ctx context.Context, cmd *cobra.Command, o *testOptions, b *fleet.Bundle, real bool) error {
+func testBundle(ctx context.Context, cmd *cobra.Command, o *testOptions, b *fleet.Bundle, fromCluster bool) error {
 	var in target.Inputs
 	var err error
-	if real {
+	if fromCluster {
 		if o.clusterName == "" {
 			return fmt.Errorf("-N: name the Cluster to use among those of %s", describeSource(o.clusters))
 		}
