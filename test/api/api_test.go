@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 }
 
 func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
 	err := cl.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	if err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatal(err)

@@ -234,7 +234,7 @@ func TestManagerChartValues(t *testing.T) {
 		"--agent-bundles=false", "--agent-max-unavailable=25%",
 		"--capi-cluster-selector=fleet.cattle.io/enroll=true", "--capi-namespace-selector=team in (a,b)"))
 	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example.com:3128"}))
-	portNames := []string{}
+	portNames := make([]string, 0, len(c.Ports))
 	for _, p := range c.Ports {
 		portNames = append(portNames, p.Name)
 	}

@@ -119,7 +119,7 @@ func TestBundleDeploymentsKeepWorkingWhenSpecAndStatusBecomeAtomic(t *testing.T)
 func managedFieldsOf(obj client.Object, manager string) string {
 	for _, e := range obj.GetManagedFields() {
 		if e.Manager == manager && e.FieldsV1 != nil {
-			return string(e.FieldsV1.Raw)
+			return e.FieldsV1.GetRawString()
 		}
 	}
 	return ""

@@ -682,7 +682,7 @@ func (e *edgeAgent) reconnect(ctx context.Context) error {
 	if err := waitFor(ctx, 3*time.Minute, func() (bool, error) {
 		now, err := e.upstreamCounts(ctx)
 		if err != nil {
-			return false, nil // the debug endpoint is local: no error expected, retry
+			return false, nil //nolint:nilerr // the debug endpoint is local: no error expected, retry until waitFor times out
 		}
 		up, _ := e.proxy.Bytes()
 		return watches(now) > watches(before) && up > up0, nil
@@ -754,7 +754,7 @@ func (e *edgeAgent) start(ctx context.Context) error {
 // procStatus reads the kB figures of /proc/PID/status, in MB.
 func procStatus(pid int) map[string]float64 {
 	out := map[string]float64{}
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return out
 	}

@@ -77,12 +77,12 @@ func filePages(pid int, bin string) string {
 // residentPages returns the resident pages (by address) of pid's mappings
 // of the file exe.
 func residentPages(pid int, exe string) (map[uint64]bool, error) {
-	maps, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "maps"))
+	maps, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return nil, err
 	}
 	defer maps.Close()
-	pm, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "pagemap"))
+	pm, err := os.Open(fmt.Sprintf("/proc/%d/pagemap", pid))
 	if err != nil {
 		return nil, err
 	}

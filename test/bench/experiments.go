@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -277,7 +276,7 @@ func takeUsage(ctx context.Context, cp *controlplane.ControlPlane) usage {
 	u := usage{ownCPU: cpuOf(os.Getpid())}
 	u.requests, _ = apiRequests(ctx, cp.Config)
 	for _, pid := range cp.PIDs() {
-		cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if strings.Contains(string(cmd), "kube-apiserver") {
 			u.apiserverCPU += cpuOf(pid)
 		} else {
@@ -317,7 +316,7 @@ func loadAverage() float64 {
 
 // peakRSSMB reads VmHWM of a process.
 func peakRSSMB(p *manager) float64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID()), "status"))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
 	if err != nil {
 		return 0
 	}
@@ -335,7 +334,7 @@ func cpuSeconds(p *manager) float64 { return cpuOf(p.PID()) }
 
 // cpuOf reads user+system CPU time of the process pid.
 func cpuOf(pid int) float64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}

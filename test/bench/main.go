@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -155,19 +156,28 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 	scaling, err := parseSizes(*sizes)
-	if err == nil && *selfProfile != "" {
-		var stop func() error
-		if stop, err = profileSelf(*selfProfile); err == nil {
-			defer func() { _ = stop() }()
-		}
-	}
 	if err == nil {
-		err = run(*clusters, *bundles, *experiments, scaling)
+		// The profile is written before os.Exit: runProfiled stops it.
+		err = runProfiled(*selfProfile, func() error { return run(*clusters, *bundles, *experiments, scaling) })
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// runProfiled runs f under a CPU profile of this process written to path,
+// or without one if path is empty.
+func runProfiled(path string, f func() error) error {
+	if path == "" {
+		return f()
+	}
+	stop, err := profileSelf(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stop() }()
+	return f()
 }
 
 // profileSelf starts this process's CPU profile into path; the returned
@@ -253,7 +263,7 @@ func run(n, b int, which string, sizes []int) error {
 		want[strings.TrimSpace(e)] = true
 	}
 	for e := range want {
-		if !strings.Contains(",all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling,", ","+e+",") {
+		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling", ","), e) {
 			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling", which, e)
 		}
 	}
@@ -262,7 +272,7 @@ func run(n, b int, which string, sizes []int) error {
 	defer stop()
 	defer framework.RemoveBinaries()
 	var results []Result
-	if !(len(want) == 1 && want["scaling"]) {
+	if len(want) != 1 || !want["scaling"] {
 		var err error
 		if results, err = runMain(ctx, n, b, want); err != nil {
 			return err
@@ -423,7 +433,11 @@ func writesCell(r Result) string {
 }
 
 func printJSON(r any) {
-	b, _ := json.Marshal(r)
+	b, err := json.Marshal(r)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: the result %+v cannot be written as JSON: %v\n", r, err)
+		return
+	}
 	fmt.Println(string(b))
 }
 

@@ -22,7 +22,7 @@ func Scaling(ctx context.Context, sizes []int, b int) ([]Result, error) {
 		rs, err := scalingRun(ctx, n, b)
 		results = append(results, rs...)
 		if err != nil {
-			return results, fmt.Errorf("N=%d: %w", n, err)
+			return results, fmt.Errorf("scaling to N=%d: %w", n, err)
 		}
 		var ready, cr Result
 		for _, r := range rs {

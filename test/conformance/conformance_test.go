@@ -61,7 +61,7 @@ func (a applied) byName(t *testing.T, name string) fleet.Bundle {
 
 // names are the printed Bundles' names, sorted.
 func (a applied) names() []string {
-	var n []string
+	n := make([]string, 0, len(a.Bundles))
 	for _, b := range a.Bundles {
 		n = append(n, b.Name)
 	}
@@ -71,7 +71,7 @@ func (a applied) names() []string {
 
 // resourceNames are a Bundle's resource names, sorted.
 func resourceNames(b fleet.Bundle) []string {
-	var n []string
+	n := make([]string, 0, len(b.Spec.Resources))
 	for _, r := range b.Spec.Resources {
 		n = append(n, r.Name)
 	}

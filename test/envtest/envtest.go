@@ -133,12 +133,11 @@ func start(ctx context.Context, in RunInput) (*Environment, func(), error) {
 	defer syncCancel()
 	if !env.Manager.GetCache().WaitForCacheSync(syncCtx) {
 		cancel()
-		<-done
-		return fail(fmt.Errorf("the manager's cache did not sync within a minute"))
+		return fail(fmt.Errorf("the manager's cache did not sync within a minute (the manager returned %v)", <-done))
 	}
 	return env, func() {
 		cancel()
-		<-done
+		<-done //nolint:errcheck // only waits for the manager to stop: the spec is over, and Start's error (nil when cancelled) concerns no test
 		_ = cp.Stop()
 	}, nil
 }

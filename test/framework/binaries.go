@@ -17,7 +17,10 @@ var binaries struct {
 
 // RepoRoot is the project's root directory.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		panic("RepoRoot: runtime.Caller(0) has no caller information, so the repository root is unknown")
+	}
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 

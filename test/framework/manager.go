@@ -8,6 +8,8 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"k8s.io/client-go/rest"
@@ -76,7 +78,10 @@ func startManager(ctx context.Context, cfg *rest.Config, o controllers.Options, 
 		cancel()
 		return nil, nil, fmt.Errorf("manager cache did not sync: %v", <-done)
 	}
-	return func() { cancel(); <-done }, mgr.GetCache(), nil
+	return func() {
+		cancel()
+		<-done //nolint:errcheck // only waits for the manager to stop: the spec is over, and Start's error (nil when cancelled) concerns no test
+	}, mgr.GetCache(), nil
 }
 
 // ManagerConfig installs the manager's ServiceAccount and RBAC as `fleet
@@ -109,7 +114,11 @@ func ManagerConfig(ctx context.Context, admin *rest.Config) (*rest.Config, error
 		if obj.GetObjectKind().GroupVersionKind().Kind == "ServiceAccount" && obj.GetName() == install.ManagerName {
 			user = fmt.Sprintf("system:serviceaccount:%s:%s", obj.GetNamespace(), obj.GetName())
 		}
-		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("fleet-e2e"), client.ForceOwnership); err != nil {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, fmt.Errorf("converting the manager's %s %s for server-side apply: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), client.FieldOwner("fleet-e2e"), client.ForceOwnership); err != nil {
 			return nil, fmt.Errorf("installing the manager's %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 		}
 	}

@@ -66,6 +66,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 
 // capiVersion reads CAPI_VERSION from the Makefile, the one place it is pinned.
 func capiVersion(t *testing.T) string {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +81,7 @@ func capiVersion(t *testing.T) string {
 }
 
 func moduleDir(t *testing.T, mod string) string {
+	t.Helper()
 	var info struct{ Dir string }
 	if err := json.Unmarshal([]byte(run(t, "go", "mod", "download", "-json", mod)), &info); err != nil || info.Dir == "" {
 		t.Fatalf("go mod download %s: %v", mod, err)

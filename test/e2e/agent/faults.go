@@ -44,7 +44,7 @@ spec:
 func releaseStatuses(j *cluster, ns, name string) []string {
 	list := &corev1.SecretList{}
 	Expect(j.Local.List(j.ctx, list, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
-	var out []string
+	out := make([]string, 0, len(list.Items))
 	for _, s := range list.Items {
 		out = append(out, s.Labels["version"]+":"+s.Labels["status"])
 	}

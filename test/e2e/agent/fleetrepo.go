@@ -138,7 +138,7 @@ func FleetRepoSpec(ctx context.Context, inputGetter func() SpecInput) {
 			}
 		})
 
-		var charts []chartrepo.Chart
+		charts := make([]chartrepo.Chart, 0, len(libVersions))
 		for _, v := range libVersions {
 			charts = append(charts, libChart(v))
 		}
@@ -198,8 +198,9 @@ func FleetRepoSpec(ctx context.Context, inputGetter func() SpecInput) {
 		}
 
 		By("the root ships the nested fleet.yaml directory's files too, as Fleet does; it is a bundle of its own all the same")
-		var rootFiles []string
-		for _, r := range bundleOf(root).Spec.Resources {
+		rootResources := bundleOf(root).Spec.Resources
+		rootFiles := make([]string, 0, len(rootResources))
+		for _, r := range rootResources {
 			rootFiles = append(rootFiles, r.Name)
 		}
 		Expect(rootFiles).To(ContainElements("configmap.yaml", "apps/greeter/fleet.yaml", "apps/greeter/chart/templates/cm.yaml"))

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -88,11 +87,11 @@ func (j *cluster) waitState(bundle string, state fleet.BundleState, timeout time
 	return bd
 }
 
-func (f *fixture) newBundle(name string, spec fleet.BundleSpec) *fleet.Bundle {
+// newBundle creates the Bundle name in the workspace with spec.
+func (f *fixture) newBundle(name string, spec fleet.BundleSpec) {
 	GinkgoHelper()
 	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ws}, Spec: spec}
 	Expect(f.admin.Create(f.ctx, b)).To(Succeed())
-	return b
 }
 
 // updateBundle changes a Bundle, retrying on conflicts.
@@ -145,13 +144,4 @@ func (f *fixture) restartUpstream(down time.Duration) {
 	start := time.Now()
 	Expect(f.upstream.RestartAPIServer(down)).To(Succeed())
 	GinkgoWriter.Printf("The manager's API server was down for %s\n", time.Since(start).Round(time.Second))
-}
-
-func contains(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return false
-		}
-	}
-	return true
 }

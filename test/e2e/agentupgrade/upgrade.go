@@ -368,8 +368,9 @@ func agentDeployment(ctx context.Context, g Gomega, c *agentCluster) *appsv1.Dep
 
 // running lists the images of the agent processes running on a cluster.
 func running(c *agentCluster) []string {
-	var out []string
-	for _, p := range c.kubelet.Processes() {
+	procs := c.kubelet.Processes()
+	out := make([]string, 0, len(procs))
+	for _, p := range procs {
 		out = append(out, p.Image)
 	}
 	return out
@@ -395,7 +396,7 @@ func helmReleases(ctx context.Context, g Gomega, clusters []*agentCluster) map[s
 	for _, c := range clusters {
 		list := &corev1.SecretList{}
 		g.Expect(c.local.List(ctx, list, client.InNamespace(appNS), client.MatchingLabels{"owner": "helm"})).To(Succeed())
-		var names []string
+		names := make([]string, 0, len(list.Items))
 		for _, s := range list.Items {
 			names = append(names, s.Name+"@"+s.ResourceVersion)
 		}

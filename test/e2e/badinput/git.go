@@ -315,8 +315,9 @@ func (f *fixture) agentCases() []gitCase {
 }
 
 func (f *fixture) gitEntries() []TableEntry {
-	var out []TableEntry
-	for _, c := range f.gitCases() {
+	cases := f.gitCases()
+	out := make([]TableEntry, 0, len(cases))
+	for _, c := range cases {
 		out = append(out, Entry(c.name+": "+strings.Join(c.msg, " ... "), c))
 	}
 	return out

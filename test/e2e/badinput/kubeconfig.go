@@ -85,8 +85,9 @@ func (f *fixture) kubeconfigCases() []kubeconfigCase {
 }
 
 func (f *fixture) kubeconfigEntries() []TableEntry {
-	var out []TableEntry
-	for _, c := range f.kubeconfigCases() {
+	cases := f.kubeconfigCases()
+	out := make([]TableEntry, 0, len(cases))
+	for _, c := range cases {
 		out = append(out, Entry(c.name+": "+c.reason, c))
 	}
 	return out

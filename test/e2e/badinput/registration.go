@@ -61,7 +61,7 @@ func (f *fixture) agentNamespace(ns string, b *agentinstall.Bootstrap, clientID 
 			agentinstall.BootstrapTokenNameKey:                   []byte(b.TokenName),
 		},
 	})).To(Succeed())
-	var l []string
+	l := make([]string, 0, len(labels))
 	for k, v := range labels {
 		l = append(l, fmt.Sprintf("%s: %s", k, v))
 	}
@@ -113,14 +113,14 @@ func (f *fixture) agentLog(ns string, want ...string) string {
 // identities lists the clientIDs of every Cluster and ClusterRegistration.
 func (f *fixture) identities() []string {
 	GinkgoHelper()
-	var out []string
 	clusters := &fleet.ClusterList{}
 	Expect(f.admin.List(f.ctx, clusters)).To(Succeed())
+	regs := &fleet.ClusterRegistrationList{}
+	Expect(f.admin.List(f.ctx, regs)).To(Succeed())
+	out := make([]string, 0, len(clusters.Items)+len(regs.Items))
 	for _, c := range clusters.Items {
 		out = append(out, "cluster "+c.Namespace+"/"+c.Name+" "+c.Spec.ClientID)
 	}
-	regs := &fleet.ClusterRegistrationList{}
-	Expect(f.admin.List(f.ctx, regs)).To(Succeed())
 	for _, r := range regs.Items {
 		out = append(out, "registration "+r.Namespace+"/"+r.Name+" "+r.Spec.ClientID)
 	}

@@ -222,7 +222,9 @@ func targetAndHealSteps(s *enrollment) {
 			Expect(err).NotTo(HaveOccurred())
 			return last
 		}, s.checkinInterval+20*time.Second, 200*time.Millisecond).Should(BeTemporally(">", unreachableAt.Truncate(time.Second)), "a check-in while unreachable")
-		Consistently(sample, 3*time.Second, 200*time.Millisecond)
+		Consistently(func(g Gomega) {
+			g.Expect(s.agentReady(ns, "alpha")()).To(haveReason(metav1.ConditionTrue, fleet.ReasonRegistered))
+		}, 3*time.Second, 200*time.Millisecond).Should(Succeed(), "FleetAgentReady while the workload API is unreachable")
 
 		restore()
 		Eventually(s.imported(ns, "alpha"), s.checkInterval+3*remoteTimeout+20*time.Second, 200*time.Millisecond).Should(Equal(fleet.ReasonAgentRegistered))

@@ -95,7 +95,7 @@ func OnboardingStormSpec(ctx context.Context, inputGetter func() SpecInput) {
 		}()
 
 		By("writing the 100 kubeconfig Secrets at once")
-		kcs := [][]byte{}
+		kcs := make([][]byte, 0, 2)
 		for i := range 2 {
 			kc, err := e.kubeconfigFor(i)
 			Expect(err).NotTo(HaveOccurred())
@@ -121,7 +121,7 @@ func OnboardingStormSpec(ctx context.Context, inputGetter func() SpecInput) {
 			defer mu.Unlock()
 			list := &fleet.ClusterList{}
 			_ = admin.List(ctx, list, client.InNamespace(benchNS))
-			var sample []any
+			sample := make([]any, 0, min(3, len(list.Items)))
 			for i := range min(3, len(list.Items)) {
 				sample = append(sample, list.Items[i].Status.Conditions)
 			}

@@ -92,7 +92,7 @@ func (e *env) initialize(c *clusterv1.Cluster) {
 
 // writeKubeconfigSecret writes <name>-kubeconfig as Cluster API does, with
 // value as its kubeconfig (nil: an admin kubeconfig of the workload).
-func (e *env) writeKubeconfigSecret(namespace, name string, workload *controlplane.ControlPlane, value []byte) *corev1.Secret {
+func (e *env) writeKubeconfigSecret(namespace, name string, workload *controlplane.ControlPlane, value []byte) {
 	GinkgoHelper()
 	if value == nil {
 		var err error
@@ -106,7 +106,6 @@ func (e *env) writeKubeconfigSecret(namespace, name string, workload *controlpla
 		Data: map[string][]byte{fleet.KubeConfigSecretValueKey: value},
 	}
 	Expect(e.admin.Create(e.ctx, s)).To(Succeed())
-	return s
 }
 
 func (e *env) getFleetCluster(namespace, name string) (*fleet.Cluster, error) {
@@ -245,7 +244,7 @@ func (k *kubelet) sync() error {
 		}
 		// The pod goes once its process has ended, as a kubelet reports.
 		if k.podShown {
-			if err := k.local.Delete(k.e.ctx, k.pod(), client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			if err := client.IgnoreNotFound(k.local.Delete(k.e.ctx, k.pod(), client.GracePeriodSeconds(0))); err != nil {
 				return err
 			}
 			k.podShown = false
@@ -255,7 +254,10 @@ func (k *kubelet) sync() error {
 	if err != nil {
 		return err
 	}
-	b, _ := json.Marshal(dep.Spec.Template)
+	b, err := json.Marshal(dep.Spec.Template)
+	if err != nil {
+		return fmt.Errorf("encoding the pod template of Deployment %s/%s: %w", dep.Namespace, dep.Name, err)
+	}
 	tpl := string(b)
 	running := k.proc != nil && !k.proc.Exited()
 	if tpl == k.template && (running || k.hung) {

@@ -53,7 +53,8 @@ func clustersIn(ctx context.Context, admin client.Client, ns string, n int, labe
 	}
 }
 
-func createBundle(ctx context.Context, admin client.Client, ns, name string) *fleet.Bundle {
+// createBundle creates a Bundle of one ConfigMap that targets every Cluster.
+func createBundle(ctx context.Context, admin client.Client, ns, name string) {
 	GinkgoHelper()
 	b := &fleet.Bundle{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -63,7 +64,6 @@ func createBundle(ctx context.Context, admin client.Client, ns, name string) *fl
 		},
 	}
 	Expect(admin.Create(ctx, b)).To(Succeed())
-	return b
 }
 
 func bundleDeployments(ctx context.Context, admin client.Client, ns string) []fleet.BundleDeployment {

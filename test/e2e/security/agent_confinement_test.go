@@ -227,7 +227,8 @@ func valuesReleaseAndDeleteSpecs(s *confinement) {
 // BundleDeployment's Deployed condition once the agent decided.
 func (s *confinement) deploy(name string, opts fleet.BundleDeploymentOptions, files map[string]string) *metav1.Condition {
 	GinkgoHelper()
-	res := []fleet.BundleResource{{Name: "Chart.yaml", Content: "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n"}}
+	res := make([]fleet.BundleResource, 0, 1+len(files))
+	res = append(res, fleet.BundleResource{Name: "Chart.yaml", Content: "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n"})
 	for n, c := range files {
 		res = append(res, fleet.BundleResource{Name: n, Content: c})
 	}

@@ -81,7 +81,7 @@ var _ = Describe("Low 7: each deploy is bounded in time and memory", Ordered, fu
 		var err error
 		down, err = ds.Client(kinds.Scheme())
 		Expect(err).NotTo(HaveOccurred())
-		applyRegistration(ds, down, agentNS, "sec-bounds")
+		applyRegistration(down, agentNS, "sec-bounds")
 		agent, err = framework.Start(env.LogDir, "agent-bounds", "fleet-agent", "--kubeconfig", ds.Kubeconfig, "--namespace", agentNS,
 			"--checkin-interval", "5s", "--min-backoff", "100ms", "--max-backoff", "2s",
 			"--deploy-concurrency", "1", "--deploy-timeout", timeout.String(), "--deploy-memory-limit", memory)

@@ -63,11 +63,12 @@ var _ = Describe("The manager's credential", func() {
 		waitForWriteScope(ctx, manager)
 
 		By("(a) a service-account-token Secret for fleet-agent (cluster-admin) or a kube-system account is refused")
-		attempts := []*corev1.Secret{
+		// The six Secrets of (a), (b) and (c); none of them may exist at the end.
+		attempts := append(make([]*corev1.Secret, 0, 6),
 			tokenSecret(sys, "sec-17-agent-token", fleet.AgentName),
 			tokenSecret("kube-system", "sec-17-powerful-token", victimSA.Name),
 			tokenSecret(sys, fleet.AgentBootstrapSecretName+"-sa", fleet.AgentName),
-		}
+		)
 		for _, s := range attempts {
 			err := manager.Create(ctx, s.DeepCopy())
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s/%s: %v", s.Namespace, s.Name, err)

@@ -17,7 +17,6 @@ import (
 	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/checkin"
-	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
 )
 
@@ -25,7 +24,7 @@ import (
 // clientID of its own to systemNamespace of cp, as a user would with the
 // CLI's manifests; the clientID keeps this spec's Cluster apart from those
 // of other specs registering the same downstream.
-func applyRegistration(cp *controlplane.ControlPlane, local client.Client, systemNamespace, clientID string) {
+func applyRegistration(local client.Client, systemNamespace, clientID string) {
 	tokenYAML, err := framework.Run("fleet", "install", "agent-token", "-k", env.Upstream.Kubeconfig, "--system-namespace", systemNamespace)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(framework.ApplyYAML(env.Ctx, local, tokenYAML)).To(Succeed())
@@ -44,7 +43,7 @@ var _ = Describe("Credential rotation", func() {
 		// The victim: another cluster, registered by its own agent code.
 		victimLocal, err := env.Downstreams[1].Client(kinds.Scheme())
 		Expect(err).NotTo(HaveOccurred())
-		applyRegistration(env.Downstreams[1], victimLocal, victimNS, "rot-victim")
+		applyRegistration(victimLocal, victimNS, "rot-victim")
 		victimCred, err := join.Ensure(ctx, join.Options{Namespace: victimNS, Local: victimLocal, MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second})
 		Expect(err).NotTo(HaveOccurred())
 		victimClaims, err := upstream.ParseToken(victimCred.Token)
@@ -54,7 +53,7 @@ var _ = Describe("Credential rotation", func() {
 		// when less than 59m50s remain: ten seconds after each renewal.
 		local, err := env.Downstreams[0].Client(kinds.Scheme())
 		Expect(err).NotTo(HaveOccurred())
-		applyRegistration(env.Downstreams[0], local, agentNS, "rot-agent")
+		applyRegistration(local, agentNS, "rot-agent")
 		agent, err := framework.Start(env.LogDir, "agent-rotation", "fleet-agent",
 			"--kubeconfig", env.Downstreams[0].Kubeconfig, "--namespace", agentNS, "--checkin-interval", "1s",
 			"--min-backoff", "100ms", "--max-backoff", "2s", "--rotate-credential-before", "59m50s")

@@ -127,7 +127,7 @@ func webhookSpecs() {
 	It("11: a flood from one address is answered 429 and changes nothing", func() {
 		was := s.victim()
 		codes := map[int]int{}
-		for i := 0; i < 200; i++ {
+		for range 200 {
 			codes[s.send(s.pushOf(strings.Repeat("ef", 20)), "", true)]++
 		}
 		By("answers: " + strings.TrimSpace(strings.ReplaceAll(strings.Trim(jsonOf(codes), "{}"), ",", ", ")))
@@ -200,6 +200,8 @@ func (s *webhookHole) unchanged(was *fleet.GitRepo) {
 }
 
 func jsonOf(v any) string {
-	b, _ := json.Marshal(v)
+	GinkgoHelper()
+	b, err := json.Marshal(v)
+	Expect(err).NotTo(HaveOccurred())
 	return string(b)
 }

@@ -35,8 +35,9 @@ func GitOpsSpec(ctx context.Context, inputGetter func() SpecInput) {
 		input.validate("GitOpsSpec")
 		admin = input.Admin
 		root := GinkgoT().TempDir()
-		var charts []chartrepo.Chart
-		for _, v := range []string{"1.0.0", "1.2.0", "2.0.0"} {
+		versions := []string{"1.0.0", "1.2.0", "2.0.0"}
+		charts := make([]chartrepo.Chart, 0, len(versions))
+		for _, v := range versions {
 			charts = append(charts, chartrepo.Chart{Name: "remote-web", Version: v, Values: "replicas: 1\n",
 				Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: remote}\ndata: {version: \"" + v + "\"}\n"}})
 		}

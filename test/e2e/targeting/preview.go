@@ -211,7 +211,7 @@ func (s *preview) written() []*fleet.BundleDeployment {
 	GinkgoHelper()
 	list := &fleet.BundleDeploymentList{}
 	Expect(s.admin.List(s.ctx, list, client.MatchingLabels{fleet.BundleNameLabel: "demo-app", fleet.BundleNamespaceLabel: previewNS})).To(Succeed())
-	var bds []*fleet.BundleDeployment
+	bds := make([]*fleet.BundleDeployment, 0, len(list.Items))
 	for i := range list.Items {
 		bds = append(bds, &list.Items[i])
 	}

@@ -318,8 +318,9 @@ func (s *targeting) deploymentsOf(b *fleet.Bundle) map[string]*fleet.BundleDeplo
 // clustersOf returns the clusters b is deployed to, for Eventually.
 func (s *targeting) clustersOf(b *fleet.Bundle) func() []string {
 	return func() []string {
-		var out []string
-		for c := range s.deploymentsOf(b) {
+		deployments := s.deploymentsOf(b)
+		out := make([]string, 0, len(deployments))
+		for c := range deployments {
 			out = append(out, c)
 		}
 		return out

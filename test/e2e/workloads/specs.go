@@ -119,7 +119,7 @@ func maxUnavailable(f *fixture) {
 	moved := map[string]time.Duration{}
 	e2e.WaitFor("both clusters to roll out the new image, one at a time", func(g Gomega) {
 		updated, rollingNow, notReady := 0, 0, 0
-		var states []string
+		states := make([]string, 0, len(f.clusters))
 		for _, c := range f.clusters {
 			bd := c.bd("roll")
 			d := c.deployment(ns, "web")
