@@ -10,6 +10,11 @@ CAPI_VERSION := v1.14.2
 CAPI_DIR      = $(shell $(GO) mod download -json sigs.k8s.io/cluster-api@$(CAPI_VERSION) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
 CONTROLGEN   := $(BIN)/controller-gen
 GINKGO       := $(BIN)/ginkgo
+# golangci-lint is built from source at this version once per user, like the control plane (it is not part of
+# the product's module graph).
+GOLANGCI_LINT_VERSION := v2.15.0
+TOOLS_CACHE   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gitfleet/tools
+GOLANGCI_LINT := $(TOOLS_CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # Packages run concurrently by `go test`; each envtest suite starts its own API servers.
 # Tests always run (-count=1): a result cached from another checkout proves nothing about this one.
 TEST_P       ?= 2
@@ -86,6 +91,16 @@ images: ## Build the manager and agent images as OCI image layouts in bin/images
 vet:
 	$(GO) vet ./...
 
+$(GOLANGCI_LINT):
+	@mkdir -p $(TOOLS_CACHE)
+	@tmp=$$(mktemp -d $(TOOLS_CACHE)/.build.XXXXXX) && \
+	  GOBIN=$$tmp $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) && \
+	  mv $$tmp/golangci-lint $@ && rm -rf $$tmp
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml (the linters Cluster API runs)
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: test-deps
 test-deps: ## Install what the tests need beyond Go (git's http-backend serves a real git server)
 	@test -x /usr/lib/git-core/git-http-backend || { \
@@ -93,7 +108,7 @@ test-deps: ## Install what the tests need beyond Go (git's http-backend serves a
 	  apt-get update -qq && apt-get install -y -qq git >/dev/null; }
 
 .PHONY: test
-test: test-deps controlplane vet ## Run go vet, unit tests and every envtest/Ginkgo suite against real API servers
+test: test-deps controlplane vet lint ## Run go vet, golangci-lint, unit tests and every envtest/Ginkgo suite against real API servers
 	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(GO) test -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./... $(if $(GINKGO_ARGS),-args $(GINKGO_ARGS))
 	$(MAKE) fuzz FUZZTIME=5s
 
