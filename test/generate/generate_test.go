@@ -60,7 +60,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	compareDirs(t, filepath.Join(root, "config", "rbac"), rbacDir, "role.yaml")
 
 	capi := moduleDir(t, "sigs.k8s.io/cluster-api@"+capiVersion(t))
-	compareDirs(t, filepath.Join(root, "test", "controlplane", "capi"),
+	compareDirs(t, filepath.Join(root, "internal", "localcluster", "capi"),
 		filepath.Join(capi, "core", "config", "crd", "bases"), "cluster.x-k8s.io_clusters.yaml")
 }
 
