@@ -59,6 +59,10 @@ type BundleDeploymentList struct {
 type BundleDeploymentSpec struct {
 	// Paused stops the agent from deploying changes.
 	Paused bool `json:"paused,omitempty"`
+	// OffSchedule is set while the cluster is outside its Schedules'
+	// deployment windows: the agent deploys no new deploymentID, but keeps
+	// checking (and, with correctDrift, correcting) what it deployed.
+	OffSchedule bool `json:"offSchedule,omitempty"`
 	// StagedOptions are the options of the next deployment.
 	StagedOptions BundleDeploymentOptions `json:"stagedOptions,omitempty"`
 	// StagedDeploymentID is the deploymentID of the next deployment.

@@ -112,6 +112,13 @@ type ClusterStatus struct {
 	// APIServerCAHash is a hash of the manager CA the agent was deployed with,
 	// to tell when the agent must be redeployed.
 	APIServerCAHash string `json:"apiServerCAHash,omitempty"`
+	// Scheduled is true while a Schedule targets this cluster: it then
+	// takes new deployments only while ActiveSchedule is true (written by
+	// the Schedule controller, as Fleet's).
+	Scheduled bool `json:"scheduled,omitempty"`
+	// ActiveSchedule is true while one of the cluster's Schedules has its
+	// window open.
+	ActiveSchedule bool `json:"activeSchedule,omitempty"`
 }
 
 // ClusterDisplay holds the Cluster values shown by kubectl.

@@ -191,6 +191,9 @@ const (
 	ReasonDeployed         = "Deployed"
 	ReasonDeploying        = "Deploying"
 	ReasonPaused           = "Paused"
+	// ReasonOffSchedule: the cluster is outside its Schedules' deployment
+	// windows; the new deploymentID waits for the next window.
+	ReasonOffSchedule = "OffSchedule"
 	ReasonWaitingForDeps   = "WaitingForDependencies"
 	ReasonInstalled        = "Installed"
 	ReasonNotInstalled     = "NotInstalled"
@@ -219,4 +222,16 @@ const (
 	// agent's bound (--deploy-memory-limit) or its container's limit, and
 	// was stopped; retried as after ReasonDeployTimedOut.
 	ReasonDeployOutOfMemory = "DeployOutOfMemory"
+)
+
+// Schedule Ready: ReasonReady, or False with the field at fault (the message
+// names the Schedule and the field).
+const (
+	// ReasonInvalidSchedule: spec.schedule is not a cron expression.
+	ReasonInvalidSchedule = "InvalidSchedule"
+	// ReasonInvalidDuration: spec.duration is not positive, or not shorter
+	// than the time between two windows.
+	ReasonInvalidDuration = "InvalidDuration"
+	// ReasonInvalidLocation: spec.location is not a known time zone.
+	ReasonInvalidLocation = "InvalidLocation"
 )
