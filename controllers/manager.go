@@ -43,6 +43,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/helmop"
 	"github.com/gitfleet/fleet/controllers/localcluster"
 	"github.com/gitfleet/fleet/controllers/manageraddress"
+	"github.com/gitfleet/fleet/controllers/schedule"
 	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/enqueue"
@@ -286,6 +287,7 @@ var reconcilers = []struct {
 	{"bundle controller", setupBundle},
 	{"cluster controller", setupCluster},
 	{"cluster group controller", setupClusterGroup},
+	{"schedule controller", setupSchedule},
 	{"content controller", setupContent},
 	{"state metrics", setupMetrics},
 }
@@ -411,6 +413,10 @@ func setupCluster(_ context.Context, d *deps) error {
 
 func setupClusterGroup(_ context.Context, d *deps) error {
 	return (&clustergroup.Reconciler{Client: d.mgr.GetClient(), Workers: d.o.Workers, Recorder: d.recorder("fleet-clustergroup")}).SetupWithManager(d.mgr)
+}
+
+func setupSchedule(_ context.Context, d *deps) error {
+	return (&schedule.Reconciler{Client: d.mgr.GetClient(), Workers: d.o.Workers, Recorder: d.recorder("fleet-schedule")}).SetupWithManager(d.mgr)
 }
 
 func setupContent(ctx context.Context, d *deps) error {

@@ -191,9 +191,6 @@ const (
 	ReasonDeployed         = "Deployed"
 	ReasonDeploying        = "Deploying"
 	ReasonPaused           = "Paused"
-	// ReasonOffSchedule: the cluster is outside its Schedules' deployment
-	// windows; the new deploymentID waits for the next window.
-	ReasonOffSchedule = "OffSchedule"
 	ReasonWaitingForDeps   = "WaitingForDependencies"
 	ReasonInstalled        = "Installed"
 	ReasonNotInstalled     = "NotInstalled"
@@ -234,4 +231,11 @@ const (
 	ReasonInvalidDuration = "InvalidDuration"
 	// ReasonInvalidLocation: spec.location is not a known time zone.
 	ReasonInvalidLocation = "InvalidLocation"
+)
+
+// BundleDeployment Deployed and Ready (the agent), beside the reasons above.
+const (
+	// ReasonOffSchedule: the cluster is outside its Schedules' deployment
+	// windows; the new deploymentID waits for the next window.
+	ReasonOffSchedule = "OffSchedule"
 )

@@ -203,6 +203,7 @@ func BundleDeployment(b *fleet.Bundle, contentName string, d *Deployment) *fleet
 			DeploymentID:       d.ID,
 			Options:            *d.Options,
 			Paused:             b.Spec.Paused || d.Cluster.Spec.Paused,
+			OffSchedule:        OffSchedule(d.Cluster),
 			DependsOn:          b.Spec.DependsOn,
 			CorrectDrift:       d.Options.CorrectDrift,
 		},
@@ -215,6 +216,13 @@ func BundleDeployment(b *fleet.Bundle, contentName string, d *Deployment) *fleet
 	return bd
 }
 
+// OffSchedule tells whether a cluster is outside its deployment windows: a
+// Schedule holds it (status.scheduled) and none has its window open
+// (status.activeSchedule), as Fleet reads them.
+func OffSchedule(c *fleet.Cluster) bool {
+	return c.Status.Scheduled && !c.Status.ActiveSchedule
+}
+
 // Unchanged tells whether existing already is what BundleDeployment would
 // build for d, looked at in place: building every desired BundleDeployment
 // on every pass was most of a pass's allocations at thousands of clusters.
@@ -224,6 +232,7 @@ func Unchanged(b *fleet.Bundle, contentName string, d *Deployment, existing *fle
 	spec := &existing.Spec
 	if spec.StagedDeploymentID != d.ID || (deploy && spec.DeploymentID != d.ID) ||
 		spec.Paused != (b.Spec.Paused || d.Cluster.Spec.Paused) ||
+		spec.OffSchedule != OffSchedule(d.Cluster) ||
 		!equality.Semantic.DeepEqual(&spec.StagedOptions, d.Options) ||
 		(deploy && !equality.Semantic.DeepEqual(&spec.Options, d.Options)) ||
 		!equality.Semantic.DeepEqual(spec.DependsOn, b.Spec.DependsOn) ||

@@ -34,6 +34,7 @@ func TestUnchangedAgreesWithBundleDeployment(t *testing.T) {
 		"staged options":   func(bd *fleet.BundleDeployment) { bd.Spec.StagedOptions.DefaultNamespace = "x" },
 		"options":          func(bd *fleet.BundleDeployment) { bd.Spec.Options.TargetNamespace = "x" },
 		"paused":           func(bd *fleet.BundleDeployment) { bd.Spec.Paused = true },
+		"offSchedule":      func(bd *fleet.BundleDeployment) { bd.Spec.OffSchedule = true },
 		"dependsOn":        func(bd *fleet.BundleDeployment) { bd.Spec.DependsOn = nil },
 		"correctDrift":     func(bd *fleet.BundleDeployment) { bd.Spec.CorrectDrift = nil },
 		"a label changed":  func(bd *fleet.BundleDeployment) { bd.Labels[fleet.ContentNameLabel] = "s-other" },
@@ -43,6 +44,25 @@ func TestUnchangedAgreesWithBundleDeployment(t *testing.T) {
 		bd := desired()
 		change(bd)
 		g.Expect(Unchanged(b, contentName, d, bd, true)).To(BeFalse(), name)
+	}
+}
+
+// A cluster that a Schedule holds and none of whose windows is open gets
+// offSchedule on its BundleDeployments; when a window opens, it is cleared.
+func TestOffScheduleFollowsTheClusterWindow(t *testing.T) {
+	g := NewWithT(t)
+	b := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "fleet-default"}}
+	d := &Deployment{Namespace: "cluster-ns", ID: "s-abc:1", Options: &fleet.BundleDeploymentOptions{},
+		Cluster: &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "fleet-default"}}}
+	for _, tc := range []struct {
+		scheduled, active, off bool
+	}{{false, false, false}, {true, false, true}, {true, true, false}} {
+		d.Cluster.Status.Scheduled, d.Cluster.Status.ActiveSchedule = tc.scheduled, tc.active
+		bd := BundleDeployment(b, "s-abc", d)
+		g.Expect(bd.Spec.OffSchedule).To(Equal(tc.off), "scheduled %v, active %v", tc.scheduled, tc.active)
+		g.Expect(Unchanged(b, "s-abc", d, bd, true)).To(BeTrue())
+		bd.Spec.OffSchedule = !tc.off
+		g.Expect(Unchanged(b, "s-abc", d, bd, true)).To(BeFalse(), "a window that opened or closed is a change")
 	}
 }
 
