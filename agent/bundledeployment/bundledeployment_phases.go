@@ -223,11 +223,12 @@ func (r *Reconciler) dependents(ctx context.Context, o client.Object) []reconcil
 }
 
 // deploy installs or upgrades the release unless it already deploys the
-// BundleDeployment's deploymentID, the BundleDeployment is paused, or it
-// waits for dependencies.
+// BundleDeployment's deploymentID, the BundleDeployment is paused or
+// outside its cluster's deployment windows (offSchedule), or it waits for
+// dependencies.
 func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 	bd := s.bd
-	if bd.Spec.Paused || len(s.waiting) > 0 || bd.Spec.DeploymentID == "" {
+	if bd.Spec.Paused || bd.Spec.OffSchedule || len(s.waiting) > 0 || bd.Spec.DeploymentID == "" {
 		return nil
 	}
 	if release.UpToDate(s.state.deployed, bd.Spec.DeploymentID) && release.UpToDate(s.state.last, bd.Spec.DeploymentID) {
@@ -311,14 +312,17 @@ func (r *Reconciler) evaluate(ctx context.Context, s *scope, fresh bool) (*monit
 }
 
 // correctDrift restores modified, missing and extra objects when
-// correctDrift is enabled and the release is up to date.
+// correctDrift is enabled and the release is up to date, or, outside the
+// cluster's deployment windows, to what the release deployed before: a
+// new deploymentID waits for the window, what runs is still kept as
+// deployed.
 func (r *Reconciler) correctDrift(ctx context.Context, s *scope) error {
 	cd := s.bd.Spec.CorrectDrift
 	if cd == nil {
 		cd = s.bd.Spec.Options.CorrectDrift
 	}
 	if cd == nil || !cd.Enabled || s.monitored == nil || s.monitored.NonModified || s.bd.Spec.Paused ||
-		!release.UpToDate(s.state.deployed, s.bd.Spec.DeploymentID) {
+		!(s.bd.Spec.OffSchedule || release.UpToDate(s.state.deployed, s.bd.Spec.DeploymentID)) {
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("release", s.key.String())

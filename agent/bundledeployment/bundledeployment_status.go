@@ -97,6 +97,8 @@ func deployedCondition(spec fleet.BundleDeploymentSpec, applied string, prev *me
 		c.Status, c.Reason = metav1.ConditionTrue, fleet.ReasonDeployed
 	case spec.Paused:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, fleet.ReasonPaused, "paused: changes are not deployed"
+	case spec.OffSchedule:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, fleet.ReasonOffSchedule, offScheduleMessage(spec)
 	case len(waiting) > 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, fleet.ReasonWaitingForDeps, waitingMessage(waiting)
 	case prev != nil && prev.Status == metav1.ConditionFalse:
@@ -126,6 +128,11 @@ func monitoredCondition(deployed bool, monitored *monitor.Result, monitorErr err
 	return nil, nil
 }
 
+// offScheduleMessage says what waits for the cluster's deployment window.
+func offScheduleMessage(spec fleet.BundleDeploymentSpec) string {
+	return "outside the cluster's deployment window: deploymentID " + spec.DeploymentID + " waits for the next window"
+}
+
 func waitingMessage(waiting []string) string {
 	return "waiting for " + strings.Join(waiting, ", ")
 }
@@ -142,8 +149,11 @@ func readyCondition(spec fleet.BundleDeploymentSpec, st *fleet.BundleDeploymentS
 		c.Reason, c.Message = fleet.ReasonWaitingForDeps, waitingMessage(waiting)
 	case st.Release == "":
 		c.Reason = fleet.ReasonNotInstalled
-		if spec.Paused {
+		switch {
+		case spec.Paused:
 			c.Reason = fleet.ReasonPaused
+		case spec.OffSchedule:
+			c.Reason, c.Message = fleet.ReasonOffSchedule, offScheduleMessage(spec)
 		}
 	case !st.Ready:
 		c.Reason, c.Message = fleet.ReasonNotReady, nonReadyMessage(st.NonReadyStatus)
@@ -151,8 +161,11 @@ func readyCondition(spec fleet.BundleDeploymentSpec, st *fleet.BundleDeploymentS
 		c.Reason, c.Message = fleet.ReasonModified, modifiedMessage(st.ModifiedStatus)
 	case st.AppliedDeploymentID != spec.DeploymentID:
 		c.Reason, c.Message = fleet.ReasonWaitApplied, "deploymentID "+spec.DeploymentID+" is not applied yet"
-		if spec.Paused {
+		switch {
+		case spec.Paused:
 			c.Reason = fleet.ReasonPaused
+		case spec.OffSchedule:
+			c.Reason, c.Message = fleet.ReasonOffSchedule, offScheduleMessage(spec)
 		}
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, fleet.ReasonReady

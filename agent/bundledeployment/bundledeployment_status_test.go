@@ -129,6 +129,10 @@ func TestDeployedCondition(t *testing.T) {
 			deployErr: errors.New("connection refused"), status: metav1.ConditionFalse, reason: fleet.ReasonError, message: "connection refused"},
 		{name: "paused", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b", Paused: true}, applied: "s-1:a",
 			status: metav1.ConditionUnknown, reason: fleet.ReasonPaused, message: "paused: changes are not deployed"},
+		{name: "outside the deployment window", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b", OffSchedule: true}, applied: "s-1:a",
+			status: metav1.ConditionUnknown, reason: fleet.ReasonOffSchedule, message: "outside the cluster's deployment window: deploymentID s-2:b waits for the next window"},
+		{name: "applied, outside the window", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-1:a", OffSchedule: true}, applied: "s-1:a",
+			status: metav1.ConditionTrue, reason: fleet.ReasonDeployed},
 		{name: "waiting", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b"}, waiting: []string{"db (NotReady)", "queue (not deployed to this cluster)"},
 			status: metav1.ConditionUnknown, reason: fleet.ReasonWaitingForDeps, message: "waiting for db (NotReady), queue (not deployed to this cluster)"},
 		{name: "the last failure stays until something changes", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b"}, prev: failed,
@@ -213,6 +217,12 @@ func TestReadyCondition(t *testing.T) {
 		}), status: metav1.ConditionFalse, reason: fleet.ReasonModified, message: "job.batch default/x missing"},
 		{name: "older deploymentID applied", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-3:c"}, st: &applied,
 			status: metav1.ConditionFalse, reason: fleet.ReasonWaitApplied, message: "deploymentID s-3:c is not applied yet"},
+		{name: "a new deploymentID waits for the deployment window", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-3:c", OffSchedule: true}, st: &applied,
+			status: metav1.ConditionFalse, reason: fleet.ReasonOffSchedule, message: "outside the cluster's deployment window: deploymentID s-3:c waits for the next window"},
+		{name: "not installed, outside the window", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b", OffSchedule: true}, st: &fleet.BundleDeploymentStatus{},
+			status: metav1.ConditionFalse, reason: fleet.ReasonOffSchedule, message: "outside the cluster's deployment window: deploymentID s-2:b waits for the next window"},
+		{name: "applied and ready outside the window", spec: fleet.BundleDeploymentSpec{DeploymentID: "s-2:b", OffSchedule: true}, st: &applied,
+			status: metav1.ConditionTrue, reason: fleet.ReasonReady},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

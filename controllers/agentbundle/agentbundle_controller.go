@@ -25,6 +25,7 @@ import (
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/target"
 )
 
 // Reconciler keeps the agent Bundles of the registered Clusters of one
@@ -114,7 +115,8 @@ func clusterPredicate() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*fleet.Cluster), e.ObjectNew.(*fleet.Cluster)
 			return o.Generation != n.Generation || Registered(o) != Registered(n) ||
-				o.Status.Agent.Namespace != n.Status.Agent.Namespace || o.Status.Namespace != n.Status.Namespace
+				o.Status.Agent.Namespace != n.Status.Agent.Namespace || o.Status.Namespace != n.Status.Namespace ||
+				target.OffSchedule(o) != target.OffSchedule(n)
 		},
 	}
 }
@@ -165,6 +167,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 		if cands[i], err = r.candidate(ctx, c, existing[BundleName(c.Name)]); err != nil {
 			return err
 		}
+		cands[i].Held = target.OffSchedule(c)
 	}
 	budget, err := Budget(*r.MaxUnavailable, len(registered))
 	if err != nil {

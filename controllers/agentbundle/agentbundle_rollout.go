@@ -18,11 +18,15 @@ type Candidate struct {
 	// Available tells whether its agent is deployed and Ready at its agent
 	// Bundle's current version.
 	Available bool
+	// Held: the cluster is outside its Schedules' deployment windows. It
+	// keeps its image and is left out of the count: it could not use a
+	// share of the budget before its window.
+	Held bool
 }
 
 // inFlight tells whether the cluster counts against the budget: it has an
 // agent Bundle that its agent has not yet deployed and made Ready.
-func (c Candidate) inFlight() bool { return c.Current != "" && !c.Available }
+func (c Candidate) inFlight() bool { return c.Current != "" && !c.Available && !c.Held }
 
 // Plan returns the image each candidate's agent Bundle gets in this pass
 // ("" for no agent Bundle yet), moving clusters to image in order while
@@ -38,6 +42,8 @@ func Plan(cands []Candidate, image string, budget int) []string {
 	out := make([]string, len(cands))
 	for i, c := range cands {
 		switch {
+		case c.Held:
+			out[i] = c.Current
 		case c.Current == image, c.inFlight():
 			out[i] = image
 		case inFlight < budget:

@@ -29,6 +29,9 @@ func TestPlan(t *testing.T) {
 		{"a new cluster waits its turn", []Candidate{{Current: img}, {}, ready}, 1, []string{img, "", old}},
 		{"a new cluster is created within budget", []Candidate{{}, {}}, 1, []string{img, ""}},
 		{"all done", []Candidate{{Current: img, Available: true}}, 1, []string{img}},
+		{"a cluster outside its deployment window keeps its image", []Candidate{{Current: old, Available: true, Held: true}, ready}, 1, []string{old, img}},
+		{"a held cluster not Ready costs nothing", []Candidate{{Current: old, Held: true}, ready}, 1, []string{old, img}},
+		{"a held new cluster gets no agent Bundle before its window", []Candidate{{Held: true}, {}}, 2, []string{"", img}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			NewWithT(t).Expect(Plan(tc.cands, img, tc.budget)).To(Equal(tc.want))
