@@ -71,10 +71,14 @@ func ComputeStatus(s *fleet.Schedule, ev Evaluation) {
 	}
 }
 
-// ClusterFields are the Cluster status fields this controller owns.
+// ClusterFields are the Cluster status fields this controller owns. Both
+// are always sent, false too: a release is an explicit false under this
+// controller's ownership rather than a field dropped from the applied
+// configuration (an apply of an empty status left scheduled true once
+// the last Schedule of a namespace was deleted).
 type ClusterFields struct {
-	Scheduled      bool `json:"scheduled,omitempty"`
-	ActiveSchedule bool `json:"activeSchedule,omitempty"`
+	Scheduled      bool `json:"scheduled"`
+	ActiveSchedule bool `json:"activeSchedule"`
 }
 
 // ClusterStatus is what the valid Schedules of a namespace make of each
