@@ -34,11 +34,15 @@ type scope struct {
 	now    time.Time
 	// Filled by the phases, in order.
 	// eff is the GitRepo with the defaults of its namespace's
-	// GitRepoRestrictions filled in: what is fetched and read.
-	eff     *fleet.GitRepo
-	opts    gitfetch.Options
-	dir     string
-	bundles []*fleet.Bundle
+	// GitRepoRestrictions and Policies filled in: what is fetched and read.
+	eff *fleet.GitRepo
+	// restricted is eff and what the restrictions add to its Bundles;
+	// input is a fingerprint of it (see restricted.fingerprint).
+	restricted *restricted
+	input      string
+	opts       gitfetch.Options
+	dir        string
+	bundles    []*fleet.Bundle
 }
 
 // repoState is what the controller remembers of a GitRepo between
@@ -67,6 +71,10 @@ type repoState struct {
 	synced           bool
 	syncedCommit     string
 	syncedGeneration int64
+	// syncedInput is the fingerprint of what the restrictions and Policies
+	// made of the GitRepo at that sync ("" after a restart: unknown), so
+	// that a changed default or namespace selector is synced too.
+	syncedInput string
 	// restrictErr is set while the GitRepo breaks a GitRepoRestriction: it
 	// is what Accepted reports, and nothing is fetched.
 	restrictErr error
@@ -95,7 +103,7 @@ func (st *repoState) failGit(err error) error {
 func (st *repoState) failSync(s *scope, err error) error {
 	st.syncErr = err
 	if outcome.IsStalling(err) {
-		st.synced, st.syncedCommit, st.syncedGeneration = true, st.latest, s.repo.Generation
+		st.synced, st.syncedCommit, st.syncedGeneration, st.syncedInput = true, st.latest, s.repo.Generation, s.input
 	}
 	return st.poll.Fail(err)
 }
@@ -143,7 +151,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 		return err
 	}
 	st.restrictErr = nil
-	s.eff = eff
+	s.eff, s.restricted, s.input = eff.repo, eff, eff.fingerprint()
 	if !pollDue(s.now, st, repo) {
 		return nil
 	}
@@ -161,7 +169,8 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	if err := r.poll(ctx, s); err != nil {
 		return st.failGit(egress.ForTenant(ctx, err))
 	}
-	if !syncNeeded(st, repo, st.latest) {
+	inputChanged := st.syncedInput != "" && st.syncedInput != s.input
+	if !syncNeeded(st, repo, st.latest) && !inputChanged {
 		return nil
 	}
 
@@ -179,7 +188,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 		return st.failSync(s, err)
 	}
 	st.syncErr = nil
-	st.synced, st.syncedCommit, st.syncedGeneration = true, st.latest, repo.Generation
+	st.synced, st.syncedCommit, st.syncedGeneration, st.syncedInput = true, st.latest, repo.Generation, s.input
 	if repo.Status.Commit != st.latest {
 		ctrl.LoggerFrom(ctx).Info("Synced bundles", "gitRepo", klog.KObj(repo), "commit", st.latest, "bundles", len(s.bundles))
 	}
@@ -218,6 +227,7 @@ func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	ro.AllowedTargetNamespaceSelector = s.restricted.nsSelector
 	var warnings []string
 	ro.Warn = func(w bundlereader.Warning) { warnings = append(warnings, w.String()) }
 	var bundles []*fleet.Bundle
