@@ -152,7 +152,10 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	}
 	st.restrictErr = nil
 	s.eff, s.restricted, s.input = eff.repo, eff, eff.fingerprint()
-	if !pollDue(s.now, st, repo) {
+	// A changed restriction or Policy (a default, a namespace selector)
+	// is written to the Bundles at once, not at the next poll.
+	inputChanged := st.syncedInput != "" && st.syncedInput != s.input
+	if !pollDue(s.now, st, repo) && !inputChanged {
 		return nil
 	}
 	release, err := r.slots.Take(repo.Namespace, r.Workers, "git fetch slots")
@@ -169,7 +172,6 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	if err := r.poll(ctx, s); err != nil {
 		return st.failGit(egress.ForTenant(ctx, err))
 	}
-	inputChanged := st.syncedInput != "" && st.syncedInput != s.input
 	if !syncNeeded(st, repo, st.latest) && !inputChanged {
 		return nil
 	}
