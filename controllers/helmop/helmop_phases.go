@@ -56,6 +56,11 @@ type opState struct {
 	// applied is the version last written or found in the Bundle: the
 	// status read from the cache may not show it yet.
 	applied string
+	// appliedInput is the fingerprint of what the restrictions and
+	// Policies made of the HelmOp when its Bundle was last written or found
+	// current ("" after a restart: unknown), so that a changed default or
+	// namespace selector is written to the Bundle at once.
+	appliedInput string
 }
 
 // polls says whether a HelmOp is polled for new versions: as in Fleet,
@@ -109,7 +114,11 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 		}
 		return err
 	}
-	if !st.poll.Due(s.now, op.Generation, polls(op)) {
+	input := fingerprint(eff)
+	// A changed restriction or Policy (a default, a namespace selector)
+	// is written to the Bundle at once, not at the next poll.
+	inputChanged := st.appliedInput != "" && st.appliedInput != input
+	if !st.poll.Due(s.now, op.Generation, polls(op)) && !inputChanged {
 		// What the last resolution found is in the status already.
 		return nil
 	}
@@ -143,8 +152,8 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 	if err != nil {
 		return r.fail(s, false, err)
 	}
-	if have && !writeNeeded(op, version) {
-		st.acceptErr, st.applied = nil, version
+	if have && !writeNeeded(op, version) && !inputChanged {
+		st.acceptErr, st.applied, st.appliedInput = nil, version, input
 		return nil
 	}
 	if err := r.writeBundle(ctx, eff, version, auth); err != nil {
@@ -155,7 +164,7 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 	}
 	op.Status.Version = version
 	op.Status.ObservedGeneration = op.Generation
-	st.acceptErr, st.applied = nil, version
+	st.acceptErr, st.applied, st.appliedInput = nil, version, input
 	return nil
 }
 

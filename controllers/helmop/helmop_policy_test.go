@@ -38,4 +38,15 @@ func TestHelmOpPolicy(t *testing.T) {
 	b := &fleet.Bundle{}
 	g.Expect(env.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, b)).To(Succeed())
 	g.Expect(b.Spec.ServiceAccount).To(Equal("deployer"), "the Policy's default")
+
+	// A changed default reaches the Bundle at once, without a change of
+	// the HelmOp nor a poll.
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
+	policy.HelmOp.DefaultServiceAccount = "deployer-2"
+	g.Expect(env.Update(ctx, policy)).To(Succeed())
+	g.Eventually(func() string {
+		b := &fleet.Bundle{}
+		g.Expect(env.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, b)).To(Succeed())
+		return b.Spec.ServiceAccount
+	}).WithTimeout(eventually).WithPolling(poll).Should(Equal("deployer-2"), "the new default, written at once")
 }

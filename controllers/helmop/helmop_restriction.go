@@ -2,6 +2,7 @@ package helmop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -92,4 +93,15 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.HelmOpSpec) err
 		}
 	}
 	return nil
+}
+
+// fingerprint identifies what the restrictions and Policies made of the
+// HelmOp: its effective spec, which the Bundle is written from.
+func fingerprint(eff *fleet.HelmOp) string {
+	b, err := json.Marshal(eff.Spec)
+	if err != nil {
+		// Not reached: the spec always marshals.
+		return ""
+	}
+	return string(b)
 }

@@ -653,7 +653,6 @@ func (r *reader) applyRepoOptions(spec *fleet.BundleSpec) {
 		if o.ServiceAccount != "" && t.ServiceAccount != "" {
 			t.ServiceAccount = o.ServiceAccount
 		}
-
 	}
 	if o.KeepResources {
 		spec.KeepResources = true
