@@ -57,10 +57,13 @@ type opState struct {
 	// status read from the cache may not show it yet.
 	applied string
 	// appliedInput is the fingerprint of what the restrictions and
-	// Policies made of the HelmOp when its Bundle was last written or found
-	// current ("" after a restart: unknown), so that a changed default or
-	// namespace selector is written to the Bundle at once.
+	// Policies made of the HelmOp when it was last resolved ("" after a
+	// restart: unknown), so that a changed default or namespace selector is
+	// written to the Bundle at once; rewrite is set from such a change until
+	// the Bundle is written (a failed attempt waits for the next poll or
+	// retry, not for every event).
 	appliedInput string
+	rewrite      bool
 }
 
 // polls says whether a HelmOp is polled for new versions: as in Fleet,
@@ -118,6 +121,10 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 	// A changed restriction or Policy (a default, a namespace selector)
 	// is written to the Bundle at once, not at the next poll.
 	inputChanged := st.appliedInput != "" && st.appliedInput != input
+	st.appliedInput = input
+	if inputChanged {
+		st.rewrite = true
+	}
 	if !st.poll.Due(s.now, op.Generation, polls(op)) && !inputChanged {
 		// What the last resolution found is in the status already.
 		return nil
@@ -152,8 +159,8 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 	if err != nil {
 		return r.fail(s, false, err)
 	}
-	if have && !writeNeeded(op, version) && !inputChanged {
-		st.acceptErr, st.applied, st.appliedInput = nil, version, input
+	if have && !writeNeeded(op, version) && !st.rewrite {
+		st.acceptErr, st.applied = nil, version
 		return nil
 	}
 	if err := r.writeBundle(ctx, eff, version, auth); err != nil {
@@ -164,7 +171,7 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 	}
 	op.Status.Version = version
 	op.Status.ObservedGeneration = op.Generation
-	st.acceptErr, st.applied, st.appliedInput = nil, version, input
+	st.acceptErr, st.applied, st.rewrite = nil, version, false
 	return nil
 }
 
