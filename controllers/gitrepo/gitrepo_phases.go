@@ -71,10 +71,14 @@ type repoState struct {
 	synced           bool
 	syncedCommit     string
 	syncedGeneration int64
-	// syncedInput is the fingerprint of what the restrictions and Policies
-	// made of the GitRepo at that sync ("" after a restart: unknown), so
-	// that a changed default or namespace selector is synced too.
-	syncedInput string
+	// seenInput is the fingerprint of what the restrictions and Policies
+	// made of the GitRepo when it was last looked at ("" after a restart:
+	// unknown); resync is set from a change of it until the Bundles are
+	// written, so that a changed default or namespace selector is synced
+	// at once, and a failed attempt waits for the next poll or retry like
+	// any other, not for every event.
+	seenInput string
+	resync    bool
 	// restrictErr is set while the GitRepo breaks a GitRepoRestriction: it
 	// is what Accepted reports, and nothing is fetched.
 	restrictErr error
@@ -103,7 +107,7 @@ func (st *repoState) failGit(err error) error {
 func (st *repoState) failSync(s *scope, err error) error {
 	st.syncErr = err
 	if outcome.IsStalling(err) {
-		st.synced, st.syncedCommit, st.syncedGeneration, st.syncedInput = true, st.latest, s.repo.Generation, s.input
+		st.synced, st.syncedCommit, st.syncedGeneration, st.resync = true, st.latest, s.repo.Generation, false
 	}
 	return st.poll.Fail(err)
 }
@@ -154,7 +158,11 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	s.eff, s.restricted, s.input = eff.repo, eff, eff.fingerprint()
 	// A changed restriction or Policy (a default, a namespace selector)
 	// is written to the Bundles at once, not at the next poll.
-	inputChanged := st.syncedInput != "" && st.syncedInput != s.input
+	inputChanged := st.seenInput != "" && st.seenInput != s.input
+	st.seenInput = s.input
+	if inputChanged {
+		st.resync = true
+	}
 	if !pollDue(s.now, st, repo) && !inputChanged {
 		return nil
 	}
@@ -172,7 +180,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	if err := r.poll(ctx, s); err != nil {
 		return st.failGit(egress.ForTenant(ctx, err))
 	}
-	if !syncNeeded(st, repo, st.latest) && !inputChanged {
+	if !syncNeeded(st, repo, st.latest) && !st.resync {
 		return nil
 	}
 
@@ -190,7 +198,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 		return st.failSync(s, err)
 	}
 	st.syncErr = nil
-	st.synced, st.syncedCommit, st.syncedGeneration, st.syncedInput = true, st.latest, repo.Generation, s.input
+	st.synced, st.syncedCommit, st.syncedGeneration, st.resync = true, st.latest, repo.Generation, false
 	if repo.Status.Commit != st.latest {
 		ctrl.LoggerFrom(ctx).Info("Synced bundles", "gitRepo", klog.KObj(repo), "commit", st.latest, "bundles", len(s.bundles))
 	}
