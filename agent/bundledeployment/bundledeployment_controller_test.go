@@ -44,6 +44,7 @@ func TestAgent(t *testing.T) {
 	t.Run("keepResources keeps the objects and the namespace", keepResourcesKeepsObjectsAndNamespace)
 	t.Run("deleteNamespace deletes only unprotected namespaces", deleteNamespaceDeletesOnlyUnprotectedNamespaces)
 	t.Run("createNamespace false waits for the namespace", createNamespaceFalseWaitsForTheNamespace)
+	t.Run("allowedTargetNamespaceSelector waits for a labelled namespace", namespaceSelectorWaitsForTheLabels)
 	t.Run("a not-ready object is reported in Fleet's shape", aNotReadyObjectIsReportedInFleetsShape)
 }
 
@@ -123,6 +124,55 @@ func createNamespaceFalseWaitsForTheNamespace(t *testing.T) {
 		g.Expect(got.Status.AppliedDeploymentID).To(Equal(id))
 	}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "deployed once the namespace exists")
 	g.Expect(down.Get(ctx, client.ObjectKey{Namespace: "premade", Name: "app-config"}, &corev1.ConfigMap{})).To(Succeed())
+}
+
+// namespaceSelectorWaitsForTheLabels: a GitRepoRestriction's
+// allowedTargetNamespaceSelector, carried in the options, is checked by the
+// agent against the namespace downstream: missing, then unlabelled, it
+// blocks the deployment with Fleet's texts (NamespaceNotAllowed) and
+// creates nothing; labelled, it deploys by itself.
+func namespaceSelectorWaitsForTheLabels(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	id := newContent(ctx, t, map[string]string{"cm.yaml": appConfig})
+	bd := &fleet.BundleDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: "selected", Labels: map[string]string{
+			fleet.BundleNameLabel: "selected", fleet.BundleNamespaceLabel: fleet.DefaultWorkspace,
+		}},
+		Spec: fleet.BundleDeploymentSpec{DeploymentID: id, StagedDeploymentID: id,
+			Options: fleet.BundleDeploymentOptions{TargetNamespace: "selected", DefaultNamespace: "unselected-default",
+				AllowedTargetNamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}}},
+	}
+	g.Expect(up.Create(ctx, bd)).To(Succeed())
+	t.Cleanup(func() { _ = client.IgnoreNotFound(up.Delete(context.Background(), bd)) })
+	refused := func(message string) {
+		g.Eventually(func(g Gomega) {
+			got := get(ctx, g, bd)
+			c := conditions.Get(got, fleet.ConditionDeployed)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(fleet.ReasonNamespaceNotAllowed))
+			g.Expect(c.Message).To(HavePrefix(message))
+		}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "Deployed=False NamespaceNotAllowed: %s", message)
+		err := down.Get(ctx, client.ObjectKey{Namespace: "selected", Name: "app-config"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing deployed: %v", err)
+	}
+
+	refused("target namespace selected does not exist on downstream cluster")
+	err := down.Get(ctx, client.ObjectKey{Name: "selected"}, &corev1.Namespace{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the agent created no namespace: %v", err)
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "selected", Labels: map[string]string{"team": "b"}}}
+	g.Expect(down.Create(ctx, ns)).To(Succeed())
+	refused("target namespace selected does not match AllowedTargetNamespaceSelector team=a")
+
+	ns.Labels["team"] = "a"
+	g.Expect(down.Update(ctx, ns)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(ctx, g, bd)
+		g.Expect(conditions.IsTrue(got, fleet.ConditionReady)).To(BeTrue(), "Ready: %+v", conditions.Get(got, fleet.ConditionReady))
+	}).WithTimeout(60*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "deployed once the namespace carries the labels")
+	g.Expect(down.Get(ctx, client.ObjectKey{Namespace: "selected", Name: "app-config"}, &corev1.ConfigMap{})).To(Succeed())
 }
 
 func deploysAManifestAndUninstallsItWhenDeleted(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -166,6 +168,12 @@ func (d *Deployer) Deploy(ctx context.Context, in Input) (*helmrelease.Release, 
 	values, err := Values(ctx, id.client, in.Options, key.Namespace)
 	if err != nil {
 		return nil, stallUnlessTransient(fleet.ReasonInvalidValues, forbidden(id, err))
+	}
+	// A GitRepoRestriction's allowedTargetNamespaceSelector is checked here,
+	// against the namespace downstream, as Fleet's agent checks it; by the
+	// agent itself, whatever the bundle's serviceAccount may read.
+	if err := namespaceSelected(ctx, d.client, key.Namespace, in.Options.AllowedTargetNamespaceSelector, d.namespaceMissingRetry()); err != nil {
+		return nil, err
 	}
 	// The release namespace is created when missing, as Fleet's agent does
 	// (repositories rely on defaultNamespace alone), unless the bundle says
@@ -335,6 +343,37 @@ func ensureNamespace(ctx context.Context, id *identity, name string, opts fleet.
 		return nil
 	}
 	return id.client.Patch(ctx, ns, client.MergeFrom(before))
+}
+
+// namespaceSelected checks that the release namespace name exists and
+// carries the labels sel selects; nil sel allows any. A refusal is a
+// Waiting error with fleet.ReasonNamespaceNotAllowed, looked at again after
+// retry (labelling a namespace sends the agent no event), whose message
+// begins with Fleet's text. A selector that is not valid stalls.
+func namespaceSelected(ctx context.Context, c client.Reader, name string, sel *metav1.LabelSelector, retry time.Duration) error {
+	if sel == nil {
+		return nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return outcome.Stallf(fleet.ReasonInvalidBundle, "allowedTargetNamespaceSelector is not a valid label selector: %v (fix the GitRepoRestriction)", err)
+	}
+	ns := &corev1.Namespace{}
+	err = c.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if apierrors.IsNotFound(err) {
+		return outcome.Waitf(fleet.ReasonNamespaceNotAllowed, retry,
+			"target namespace %s does not exist on downstream cluster: a GitRepoRestriction allows only namespaces selected by %s; "+
+				"create it with those labels (the bundle deploys within %s)", name, selector, retry)
+	}
+	if err != nil {
+		return fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	if !selector.Matches(labels.Set(ns.Labels)) {
+		return outcome.Waitf(fleet.ReasonNamespaceNotAllowed, retry,
+			"target namespace %s does not match AllowedTargetNamespaceSelector %s: label the namespace so that it matches "+
+				"(the bundle deploys within %s), or deploy to a namespace that does", name, selector, retry)
+	}
+	return nil
 }
 
 func (d *Deployer) namespaceMissingRetry() time.Duration {

@@ -317,6 +317,12 @@ type BundleDeploymentOptions struct {
 	// missing namespace (ReasonNamespaceMissing), for namespaces that someone
 	// else must create with their quotas and policies first.
 	CreateNamespace *bool `json:"createNamespace,omitempty"`
+	// AllowedTargetNamespaceSelector, set from the GitRepoRestrictions of
+	// the GitRepo the bundle comes from, makes the agent refuse to deploy
+	// unless the release namespace exists downstream and carries the labels
+	// it selects. A target's options cannot change it.
+	// +optional
+	AllowedTargetNamespaceSelector *metav1.LabelSelector `json:"allowedTargetNamespaceSelector,omitempty"`
 	// NamespaceLabels are set on the namespace the bundle deploys to.
 	NamespaceLabels map[string]string `json:"namespaceLabels,omitempty"`
 	// NamespaceAnnotations are set on the namespace the bundle deploys to.

@@ -34,6 +34,13 @@ type GitRepoRestriction struct {
 	AllowedClientSecretNames []string `json:"allowedClientSecretNames,omitempty"`
 	// AllowedTargetNamespaces are the targetNamespaces GitRepos may set.
 	AllowedTargetNamespaces []string `json:"allowedTargetNamespaces,omitempty"`
+	// AllowedTargetNamespaceSelector selects, by their labels, the
+	// namespaces of downstream clusters GitRepos may deploy to: a GitRepo
+	// must then set targetNamespace, and the agent refuses to deploy into a
+	// namespace that is missing or does not carry the labels. It applies
+	// besides allowedTargetNamespaces (both must allow the namespace).
+	// +optional
+	AllowedTargetNamespaceSelector *metav1.LabelSelector `json:"allowedTargetNamespaceSelector,omitempty"`
 }
 
 // +kubebuilder:object:root=true

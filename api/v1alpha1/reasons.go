@@ -59,6 +59,11 @@ const (
 	// ReasonRestricted: the GitRepo breaks a GitRepoRestriction of its
 	// namespace; it is neither fetched nor deployed.
 	ReasonRestricted = "Restricted"
+	// ReasonPolicyRefused: the GitRepo, HelmOp or Bundle breaks a rule of
+	// the Policies of its namespace (the message names the Policy and the
+	// rule), or a Policy of the namespace is broken itself (a pattern that
+	// is not a regular expression); nothing new of it is deployed.
+	ReasonPolicyRefused = "PolicyRefused"
 	// ReasonLocalRepoDisabled: the GitRepo names a local path or file://
 	// repository, which the manager does not serve unless started with
 	// --allow-local-repos.
@@ -211,6 +216,11 @@ const (
 	// release namespace does not exist downstream; someone must create it
 	// (or the bundle drop createNamespace: false) before it deploys.
 	ReasonNamespaceMissing = "NamespaceMissing"
+	// ReasonNamespaceNotAllowed: the bundle's allowedTargetNamespaceSelector
+	// (from a GitRepoRestriction) does not select its release namespace
+	// downstream, or the namespace does not exist; the message begins with
+	// Fleet's text. Labelling (or creating) the namespace lets it deploy.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 	// ReasonDeployTimedOut: the deploy ran longer than the agent's bound
 	// (--deploy-timeout) and was stopped; it is tried again after a
 	// backoff, at once when the bundle changes.

@@ -86,6 +86,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&fleet.Cluster{}, r.retargetOn(r.bundlesForCluster, nil), builder.WithPredicates(clusterChanged)).
 		Watches(&fleet.ClusterGroup{}, r.retargetOn(r.bundlesInNamespace, r.mem.forgetGroup), builder.WithPredicates(clusterChanged)).
 		Watches(&fleet.BundleNamespaceMapping{}, r.retargetOn(r.bundlesInNamespace, nil)).
+		Watches(&fleet.Policy{}, r.retargetOn(r.bundlesInNamespace, nil)).
 		Named("bundle").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
@@ -105,6 +106,9 @@ type scope struct {
 	// createOnly: a later batch of the same pass, which only creates what
 	// maxNew held back.
 	createOnly bool
+	// createNamespace is the Policies' say on creating the release
+	// namespace (false when they require a service account), nil for none.
+	createNamespace *bool
 }
 
 // Reconcile targets one Bundle: a status pass when nothing targeting reads
@@ -153,7 +157,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope, key types.Namespac
 		}
 	}
 	for _, phase := range []func(context.Context, *scope) error{
-		r.compile, r.reconcileContent, r.listExisting, r.computeTargets, r.writeDeployments,
+		r.authorize, r.compile, r.reconcileContent, r.listExisting, r.computeTargets, r.writeDeployments,
 	} {
 		if err := phase(ctx, s); err != nil {
 			r.mem.forgetPass(s.bundle.UID)

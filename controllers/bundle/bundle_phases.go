@@ -11,17 +11,38 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/restriction"
 	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/internal/target"
 )
 
-// The phases of a full pass, in order: compile, reconcileContent (content.go),
-// listExisting, computeTargets, writeDeployments.
+// The phases of a full pass, in order: authorize, compile, reconcileContent
+// (content.go), listExisting, computeTargets, writeDeployments.
+
+// authorize checks the bundle against the Policies of its namespace, as
+// Fleet's Bundle reconciler does, before any BundleDeployment is written:
+// only a check, no default (a Bundle written directly, or a fleet.yaml
+// target setting its own serviceAccount, gets no way around the GitRepo's
+// and HelmOp's checks). A refusal is a Stalling error with
+// fleet.ReasonPolicyRefused naming the Policy; the deployments already
+// written stay as they are.
+func (r *Reconciler) authorize(ctx context.Context, s *scope) error {
+	policies, err := restriction.LoadPolicies(ctx, r.Client, s.bundle.Namespace)
+	if err != nil {
+		return err
+	}
+	if err := policies.Bundle(&s.bundle.Spec); err != nil {
+		return err
+	}
+	s.createNamespace = policies.CreateNamespace()
+	return nil
+}
 
 // compile compiles the bundle's target selectors, once per generation.
 func (r *Reconciler) compile(_ context.Context, s *scope) error {
@@ -77,11 +98,34 @@ func (r *Reconciler) computeTargets(ctx context.Context, s *scope) error {
 			case err != nil:
 				s.errs = append(s.errs, err)
 			case ok:
+				if err := stampCreateNamespace(d, s.createNamespace, s.contentName); err != nil {
+					s.errs = append(s.errs, err)
+					continue
+				}
 				s.targets = append(s.targets, *d)
 			}
 		}
 	}
 	sort.Slice(s.targets, func(i, j int) bool { return s.targets[i].Namespace < s.targets[j].Namespace })
+	return nil
+}
+
+// stampCreateNamespace sets createNamespace: false on a deployment whose
+// Policies say so (see restriction.Policies.CreateNamespace), as Fleet
+// stamps it on the BundleDeploymentOptions, whatever the bundle says; the
+// deploymentID follows its options. The options may be shared with other
+// deployments, so they are copied before they change.
+func stampCreateNamespace(d *target.Deployment, createNamespace *bool, contentName string) error {
+	if createNamespace == nil || *createNamespace || (d.Options.CreateNamespace != nil && !*d.Options.CreateNamespace) {
+		return nil
+	}
+	opts := d.Options.DeepCopy()
+	opts.CreateNamespace = ptr.To(false)
+	id, err := target.DeploymentID(contentName, *opts)
+	if err != nil {
+		return err
+	}
+	d.Options, d.ID = opts, id
 	return nil
 }
 

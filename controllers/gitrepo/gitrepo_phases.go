@@ -34,11 +34,15 @@ type scope struct {
 	now    time.Time
 	// Filled by the phases, in order.
 	// eff is the GitRepo with the defaults of its namespace's
-	// GitRepoRestrictions filled in: what is fetched and read.
-	eff     *fleet.GitRepo
-	opts    gitfetch.Options
-	dir     string
-	bundles []*fleet.Bundle
+	// GitRepoRestrictions and Policies filled in: what is fetched and read.
+	eff *fleet.GitRepo
+	// restricted is eff and what the restrictions add to its Bundles;
+	// input is a fingerprint of it (see restricted.fingerprint).
+	restricted *restricted
+	input      string
+	opts       gitfetch.Options
+	dir        string
+	bundles    []*fleet.Bundle
 }
 
 // repoState is what the controller remembers of a GitRepo between
@@ -67,6 +71,14 @@ type repoState struct {
 	synced           bool
 	syncedCommit     string
 	syncedGeneration int64
+	// seenInput is the fingerprint of what the restrictions and Policies
+	// made of the GitRepo when it was last looked at ("" after a restart:
+	// unknown); resync is set from a change of it until the Bundles are
+	// written, so that a changed default or namespace selector is synced
+	// at once, and a failed attempt waits for the next poll or retry like
+	// any other, not for every event.
+	seenInput string
+	resync    bool
 	// restrictErr is set while the GitRepo breaks a GitRepoRestriction: it
 	// is what Accepted reports, and nothing is fetched.
 	restrictErr error
@@ -95,7 +107,7 @@ func (st *repoState) failGit(err error) error {
 func (st *repoState) failSync(s *scope, err error) error {
 	st.syncErr = err
 	if outcome.IsStalling(err) {
-		st.synced, st.syncedCommit, st.syncedGeneration = true, st.latest, s.repo.Generation
+		st.synced, st.syncedCommit, st.syncedGeneration, st.resync = true, st.latest, s.repo.Generation, false
 	}
 	return st.poll.Fail(err)
 }
@@ -143,8 +155,15 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 		return err
 	}
 	st.restrictErr = nil
-	s.eff = eff
-	if !pollDue(s.now, st, repo) {
+	s.eff, s.restricted, s.input = eff.repo, eff, eff.fingerprint()
+	// A changed restriction or Policy (a default, a namespace selector)
+	// is written to the Bundles at once, not at the next poll.
+	inputChanged := st.seenInput != "" && st.seenInput != s.input
+	st.seenInput = s.input
+	if inputChanged {
+		st.resync = true
+	}
+	if !pollDue(s.now, st, repo) && !inputChanged {
 		return nil
 	}
 	release, err := r.slots.Take(repo.Namespace, r.Workers, "git fetch slots")
@@ -161,7 +180,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	if err := r.poll(ctx, s); err != nil {
 		return st.failGit(egress.ForTenant(ctx, err))
 	}
-	if !syncNeeded(st, repo, st.latest) {
+	if !syncNeeded(st, repo, st.latest) && !st.resync {
 		return nil
 	}
 
@@ -179,7 +198,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 		return st.failSync(s, err)
 	}
 	st.syncErr = nil
-	st.synced, st.syncedCommit, st.syncedGeneration = true, st.latest, repo.Generation
+	st.synced, st.syncedCommit, st.syncedGeneration, st.resync = true, st.latest, repo.Generation, false
 	if repo.Status.Commit != st.latest {
 		ctrl.LoggerFrom(ctx).Info("Synced bundles", "gitRepo", klog.KObj(repo), "commit", st.latest, "bundles", len(s.bundles))
 	}
@@ -218,6 +237,7 @@ func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	ro.AllowedTargetNamespaceSelector = s.restricted.nsSelector
 	var warnings []string
 	ro.Warn = func(w bundlereader.Warning) { warnings = append(warnings, w.String()) }
 	var bundles []*fleet.Bundle

@@ -5,7 +5,7 @@ package gitrepo
 //
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=gitrepos,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=gitrepos/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=fleet.cattle.io,resources=gitreporestrictions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=gitreporestrictions;policies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundles,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundledeployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get

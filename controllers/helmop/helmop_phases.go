@@ -56,6 +56,14 @@ type opState struct {
 	// applied is the version last written or found in the Bundle: the
 	// status read from the cache may not show it yet.
 	applied string
+	// appliedInput is the fingerprint of what the restrictions and
+	// Policies made of the HelmOp when it was last resolved ("" after a
+	// restart: unknown), so that a changed default or namespace selector is
+	// written to the Bundle at once; rewrite is set from such a change until
+	// the Bundle is written (a failed attempt waits for the next poll or
+	// retry, not for every event).
+	appliedInput string
+	rewrite      bool
 }
 
 // polls says whether a HelmOp is polled for new versions: as in Fleet,
@@ -109,7 +117,15 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 		}
 		return err
 	}
-	if !st.poll.Due(s.now, op.Generation, polls(op)) {
+	input := fingerprint(eff)
+	// A changed restriction or Policy (a default, a namespace selector)
+	// is written to the Bundle at once, not at the next poll.
+	inputChanged := st.appliedInput != "" && st.appliedInput != input
+	st.appliedInput = input
+	if inputChanged {
+		st.rewrite = true
+	}
+	if !st.poll.Due(s.now, op.Generation, polls(op)) && !inputChanged {
 		// What the last resolution found is in the status already.
 		return nil
 	}
@@ -143,7 +159,7 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 	if err != nil {
 		return r.fail(s, false, err)
 	}
-	if have && !writeNeeded(op, version) {
+	if have && !writeNeeded(op, version) && !st.rewrite {
 		st.acceptErr, st.applied = nil, version
 		return nil
 	}
@@ -155,7 +171,7 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 	}
 	op.Status.Version = version
 	op.Status.ObservedGeneration = op.Generation
-	st.acceptErr, st.applied = nil, version
+	st.acceptErr, st.applied, st.rewrite = nil, version, false
 	return nil
 }
 

@@ -2,8 +2,11 @@ package helmop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/restriction"
@@ -17,8 +20,31 @@ import (
 // URL (helm.repo, or helm.chart when it is a URL, and those of the
 // targets), and allowedClientSecretNames the helmSecretName: a tenant cannot
 // make the manager send a Secret of the namespace to a host it chose.
+//
+// The Policies of the namespace apply next (see restriction.Combine), their
+// helmOp defaults after the restrictions' (fleet.ReasonPolicyRefused). The
+// restrictions' allowedTargetNamespaceSelectors all go into the Bundle's
+// options, for the agent to check.
 func (r *Reconciler) restrict(ctx context.Context, op *fleet.HelmOp) (*fleet.HelmOp, error) {
-	return restriction.Apply(ctx, r.Client, op, func(res *fleet.GitRepoRestriction, eff *fleet.HelmOp) error { return applyRestriction(res, &eff.Spec) })
+	var sel *metav1.LabelSelector
+	eff, err := restriction.Apply(ctx, r.Client, op, func(res *fleet.GitRepoRestriction, eff *fleet.HelmOp) error {
+		sel = restriction.AndSelectors(sel, res.AllowedTargetNamespaceSelector)
+		return applyRestriction(res, &eff.Spec)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if sel != nil {
+		eff.Spec.AllowedTargetNamespaceSelector = sel
+	}
+	policies, err := restriction.LoadPolicies(ctx, r.Client, op.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if err := policies.HelmOp(&eff.Spec); err != nil {
+		return nil, err
+	}
+	return eff, nil
 }
 
 // applyRestriction fills the default service account of one restriction
@@ -37,6 +63,9 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.HelmOpSpec) err
 		}
 	}
 	if err := restriction.TargetNamespace(res, "spec.namespace", spec.TargetNamespace, true); err != nil {
+		return err
+	}
+	if err := restriction.TargetNamespaceSelected(res, "spec.namespace", spec.TargetNamespace); err != nil {
 		return err
 	}
 	urls := []string{}
@@ -64,4 +93,15 @@ func applyRestriction(res *fleet.GitRepoRestriction, spec *fleet.HelmOpSpec) err
 		}
 	}
 	return nil
+}
+
+// fingerprint identifies what the restrictions and Policies made of the
+// HelmOp: its effective spec, which the Bundle is written from.
+func fingerprint(eff *fleet.HelmOp) string {
+	b, err := json.Marshal(eff.Spec)
+	if err != nil {
+		// Not reached: the spec always marshals.
+		return ""
+	}
+	return string(b)
 }

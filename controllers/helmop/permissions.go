@@ -6,7 +6,7 @@ package helmop
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=helmops,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=helmops/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=helmops/finalizers,verbs=update
-// +kubebuilder:rbac:groups=fleet.cattle.io,resources=gitreporestrictions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.cattle.io,resources=gitreporestrictions;policies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundles,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundledeployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get

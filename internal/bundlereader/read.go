@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
@@ -53,6 +54,10 @@ type Options struct {
 	// TargetNamespace, when set, forces the namespace option of the bundle
 	// and of every target (GitRepo spec.targetNamespace).
 	TargetNamespace string
+	// AllowedTargetNamespaceSelector, when set, is put in every bundle's
+	// options (from the GitRepoRestrictions): the agent deploys only into
+	// a namespace it selects. A target's options cannot change it.
+	AllowedTargetNamespaceSelector *metav1.LabelSelector
 	// ServiceAccount, when set, forces the serviceAccount option of the bundle
 	// and of every target (GitRepo spec.serviceAccount).
 	ServiceAccount string
@@ -636,6 +641,9 @@ func (r *reader) applyRepoOptions(spec *fleet.BundleSpec) {
 	}
 	if o.ServiceAccount != "" {
 		spec.ServiceAccount = o.ServiceAccount
+	}
+	if o.AllowedTargetNamespaceSelector != nil {
+		spec.AllowedTargetNamespaceSelector = o.AllowedTargetNamespaceSelector.DeepCopy()
 	}
 	for i := range spec.Targets {
 		t := &spec.Targets[i]

@@ -546,9 +546,10 @@ func TestRepoOptions(t *testing.T) {
 		"own/cm.yaml":      cm,
 	})
 	drift := &fleet.CorrectDrift{Enabled: true, KeepFailHistory: true}
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 	o := Options{
 		Name: "r", TargetNamespace: "tns", ServiceAccount: "tsa", KeepResources: true, DeleteNamespace: true,
-		CorrectDrift: drift, ForceSyncGeneration: 7,
+		CorrectDrift: drift, ForceSyncGeneration: 7, AllowedTargetNamespaceSelector: selector,
 	}
 	bundles, err := Read(context.Background(), root, nil, o)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -561,6 +562,8 @@ func TestRepoOptions(t *testing.T) {
 		g.Expect(s.CorrectDrift).To(Equal(drift), b.Name)
 		g.Expect(s.CorrectDrift).NotTo(BeIdenticalTo(drift), "copied, not shared")
 		g.Expect(s.ForceSyncGeneration).To(Equal(int64(7)), b.Name)
+		g.Expect(s.AllowedTargetNamespaceSelector).To(Equal(selector), "the restrictions' selector, for the agent: %s", b.Name)
+		g.Expect(s.AllowedTargetNamespaceSelector).NotTo(BeIdenticalTo(selector), "copied, not shared")
 	}
 
 	// Unset GitRepo options leave fleet.yaml's alone, but for

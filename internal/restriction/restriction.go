@@ -7,10 +7,12 @@ package restriction
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -60,6 +62,26 @@ func TargetNamespace(res *fleet.GitRepoRestriction, field, ns string, required b
 		ns, res.Name, strings.Join(allowed, ", "), field)
 }
 
+// TargetNamespaceSelected refuses an empty namespace ns, set in field, when
+// the restriction has an allowedTargetNamespaceSelector, with Fleet's text:
+// the agent checks the selector against one namespace, which the GitRepo
+// must name. A selector that is not valid is refused here, naming the
+// restriction's field, rather than at every agent.
+func TargetNamespaceSelected(res *fleet.GitRepoRestriction, field, ns string) error {
+	sel := res.AllowedTargetNamespaceSelector
+	if sel == nil {
+		return nil
+	}
+	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+		return fmt.Errorf("GitRepoRestriction %s: allowedTargetNamespaceSelector is not a valid label selector (%v): ask its owner to fix it", res.Name, err)
+	}
+	if ns == "" {
+		return fmt.Errorf("empty targetNamespace denied, because allowedTargetNamespaceSelector restriction is present: GitRepoRestriction %s: set %s to a namespace whose labels it selects",
+			res.Name, field)
+	}
+	return nil
+}
+
 // Allowed checks value, of the field named field, against list: an empty
 // list allows anything.
 func Allowed(res *fleet.GitRepoRestriction, field, value string, list []string) error {
@@ -93,4 +115,33 @@ func AllowedRepo(res *fleet.GitRepoRestriction, what, url string) error {
 	}
 	return fmt.Errorf("GitRepoRestriction %s does not allow %s %s: it must match one of the allowedRepoPatterns %s as a whole",
 		res.Name, what, url, strings.Join(res.AllowedRepoPatterns, ", "))
+}
+
+// AndSelectors returns a selector that selects what both a and b select
+// (nil selects anything), as several GitRepoRestrictions'
+// allowedTargetNamespaceSelectors all apply. It shares no memory with them.
+func AndSelectors(a, b *metav1.LabelSelector) *metav1.LabelSelector {
+	if b == nil {
+		return a.DeepCopy()
+	}
+	if a == nil {
+		return b.DeepCopy()
+	}
+	out := a.DeepCopy()
+	for _, k := range slices.Sorted(maps.Keys(b.MatchLabels)) {
+		v := b.MatchLabels[k]
+		if have, ok := out.MatchLabels[k]; ok && have != v {
+			// Both must hold: a namespace cannot, and the selector says so.
+			out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
+			continue
+		}
+		if out.MatchLabels == nil {
+			out.MatchLabels = map[string]string{}
+		}
+		out.MatchLabels[k] = v
+	}
+	for _, e := range b.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, *e.DeepCopy())
+	}
+	return out
 }

@@ -43,14 +43,15 @@ func IndexDeployments(mgr ctrl.Manager, index, label string) (toolscache.Indexer
 // Watches adds to b the watches of an object that makes Bundles labelled
 // label=its name: those Bundles (their status is rolled up), their
 // BundleDeployments (coalesced, for status.resources) and the
-// GitRepoRestrictions of its namespace (a changed restriction applies at
-// once). newList returns an empty list of the objects (a GitRepoList),
+// GitRepoRestrictions and Policies of its namespace (a changed restriction
+// or Policy applies at once). newList returns an empty list of the objects (a GitRepoList),
 // read from c to map a restriction to them.
 func Watches(b *builder.Builder, c client.Reader, label string, newList func() client.ObjectList) *builder.Builder {
 	return b.
 		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(bundleRequests(label)),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[label] != "" }))).
 		Watches(&fleet.GitRepoRestriction{}, handler.EnqueueRequestsFromMapFunc(namespaceRequests(c, newList))).
+		Watches(&fleet.Policy{}, handler.EnqueueRequestsFromMapFunc(namespaceRequests(c, newList))).
 		Watches(&fleet.BundleDeployment{}, enqueue.After(DeploymentCoalesce, deploymentRequests(label)))
 }
 
