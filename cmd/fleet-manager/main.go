@@ -24,6 +24,7 @@ import (
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/memlimit"
 	"github.com/gitfleet/fleet/internal/metrics"
+	"github.com/gitfleet/fleet/internal/sharding"
 	"github.com/gitfleet/fleet/internal/version"
 )
 
@@ -63,14 +64,14 @@ func newCommand() *cobra.Command {
 			} else if soft > 0 {
 				ctrl.Log.Info("Soft memory limit set below the container's", "GOMEMLIMIT", fmt.Sprintf("%dMiB", soft>>20))
 			}
+			if err := fl.complete(); err != nil {
+				return err
+			}
 			cfg, err := kubeconfig.Load(fl.kubeconfig)
 			if err != nil {
 				return err
 			}
 			cfg.QPS, cfg.Burst = fl.qps, fl.burst
-			if err := fl.complete(); err != nil {
-				return err
-			}
 			ctrl.Log.Info("Outbound policy for what tenants name (repositories, charts, the GitHub API)", "policy", fl.o.Egress.String())
 			return controllers.Run(ctrl.SetupSignalHandler(), cfg, fl.o)
 		},
@@ -99,6 +100,8 @@ func (fl *flags) bindProcess(f *pflag.FlagSet) {
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address serving Go profiles at /debug/pprof (empty disables)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader among replicas")
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 0, "leader lease duration (default 15s)")
+	f.StringVar(&o.ShardID, "shard-id", "",
+		"serve only the GitRepos, HelmOps and Bundles labelled fleet.cattle.io/shard-ref with this ID, as Fleet's --shard-id (default: the default shard, which serves the unlabelled ones, clusters and registration)")
 }
 
 // bindAgents binds what agents are told and given: the manager's address,
@@ -178,6 +181,9 @@ func (fl *flags) bindEvents(f *pflag.FlagSet) {
 func (fl *flags) complete() error {
 	o := &fl.o
 	var err error
+	if err := sharding.Validate(o.ShardID); err != nil {
+		return fmt.Errorf("--shard-id: %w", err)
+	}
 	if fl.caFile != "" {
 		if o.APIServerCA, err = os.ReadFile(fl.caFile); err != nil {
 			return fmt.Errorf("reading --api-server-ca-file: %w", err)
