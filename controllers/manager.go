@@ -153,6 +153,9 @@ type Options struct {
 	// capi.Reconciler).
 	CAPIClusterSelector   labels.Selector
 	CAPINamespaceSelector labels.Selector
+	// CAPIClusterClassGroups keeps a ClusterGroup per ClusterClass, as
+	// Fleet's Cluster API add-on provider does (capi.Reconciler.ClassGroups).
+	CAPIClusterClassGroups bool
 	// CAPIInstallCheckInterval is how often a manager started without
 	// Cluster API looks for it (default 30s).
 	CAPIInstallCheckInterval time.Duration
@@ -392,7 +395,8 @@ func setupCAPI(ctx context.Context, d *deps) error {
 	mgr, o := d.mgr, d.o
 	setup := func(ctx context.Context) error {
 		r := &capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: d.secrets, Recorder: d.recorder("fleet-capi"),
-			ClusterSelector: o.CAPIClusterSelector, NamespaceSelector: o.CAPINamespaceSelector, StaleAfter: o.ImportStaleAfter}
+			ClusterSelector: o.CAPIClusterSelector, NamespaceSelector: o.CAPINamespaceSelector, StaleAfter: o.ImportStaleAfter,
+			ClassGroups: o.CAPIClusterClassGroups}
 		return r.SetupWithManager(ctx, mgr)
 	}
 	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, "v1beta2")

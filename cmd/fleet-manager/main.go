@@ -163,6 +163,8 @@ func (fl *flags) bindClusters(f *pflag.FlagSet) {
 		"opt-in enrollment: only Cluster API Clusters whose labels match this selector (e.g. fleet.cattle.io/enroll=true) are enrolled; default: every one not labelled fleet.cattle.io/enroll=false")
 	f.StringVar(&fl.capiNamespaceSelector, "capi-namespace-selector", "",
 		"opt-in enrollment: only Cluster API Clusters in namespaces whose labels match this selector are enrolled; default: every namespace not labelled fleet.cattle.io/enroll=false")
+	f.BoolVar(&o.CAPIClusterClassGroups, "capi-cluster-class-groups", false,
+		"keep a ClusterGroup per ClusterClass in each namespace where an enrolled Cluster API Cluster uses it, selecting its fleet Clusters, as Fleet's Cluster API add-on provider does")
 	f.DurationVar(&o.CAPIInstallCheckInterval, "capi-install-check-interval", 0,
 		"how often a manager started without Cluster API looks for it, to turn enrollment on once it is installed (default 30s)")
 	f.IntVar(&o.MaxConcurrentInstalls, "max-concurrent-installs", 0, "agent installs into imported clusters at once (default 20)")

@@ -66,7 +66,7 @@ func TestLeaderElectionID(t *testing.T) {
 	g.Expect(LeaderElectionID(base, "")).To(Equal(base))
 	g.Expect(LeaderElectionID(base, "one")).To(Equal("shard-one." + base))
 	seen := map[string]string{}
-	for _, id := range []string{"one", "One", "o_ne", "o.ne", "ONE", strings.Repeat("a", 63), strings.Repeat("a", 62) + "b", "x-"+strings.Repeat("Z", 61)} {
+	for _, id := range []string{"one", "One", "o_ne", "o.ne", "ONE", strings.Repeat("a", 63), strings.Repeat("a", 62) + "b", "x-" + strings.Repeat("Z", 61)} {
 		got := LeaderElectionID(base, id)
 		g.Expect(validation.IsDNS1123Subdomain(got)).To(BeEmpty(), "%q from shard %q is no valid Lease name", got, id)
 		g.Expect(seen).NotTo(HaveKey(got), "shards %q and %q share a Lease", seen[got], id)
