@@ -72,7 +72,7 @@ func TestClusterGroupPerClusterClassAndAnnotations(t *testing.T) {
 
 	// Annotations are copied as labels are, and follow the Cluster API
 	// Cluster's.
-	g.Eventually(fleetCluster(ctx, ns.Name, "one")).WithTimeout(20*time.Second).Should(HaveField("Annotations", And(
+	g.Eventually(fleetCluster(ctx, ns.Name, "one")).WithTimeout(20 * time.Second).Should(HaveField("Annotations", And(
 		HaveKeyWithValue("example.com/owner", "team-blue"),
 		HaveKeyWithValue(capi.ManagedAnnotationsAnnotation, "example.com/owner"),
 		Not(HaveKey("cluster.x-k8s.io/paused-not")), Not(HaveKey(capi.UnenrolledAnnotation+"-not")),
