@@ -53,7 +53,8 @@ type shardingFixture struct {
 // by the second manager (its Bundle and BundleDeployments carry the label,
 // and that manager's cache holds nothing of the other shards), and the one
 // labelled with a shard no manager serves is deployed nowhere: it gets no
-// finalizer, no status and no Bundle.
+// finalizer, no status and no Bundle, until it is labelled with shard-b:
+// then it moves to the second manager and is deployed.
 //
 // It joins the suite's two downstream clusters again with agents of its
 // own in a system namespace of its own, so that it runs before or after
@@ -198,4 +199,18 @@ func (f *shardingFixture) deploysByShard() {
 			g.Expect(f.configMapOn(g, j, "sharded-nobody")).To(BeNil(), "on %s", j.Downstream.Name)
 		}
 	}, 10*time.Second, 500*time.Millisecond).Should(Succeed())
+
+	By("labelled with shard-b, the GitRepo of the unknown shard moves to shard-b's manager and is deployed")
+	gr := &fleet.GitRepo{}
+	Expect(f.admin.Get(f.ctx, types.NamespacedName{Namespace: ws, Name: "sharded-nobody"}, gr)).To(Succeed())
+	patch := client.MergeFrom(gr.DeepCopy())
+	gr.Labels[fleet.ShardRefLabel] = shardB
+	Expect(f.admin.Patch(f.ctx, gr, patch)).To(Succeed())
+	for _, j := range f.clusters {
+		j.waitState("sharded-nobody", fleet.Ready, 3*time.Minute)
+		e2e.WaitFor("ConfigMap sharded-nobody on "+j.Downstream.Name, func(g Gomega) {
+			g.Expect(f.configMapOn(g, j, "sharded-nobody")).NotTo(BeNil())
+		}, time.Minute, 250*time.Millisecond)
+		Expect(j.bd("sharded-nobody").GetLabels()).To(HaveKeyWithValue(fleet.ShardRefLabel, shardB))
+	}
 }
