@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -52,6 +53,7 @@ import (
 	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/internal/scheme"
 	"github.com/gitfleet/fleet/internal/secretmeta"
+	"github.com/gitfleet/fleet/internal/sharding"
 )
 
 // DefaultWorkers is the number of concurrent reconciles per controller.
@@ -152,6 +154,9 @@ type Options struct {
 	// capi.Reconciler).
 	CAPIClusterSelector   labels.Selector
 	CAPINamespaceSelector labels.Selector
+	// CAPIClusterClassGroups keeps a ClusterGroup per ClusterClass, as
+	// Fleet's Cluster API add-on provider does (capi.Reconciler.ClassGroups).
+	CAPIClusterClassGroups bool
 	// CAPIInstallCheckInterval is how often a manager started without
 	// Cluster API looks for it (default 30s).
 	CAPIInstallCheckInterval time.Duration
@@ -159,6 +164,13 @@ type Options struct {
 	// one per interval, and a cap over all objects (internal/metrics;
 	// defaults 5, 5m, 10/s).
 	Events metrics.LimiterOptions
+	// ShardID is the shard this manager serves (internal/sharding): set,
+	// it handles only the GitRepos, HelmOps, Bundles and BundleDeployments
+	// labelled fleet.cattle.io/shard-ref with it, caches nothing else of
+	// those kinds, and runs none of the reconcilers that belong to no shard
+	// (Clusters, registration, imports, Cluster API); empty, the default
+	// shard, it handles the unlabelled ones and all of that.
+	ShardID string
 }
 
 // SystemRegistrationNamespace is where credential secrets live.
@@ -208,19 +220,22 @@ func CacheOptions(o Options) cache.Options {
 	for _, ns := range []string{o.systemNamespace(), o.SystemRegistrationNamespace()} {
 		secrets[ns] = cache.Config{LabelSelector: managed}
 	}
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Namespaces: secrets},
-			// The agents' check-in Leases only, by name.
-			&coordinationv1.Lease{}: checkin.CacheByObject(),
-		},
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Namespaces: secrets},
+		// The agents' check-in Leases only, by name.
+		&coordinationv1.Lease{}: checkin.CacheByObject(),
 	}
+	// A sharded manager holds only its own shard's sources and deployments.
+	maps.Copy(byObject, sharding.CacheByObject(o.ShardID))
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: byObject}
 }
 
 // Setup registers every reconciler with mgr: the namespaces the manager
 // writes into first, then each entry of reconcilers, in order.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	if err := sharding.Validate(o.ShardID); err != nil {
+		return err
+	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
@@ -244,6 +259,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	for _, r := range reconcilers {
+		if o.ShardID != "" && !r.sharded {
+			continue
+		}
 		if err := r.setup(ctx, d); err != nil {
 			return fmt.Errorf("setting up the %s: %w", r.name, err)
 		}
@@ -270,26 +288,32 @@ type deps struct {
 // in the order Setup registers them: a reconciler that relies on another's
 // index or result comes after it (registration's spec.clientID index before
 // import, the local cluster before import).
+//
+// A manager with a shard ID runs only the sharded ones, which handle the
+// objects of its shard (see Options.ShardID); the manager of the default
+// shard runs them all, as Fleet runs Cluster registration and agent
+// management beside its default shard's controller only.
 var reconcilers = []struct {
-	name  string
-	setup func(context.Context, *deps) error
+	name    string
+	setup   func(context.Context, *deps) error
+	sharded bool
 }{
-	{"registration token controller", setupRegistrationToken},
-	{"registration controller", setupRegistration},
-	{"gitrepo controller", setupGitRepo},
-	{"helmop controller", setupHelmOp},
-	{"git push webhook", setupWebhook},
-	{"local cluster controller", setupLocalCluster},
-	{"cluster import controller", setupClusterImport},
-	{"agent bundle controller", setupAgentBundle},
-	{"Cluster API controller", setupCAPI},
-	{"manager address controller", setupManagerAddress},
-	{"bundle controller", setupBundle},
-	{"cluster controller", setupCluster},
-	{"cluster group controller", setupClusterGroup},
-	{"schedule controller", setupSchedule},
-	{"content controller", setupContent},
-	{"state metrics", setupMetrics},
+	{name: "registration token controller", setup: setupRegistrationToken},
+	{name: "registration controller", setup: setupRegistration},
+	{name: "gitrepo controller", setup: setupGitRepo, sharded: true},
+	{name: "helmop controller", setup: setupHelmOp, sharded: true},
+	{name: "git push webhook", setup: setupWebhook},
+	{name: "local cluster controller", setup: setupLocalCluster},
+	{name: "cluster import controller", setup: setupClusterImport},
+	{name: "agent bundle controller", setup: setupAgentBundle},
+	{name: "Cluster API controller", setup: setupCAPI},
+	{name: "manager address controller", setup: setupManagerAddress},
+	{name: "bundle controller", setup: setupBundle, sharded: true},
+	{name: "cluster controller", setup: setupCluster},
+	{name: "cluster group controller", setup: setupClusterGroup},
+	{name: "schedule controller", setup: setupSchedule},
+	{name: "content controller", setup: setupContent},
+	{name: "state metrics", setup: setupMetrics},
 }
 
 func setupRegistrationToken(_ context.Context, d *deps) error {
@@ -330,14 +354,15 @@ func setupGitRepo(_ context.Context, d *deps) error {
 	o := d.o
 	return (&gitrepo.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers,
 		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo, GitLimits: o.GitLimits,
-		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL, Egress: o.Egress, Recorder: d.recorder("fleet-gitrepo")}).SetupWithManager(d.mgr)
+		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL, Egress: o.Egress, Recorder: d.recorder("fleet-gitrepo"),
+		Shard: o.ShardID}).SetupWithManager(d.mgr)
 }
 
 // setupHelmOp: HelmOps download charts as GitRepos fetch git, as many at
 // once.
 func setupHelmOp(_ context.Context, d *deps) error {
 	return (&helmop.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), Workers: d.o.GitWorkers, Egress: d.o.Egress,
-		Recorder: d.recorder("fleet-helmop")}).SetupWithManager(d.mgr)
+		Recorder: d.recorder("fleet-helmop"), Shard: d.o.ShardID}).SetupWithManager(d.mgr)
 }
 
 func setupWebhook(_ context.Context, d *deps) error {
@@ -372,7 +397,8 @@ func setupCAPI(ctx context.Context, d *deps) error {
 	mgr, o := d.mgr, d.o
 	setup := func(ctx context.Context) error {
 		r := &capi.Reconciler{Client: mgr.GetClient(), Workers: o.Workers, Secrets: d.secrets, Recorder: d.recorder("fleet-capi"),
-			ClusterSelector: o.CAPIClusterSelector, NamespaceSelector: o.CAPINamespaceSelector, StaleAfter: o.ImportStaleAfter}
+			ClusterSelector: o.CAPIClusterSelector, NamespaceSelector: o.CAPINamespaceSelector, StaleAfter: o.ImportStaleAfter,
+			ClassGroups: o.CAPIClusterClassGroups}
 		return r.SetupWithManager(ctx, mgr)
 	}
 	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}, "v1beta2")
@@ -403,7 +429,8 @@ func setupManagerAddress(_ context.Context, d *deps) error {
 }
 
 func setupBundle(ctx context.Context, d *deps) error {
-	return (&bundle.Reconciler{Client: d.mgr.GetClient(), Workers: d.o.Workers, Recorder: d.recorder("fleet-bundle")}).SetupWithManager(ctx, d.mgr)
+	return (&bundle.Reconciler{Client: d.mgr.GetClient(), Workers: d.o.Workers, Recorder: d.recorder("fleet-bundle"),
+		Shard: d.o.ShardID}).SetupWithManager(ctx, d.mgr)
 }
 
 func setupCluster(_ context.Context, d *deps) error {
@@ -495,6 +522,9 @@ type RunOptions struct {
 
 // Run starts the manager and blocks until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o RunOptions) error {
+	if err := sharding.Validate(o.ShardID); err != nil {
+		return err
+	}
 	lease := o.LeaseDuration
 	if lease == 0 {
 		lease = 15 * time.Second
@@ -513,7 +543,7 @@ func Run(ctx context.Context, cfg *rest.Config, o RunOptions) error {
 		HealthProbeBindAddress:        o.ProbeAddr,
 		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
-		LeaderElectionID:              "fleet-manager.fleet.cattle.io",
+		LeaderElectionID:              sharding.LeaderElectionID("fleet-manager.fleet.cattle.io", o.ShardID),
 		LeaderElectionNamespace:       o.systemNamespace(),
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &lease,

@@ -24,6 +24,7 @@ import (
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/memlimit"
 	"github.com/gitfleet/fleet/internal/metrics"
+	"github.com/gitfleet/fleet/internal/sharding"
 	"github.com/gitfleet/fleet/internal/version"
 )
 
@@ -63,14 +64,14 @@ func newCommand() *cobra.Command {
 			} else if soft > 0 {
 				ctrl.Log.Info("Soft memory limit set below the container's", "GOMEMLIMIT", fmt.Sprintf("%dMiB", soft>>20))
 			}
+			if err := fl.complete(); err != nil {
+				return err
+			}
 			cfg, err := kubeconfig.Load(fl.kubeconfig)
 			if err != nil {
 				return err
 			}
 			cfg.QPS, cfg.Burst = fl.qps, fl.burst
-			if err := fl.complete(); err != nil {
-				return err
-			}
 			ctrl.Log.Info("Outbound policy for what tenants name (repositories, charts, the GitHub API)", "policy", fl.o.Egress.String())
 			return controllers.Run(ctrl.SetupSignalHandler(), cfg, fl.o)
 		},
@@ -99,6 +100,8 @@ func (fl *flags) bindProcess(f *pflag.FlagSet) {
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address serving Go profiles at /debug/pprof (empty disables)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader among replicas")
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 0, "leader lease duration (default 15s)")
+	f.StringVar(&o.ShardID, "shard-id", "",
+		"serve only the GitRepos, HelmOps and Bundles labelled fleet.cattle.io/shard-ref with this ID, as Fleet's --shard-id (default: the default shard, which serves the unlabelled ones, clusters and registration)")
 }
 
 // bindAgents binds what agents are told and given: the manager's address,
@@ -160,6 +163,8 @@ func (fl *flags) bindClusters(f *pflag.FlagSet) {
 		"opt-in enrollment: only Cluster API Clusters whose labels match this selector (e.g. fleet.cattle.io/enroll=true) are enrolled; default: every one not labelled fleet.cattle.io/enroll=false")
 	f.StringVar(&fl.capiNamespaceSelector, "capi-namespace-selector", "",
 		"opt-in enrollment: only Cluster API Clusters in namespaces whose labels match this selector are enrolled; default: every namespace not labelled fleet.cattle.io/enroll=false")
+	f.BoolVar(&o.CAPIClusterClassGroups, "capi-cluster-class-groups", false,
+		"keep a ClusterGroup per ClusterClass in each namespace where an enrolled Cluster API Cluster uses it, selecting its fleet Clusters, as Fleet's Cluster API add-on provider does")
 	f.DurationVar(&o.CAPIInstallCheckInterval, "capi-install-check-interval", 0,
 		"how often a manager started without Cluster API looks for it, to turn enrollment on once it is installed (default 30s)")
 	f.IntVar(&o.MaxConcurrentInstalls, "max-concurrent-installs", 0, "agent installs into imported clusters at once (default 20)")
@@ -178,6 +183,9 @@ func (fl *flags) bindEvents(f *pflag.FlagSet) {
 func (fl *flags) complete() error {
 	o := &fl.o
 	var err error
+	if err := sharding.Validate(o.ShardID); err != nil {
+		return fmt.Errorf("--shard-id: %w", err)
+	}
 	if fl.caFile != "" {
 		if o.APIServerCA, err = os.ReadFile(fl.caFile); err != nil {
 			return fmt.Errorf("reading --api-server-ca-file: %w", err)

@@ -33,7 +33,7 @@ func TestInstalledArgumentsAreFlags(t *testing.T) {
 		"bootstrap":      map[string]any{"enabled": false},
 		"extraArgs":      []any{"--workers=8"},
 		"agentUpgrade":   map[string]any{"enabled": false, "maxUnavailable": "3"},
-		"clusterAPI":     map[string]any{"clusterSelector": "a=b", "namespaceSelector": "c=d"},
+		"clusterAPI":     map[string]any{"clusterSelector": "a=b", "namespaceSelector": "c=d", "clusterClassGroups": true},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	var chartArgs []string

@@ -19,6 +19,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/sharding"
 	"github.com/gitfleet/fleet/internal/target"
 )
 
@@ -33,6 +34,11 @@ type Reconciler struct {
 	// WriteParallelism bounds the concurrent BundleDeployment writes of one
 	// reconcile.
 	WriteParallelism int
+	// Shard is the shard this manager serves: it handles only the Bundles
+	// labelled fleet.cattle.io/shard-ref with it, or, when empty, those
+	// without the label (internal/sharding). Their BundleDeployments carry
+	// the Bundle's labels, the shard's too.
+	Shard string
 
 	// mem is what the controller keeps between reconciles (see memory).
 	mem memory
@@ -80,9 +86,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	// Heartbeats and other status-only changes of a Cluster never re-target.
 	clusterChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&fleet.Bundle{}).
+		For(&fleet.Bundle{}, builder.WithPredicates(sharding.Predicate(r.Shard))).
 		// Status changes of many deployments coalesce into one pass.
-		Watches(&fleet.BundleDeployment{}, r.deploymentEvents()).
+		Watches(&fleet.BundleDeployment{}, r.deploymentEvents(), builder.WithPredicates(sharding.Predicate(r.Shard))).
 		Watches(&fleet.Cluster{}, r.retargetOn(r.bundlesForCluster, nil), builder.WithPredicates(clusterChanged)).
 		Watches(&fleet.ClusterGroup{}, r.retargetOn(r.bundlesInNamespace, r.mem.forgetGroup), builder.WithPredicates(clusterChanged)).
 		Watches(&fleet.BundleNamespaceMapping{}, r.retargetOn(r.bundlesInNamespace, nil)).
@@ -121,6 +127,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			r.mem.forgetKey(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// Clusters and groups map to the Bundles of every shard: another
+	// shard's are its manager's.
+	if !sharding.Owns(r.Shard, bundle) {
+		r.mem.forgetKey(req.NamespacedName)
+		r.mem.forget(bundle.UID)
+		return ctrl.Result{}, nil
 	}
 	if !bundle.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, bundle)

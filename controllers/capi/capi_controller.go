@@ -123,6 +123,11 @@ type Reconciler struct {
 	StaleAfter time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// ClassGroups keeps, as Fleet's Cluster API add-on provider does when
+	// asked to, a ClusterGroup per ClusterClass in each namespace where an
+	// enrolled Cluster uses it, selecting the fleet Clusters of that class
+	// (see ClassGroup); default off.
+	ClassGroups bool
 }
 
 // DefaultStaleAfter is the default of Reconciler.StaleAfter: as long as the

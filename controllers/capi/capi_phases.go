@@ -260,6 +260,9 @@ func (r *Reconciler) reconcileEnrollment(ctx context.Context, s *scope) error {
 	} else if err := r.syncFleetCluster(ctx, s); err != nil {
 		return err
 	}
+	if err := r.reconcileClassGroup(ctx, s); err != nil {
+		return err
+	}
 	return r.recordEnrolled(ctx, s)
 }
 
@@ -316,6 +319,7 @@ func (r *Reconciler) createFleetCluster(ctx context.Context, s *scope) error {
 	if v, ok := s.capi.Annotations[fleet.KeepResourcesOnUnenrollAnnotation]; ok {
 		fc.Annotations[fleet.KeepResourcesOnUnenrollAnnotation] = v
 	}
+	syncAnnotations(fc, s.capi)
 	if err := r.Client.Create(ctx, fc); err != nil {
 		return fmt.Errorf("creating fleet Cluster %s/%s: %w", fc.Namespace, fc.Name, err)
 	}
@@ -337,6 +341,7 @@ func (r *Reconciler) syncFleetCluster(ctx context.Context, s *scope) error {
 	labels, keys := SyncLabels(fc.Labels, ParseManaged(fc.Annotations[ManagedLabelsAnnotation]), DesiredLabels(s.capi))
 	fc.Labels = labels
 	metav1.SetMetaDataAnnotation(&fc.ObjectMeta, ManagedLabelsAnnotation, strings.Join(keys, ","))
+	syncAnnotations(fc, s.capi)
 	// Fleet Clusters enrolled with an owner reference lose it (see
 	// CAPIClusterUIDAnnotation); a move that did not happen after all (the
 	// Cluster API Cluster is still here) is forgotten.

@@ -42,7 +42,8 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			// Check-ins grow stale in seconds here, not minutes.
-			return (&capi.Reconciler{Client: mgr.GetClient(), StaleAfter: staleAfter}).SetupWithManager(ctx, mgr)
+			// ClusterGroups per ClusterClass, as Fleet's add-on provider keeps them when asked.
+			return (&capi.Reconciler{Client: mgr.GetClient(), StaleAfter: staleAfter, ClassGroups: true}).SetupWithManager(ctx, mgr)
 		},
 		SetupEnv: func(e *envtest.Environment) { env = e },
 	}))

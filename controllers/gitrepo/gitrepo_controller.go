@@ -21,6 +21,7 @@ import (
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/sharding"
 	"github.com/gitfleet/fleet/internal/sourcepoll"
 	"github.com/gitfleet/fleet/internal/summary"
 )
@@ -87,6 +88,10 @@ type Reconciler struct {
 	// fails with a new reason or recovers; default
 	// mgr.GetEventRecorder("fleet-gitrepo").
 	Recorder events.EventRecorder
+	// Shard is the shard this manager serves: it handles only the GitRepos
+	// labelled fleet.cattle.io/shard-ref with it, or, when empty, those
+	// without the label (internal/sharding), and labels their Bundles alike.
+	Shard string
 
 	// dialer makes every connection for a GitRepo, under Egress.
 	dialer *egress.Dialer
@@ -132,7 +137,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-gitrepo")
 	}
-	b := ctrl.NewControllerManagedBy(mgr).For(&fleet.GitRepo{}, builder.WithPredicates(gitRepoChanged))
+	b := ctrl.NewControllerManagedBy(mgr).For(&fleet.GitRepo{}, builder.WithPredicates(sharding.Predicate(r.Shard), predicate.Or(gitRepoChanged, sharding.RefChanged())))
 	return sourcepoll.Watches(b, r.Client, fleet.RepoLabel, func() client.ObjectList { return &fleet.GitRepoList{} }).
 		Named("gitrepo").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
@@ -160,7 +165,7 @@ var gitRepoChanged = predicate.Funcs{
 // one.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	repo := &fleet.GitRepo{}
-	if found, err := r.repos.Load(ctx, r.Client, req.NamespacedName, repo, fleet.GitRepoFinalizer); !found || err != nil {
+	if found, err := r.repos.Load(ctx, r.Client, req.NamespacedName, repo, fleet.GitRepoFinalizer, r.Shard); !found || err != nil {
 		return ctrl.Result{}, err
 	}
 	if !repo.DeletionTimestamp.IsZero() {

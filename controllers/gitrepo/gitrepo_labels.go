@@ -11,7 +11,9 @@ import (
 // Bundles by the labels set on it, and fleet.cattle.io/repo-name. Labels of
 // fleet.cattle.io and its subdomains are left out but that one: a tenant may
 // set them on its GitRepo, and on a Bundle they stand for the manager's word
-// (names.ReservedLabelKey).
+// (names.ReservedLabelKey). The GitRepo's shard (fleet.cattle.io/shard-ref)
+// is passed on, as Fleet passes it, so that its Bundles and their
+// BundleDeployments are handled by the manager of the same shard.
 func bundleLabels(repo *fleet.GitRepo) map[string]string {
 	out := make(map[string]string, len(repo.Labels)+1)
 	for k, v := range repo.Labels {
@@ -20,5 +22,8 @@ func bundleLabels(repo *fleet.GitRepo) map[string]string {
 		}
 	}
 	out[fleet.RepoLabel] = repo.Name
+	if shard, ok := repo.Labels[fleet.ShardRefLabel]; ok {
+		out[fleet.ShardRefLabel] = shard
+	}
 	return out
 }

@@ -33,3 +33,13 @@ func TestBundleLabelsCarryTheGitRepos(t *testing.T) {
 	g.Expect(bundleLabels(&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "bare"}})).
 		To(Equal(map[string]string{fleet.RepoLabel: "bare"}))
 }
+
+// The GitRepo's shard is passed on to its Bundles (and from them to their
+// BundleDeployments), so that one manager handles them all.
+func TestBundleLabelsCarryTheShard(t *testing.T) {
+	g := NewWithT(t)
+	repo := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "edge", Labels: map[string]string{fleet.ShardRefLabel: "shard1", "team": "one"}}}
+	g.Expect(bundleLabels(repo)).To(Equal(map[string]string{fleet.ShardRefLabel: "shard1", "team": "one", fleet.RepoLabel: "edge"}))
+	repo.Labels = map[string]string{fleet.ShardRefLabel: ""}
+	g.Expect(bundleLabels(repo)).To(HaveKeyWithValue(fleet.ShardRefLabel, ""), "an empty reference is still one: no default shard takes it")
+}

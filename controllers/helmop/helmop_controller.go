@@ -19,6 +19,7 @@ import (
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/sharding"
 	"github.com/gitfleet/fleet/internal/sourcepoll"
 	"github.com/gitfleet/fleet/internal/summary"
 )
@@ -57,6 +58,10 @@ type Reconciler struct {
 	// with a new reason or recovers; default
 	// mgr.GetEventRecorder("fleet-helmop").
 	Recorder events.EventRecorder
+	// Shard is the shard this manager serves: it handles only the HelmOps
+	// labelled fleet.cattle.io/shard-ref with it, or, when empty, those
+	// without the label (internal/sharding), and labels their Bundles alike.
+	Shard string
 
 	// deployments is the cache's index of BundleDeployments, with
 	// fleet.HelmOpIndex: status.resources is computed from them.
@@ -94,7 +99,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-helmop")
 	}
-	b := ctrl.NewControllerManagedBy(mgr).For(&fleet.HelmOp{}, builder.WithPredicates(helmOpChanged))
+	b := ctrl.NewControllerManagedBy(mgr).For(&fleet.HelmOp{}, builder.WithPredicates(sharding.Predicate(r.Shard), predicate.Or(helmOpChanged, sharding.RefChanged())))
 	return sourcepoll.Watches(b, r.Client, fleet.HelmOpLabel, func() client.ObjectList { return &fleet.HelmOpList{} }).
 		Named("helmop").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
@@ -117,7 +122,7 @@ var helmOpChanged = predicate.Funcs{
 // something they watch changes, or with backoff after a transient error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	op := &fleet.HelmOp{}
-	if found, err := r.ops.Load(ctx, r.Client, req.NamespacedName, op, fleet.HelmOpFinalizer); !found || err != nil {
+	if found, err := r.ops.Load(ctx, r.Client, req.NamespacedName, op, fleet.HelmOpFinalizer, r.Shard); !found || err != nil {
 		return ctrl.Result{}, err
 	}
 	if !op.DeletionTimestamp.IsZero() {

@@ -350,6 +350,10 @@ func (r *Reconciler) writeBundle(ctx context.Context, op *fleet.HelmOp, version 
 		labels[k] = v
 	}
 	labels[fleet.HelmOpLabel] = op.Name
+	// The Bundle is handled by the manager of the HelmOp's shard.
+	if shard, ok := op.Labels[fleet.ShardRefLabel]; ok {
+		labels[fleet.ShardRefLabel] = shard
+	}
 	want, err := bundlereader.ReadRemoteChart(ctx, spec, bundlereader.Options{
 		Name: op.Name, Namespace: op.Namespace, Labels: labels, HelmAuth: auth, MaxDownloadBytes: r.MaxDownloadBytes, Dialer: r.dialer,
 	})

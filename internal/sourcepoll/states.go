@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/gitfleet/fleet/internal/sharding"
 )
 
 // States keeps a controller's in-memory state of each object, T, by name.
@@ -41,14 +43,19 @@ func (s *States[T]) Forget(key types.NamespacedName) {
 
 // Load reads the object of a reconcile, key, into obj and, unless it is
 // being deleted, makes sure it holds finalizer. It returns false when the
-// object is gone, after forgetting its state.
-func (s *States[T]) Load(ctx context.Context, c client.Client, key types.NamespacedName, obj client.Object, finalizer string) (bool, error) {
+// object is gone, or belongs to another shard than shard (this manager's,
+// see internal/sharding), after forgetting its state.
+func (s *States[T]) Load(ctx context.Context, c client.Client, key types.NamespacedName, obj client.Object, finalizer, shard string) (bool, error) {
 	if err := c.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.Forget(key)
 			return false, nil
 		}
 		return false, err
+	}
+	if !sharding.Owns(shard, obj) {
+		s.Forget(key)
+		return false, nil
 	}
 	if obj.GetDeletionTimestamp().IsZero() && controllerutil.AddFinalizer(obj, finalizer) {
 		if err := c.Update(ctx, obj); err != nil {

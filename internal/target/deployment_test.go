@@ -23,6 +23,9 @@ func TestUnchangedAgreesWithBundleDeployment(t *testing.T) {
 
 	g.Expect(Unchanged(b, contentName, d, desired(), true)).To(BeTrue(), "what BundleDeployment builds is unchanged")
 	g.Expect(desired().Labels).To(HaveKeyWithValue(fleet.ClusterLabel, "c1"), "the bundle's labels never replace the manager's")
+	b.Labels[fleet.ShardRefLabel] = "shard1"
+	g.Expect(desired().Labels).To(HaveKeyWithValue(fleet.ShardRefLabel, "shard1"), "the bundle's shard goes onto its deployments")
+	delete(b.Labels, fleet.ShardRefLabel)
 
 	staged := desired()
 	staged.Spec.DeploymentID, staged.Spec.Options = "s-old:1", fleet.BundleDeploymentOptions{DefaultNamespace: "old"}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,9 +59,13 @@ func startManager(ctx context.Context, cfg *rest.Config, o controllers.Options, 
 	if err != nil {
 		return nil, nil, err
 	}
+	// A suite may run a second manager (another shard) in this process,
+	// with controllers of the same names.
+	ctrlOpts := enqueue.ControllerDefaults()
+	ctrlOpts.SkipNameValidation = ptr.To(true)
 	mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
 		Scheme:     controllers.Scheme(),
-		Controller: enqueue.ControllerDefaults(),
+		Controller: ctrlOpts,
 		Cache:      controllers.CacheOptions(o),
 		Metrics:    metricsserver.Options{BindAddress: metricsAddr},
 	})

@@ -44,5 +44,6 @@ func TestAgent(t *testing.T) {
 	Describe("A repository laid out Fleet's way", Ordered, func() { agent.FleetRepoSpec(ctx, input) })
 	Describe("Un-enrolling a token-registered cluster", Ordered, func() { agent.UnenrollSpec(ctx, input) })
 	Describe("A Schedule's deployment window", Ordered, func() { agent.ScheduleSpec(ctx, input) })
+	Describe("Two managers sharing the work by shard", Ordered, func() { agent.ShardingSpec(ctx, input) })
 	RunSpecs(t, "Agent")
 }

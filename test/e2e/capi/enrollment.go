@@ -179,6 +179,16 @@ func enrollSteps(s *enrollment) {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the agent forgot the token: %v", err)
 		Expect(s.k0.Starts()).To(Equal(1))
 	})
+
+	It("keeps a ClusterGroup for its ClusterClass, holding the cluster (--capi-cluster-class-groups)", func() {
+		grp := &fleet.ClusterGroup{}
+		Eventually(func(g Gomega) {
+			g.Expect(s.admin.Get(s.ctx, types.NamespacedName{Namespace: ns, Name: "quick-start"}, grp)).To(Succeed())
+			g.Expect(grp.Labels).To(HaveKeyWithValue(capi.ClassGroupLabel, "true"))
+			g.Expect(grp.Status.ClusterCount).To(Equal(1), "the cluster group controller counts the cluster of the class")
+		}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(grp.Spec.Selector.MatchLabels).To(Equal(map[string]string{capi.ClusterClassLabel: "quick-start", capi.ClusterClassNamespaceLabel: ns}))
+	})
 }
 
 // targetAndHealSteps: the enrolled cluster stays Ready through its agent,

@@ -43,7 +43,8 @@ var suiteInput = e2e.SuiteInput{
 // returns what the specs run against.
 func setUp(ctx context.Context) capie2e.SpecInput {
 	s := e2e.SetUpSuite(ctx, suiteInput)
-	admin := startManager(ctx, s.Upstream, controllers.Options{})
+	// ClusterGroups per ClusterClass, as CAAPF keeps them when asked to.
+	admin := startManager(ctx, s.Upstream, controllers.Options{CAPIClusterClassGroups: true})
 	// The target enrolls by opt-in, as --capi-cluster-selector and
 	// --capi-namespace-selector set it.
 	targetAdmin := startManager(ctx, s.Extra[0], controllers.Options{

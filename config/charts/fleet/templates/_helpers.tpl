@@ -3,6 +3,20 @@
 app: fleet-manager
 {{- end }}
 
+{{/*
+Selector of a shard's manager pods: the default shard's (no ID) keeps the
+manager's labels, which an upgrade cannot change; another shard's pods carry
+other labels, so that no Deployment's selector takes another's pods.
+*/}}
+{{- define "fleet.shardSelector" -}}
+{{- if . -}}
+app: fleet-manager-shard
+fleet.cattle.io/shard-id: {{ . | quote }}
+{{- else -}}
+{{ include "fleet.labels" . }}
+{{- end -}}
+{{- end }}
+
 {{/* Labels of the local agent's objects. */}}
 {{- define "fleet.agentLabels" -}}
 app: fleet-agent
