@@ -304,7 +304,12 @@ func (r *Reconciler) agentOptions(s *scope, image string) agentinstall.Options {
 		Labels:          registration.AllowedLabels(c.Labels),
 		ClientID:        s.clientID,
 		CheckinInterval: r.AgentCheckinInterval.String(),
-		AgentTLSMode:    r.AgentTLSMode,
+	}
+	// Written only when not the default, so that an agent of an earlier
+	// version, which refuses keys it does not know, reads the ConfigMap of
+	// a default install.
+	if r.AgentTLSMode == agentmanifest.TLSModeSystemStore {
+		o.Config.AgentTLSMode = r.AgentTLSMode
 	}
 	if r.AgentGarbageCollectionInterval > 0 {
 		o.Config.GarbageCollectionInterval = r.AgentGarbageCollectionInterval.String()
