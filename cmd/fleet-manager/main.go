@@ -178,7 +178,7 @@ func (fl *flags) bindEvents(f *pflag.FlagSet) {
 	f.BoolVar(&o.PerObjectMetrics, "per-object-metrics", false,
 		"serve Fleet's per-object metrics (fleet_bundle_state, fleet_cluster_ready, ...: one series per object), for Fleet's Grafana dashboards")
 	f.IntVar(&o.PerObjectMetricsMaxSeries, "per-object-metrics-max-series", metrics.DefaultPerObjectMaxSeries,
-		"most series the per-object metrics serve; objects past it are left out and counted in fleet_per_object_metrics_dropped")
+		"most series the per-object metrics serve; objects past it are left out and counted in fleet_per_object_metrics_dropped_objects")
 	f.IntVar(&o.Events.Burst, "event-burst", metrics.DefaultEventBurst, "events one object may get at once; then one per --event-interval")
 	f.DurationVar(&o.Events.Interval, "event-interval", metrics.DefaultEventInterval, "once an object's burst is used, it gets one event per interval")
 	f.Float64Var(&o.Events.QPS, "event-qps", metrics.DefaultEventQPS, "events per second over all objects (a burst of ten seconds' worth)")
