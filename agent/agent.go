@@ -41,6 +41,10 @@ type Options struct {
 	// Resync is how often every BundleDeployment is checked again without an
 	// event (default 5m); drift is seen at once through watches.
 	Resync time.Duration
+	// GarbageCollectionInterval is how often releases of deleted
+	// BundleDeployments are looked for (default Resync; the agent
+	// ConfigMap's garbageCollectionInterval sets it).
+	GarbageCollectionInterval time.Duration
 	// Workers is the number of BundleDeployments deployed at once (default 4).
 	Workers int
 	// LeaderElect makes this replica work only while it holds the Lease
@@ -80,22 +84,37 @@ type Options struct {
 	checkinSet bool
 }
 
-// configuredCheckin reads checkinInterval from the fleet-agent ConfigMap.
-func configuredCheckin(ctx context.Context, local client.Client, namespace string) time.Duration {
+// configured is what the fleet-agent ConfigMap says of the agent's run:
+// its check-in and garbage collection intervals and TLS mode.
+type configured struct {
+	checkin, garbageCollection time.Duration
+	tlsMode                    string
+}
+
+// readConfigured reads the fleet-agent ConfigMap; what is missing or
+// invalid keeps the agent's defaults.
+func readConfigured(ctx context.Context, local client.Client, namespace string) configured {
 	cm := &corev1.ConfigMap{}
 	if err := local.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fleet.AgentName}, cm); err != nil {
-		return 0
+		return configured{}
 	}
 	cfg, err := agentinstall.ReadConfig(cm)
-	if err != nil || cfg.CheckinInterval == "" {
-		return 0
-	}
-	d, err := time.ParseDuration(cfg.CheckinInterval)
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("Ignoring invalid checkinInterval in the agent ConfigMap", "value", cfg.CheckinInterval)
-		return 0
+		return configured{}
 	}
-	return d
+	duration := func(key, v string) time.Duration {
+		if v == "" {
+			return 0
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Info("Ignoring an invalid duration in the agent ConfigMap", "key", key, "value", v)
+			return 0
+		}
+		return d
+	}
+	return configured{checkin: duration("checkinInterval", cfg.CheckinInterval),
+		garbageCollection: duration("garbageCollectionInterval", cfg.GarbageCollectionInterval), tlsMode: cfg.AgentTLSMode}
 }
 
 // Run registers (or reuses the stored credential) and then keeps the agent's
@@ -161,6 +180,11 @@ func run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	conf := readConfigured(ctx, local, o.Namespace)
+	cred.TLSMode = conf.tlsMode
+	if conf.garbageCollection > 0 {
+		o.GarbageCollectionInterval = conf.garbageCollection
+	}
 	// A bootstrap still there was tried and did not work (registration
 	// went on with the stored credential): only a newer one counts.
 	seen, err := bootstrapVersion(ctx, local, o.Namespace)
@@ -193,8 +217,8 @@ func run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if interval := configuredCheckin(ctx, local, o.Namespace); interval > 0 && !o.checkinSet {
-		o.CheckinInterval = interval
+	if conf.checkin > 0 && !o.checkinSet {
+		o.CheckinInterval = conf.checkin
 	}
 	log.Info("Agent running", "cluster", cred.Namespace+"/"+cred.ClusterName, "checkinInterval", o.CheckinInterval, "version", version.Get())
 	// The agent says where it runs (in its Lease): the manager deploys the

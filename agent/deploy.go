@@ -103,10 +103,11 @@ func startDeployer(ctx context.Context, o Options, cred *upstream.Credential) er
 			Dynamic: down.Dynamic(), Mapper: down.Mapper(),
 			NameLabel: fleet.ReleaseNameLabel, NamespaceLabel: fleet.ReleaseNamespaceLabel,
 		},
-		Workers:    o.Workers,
-		Resync:     o.Resync,
-		MinBackoff: o.MinBackoff,
-		MaxBackoff: o.MaxBackoff,
+		Workers:                   o.Workers,
+		Resync:                    o.Resync,
+		GarbageCollectionInterval: o.GarbageCollectionInterval,
+		MinBackoff:                o.MinBackoff,
+		MaxBackoff:                o.MaxBackoff,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err

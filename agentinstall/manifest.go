@@ -45,6 +45,10 @@ type Options = agentmanifest.Options
 // applied (namespace first, Deployment last).
 func Objects(o Options) ([]client.Object, error) { return agentmanifest.Objects(o) }
 
+// SchedulingObjects renders the agent's PriorityClass and
+// PodDisruptionBudget, those o.Scheduling asks for.
+func SchedulingObjects(o Options) ([]client.Object, error) { return agentmanifest.SchedulingObjects(o) }
+
 // Deployment renders the agent Deployment alone, as Objects renders it.
 func Deployment(o Options) *appsv1.Deployment { return agentmanifest.Deployment(o) }
 

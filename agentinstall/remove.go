@@ -6,11 +6,15 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/agentmanifest"
 )
 
 // protectedNamespaces are never deleted with an agent installed into them.
@@ -51,6 +55,9 @@ func Remove(ctx context.Context, c client.Client, namespace string) error {
 			return fmt.Errorf("deleting %T %s: %w", o, client.ObjectKeyFromObject(o), err)
 		}
 	}
+	if err := RemoveScheduling(ctx, c, namespace, nil); err != nil {
+		return err
+	}
 	if protectedNamespaces[namespace] {
 		return nil
 	}
@@ -82,4 +89,36 @@ func Releases(ctx context.Context, c client.Client, clusterNamespace string) (in
 		return 0, fmt.Errorf("listing the agent's Helm releases: %w", err)
 	}
 	return len(list.Items), nil
+}
+
+// RemoveScheduling deletes the agent's PriorityClass and PodDisruptionBudget
+// in namespace that keep (a Cluster's spec.agentSchedulingCustomization)
+// no longer asks for; nil keep deletes both. Only the agent's go (label
+// app=fleet-agent, which the install and the agent Bundle both set): a
+// PriorityClass of that name someone else made stays.
+func RemoveScheduling(ctx context.Context, c client.Client, namespace string, keep *fleet.AgentSchedulingCustomization) error {
+	var objs []client.Object
+	if keep == nil || keep.PriorityClass == nil {
+		objs = append(objs, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: agentmanifest.PriorityClassName}})
+	}
+	if keep == nil || keep.PodDisruptionBudget == nil {
+		objs = append(objs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: agentmanifest.PodDisruptionBudgetName}})
+	}
+	for _, o := range objs {
+		key := client.ObjectKeyFromObject(o)
+		if err := c.Get(ctx, key, o); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("reading %T %s: %w", o, key, err)
+		}
+		if o.GetLabels()["app"] != fleet.AgentName || !o.GetDeletionTimestamp().IsZero() {
+			continue
+		}
+		uid := o.GetUID()
+		if err := client.IgnoreNotFound(c.Delete(ctx, o, client.Preconditions{UID: &uid})); err != nil {
+			return fmt.Errorf("deleting %T %s: %w", o, key, err)
+		}
+	}
+	return nil
 }

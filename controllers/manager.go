@@ -122,6 +122,21 @@ type Options struct {
 	// AgentImage is the agent image installed into imported clusters and,
 	// with AgentBundles, offered to every registered cluster.
 	AgentImage string
+	// AgentTLSMode is how agents installed by the manager trust its API
+	// server: strict (the default: only APIServerCA, or the system's store
+	// when it is empty) or system-store (the system's store as well).
+	AgentTLSMode string
+	// AgentGarbageCollectionInterval is how often those agents look for
+	// Helm releases no BundleDeployment asks for (0: the agent's default).
+	AgentGarbageCollectionInterval time.Duration
+	// AgentImagePullSecrets name Secrets of SystemNamespace that installs
+	// copy into each agent's namespace and pull the agent image with.
+	AgentImagePullSecrets []string
+	// PerObjectMetrics serves Fleet's per-object metrics (fleet_bundle_state
+	// and the rest of internal/metrics' PerObject), at most
+	// PerObjectMetricsMaxSeries series (default 10000); off by default.
+	PerObjectMetrics          bool
+	PerObjectMetricsMaxSeries int
 	// AgentBundles keeps an agent Bundle per registered Cluster, through
 	// which every agent gets its Cluster's agent settings and AgentImage
 	// (controllers/agentbundle); imported clusters then get only their
@@ -379,6 +394,8 @@ func setupClusterImport(ctx context.Context, d *deps) error {
 	o := d.o
 	return (&clusterimport.Reconciler{Client: d.mgr.GetClient(), APIServerURL: o.APIServerURL, APIServerCA: o.APIServerCA,
 		AgentImage: o.AgentImage, AgentBundles: o.AgentBundles, StaleAfter: o.ImportStaleAfter, MaxConcurrentInstalls: o.MaxConcurrentInstalls,
+		AgentTLSMode: o.AgentTLSMode, AgentGarbageCollectionInterval: o.AgentGarbageCollectionInterval,
+		AgentImagePullSecrets: o.AgentImagePullSecrets, SystemNamespace: o.systemNamespace(),
 		Workers: o.Workers, Secrets: d.secrets, SecretNamespaces: o.KubeconfigSecretNamespaces, Local: d.local,
 		Recorder: d.recorder("fleet-clusterimport")}).SetupWithManager(ctx, d.mgr)
 }
@@ -387,8 +404,8 @@ func setupAgentBundle(_ context.Context, d *deps) error {
 	if !d.o.AgentBundles {
 		return nil
 	}
-	return (&agentbundle.Reconciler{Client: d.mgr.GetClient(), Image: d.o.AgentImage, MaxUnavailable: d.o.AgentMaxUnavailable,
-		Workers: d.o.Workers}).SetupWithManager(d.mgr)
+	return (&agentbundle.Reconciler{Client: d.mgr.GetClient(), Image: d.o.AgentImage, ImagePullSecrets: d.o.AgentImagePullSecrets,
+		MaxUnavailable: d.o.AgentMaxUnavailable, Workers: d.o.Workers}).SetupWithManager(d.mgr)
 }
 
 // setupCAPI: Cluster API enrollment runs where Cluster API's Cluster kind
@@ -453,6 +470,11 @@ func setupContent(ctx context.Context, d *deps) error {
 // setupMetrics: the state gauges and events, on the leader, limited as the
 // rest.
 func setupMetrics(_ context.Context, d *deps) error {
+	if d.o.PerObjectMetrics {
+		if err := metrics.SetupPerObject(d.mgr, d.o.PerObjectMetricsMaxSeries); err != nil {
+			return err
+		}
+	}
 	return metrics.Setup(d.mgr, d.limiter, metrics.Recorders{
 		"GitRepo": d.recorder("fleet-gitrepo"), "Bundle": d.recorder("fleet-bundle"), "Cluster": d.recorder("fleet-cluster"),
 	})

@@ -89,6 +89,10 @@ type Reconciler struct {
 	// Resync is how often every BundleDeployment is checked again without an
 	// event, and releases of deleted BundleDeployments are looked for.
 	Resync time.Duration
+	// GarbageCollectionInterval, when set, is how often releases of deleted
+	// BundleDeployments are looked for instead (the agent ConfigMap's
+	// garbageCollectionInterval, Fleet's setting).
+	GarbageCollectionInterval time.Duration
 	// MinBackoff and MaxBackoff bound retries after transient errors.
 	MinBackoff, MaxBackoff time.Duration
 
@@ -180,13 +184,25 @@ func (r *Reconciler) resyncLoop(ctx context.Context) error {
 	}
 	t := time.NewTicker(r.Resync)
 	defer t.Stop()
-	for {
+	gcEvery := r.GarbageCollectionInterval
+	if gcEvery <= 0 {
+		gcEvery = r.Resync
+	}
+	gc := time.NewTicker(gcEvery)
+	defer gc.Stop()
+	collect := func() {
 		if err := r.collectGarbage(ctx); err != nil {
-			log.Info("Could not remove releases of deleted BundleDeployments, retrying at the next resync", "reason", err.Error())
+			log.Info("Could not remove releases of deleted BundleDeployments, retrying at the next collection", "reason", err.Error())
 		}
+	}
+	collect()
+	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-gc.C:
+			collect()
+			continue
 		case <-t.C:
 		}
 		list := &fleet.BundleDeploymentList{}

@@ -208,7 +208,7 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 	if err != nil {
 		return nil, err
 	}
-	manager, err := upstream.NewClient(upstream.Config(boot.APIServerURL, []byte(boot.APIServerCA), boot.Token))
+	manager, err := upstream.NewClient(upstream.WithTLSMode(upstream.Config(boot.APIServerURL, []byte(boot.APIServerCA), boot.Token), cfg.AgentTLSMode))
 	if err != nil {
 		return nil, fmt.Errorf("manager API server %s: %w", boot.APIServerURL, err)
 	}
@@ -287,6 +287,7 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 				ClusterNamespace: sealed.ClusterNamespace,
 				Namespace:        sealed.Namespace,
 				ClientID:         clientID,
+				TLSMode:          cfg.AgentTLSMode,
 			}
 			if sealed.APIServerURL != "" {
 				cred.PublishedURL, cred.PublishedCA = sealed.APIServerURL, []byte(sealed.APIServerCA)

@@ -53,6 +53,9 @@ type Credential struct {
 	// address changes.
 	PublishedURL string
 	PublishedCA  []byte
+	// TLSMode is how the manager's API server is trusted (WithTLSMode);
+	// read from the agent ConfigMap, not stored with the credential.
+	TLSMode string
 }
 
 // RESTConfig builds a client config for the manager's API server. Once a
@@ -60,11 +63,11 @@ type Credential struct {
 // new token.
 func (c *Credential) RESTConfig() *rest.Config {
 	if c.current == nil {
-		return Config(c.APIServerURL, c.APIServerCA, c.Token)
+		return WithTLSMode(Config(c.APIServerURL, c.APIServerCA, c.Token), c.TLSMode)
 	}
 	cfg := Config(c.APIServerURL, c.APIServerCA, "")
 	cfg.WrapTransport = c.current.wrap
-	return cfg
+	return WithTLSMode(cfg, c.TLSMode)
 }
 
 // CurrentToken is the token in use: the latest rotated one, if any.

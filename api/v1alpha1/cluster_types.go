@@ -79,6 +79,50 @@ type ClusterSpec struct {
 	// HostNetwork runs the agent in the host network, for clusters without a
 	// working pod network yet.
 	HostNetwork *bool `json:"hostNetwork,omitempty"`
+	// AgentSchedulingCustomization gives the agent a PriorityClass and a
+	// PodDisruptionBudget, created with the agent and removed with it (or
+	// when unset again).
+	// +optional
+	AgentSchedulingCustomization *AgentSchedulingCustomization `json:"agentSchedulingCustomization,omitempty"`
+}
+
+// AgentSchedulingCustomization is the PriorityClass and PodDisruptionBudget
+// of a Cluster's agent (Fleet's names).
+type AgentSchedulingCustomization struct {
+	// PriorityClass, set, creates the cluster-scoped PriorityClass
+	// fleet-agent-priority-class downstream and runs the agent with it.
+	// +optional
+	PriorityClass *PriorityClassSpec `json:"priorityClass,omitempty"`
+	// PodDisruptionBudget, set, creates the PodDisruptionBudget
+	// fleet-agent-pod-disruption-budget for the agent's pods.
+	// +optional
+	PodDisruptionBudget *PodDisruptionBudgetSpec `json:"podDisruptionBudget,omitempty"`
+}
+
+// PriorityClassSpec is the agent's PriorityClass.
+type PriorityClassSpec struct {
+	// Value is the priority of the agent's pods.
+	// +kubebuilder:validation:Maximum=1000000000
+	// +kubebuilder:validation:Minimum=-1000000000
+	// +optional
+	Value int `json:"value,omitempty"`
+	// PreemptionPolicy is Never or PreemptLowerPriority (the default).
+	// +optional
+	PreemptionPolicy *corev1.PreemptionPolicy `json:"preemptionPolicy,omitempty"`
+}
+
+// PodDisruptionBudgetSpec is the agent's PodDisruptionBudget: at most one
+// of the two, a number or a percentage; neither means maxUnavailable 0.
+// +kubebuilder:validation:XValidation:rule="!(has(self.minAvailable) && size(self.minAvailable) > 0 && has(self.maxUnavailable) && size(self.maxUnavailable) > 0)",message="set minAvailable or maxUnavailable, not both"
+type PodDisruptionBudgetSpec struct {
+	// MinAvailable is a number ("1") or a percentage ("50%").
+	// +kubebuilder:validation:Pattern=`^([0-9]+%?)?$`
+	// +optional
+	MinAvailable string `json:"minAvailable,omitempty"`
+	// MaxUnavailable is a number ("1") or a percentage ("50%").
+	// +kubebuilder:validation:Pattern=`^([0-9]+%?)?$`
+	// +optional
+	MaxUnavailable string `json:"maxUnavailable,omitempty"`
 }
 
 // ClusterStatus is the agent's check-in and the state of the cluster's
@@ -100,6 +144,11 @@ type ClusterStatus struct {
 	ReadyGitRepos int `json:"readyGitRepos,omitempty"`
 	// DesiredReadyGitRepos is the number of GitRepos targeting this cluster.
 	DesiredReadyGitRepos int `json:"desiredReadyGitRepos,omitempty"`
+	// ReadyHelmOps is the number of HelmOps targeting this cluster whose
+	// bundles are all ready here.
+	ReadyHelmOps int `json:"readyHelmOps,omitempty"`
+	// DesiredReadyHelmOps is the number of HelmOps targeting this cluster.
+	DesiredReadyHelmOps int `json:"desiredReadyHelmOps,omitempty"`
 	// AgentDeployedGeneration is the redeployAgentGeneration the agent was
 	// last deployed for.
 	AgentDeployedGeneration *int64 `json:"agentDeployedGeneration,omitempty"`
@@ -119,6 +168,12 @@ type ClusterStatus struct {
 	// ActiveSchedule is true while one of the cluster's Schedules has its
 	// window open.
 	ActiveSchedule bool `json:"activeSchedule,omitempty"`
+	// AgentTLSMode is the TLS mode (strict or system-store) the agent was
+	// last deployed with.
+	AgentTLSMode string `json:"agentTLSMode,omitempty"`
+	// GarbageCollectionInterval is the interval of the agent's collection of
+	// obsolete Helm releases it was last deployed with.
+	GarbageCollectionInterval *metav1.Duration `json:"garbageCollectionInterval,omitempty"`
 }
 
 // ClusterDisplay holds the Cluster values shown by kubectl.

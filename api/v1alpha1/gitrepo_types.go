@@ -166,6 +166,9 @@ type GitRepoStatus struct {
 	Resources []GitRepoResource `json:"resources,omitempty"`
 	// ResourceCounts counts the repo's resources by state, over all clusters.
 	ResourceCounts ResourceCounts `json:"resourceCounts,omitempty"`
+	// PerClusterResourceCounts counts the repo's resources by state on each
+	// cluster, keyed by the cluster's "namespace/name".
+	PerClusterResourceCounts map[string]*ResourceCounts `json:"perClusterResourceCounts,omitempty"`
 }
 
 // GitRepoDisplay holds the GitRepo values shown by kubectl.

@@ -19,6 +19,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/agentbundle"
 	"github.com/gitfleet/fleet/controllers/clusterregistration"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
+	"github.com/gitfleet/fleet/internal/agentmanifest"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
@@ -115,6 +116,12 @@ func (fl *flags) bindAgents(f *pflag.FlagSet) {
 		"keep an agent Bundle per registered cluster, through which every agent gets its Cluster's agent settings and --agent-image")
 	f.StringVar(&fl.agentMaxUnavailable, "agent-max-unavailable", agentbundle.DefaultMaxUnavailable.String(),
 		"clusters of a namespace whose agent may move to a new image, or be not Ready, at once: a number or a percentage (at least one)")
+	f.StringVar(&o.AgentTLSMode, "agent-tls-mode", agentmanifest.TLSModeStrict,
+		"how installed agents trust this API server: strict (only --api-server-ca-file, or the system's CAs when it is empty) or system-store (the system's CAs as well)")
+	f.DurationVar(&o.AgentGarbageCollectionInterval, "agent-garbage-collection-interval", 0,
+		"how often installed agents look for Helm releases no BundleDeployment asks for (default: the agent's, 15m)")
+	f.StringSliceVar(&o.AgentImagePullSecrets, "agent-image-pull-secrets", nil,
+		"Secrets of the system namespace that installs copy into each agent's namespace and pull the agent image with")
 	f.IntVar(&o.RegistrationWorkers, "registration-workers", controllers.DefaultRegistrationWorkers, "cluster registrations granted at once")
 	f.DurationVar(&o.CredentialLifetime, "agent-credential-lifetime", controllers.DefaultCredentialLifetime,
 		"lifetime of agent credentials; agents renew theirs when a third of it remains (at least 10m)")
@@ -173,6 +180,10 @@ func (fl *flags) bindClusters(f *pflag.FlagSet) {
 // bindEvents binds the bounds of the events the manager records.
 func (fl *flags) bindEvents(f *pflag.FlagSet) {
 	o := &fl.o
+	f.BoolVar(&o.PerObjectMetrics, "per-object-metrics", false,
+		"serve Fleet's per-object metrics (fleet_bundle_state, fleet_cluster_ready, ...: one series per object), for Fleet's Grafana dashboards")
+	f.IntVar(&o.PerObjectMetricsMaxSeries, "per-object-metrics-max-series", metrics.DefaultPerObjectMaxSeries,
+		"most series the per-object metrics serve; objects past it are left out and counted in fleet_per_object_metrics_dropped_objects")
 	f.IntVar(&o.Events.Burst, "event-burst", metrics.DefaultEventBurst, "events one object may get at once; then one per --event-interval")
 	f.DurationVar(&o.Events.Interval, "event-interval", metrics.DefaultEventInterval, "once an object's burst is used, it gets one event per interval")
 	f.Float64Var(&o.Events.QPS, "event-qps", metrics.DefaultEventQPS, "events per second over all objects (a burst of ten seconds' worth)")
@@ -192,6 +203,12 @@ func (fl *flags) complete() error {
 		}
 	}
 	o.AgentImage = fl.agentImage
+	if err := agentmanifest.ValidateTLSMode(o.AgentTLSMode); err != nil {
+		return fmt.Errorf("--agent-tls-mode: %w", err)
+	}
+	if o.PerObjectMetricsMaxSeries < 0 {
+		return fmt.Errorf("--per-object-metrics-max-series %d: must not be negative", o.PerObjectMetricsMaxSeries)
+	}
 	if o.CAPIClusterSelector, err = parseSelector("--capi-cluster-selector", fl.capiClusterSelector); err != nil {
 		return err
 	}

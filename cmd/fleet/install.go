@@ -41,6 +41,8 @@ func newInstallController() *cobra.Command {
 	f.StringVar(&o.ControllerImage, "controller-image", install.DefaultControllerImage, "manager image")
 	f.StringVar(&o.AgentImage, "agent-image", agentinstall.DefaultImage, "agent image the manager installs into imported clusters")
 	f.StringVar(&o.SystemNamespace, "system-namespace", fleet.DefaultSystemNamespace, "namespace the manager runs in")
+	f.StringSliceVar(&o.ImagePullSecrets, "image-pull-secret", nil,
+		"Secret of the system namespace that pulls the manager's image and, copied into each agent's namespace, the agent's (repeatable)")
 	return cmd
 }
 

@@ -36,6 +36,9 @@ type Reconciler struct {
 	// agentinstall.DefaultImage), and ImagePullPolicy its pull policy.
 	Image           string
 	ImagePullPolicy corev1.PullPolicy
+	// ImagePullSecrets name the Secrets the agent's image is pulled with,
+	// which the install copied into the agent's namespace.
+	ImagePullSecrets []string
 	// MaxUnavailable bounds the clusters of a namespace moving to a new
 	// image, or not Ready at their current one, at once: a number or a
 	// share of the namespace's registered clusters (default 10%, at least
@@ -284,7 +287,7 @@ func (r *Reconciler) desired(c *fleet.Cluster, image string) (*fleet.Bundle, err
 	if ok && m.generation == c.Generation && m.agentNS == AgentNamespace(c) && m.image == image && m.pullPolicy == r.ImagePullPolicy {
 		return m.bundle.DeepCopy(), nil
 	}
-	b, err := Desired(c, image, r.ImagePullPolicy)
+	b, err := Desired(c, image, r.ImagePullPolicy, r.ImagePullSecrets)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -43,10 +42,21 @@ func Registered(c *fleet.Cluster) bool {
 	return c.DeletionTimestamp.IsZero() && !c.Status.Agent.LastSeen.IsZero() && c.Status.Namespace != ""
 }
 
-// Desired renders the agent Bundle of a Cluster with image.
-func Desired(c *fleet.Cluster, image string, pullPolicy corev1.PullPolicy) (*fleet.Bundle, error) {
+// Desired renders the agent Bundle of a Cluster with image: its Deployment,
+// pulled with the manager's pullSecrets (copied downstream by the install,
+// never put in a Bundle), and the PriorityClass and PodDisruptionBudget its
+// spec.agentSchedulingCustomization asks for, which the release removes
+// when they are no longer asked for.
+func Desired(c *fleet.Cluster, image string, pullPolicy corev1.PullPolicy, pullSecrets []string) (*fleet.Bundle, error) {
 	o := agentinstall.ClusterOptions(&c.Spec)
-	o.Namespace, o.Image, o.ImagePullPolicy = AgentNamespace(c), image, pullPolicy
+	o.Namespace, o.Image, o.ImagePullPolicy, o.ImagePullSecrets = AgentNamespace(c), image, pullPolicy, pullSecrets
+	scheduling, err := agentinstall.SchedulingObjects(o)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range scheduling {
+		delete(obj.GetLabels(), agentinstall.ManagedByLabel)
+	}
 	dep := agentinstall.Deployment(o)
 	// Helm marks what a release owns as managed by Helm; a manifest saying
 	// otherwise would show the Deployment as modified for ever.
@@ -54,7 +64,7 @@ func Desired(c *fleet.Cluster, image string, pullPolicy corev1.PullPolicy) (*fle
 	if g := c.Spec.RedeployAgentGeneration; g != 0 {
 		metav1.SetMetaDataAnnotation(&dep.Spec.Template.ObjectMeta, RedeployAnnotation, strconv.FormatInt(g, 10))
 	}
-	manifest, err := agentinstall.YAML([]client.Object{dep})
+	manifest, err := agentinstall.YAML(append(scheduling, dep))
 	if err != nil {
 		return nil, err
 	}

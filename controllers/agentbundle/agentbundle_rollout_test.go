@@ -65,7 +65,7 @@ func TestDesired(t *testing.T) {
 	c.Spec.PrivateRepoURL = "reg.local"
 	c.Spec.RedeployAgentGeneration = 3
 	c.Status.Agent.Namespace = "edge-agent"
-	b, err := Desired(c, "ghcr.io/gitfleet/fleet-agent:v2", "")
+	b, err := Desired(c, "ghcr.io/gitfleet/fleet-agent:v2", "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(b.Name).To(Equal("fleet-agent-edge-1"))
 	g.Expect(b.Spec.Targets).To(Equal([]fleet.BundleTarget{{Name: "cluster", ClusterName: "edge-1"}}))
@@ -85,7 +85,7 @@ func TestDesired(t *testing.T) {
 
 	// The hash follows the settings.
 	c.Spec.AgentEnvVars = nil
-	b2, err := Desired(c, "ghcr.io/gitfleet/fleet-agent:v2", "")
+	b2, err := Desired(c, "ghcr.io/gitfleet/fleet-agent:v2", "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(b2.Labels[fleet.AgentBundleHashLabel]).NotTo(Equal(b.Labels[fleet.AgentBundleHashLabel]))
 }

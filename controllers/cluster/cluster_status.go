@@ -28,7 +28,8 @@ func computeStatus(cluster *fleet.Cluster, ns string, items []fleet.BundleDeploy
 		return bd.Labels[fleet.BundleNamespaceLabel] + "/" + bd.Labels[fleet.BundleNameLabel]
 	})
 	st.ResourceCounts = resourceCounts(bds)
-	st.ReadyGitRepos, st.DesiredReadyGitRepos = gitRepoCounts(bds)
+	st.ReadyGitRepos, st.DesiredReadyGitRepos = sourceCounts(bds, fleet.RepoLabel)
+	st.ReadyHelmOps, st.DesiredReadyHelmOps = sourceCounts(bds, fleet.HelmOpLabel)
 	st.Display.ReadyBundles = fmt.Sprintf("%d/%d", st.Summary.Ready, st.Summary.DesiredReady)
 	cond := summary.ReadyCondition(st.Summary, cluster.Generation)
 	switch {
@@ -57,14 +58,15 @@ func resourceCounts(bds []*fleet.BundleDeployment) fleet.ResourceCounts {
 	return c
 }
 
-// gitRepoCounts counts the GitRepos with a deployment on the cluster
-// (desired), and those whose every deployment there is Ready (ready), as
-// Fleet does: a GitRepo is known by its Bundles' namespace and
-// fleet.cattle.io/repo-name label, which the deployments carry.
-func gitRepoCounts(bds []*fleet.BundleDeployment) (ready, desired int) {
+// sourceCounts counts the GitRepos (label fleet.RepoLabel) or HelmOps
+// (fleet.HelmOpLabel) with a deployment on the cluster (desired), and those
+// whose every deployment there is Ready (ready), as Fleet does: a source is
+// known by its Bundles' namespace and that label, which the deployments
+// carry.
+func sourceCounts(bds []*fleet.BundleDeployment, label string) (ready, desired int) {
 	repos := map[string]bool{}
 	for _, bd := range bds {
-		repo, ns := bd.Labels[fleet.RepoLabel], bd.Labels[fleet.BundleNamespaceLabel]
+		repo, ns := bd.Labels[label], bd.Labels[fleet.BundleNamespaceLabel]
 		if repo == "" {
 			continue
 		}
@@ -132,6 +134,8 @@ type status struct {
 	ResourceCounts       fleet.ResourceCounts `json:"resourceCounts"`
 	ReadyGitRepos        int                  `json:"readyGitRepos"`
 	DesiredReadyGitRepos int                  `json:"desiredReadyGitRepos"`
+	ReadyHelmOps         int                  `json:"readyHelmOps"`
+	DesiredReadyHelmOps  int                  `json:"desiredReadyHelmOps"`
 	// Display is left out until it has a value, for the same reason.
 	Display    *fleet.ClusterDisplay `json:"display,omitempty"`
 	Conditions []metav1.Condition    `json:"conditions"`
@@ -164,6 +168,7 @@ func ownedStatus(cluster *fleet.Cluster) status {
 		Conditions: []metav1.Condition{},
 
 		ResourceCounts: st.ResourceCounts, ReadyGitRepos: st.ReadyGitRepos, DesiredReadyGitRepos: st.DesiredReadyGitRepos,
+		ReadyHelmOps: st.ReadyHelmOps, DesiredReadyHelmOps: st.DesiredReadyHelmOps,
 	}
 	if st.Display != (fleet.ClusterDisplay{}) {
 		d := st.Display

@@ -144,8 +144,21 @@ func TestGitRepoAndResourceCounts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ready, total := gitRepoCounts(tc.bds)
+			ready, total := sourceCounts(tc.bds, fleet.RepoLabel)
 			g.Expect([]int{ready, total}).To(Equal([]int{tc.wantReady, tc.wantTotal}))
+			// The same deployments made by HelmOps count as HelmOps.
+			helm := make([]*fleet.BundleDeployment, len(tc.bds))
+			for i, bd := range tc.bds {
+				helm[i] = bd.DeepCopy()
+				if repo, ok := helm[i].Labels[fleet.RepoLabel]; ok {
+					delete(helm[i].Labels, fleet.RepoLabel)
+					helm[i].Labels[fleet.HelmOpLabel] = repo
+				}
+			}
+			ready, total = sourceCounts(helm, fleet.HelmOpLabel)
+			g.Expect([]int{ready, total}).To(Equal([]int{tc.wantReady, tc.wantTotal}))
+			ready, total = sourceCounts(helm, fleet.RepoLabel)
+			g.Expect([]int{ready, total}).To(Equal([]int{0, 0}), "HelmOps are no GitRepos")
 			g.Expect(resourceCounts(tc.bds)).To(Equal(tc.wantCounts))
 		})
 	}

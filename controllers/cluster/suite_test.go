@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,10 +115,14 @@ func TestGitReposAndResourceCounts(t *testing.T) {
 	g.Eventually(status).WithTimeout(timeout).Should(HaveField("Namespace", clusterNS), "the cluster namespace in status")
 
 	deploy := func(bundle, repo string, st fleet.BundleDeploymentStatus) *fleet.BundleDeployment {
+		label := fleet.RepoLabel
+		if strings.HasPrefix(bundle, "helm-") {
+			label = fleet.HelmOpLabel
+		}
 		bd := &fleet.BundleDeployment{
 			ObjectMeta: metav1.ObjectMeta{Name: bundle, Namespace: clusterNS, Labels: map[string]string{
 				fleet.ClusterLabel: c.Name, fleet.ClusterNamespaceLabel: c.Namespace,
-				fleet.BundleNameLabel: bundle, fleet.BundleNamespaceLabel: c.Namespace, fleet.RepoLabel: repo,
+				fleet.BundleNameLabel: bundle, fleet.BundleNamespaceLabel: c.Namespace, label: repo,
 			}},
 			Spec: fleet.BundleDeploymentSpec{DeploymentID: "s-abc:1", StagedDeploymentID: "s-abc:1"},
 		}
@@ -131,11 +136,15 @@ func TestGitReposAndResourceCounts(t *testing.T) {
 		ResourceCounts: fleet.ResourceCounts{DesiredReady: 2, Ready: 2}})
 	notReady := deploy("b-one", "b", fleet.BundleDeploymentStatus{AppliedDeploymentID: "s-abc:1", NonModified: true,
 		ResourceCounts: fleet.ResourceCounts{DesiredReady: 3, Ready: 1, NotReady: 1, Missing: 1}})
+	deploy("helm-one", "chart", fleet.BundleDeploymentStatus{AppliedDeploymentID: "s-abc:1", Ready: true, NonModified: true})
+	deploy("helm-two", "other-chart", fleet.BundleDeploymentStatus{AppliedDeploymentID: "s-abc:1", NonModified: true})
 	g.Eventually(status).WithTimeout(timeout).Should(And(
 		HaveField("ReadyGitRepos", 1),
 		HaveField("DesiredReadyGitRepos", 2),
+		HaveField("ReadyHelmOps", 1),
+		HaveField("DesiredReadyHelmOps", 2),
 		HaveField("ResourceCounts", fleet.ResourceCounts{DesiredReady: 5, Ready: 3, NotReady: 1, Missing: 1}),
-	), "one of two GitRepos ready, resources summed")
+	), "one of two GitRepos and one of two HelmOps ready, resources summed")
 
 	fixed := notReady.DeepCopy()
 	fixed.Status.Ready, fixed.Status.ResourceCounts = true, fleet.ResourceCounts{DesiredReady: 3, Ready: 3}
@@ -149,6 +158,8 @@ func TestGitReposAndResourceCounts(t *testing.T) {
 	g.Eventually(status).WithTimeout(timeout).Should(And(
 		HaveField("ReadyGitRepos", 0),
 		HaveField("DesiredReadyGitRepos", 0),
+		HaveField("ReadyHelmOps", 0),
+		HaveField("DesiredReadyHelmOps", 0),
 		HaveField("ResourceCounts", fleet.ResourceCounts{}),
 	), "back to zero with the deployments gone")
 }

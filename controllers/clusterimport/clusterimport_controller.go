@@ -108,6 +108,15 @@ type Reconciler struct {
 	// Bundle has given the cluster so far, and leaves settings changes to
 	// the Bundle: one path for every cluster.
 	AgentBundles bool
+	// AgentTLSMode (strict, the default, or system-store) and
+	// AgentGarbageCollectionInterval are written into the agent's
+	// ConfigMap, and recorded in the Cluster's status.
+	AgentTLSMode                   string
+	AgentGarbageCollectionInterval time.Duration
+	// AgentImagePullSecrets name Secrets of SystemNamespace that are
+	// copied into the agent's namespace and pull its image.
+	AgentImagePullSecrets []string
+	SystemNamespace       string
 	// AgentCheckinInterval is written into the agent's ConfigMap (default
 	// 5m, or StaleAfter/3 when that is shorter); at most half of StaleAfter.
 	AgentCheckinInterval time.Duration

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/agentmanifest"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
@@ -48,6 +50,8 @@ type scope struct {
 	deployed    Deployed
 	restartedAt time.Time
 	registered  bool
+	// pullSecrets are the manager's image pull secrets, copied downstream.
+	pullSecrets []*corev1.Secret
 }
 
 // remoteScheme knows the built-in types the installer reads downstream.
@@ -301,7 +305,43 @@ func (r *Reconciler) agentOptions(s *scope, image string) agentinstall.Options {
 		ClientID:        s.clientID,
 		CheckinInterval: r.AgentCheckinInterval.String(),
 	}
+	// Written only when not the default, so that an agent of an earlier
+	// version, which refuses keys it does not know, reads the ConfigMap of
+	// a default install.
+	if r.AgentTLSMode == agentmanifest.TLSModeSystemStore {
+		o.Config.AgentTLSMode = r.AgentTLSMode
+	}
+	if r.AgentGarbageCollectionInterval > 0 {
+		o.Config.GarbageCollectionInterval = r.AgentGarbageCollectionInterval.String()
+	}
+	o.ImagePullSecrets = r.AgentImagePullSecrets
+	if o.Namespace != r.SystemNamespace {
+		// The Secrets are there already in the manager's own namespace.
+		o.PullSecrets = s.pullSecrets
+	}
 	return o
+}
+
+// readPullSecrets reads the manager's image pull secrets, which each
+// install copies into the agent's namespace.
+func (r *Reconciler) readPullSecrets(ctx context.Context, s *scope) error {
+	s.pullSecrets = nil
+	if r.agentNamespace(s.cluster) == r.SystemNamespace {
+		return nil
+	}
+	for _, name := range r.AgentImagePullSecrets {
+		secret := &corev1.Secret{}
+		key := types.NamespacedName{Namespace: r.SystemNamespace, Name: name}
+		if err := r.APIReader.Get(ctx, key, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return outcome.Wait(fleet.ReasonInstallFailed, time.Minute,
+					fmt.Errorf("the agent's image pull secret %s (--agent-image-pull-secrets) does not exist", key))
+			}
+			return fmt.Errorf("reading the agent's image pull secret %s: %w", key, err)
+		}
+		s.pullSecrets = append(s.pullSecrets, secret)
+	}
+	return nil
 }
 
 // agentImage is the image to install: with agent Bundles, the one the
@@ -332,6 +372,9 @@ func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
 	c := s.cluster
 	image, err := r.agentImage(ctx, c)
 	if err != nil {
+		return err
+	}
+	if err := r.readPullSecrets(ctx, s); err != nil {
 		return err
 	}
 	opts := r.agentOptions(s, image)
@@ -387,11 +430,24 @@ func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
 		metrics.Imports.WithLabelValues(metrics.ResultFailed).Inc()
 		return remoteFailure("installing the agent", err)
 	}
+	// What spec.agentSchedulingCustomization no longer asks for goes.
+	if err := agentinstall.RemoveScheduling(applyCtx, s.remote, opts.Namespace, localScheduling(s.local, opts.Scheduling)); err != nil {
+		metrics.Imports.WithLabelValues(metrics.ResultFailed).Inc()
+		return remoteFailure("removing the agent's scheduling objects", err)
+	}
 	metrics.Imports.WithLabelValues(metrics.ResultInstalled).Inc()
 	ctrl.LoggerFrom(ctx).Info("Installed the agent", "why", d.Reason, "restarted", d.Restart, "agentNamespace", opts.Namespace)
 	c.Status.AgentDeployedGeneration = &c.Spec.RedeployAgentGeneration
 	c.Status.APIServerURL = want.APIServerURL
 	c.Status.APIServerCAHash = want.APIServerCAHash
+	c.Status.AgentTLSMode = agentmanifest.TLSModeStrict
+	if r.AgentTLSMode != "" {
+		c.Status.AgentTLSMode = r.AgentTLSMode
+	}
+	c.Status.GarbageCollectionInterval = nil
+	if r.AgentGarbageCollectionInterval > 0 {
+		c.Status.GarbageCollectionInterval = &metav1.Duration{Duration: r.AgentGarbageCollectionInterval}
+	}
 	s.registered = AgentRegistered(s.checkIn, s.restartedAt, s.now, r.StaleAfter)
 	return nil
 }
@@ -403,9 +459,15 @@ func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
 func withoutInstalled(objs []client.Object) []client.Object {
 	out := objs[:0:0]
 	for _, o := range objs {
-		switch o.(type) {
+		switch o := o.(type) {
 		case *corev1.Namespace, *corev1.ServiceAccount, *rbacv1.ClusterRoleBinding:
 			continue
+		case *schedulingv1.PriorityClass:
+			// Cluster-scoped, and a priority over every pod of the
+			// cluster: the manager may not make one.
+			continue
+		case *appsv1.Deployment:
+			o.Spec.Template.Spec.PriorityClassName = ""
 		}
 		out = append(out, o)
 	}
@@ -471,4 +533,15 @@ func (r *Reconciler) reconcileToken(ctx context.Context, s *scope) error {
 		return err
 	}
 	return client.IgnoreNotFound(r.Client.Delete(ctx, token, client.Preconditions{UID: &token.UID}))
+}
+
+// localScheduling is the scheduling objects the local agent keeps: its
+// PriorityClass is not the manager's to make or delete.
+func localScheduling(local bool, sc *fleet.AgentSchedulingCustomization) *fleet.AgentSchedulingCustomization {
+	if !local || sc == nil {
+		return sc
+	}
+	keep := *sc
+	keep.PriorityClass = &fleet.PriorityClassSpec{}
+	return &keep
 }

@@ -96,11 +96,16 @@ type importStatus struct {
 	AgentDeployedGeneration *int64             `json:"agentDeployedGeneration,omitempty"`
 	APIServerURL            string             `json:"apiServerURL,omitempty"`
 	APIServerCAHash         string             `json:"apiServerCAHash,omitempty"`
+	// AgentTLSMode and GarbageCollectionInterval are the agent settings of
+	// the manager's (not the Cluster's) the agent was last installed with.
+	AgentTLSMode              string           `json:"agentTLSMode,omitempty"`
+	GarbageCollectionInterval *metav1.Duration `json:"garbageCollectionInterval,omitempty"`
 }
 
 // ownedStatus picks this controller's fields out of a Cluster's status.
 func ownedStatus(s *fleet.ClusterStatus) importStatus {
-	out := importStatus{AgentDeployedGeneration: s.AgentDeployedGeneration, APIServerURL: s.APIServerURL, APIServerCAHash: s.APIServerCAHash}
+	out := importStatus{AgentDeployedGeneration: s.AgentDeployedGeneration, APIServerURL: s.APIServerURL, APIServerCAHash: s.APIServerCAHash,
+		AgentTLSMode: s.AgentTLSMode, GarbageCollectionInterval: s.GarbageCollectionInterval}
 	if c := meta.FindStatusCondition(s.Conditions, fleet.ConditionImported); c != nil {
 		out.Conditions = []metav1.Condition{*c}
 	}

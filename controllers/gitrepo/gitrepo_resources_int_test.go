@@ -41,7 +41,8 @@ func setDeploymentStatus(g *WithT, bd *fleet.BundleDeployment, status fleet.Bund
 }
 
 // TestResourcesFromBundleDeployments: status.resources and
-// status.resourceCounts come from the GitRepo's BundleDeployments, in
+// status.resourceCounts (and perClusterResourceCounts) come from the
+// GitRepo's BundleDeployments, in
 // Fleet's shape, and follow their status changes; deployments of another
 // GitRepo do not count.
 func TestResourcesFromBundleDeployments(t *testing.T) {
@@ -68,6 +69,8 @@ func TestResourcesFromBundleDeployments(t *testing.T) {
 	t.Log("listing each resource once, with its state on each cluster")
 	g.Eventually(getGitRepo(g, ns, "shapes"), eventually, poll).Should(And(
 		HaveField("Status.ResourceCounts", fleet.ResourceCounts{DesiredReady: 4, Ready: 3, NotReady: 1}),
+		HaveField("Status.PerClusterResourceCounts", Equal(map[string]*fleet.ResourceCounts{
+			"ws/a": {DesiredReady: 2, Ready: 2}, "ws/b": {DesiredReady: 2, Ready: 1, NotReady: 1}})),
 		HaveField("Status.Resources", Equal([]fleet.GitRepoResource{
 			{APIVersion: "apps/v1", Kind: "Deployment", Type: "apps.deployment", ID: "one/web", Namespace: "one", Name: "web",
 				State: "updating", Transitioning: true, Message: "0/1 available",
@@ -81,6 +84,7 @@ func TestResourcesFromBundleDeployments(t *testing.T) {
 	setDeploymentStatus(g, b, ready)
 	g.Eventually(getGitRepo(g, ns, "shapes"), eventually, poll).Should(And(
 		HaveField("Status.ResourceCounts", fleet.ResourceCounts{DesiredReady: 4, Ready: 4}),
+		HaveField("Status.PerClusterResourceCounts", HaveKeyWithValue("ws/b", &fleet.ResourceCounts{DesiredReady: 2, Ready: 2})),
 		HaveField("Status.Resources", HaveEach(And(HaveField("State", "Ready"), HaveField("PerClusterState.Ready", []string{"ws/a", "ws/b"})))),
 	))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -77,6 +78,13 @@ type AgentConfig struct {
 	ClientID string `json:"clientID,omitempty"`
 	// CheckinInterval is how often the agent reports it is alive (e.g. "15m").
 	CheckinInterval string `json:"checkinInterval,omitempty"`
+	// AgentTLSMode is how the agent trusts the manager's API server:
+	// TLSModeStrict (the default) or TLSModeSystemStore.
+	AgentTLSMode string `json:"agentTLSMode,omitempty"`
+	// GarbageCollectionInterval is how often the agent looks for Helm
+	// releases it deployed that no BundleDeployment asks for any more
+	// (e.g. "15m").
+	GarbageCollectionInterval string `json:"garbageCollectionInterval,omitempty"`
 }
 
 // Validate checks the labels the way the API server would.
@@ -89,6 +97,9 @@ func (c *AgentConfig) Validate() error {
 		for _, msg := range validation.IsValidLabelValue(v) {
 			errs = append(errs, fmt.Errorf("label %q value %q: %s", k, v, msg))
 		}
+	}
+	if err := ValidateTLSMode(c.AgentTLSMode); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -112,6 +123,14 @@ type Options struct {
 	Affinity    *corev1.Affinity
 	Resources   *corev1.ResourceRequirements
 	HostNetwork bool
+	// Scheduling, when set, adds the agent's PriorityClass and
+	// PodDisruptionBudget.
+	Scheduling *fleet.AgentSchedulingCustomization
+	// ImagePullSecrets name Secrets in Namespace the agent's image is pulled
+	// with; PullSecrets are Secrets copied into Namespace (their name, type
+	// and data), e.g. the manager's own pull secrets.
+	ImagePullSecrets []string
+	PullSecrets      []*corev1.Secret
 	// NoDeployment leaves the Deployment (and its RBAC) out, as
 	// `fleet install agent-config` does.
 	NoDeployment bool
@@ -136,6 +155,10 @@ func Objects(o Options) ([]client.Object, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels},
 	}}
+	scheduling, err := SchedulingObjects(o)
+	if err != nil {
+		return nil, err
+	}
 	if o.Config != nil {
 		if err := o.Config.Validate(); err != nil {
 			return nil, err
@@ -169,6 +192,14 @@ func Objects(o Options) ([]client.Object, error) {
 			},
 		})
 	}
+	for _, src := range o.PullSecrets {
+		objs = append(objs, &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: meta(src.Name),
+			Type:       src.Type,
+			Data:       src.Data,
+		})
+	}
 	if o.NoDeployment {
 		return objs, nil
 	}
@@ -186,8 +217,33 @@ func Objects(o Options) ([]client.Object, error) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: fleet.AgentName, Namespace: ns}},
 		},
-		deployment(o, meta(fleet.AgentName)),
 	)
+	// The PriorityClass before the Deployment: a pod naming a missing one
+	// is refused.
+	objs = append(objs, scheduling...)
+	objs = append(objs, deployment(o, meta(fleet.AgentName)))
+	return objs, nil
+}
+
+// SchedulingObjects renders the agent's PriorityClass and
+// PodDisruptionBudget, those o.Scheduling asks for.
+func SchedulingObjects(o Options) ([]client.Object, error) {
+	sc := o.Scheduling
+	if sc == nil || o.NoDeployment {
+		return nil, nil
+	}
+	labels := map[string]string{ManagedByLabel: "fleet", "app": fleet.AgentName}
+	var objs []client.Object
+	if sc.PriorityClass != nil {
+		objs = append(objs, priorityClass(sc.PriorityClass, labels))
+	}
+	if sc.PodDisruptionBudget != nil {
+		pdb, err := podDisruptionBudget(sc.PodDisruptionBudget, metav1.ObjectMeta{Namespace: o.namespace(), Labels: labels})
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, pdb)
+	}
 	return objs, nil
 }
 
@@ -211,6 +267,19 @@ func deployment(o Options, meta metav1.ObjectMeta) *appsv1.Deployment {
 		env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: limit})
 	}
 	selector := map[string]string{"app": fleet.AgentName}
+	var pullSecrets []corev1.LocalObjectReference
+	for _, name := range o.ImagePullSecrets {
+		pullSecrets = append(pullSecrets, corev1.LocalObjectReference{Name: name})
+	}
+	for _, s := range o.PullSecrets {
+		if !slices.Contains(o.ImagePullSecrets, s.Name) {
+			pullSecrets = append(pullSecrets, corev1.LocalObjectReference{Name: s.Name})
+		}
+	}
+	var priorityClassName string
+	if o.Scheduling != nil && o.Scheduling.PriorityClass != nil {
+		priorityClassName = PriorityClassName
+	}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: meta,
@@ -229,6 +298,8 @@ func deployment(o Options, meta metav1.ObjectMeta) *appsv1.Deployment {
 				ObjectMeta: metav1.ObjectMeta{Labels: selector},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: fleet.AgentName,
+					ImagePullSecrets:   pullSecrets,
+					PriorityClassName:  priorityClassName,
 					HostNetwork:        o.HostNetwork,
 					Tolerations:        o.Tolerations,
 					Affinity:           o.Affinity,
@@ -270,6 +341,7 @@ func ClusterOptions(spec *fleet.ClusterSpec) Options {
 		Affinity:       spec.AgentAffinity,
 		Resources:      spec.AgentResources,
 		HostNetwork:    spec.HostNetwork != nil && *spec.HostNetwork,
+		Scheduling:     spec.AgentSchedulingCustomization,
 	}
 }
 

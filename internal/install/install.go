@@ -49,6 +49,10 @@ type ControllerOptions struct {
 	ControllerImage string
 	AgentImage      string
 	SystemNamespace string
+	// ImagePullSecrets name Secrets of SystemNamespace that pull the
+	// manager's image and, copied into each agent's namespace, the agent's
+	// (--agent-image-pull-secrets).
+	ImagePullSecrets []string
 }
 
 // ControllerYAML renders the manager's manifests as one YAML stream.
@@ -80,6 +84,19 @@ func ControllerYAML(o ControllerOptions) ([]byte, error) {
 
 // ControllerObjects are the manager's namespaced and cluster objects.
 func ControllerObjects(o ControllerOptions) ([]client.Object, error) {
+	objs, err := controllerObjects(o)
+	if err != nil || len(o.ImagePullSecrets) == 0 {
+		return objs, err
+	}
+	for _, obj := range objs {
+		if dep, ok := obj.(*appsv1.Deployment); ok {
+			withPullSecrets(dep, o.ImagePullSecrets)
+		}
+	}
+	return objs, nil
+}
+
+func controllerObjects(o ControllerOptions) ([]client.Object, error) {
 	rules, err := rbac.ManagerRules()
 	if err != nil {
 		return nil, err
@@ -198,8 +215,8 @@ const LocalAgentRoleName = "fleet-manager-local-agent"
 // manager into the cluster it runs in, as Fleet does) needs beyond what the
 // manager writes: its ServiceAccount bound to cluster-admin, made here by
 // whoever installs the manager, and a Role that lets the manager write the
-// agent's ConfigMap, bootstrap Secret and Deployment in its own namespace
-// only. So the manager never needs the right to bind cluster-admin, which
+// agent's ConfigMap, bootstrap Secret, Deployment and PodDisruptionBudget in
+// its own namespace only. So the manager never needs the right to bind cluster-admin, which
 // would let a stolen manager credential grant it to anyone.
 func localAgentObjects(ns string) []client.Object {
 	labels := map[string]string{"app": ManagerName}
@@ -219,6 +236,8 @@ func localAgentObjects(ns string) []client.Object {
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "create", "patch"}},
 				{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "create", "patch"}},
+				// The agent's PodDisruptionBudget (spec.agentSchedulingCustomization).
+				{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "create", "patch", "delete"}},
 			},
 		},
 		&rbacv1.RoleBinding{
@@ -228,6 +247,16 @@ func localAgentObjects(ns string) []client.Object {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ManagerName, Namespace: ns}},
 		},
 	}
+}
+
+// withPullSecrets pulls the manager's image with secrets, and has the
+// manager copy them into each agent's namespace for the agent's image.
+func withPullSecrets(dep *appsv1.Deployment, secrets []string) {
+	for _, name := range secrets {
+		dep.Spec.Template.Spec.ImagePullSecrets = append(dep.Spec.Template.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: name})
+	}
+	c := &dep.Spec.Template.Spec.Containers[0]
+	c.Args = append(c.Args, "--agent-image-pull-secrets="+strings.Join(secrets, ","))
 }
 
 func firstNonEmpty(s ...string) string {
@@ -325,7 +354,7 @@ const ConfigureAgentVerb = "configure-agent"
 // AgentSettingsFields are the fields of a Cluster's spec that shape its
 // agent's Deployment.
 var AgentSettingsFields = []string{"agentEnvVars", "agentNamespace", "privateRepoURL", "agentTolerations", "agentAffinity",
-	"agentResources", "hostNetwork"}
+	"agentResources", "hostNetwork", "agentSchedulingCustomization"}
 
 // agentSettingDefaults is the value each agent setting has when unset, the
 // same to the agent: an empty list is no list. Objects have none: set or not.

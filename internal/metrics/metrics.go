@@ -72,7 +72,7 @@ func init() {
 			Name: "fleet_metrics_update_seconds_total",
 			Help: "Time the state gauges' event handlers spent keeping the gauges and recording state events.",
 		}, func() float64 { return float64(updateNanos.Load()) / 1e9 }),
-		collector)
+		collector, perObjectCollector)
 }
 
 // ObserveSince records the time since start on h for namespace, with the

@@ -157,6 +157,13 @@ func TestManagerChartMatchesInstallController(t *testing.T) {
 				AgentImage:      "registry.example.com/fleet/agent:v1.2.3",
 			},
 		},
+		{
+			// Names, or Fleet's {name: ...}: `fleet install controller --image-pull-secret`.
+			name:      "image pull secrets",
+			namespace: "cattle-fleet-system",
+			vals:      map[string]any{"imagePullSecrets": []any{"regcred", map[string]any{"name": "mirror"}}},
+			opts:      install.ControllerOptions{ImagePullSecrets: []string{"regcred", "mirror"}},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,21 +192,23 @@ func TestManagerChartValues(t *testing.T) {
 	g := NewWithT(t)
 	const ns = "fleet-values"
 	rendered, err := renderChart(managerChart, ns, map[string]any{
-		"image":          map[string]any{"imagePullPolicy": "IfNotPresent"},
-		"replicas":       3,
-		"leaderElection": map[string]any{"leaseDuration": "30s"},
-		"metrics":        map[string]any{"enabled": false},
-		"webhook":        map[string]any{"port": 9443, "secretName": "webhook", "secretKey": "token"},
-		"apiServerURL":   "https://manager.example.com:6443",
-		"apiServerCA":    "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
-		"bootstrap":      map[string]any{"enabled": false},
-		"resources":      map[string]any{"requests": map[string]any{"cpu": "1", "memory": "1Gi"}, "limits": nil},
-		"nodeSelector":   map[string]any{"kubernetes.io/os": "linux"},
-		"tolerations":    []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}},
-		"extraArgs":      []any{"--workers=8", "--kubeconfig-secret-namespaces=capi-system"},
-		"agentUpgrade":   map[string]any{"enabled": false, "maxUnavailable": "25%"},
-		"clusterAPI":     map[string]any{"clusterSelector": "fleet.cattle.io/enroll=true", "namespaceSelector": "team in (a,b)"},
-		"extraEnv":       []any{map[string]any{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}},
+		"image":                     map[string]any{"imagePullPolicy": "IfNotPresent"},
+		"replicas":                  3,
+		"leaderElection":            map[string]any{"leaseDuration": "30s"},
+		"metrics":                   map[string]any{"enabled": false, "perObject": map[string]any{"enabled": true, "maxSeries": 500}},
+		"agentTLSMode":              "system-store",
+		"garbageCollectionInterval": "30m",
+		"webhook":                   map[string]any{"port": 9443, "secretName": "webhook", "secretKey": "token"},
+		"apiServerURL":              "https://manager.example.com:6443",
+		"apiServerCA":               "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+		"bootstrap":                 map[string]any{"enabled": false},
+		"resources":                 map[string]any{"requests": map[string]any{"cpu": "1", "memory": "1Gi"}, "limits": nil},
+		"nodeSelector":              map[string]any{"kubernetes.io/os": "linux"},
+		"tolerations":               []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}},
+		"extraArgs":                 []any{"--workers=8", "--kubeconfig-secret-namespaces=capi-system"},
+		"agentUpgrade":              map[string]any{"enabled": false, "maxUnavailable": "25%"},
+		"clusterAPI":                map[string]any{"clusterSelector": "fleet.cattle.io/enroll=true", "namespaceSelector": "team in (a,b)"},
+		"extraEnv":                  []any{map[string]any{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -232,7 +241,9 @@ func TestManagerChartValues(t *testing.T) {
 		"--webhook-secret-file=/etc/fleet/webhook/token", "--local-cluster=false",
 		"--workers=8", "--kubeconfig-secret-namespaces=capi-system",
 		"--agent-bundles=false", "--agent-max-unavailable=25%",
-		"--capi-cluster-selector=fleet.cattle.io/enroll=true", "--capi-namespace-selector=team in (a,b)"))
+		"--capi-cluster-selector=fleet.cattle.io/enroll=true", "--capi-namespace-selector=team in (a,b)",
+		"--agent-tls-mode=system-store", "--agent-garbage-collection-interval=30m",
+		"--per-object-metrics", "--per-object-metrics-max-series=500"))
 	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example.com:3128"}))
 	portNames := make([]string, 0, len(c.Ports))
 	for _, p := range c.Ports {
@@ -260,6 +271,8 @@ func TestManagerChartRejectsBadValues(t *testing.T) {
 		{"bad lease duration", map[string]any{"leaderElection": map[string]any{"leaseDuration": "thirty"}}, "leaseDuration"},
 		{"extra arg not a flag", map[string]any{"extraArgs": []any{"workers=8"}}, "extraArgs"},
 		{"max unavailable not a number or percentage", map[string]any{"agentUpgrade": map[string]any{"maxUnavailable": "ten"}}, "maxUnavailable"},
+		{"unknown agent TLS mode", map[string]any{"agentTLSMode": "lax"}, "agentTLSMode"},
+		{"bad garbage collection interval", map[string]any{"garbageCollectionInterval": "daily"}, "garbageCollectionInterval"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

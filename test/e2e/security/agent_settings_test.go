@@ -59,6 +59,11 @@ var _ = Describe("Agent settings", func() {
 			},
 			"agentAffinity":  func(c *fleet.Cluster) { c.Spec.AgentAffinity = &corev1.Affinity{} },
 			"agentResources": func(c *fleet.Cluster) { c.Spec.AgentResources = &corev1.ResourceRequirements{} },
+			// A PriorityClass ranks the agent over every pod of the cluster.
+			"agentSchedulingCustomization": func(c *fleet.Cluster) {
+				c.Spec.AgentSchedulingCustomization = &fleet.AgentSchedulingCustomization{
+					PriorityClass: &fleet.PriorityClassSpec{Value: 1000000000}}
+			},
 		}
 		for field, attack := range attacks {
 			By("patching spec." + field)

@@ -105,7 +105,7 @@ var _ = Describe("Reserved bundle names and labels", func() {
 		Expect(cluster.Name).To(Equal(victim))
 		// This suite runs the manager without agent Bundles: the Bundle is
 		// written here as the manager renders and writes it.
-		want, err := agentbundle.Desired(cluster, "registry.example.com/fleet-agent:v1", corev1.PullIfNotPresent)
+		want, err := agentbundle.Desired(cluster, "registry.example.com/fleet-agent:v1", corev1.PullIfNotPresent, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(env.Admin.Create(ctx, want)).To(Succeed(), "nothing holds the agent Bundle's name")
 		Consistently(func(g Gomega) {

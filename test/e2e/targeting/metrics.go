@@ -91,6 +91,13 @@ func MetricsSpec(ctx context.Context, inputGetter func() SpecInput) {
 		s.expectStates("fleet_gitrepos", map[string]float64{"WaitApplied": 0, "Ready": 1})
 		s.expectStates("fleet_bundles", map[string]float64{"WaitApplied": 0, "Ready": 1})
 		s.expectStates("fleet_clusters", map[string]float64{"WaitApplied": 0, "Ready": 1})
+
+		By("no per-object series without --per-object-metrics")
+		Eventually(func(g Gomega) {
+			for _, m := range []string{"fleet_bundle_state", "fleet_cluster_state", "fleet_gitrepo_ready_clusters"} {
+				g.Expect(s.gauges(g, m)).To(BeEmpty(), m)
+			}
+		}, 5*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 
 	It("follows a failed apply, with a StateChanged Warning on the GitRepo, the Bundle and the Cluster", func() {
