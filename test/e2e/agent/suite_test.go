@@ -43,5 +43,6 @@ func TestAgent(t *testing.T) {
 	Describe("The manager's own cluster", Ordered, func() { agent.LocalClusterSpec(ctx, input) })
 	Describe("A repository laid out Fleet's way", Ordered, func() { agent.FleetRepoSpec(ctx, input) })
 	Describe("Un-enrolling a token-registered cluster", Ordered, func() { agent.UnenrollSpec(ctx, input) })
+	Describe("Where Fleet's suites waited 45 seconds in vain", Ordered, func() { agent.FleetCasesSpec(ctx, input) })
 	RunSpecs(t, "Agent")
 }
