@@ -76,7 +76,7 @@ func (s *fleetCases) setUp(input SpecInput) {
 		Spec: fleet.ClusterSpec{ClientID: clientID}}
 	Expect(s.admin.Create(s.ctx, byHand)).To(Succeed())
 	j := e2e.NewJoinedCluster(e2e.JoinInput{Upstream: input.Upstream, Downstream: input.Downstreams[0], Admin: s.admin,
-		LogDir: input.LogDir, SystemNamespace: "fleetcases-system", AgentArgs: agentArgs(), ConfigArgs: []string{"--client-id", clientID}})
+		LogDir: input.LogDir, SystemNamespace: "fleetcases-system", AgentArgs: agentArgs(), ConfigArgs: []string{"--client-id", clientID, "-l", "env=fleetcases"}})
 	s.cluster.JoinedCluster = j
 	j.ApplyToken(s.ctx, "-g", s.workspace)
 	j.ApplyConfig(s.ctx)
@@ -116,7 +116,7 @@ func (s *fleetCases) targetless() {
 	e2e.WaitFor("the targetless GitRepo's Bundle", func(g Gomega) {
 		b := &fleet.Bundle{}
 		g.Expect(s.admin.Get(s.ctx, types.NamespacedName{Namespace: s.workspace, Name: bundle}, b)).To(Succeed())
-		g.Expect(b.Spec.Targets).To(Equal([]fleet.BundleTarget{{Name: "default", ClusterGroup: "default"}}))
+		g.Expect(b.Spec.Targets).To(ConsistOf(HaveField("ClusterGroup", "default")), "Fleet's default target")
 	}, time.Minute, 250*time.Millisecond)
 	e2e.HoldsFor("no BundleDeployment without a ClusterGroup default in the workspace", func(g Gomega) {
 		g.Expect(s.cluster.bd(bundle)).To(BeNil())
