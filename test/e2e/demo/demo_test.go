@@ -97,7 +97,7 @@ func TestDemo(t *testing.T) {
 	}
 	g.Expect(localBundles).To(ConsistOf(devenv.LocalGitRepo+"-plain", devenv.LocalGitRepo+"-"+devenv.WorkloadsDir))
 	g.Expect(agentBundles).To(HaveLen(3))
-	g.Expect(agentBundles).To(ContainElement(fleet.LocalWorkspace+"/"+names.AgentBundle(fleet.LocalClusterName)))
+	g.Expect(agentBundles).To(ContainElement(fleet.LocalWorkspace + "/" + names.AgentBundle(fleet.LocalClusterName)))
 	g.Expect(env.State.Ready).To(BeTrue())
 	g.Expect(env.State.PIDs).To(HaveLen(19), "3 control planes x 2 processes, the manager, three agents, "+
 		"kube-controller-manager, kube-scheduler and kwok for each cluster")
