@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/agentmanifest"
+	"github.com/gitfleet/fleet/internal/install"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/localcluster"
 	"github.com/gitfleet/fleet/internal/scheme"
@@ -43,9 +45,11 @@ type Options struct {
 	// Workloads runs kube-controller-manager, kube-scheduler and kwok
 	// beside the API servers of every cluster (the manager's own, edge-1,
 	// capi-1), so that Deployments and Jobs run on simulated nodes, deploys
-	// the examples' workloads directory (to fleet-local's quickstart too).
-	// Without it the clusters are API servers alone and that directory is
-	// left out.
+	// the examples' workloads directory (to fleet-local's quickstart too),
+	// and has the manager keep an agent Bundle per cluster, as an install
+	// does. Without it the clusters are API servers alone, that directory is
+	// left out, and so are the agent Bundles (nothing would run their
+	// Deployments).
 	Workloads bool
 	// Nodes is the number of simulated nodes per cluster when Workloads is
 	// set; 0 means 1.
@@ -79,7 +83,7 @@ type State struct {
 	// PIDs are in PIDs too).
 	Workloads []WorkloadProcess `json:"workloads,omitempty"`
 	// RunsWorkloads is Options.Workloads of the Up that made the state:
-	// the clusters run workloads.
+	// the clusters run workloads, and the manager keeps agent Bundles.
 	RunsWorkloads bool `json:"runsWorkloads,omitempty"`
 	// EdgeRegistered is set once edge-1's agent-token and agent-config
 	// manifests are applied: the agent registers with them once, and a
@@ -161,7 +165,7 @@ func Up(ctx context.Context, o Options) (_ *Env, err error) {
 			e.Down()
 		}
 	}()
-	phases := []func(context.Context) error{e.startControlPlanes}
+	phases := []func(context.Context) error{e.startControlPlanes, e.installLocalAgent}
 	if !o.NoManager {
 		phases = append(phases, e.startManager)
 	}
@@ -253,6 +257,24 @@ func (e *Env) startControlPlanes(context.Context) error {
 	return err
 }
 
+// installLocalAgent makes in the manager's own cluster what installing the
+// manager (`fleet install controller`, the fleet chart) makes there for the
+// local cluster's agent, and the manager may not make itself: its namespace
+// and its ServiceAccount bound to cluster-admin. The agent Deployment the
+// manager installs there runs its pods as that ServiceAccount; without it
+// they are refused, and the local cluster's agent Bundle is never Ready.
+func (e *Env) installLocalAgent(ctx context.Context) error {
+	ns := fleet.DefaultSystemNamespace
+	e.stepf("Installing what the local cluster's agent needs in the manager's cluster, as an install does: namespace %s, ServiceAccount %s bound to cluster-admin", ns, fleet.AgentName)
+	objs := append([]client.Object{&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: ns}}}, install.LocalAgentObjects(ns)...)
+	manifest, err := agentmanifest.YAML(objs)
+	if err != nil {
+		return err
+	}
+	return localcluster.ApplyYAML(ctx, e.Client, manifest)
+}
+
 func (e *Env) managerCAFile() string { return filepath.Join(e.opts.Dir, "manager", "ca.crt") }
 
 // start runs one of the binaries in Options.Bin with its log in the logs
@@ -294,13 +316,14 @@ func (e *Env) managerArgs(probe string) ([]string, error) {
 		"--egress-allow-cidrs", "127.0.0.0/8,::1/128",
 		// Its own git cache: a later demo makes a new repository at the
 		// same path, which a clone cached from this one does not fit.
-		"--git-cache-dir", filepath.Join(e.opts.Dir, "git-cache"),
-		// No agent Bundles yet, unlike an install: with them on (and every
-		// cluster running workloads) `make demo` brought every bundle Ready but
-		// the local cluster's agent Bundle, fleet-agent-local, which stayed
-		// NotReady; until that is understood the demo runs without them.
-		// test/e2e/agentupgrade shows agent Bundles and upgrades.
-		"--agent-bundles=false"}
+		"--git-cache-dir", filepath.Join(e.opts.Dir, "git-cache")}
+	if !e.State.RunsWorkloads {
+		// Clusters that run no workloads never run an agent Bundle's
+		// Deployment, which would never be Ready. An install keeps agent
+		// Bundles (the flag's default), and so does the environment whose
+		// clusters run workloads.
+		args = append(args, "--agent-bundles=false")
+	}
 	return args, nil
 }
 
@@ -518,8 +541,13 @@ func (e *Env) waitReady(ctx context.Context) error {
 		if err != nil {
 			return false, nil //nolint:nilerr // a cluster may not answer yet: poll again until the timeout.
 		}
-		// local, edge-1 and capi-1; the examples and the quickstart's.
-		ready := len(clusters) == 3 && len(bundles) == len(paths)+len(e.localPaths())
+		// local, edge-1 and capi-1; the examples, the quickstart's and,
+		// when the manager keeps them, one agent Bundle per cluster.
+		want := len(paths) + len(e.localPaths())
+		if e.State.RunsWorkloads {
+			want += len(clusters)
+		}
+		ready := len(clusters) == 3 && len(bundles) == want
 		for _, c := range clusters {
 			ready = ready && c.Ready
 		}

@@ -150,7 +150,7 @@ func controllerObjects(o ControllerOptions) ([]client.Object, error) {
 	// fleet Clusters; an agent creates no Lease but its check-in.
 	objs = append(objs, capiAgentSettingsPolicy(), policyBinding(CAPIAgentSettingsPolicyName),
 		agentLeasePolicy(ns), policyBinding(AgentLeasePolicyName))
-	objs = append(objs, localAgentObjects(ns)...)
+	objs = append(objs, LocalAgentObjects(ns)...)
 	return append(objs,
 		&appsv1.Deployment{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
@@ -211,14 +211,16 @@ func controllerObjects(o ControllerOptions) ([]client.Object, error) {
 // cluster's agent into its own namespace.
 const LocalAgentRoleName = "fleet-manager-local-agent"
 
-// localAgentObjects are what the local cluster's agent (installed by the
+// LocalAgentObjects are what the local cluster's agent (installed by the
 // manager into the cluster it runs in, as Fleet does) needs beyond what the
 // manager writes: its ServiceAccount bound to cluster-admin, made here by
 // whoever installs the manager, and a Role that lets the manager write the
 // agent's ConfigMap, bootstrap Secret, Deployment and PodDisruptionBudget in
-// its own namespace only. So the manager never needs the right to bind cluster-admin, which
-// would let a stolen manager credential grant it to anyone.
-func localAgentObjects(ns string) []client.Object {
+// its own namespace only. So the manager never needs the right to bind
+// cluster-admin, which would let a stolen manager credential grant it to
+// anyone. Without the ServiceAccount the agent's pods are refused, and its
+// Deployment (its agent Bundle's too) is never available.
+func LocalAgentObjects(ns string) []client.Object {
 	labels := map[string]string{"app": ManagerName}
 	agentLabels := map[string]string{agentmanifest.ManagedByLabel: "fleet", "app": fleet.AgentName}
 	return []client.Object{

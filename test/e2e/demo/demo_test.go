@@ -25,6 +25,7 @@ import (
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/internal/devenv"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
+	"github.com/gitfleet/fleet/internal/names"
 	"github.com/gitfleet/fleet/test/framework"
 )
 
@@ -68,23 +69,35 @@ func TestDemo(t *testing.T) {
 		g.Expect(r.State).To(Equal("Ready"))
 		if r.Workspace == fleet.LocalWorkspace {
 			local = append(local, r.Name)
+			// As Fleet counts: every BundleDeployment of the cluster, its
+			// agent Bundle's among them; the quickstart's two and the agent's.
+			g.Expect(r.Bundles).To(Equal("3/3"), "local cluster %+v", r)
 		}
 	}
 	g.Expect(local).To(ConsistOf(fleet.LocalClusterName), "the manager's own cluster, and only it, in fleet-local")
-	g.Expect(bundles).To(HaveLen(6), "plain, helm, kustomize, workloads, and the quickstart's plain and workloads")
-	var localBundles []string
+	g.Expect(bundles).To(HaveLen(9), "plain, helm, kustomize, workloads, the quickstart's plain and workloads, "+
+		"and an agent Bundle per cluster, as an install keeps")
+	var localBundles, agentBundles []string
 	for _, r := range bundles {
 		g.Expect(r.Ready).To(BeTrue(), "bundle %+v", r)
-		if r.Workspace == fleet.LocalWorkspace {
+		switch {
+		case strings.HasPrefix(r.Name, names.AgentBundlePrefix):
+			// One cluster each; the agent deployed its own Deployment,
+			// which ran on a simulated node and rolled out.
+			agentBundles = append(agentBundles, r.Workspace+"/"+r.Name)
+			g.Expect(r.Clusters).To(Equal("1/1"))
+		case r.Workspace == fleet.LocalWorkspace:
 			// Fleet's quickstart: a GitRepo in fleet-local without targets
 			// lands on the manager's own cluster, and only there.
 			localBundles = append(localBundles, r.Name)
 			g.Expect(r.Clusters).To(Equal("1/1"))
-			continue
+		default:
+			g.Expect(r.Clusters).To(Equal("2/2"))
 		}
-		g.Expect(r.Clusters).To(Equal("2/2"))
 	}
 	g.Expect(localBundles).To(ConsistOf(devenv.LocalGitRepo+"-plain", devenv.LocalGitRepo+"-"+devenv.WorkloadsDir))
+	g.Expect(agentBundles).To(HaveLen(3))
+	g.Expect(agentBundles).To(ContainElement(fleet.LocalWorkspace + "/" + names.AgentBundle(fleet.LocalClusterName)))
 	g.Expect(env.State.Ready).To(BeTrue())
 	g.Expect(env.State.PIDs).To(HaveLen(19), "3 control planes x 2 processes, the manager, three agents, "+
 		"kube-controller-manager, kube-scheduler and kwok for each cluster")
@@ -111,6 +124,13 @@ func TestDemo(t *testing.T) {
 			g.Expect(p.Spec.NodeName).To(HavePrefix("kwok-node-"), "%s: scheduled by kube-scheduler", name)
 			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
 		}
+		// The agent's own Deployment, which its agent Bundle adopted (Helm
+		// manages it now), rolled out on a simulated node: in the manager's
+		// cluster as in the others, run by the ServiceAccount an install makes.
+		agentDep := &appsv1.Deployment{}
+		g.Expect(down.Get(ctx, types.NamespacedName{Namespace: fleet.DefaultSystemNamespace, Name: fleet.AgentName}, agentDep)).To(Succeed())
+		g.Expect(agentDep.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"), "%s: the agent Bundle's release holds it", name)
+		g.Expect(agentDep.Status.AvailableReplicas).To(BeNumerically(">=", 1), "%s: %+v", name, agentDep.Status)
 		job := &batchv1.Job{}
 		g.Expect(down.Get(ctx, types.NamespacedName{Namespace: "demo-workloads", Name: "web-migrate-1"}, job)).To(Succeed())
 		g.Expect(job.Status.Succeeded).To(Equal(int32(1)), "%s: %+v", name, job.Status)
