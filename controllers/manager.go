@@ -38,6 +38,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/clusterregistration"
 	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
 	"github.com/gitfleet/fleet/controllers/content"
+	"github.com/gitfleet/fleet/controllers/downstreamresource"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/controllers/gitrepo/webhook"
 	"github.com/gitfleet/fleet/controllers/helmop"
@@ -284,10 +285,20 @@ var reconcilers = []struct {
 	{"Cluster API controller", setupCAPI},
 	{"manager address controller", setupManagerAddress},
 	{"bundle controller", setupBundle},
+	{"downstream resource controller", setupDownstreamResource},
 	{"cluster controller", setupCluster},
 	{"cluster group controller", setupClusterGroup},
 	{"content controller", setupContent},
 	{"state metrics", setupMetrics},
+}
+
+func setupDownstreamResource(ctx context.Context, d *deps) error {
+	return (&downstreamresource.Reconciler{
+		Client:    d.mgr.GetClient(),
+		APIReader: d.mgr.GetAPIReader(),
+		Secrets:   d.secrets,
+		Workers:   d.o.Workers,
+	}).SetupWithManager(ctx, d.mgr)
 }
 
 func setupRegistrationToken(_ context.Context, d *deps) error {
