@@ -63,7 +63,7 @@ func Load(ctx context.Context, local client.Client, namespace, clusterNamespace 
 	if k.current, err = sealing.NewKey(); err != nil {
 		return nil, err
 	}
-	return k, k.store(ctx)
+	return k, k.store(ctx, k.current, nil)
 }
 
 // Rotate makes a new current key and keeps the current one as the
@@ -73,10 +73,18 @@ func (k *Keys) Rotate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Stored before it is used: a key published but lost at a restart
+	// would leave the seals made to it unopenable.
+	k.mu.RLock()
+	current := k.current
+	k.mu.RUnlock()
+	if err := k.store(ctx, next, current); err != nil {
+		return err
+	}
 	k.mu.Lock()
-	k.previous, k.current = k.current, next
+	k.previous, k.current = current, next
 	k.mu.Unlock()
-	return k.store(ctx)
+	return nil
 }
 
 // Private are the keys that open a seal, the current one first.
@@ -93,13 +101,13 @@ func (k *Keys) PublicKey() string {
 	return sealing.EncodePublicKey(k.current.PublicKey())
 }
 
-func (k *Keys) store(ctx context.Context) error {
-	k.mu.RLock()
-	data := map[string][]byte{currentKey: sealing.EncodePrivateKey(k.current), clusterNamespaceKey: []byte(k.clusterNamespace)}
-	if k.previous != nil {
-		data[previousKey] = sealing.EncodePrivateKey(k.previous)
+// store writes current and previous (which may be nil) to the agent's
+// Secret.
+func (k *Keys) store(ctx context.Context, current, previous *ecdh.PrivateKey) error {
+	data := map[string][]byte{currentKey: sealing.EncodePrivateKey(current), clusterNamespaceKey: []byte(k.clusterNamespace)}
+	if previous != nil {
+		data[previousKey] = sealing.EncodePrivateKey(previous)
 	}
-	k.mu.RUnlock()
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: k.namespace, Name: SecretName},
 		Type:       corev1.SecretTypeOpaque,
