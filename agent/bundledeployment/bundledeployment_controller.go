@@ -104,7 +104,7 @@ type Reconciler struct {
 	state    sync.Map // BundleDeployment name -> *releaseState
 	bounds   sync.Map // BundleDeployment name -> *boundHit
 	contents contentCache
-	copies   sync.Map // BundleDeployment name -> sealed data last applied
+	copies   sync.Map // BundleDeployment name -> sealed data last applied ("" none)
 	gcMu     sync.Mutex
 }
 

@@ -35,11 +35,19 @@ const sealingRetry = 30 * time.Second
 // open deploys nothing. Copies the BundleDeployment no longer names are
 // deleted. Nothing of their values is logged or reported.
 func (r *Reconciler) applyDownstreamResources(ctx context.Context, s *scope) error {
-	wanted := s.bd.Spec.Options.DownstreamResources
-	if len(wanted) == 0 || r.Local == nil {
-		if _, had := r.copies.LoadAndDelete(s.bd.Name); had && r.Local != nil {
-			return r.removeCopies(ctx, s.bd.Name, nil)
+	if r.Local == nil {
+		return nil
+	}
+	if len(s.bd.Spec.Options.DownstreamResources) == 0 {
+		// Copies made before the field was emptied, perhaps before the
+		// agent restarted, go; looked for once per BundleDeployment ("").
+		if v, ok := r.copies.Load(s.bd.Name); ok && v.(string) == "" {
+			return nil
 		}
+		if err := r.removeCopies(ctx, s.bd.Name, nil); err != nil {
+			return err
+		}
+		r.copies.Store(s.bd.Name, "")
 		return nil
 	}
 	err := r.openAndApply(ctx, s)
