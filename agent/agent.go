@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitfleet/fleet/agent/join"
 	"github.com/gitfleet/fleet/agent/kinds"
+	"github.com/gitfleet/fleet/agent/sealkey"
 	"github.com/gitfleet/fleet/agent/upstream"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -191,6 +192,10 @@ func run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("reading the bootstrap secret: %w", err)
 	}
+	keys, err := sealkey.Load(ctx, local, o.Namespace, cred.ClusterNamespace)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	renew := make(chan struct{})
@@ -205,6 +210,7 @@ func run(ctx context.Context, o Options) error {
 	// Before any client is built: they all send the rotated token.
 	rotator := upstream.NewRotator(cred, upstream.RotateOptions{
 		Namespace: o.Namespace, Local: local, Before: o.RotateCredentialBefore, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff,
+		OnRotate: keys.Rotate,
 	})
 	// After NewRotator: the watch reads the rotated token.
 	go func() {
@@ -224,7 +230,7 @@ func run(ctx context.Context, o Options) error {
 	// The agent says where it runs (in its Lease): the manager deploys the
 	// agent's own Bundle (its Deployment) there.
 	hb := &Heartbeat{Client: manager, ClusterNamespace: cred.ClusterNamespace, AgentNamespace: o.Namespace, Interval: o.CheckinInterval,
-		MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff}
+		SealingKey: keys.PublicKey, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -235,7 +241,7 @@ func run(ctx context.Context, o Options) error {
 		defer wg.Done()
 		rotator.Run(ctx)
 	}()
-	runDeployer(ctx, o, cred)
+	runDeployer(ctx, o, cred, keys)
 	wg.Wait()
 	select {
 	case <-renew:

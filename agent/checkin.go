@@ -27,6 +27,9 @@ type Heartbeat struct {
 	// reported on the Lease.
 	AgentNamespace string
 	Interval       time.Duration
+	// SealingKey, when set, is the agent's current sealing public key,
+	// published on the Lease (fleet.SealingKeyAnnotation).
+	SealingKey func() string
 	// MinBackoff and MaxBackoff bound retries of a failed check-in.
 	MinBackoff, MaxBackoff time.Duration
 
@@ -58,6 +61,12 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	if h.AgentNamespace != "" {
 		annotations = map[string]string{fleet.AgentNamespaceAnnotation: h.AgentNamespace}
 		holder = h.AgentNamespace + "/" + fleet.AgentName
+	}
+	if h.SealingKey != nil {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[fleet.SealingKeyAnnotation] = h.SealingKey()
 	}
 	spec := coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &now}
 	write := checkin.Apply

@@ -19,6 +19,7 @@ import (
 	"github.com/gitfleet/fleet/agent/downstream"
 	"github.com/gitfleet/fleet/agent/kinds"
 	"github.com/gitfleet/fleet/agent/monitor"
+	"github.com/gitfleet/fleet/agent/sealkey"
 	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/enqueue"
@@ -27,11 +28,11 @@ import (
 // runDeployer runs the BundleDeployment controller until ctx ends. Should the
 // controller's manager stop with an error, it is built again after a capped
 // backoff: the agent never gives up on its manager.
-func runDeployer(ctx context.Context, o Options, cred *upstream.Credential) {
+func runDeployer(ctx context.Context, o Options, cred *upstream.Credential, keys *sealkey.Keys) {
 	b := backoff.New(o.MinBackoff, o.MaxBackoff)
 	for {
 		started := time.Now()
-		err := startDeployer(ctx, o, cred)
+		err := startDeployer(ctx, o, cred, keys)
 		if ctx.Err() != nil {
 			return
 		}
@@ -55,7 +56,7 @@ var errStopped = errors.New("stopped")
 // the agent's cluster namespace upstream, wires the agent's own cluster
 // (release records, drift correction, and the deploy binary that installs
 // and uninstalls) and its monitor into the reconciler, and runs it.
-func startDeployer(ctx context.Context, o Options, cred *upstream.Credential) error {
+func startDeployer(ctx context.Context, o Options, cred *upstream.Credential, keys *sealkey.Keys) error {
 	cfg := countUpstream(cred.RESTConfig())
 	// Watches are long requests: per-call timeouts are set by the callers.
 	cfg.Timeout = 0
@@ -98,6 +99,8 @@ func startDeployer(ctx context.Context, o Options, cred *upstream.Credential) er
 		APIReader:        mgr.GetAPIReader(),
 		Cache:            mgr.GetCache(),
 		ClusterNamespace: cred.ClusterNamespace,
+		SealingKeys:      keys.Private,
+		Local:            local,
 		Downstream:       down,
 		Watcher: &monitor.Watcher{
 			Dynamic: down.Dynamic(), Mapper: down.Mapper(),

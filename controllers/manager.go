@@ -39,6 +39,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/clusterregistration"
 	"github.com/gitfleet/fleet/controllers/clusterregistrationtoken"
 	"github.com/gitfleet/fleet/controllers/content"
+	"github.com/gitfleet/fleet/controllers/downstreamresource"
 	"github.com/gitfleet/fleet/controllers/gitrepo"
 	"github.com/gitfleet/fleet/controllers/gitrepo/webhook"
 	"github.com/gitfleet/fleet/controllers/helmop"
@@ -324,11 +325,21 @@ var reconcilers = []struct {
 	{name: "Cluster API controller", setup: setupCAPI},
 	{name: "manager address controller", setup: setupManagerAddress},
 	{name: "bundle controller", setup: setupBundle, sharded: true},
+	{name: "downstream resource controller", setup: setupDownstreamResource},
 	{name: "cluster controller", setup: setupCluster},
 	{name: "cluster group controller", setup: setupClusterGroup},
 	{name: "schedule controller", setup: setupSchedule},
 	{name: "content controller", setup: setupContent},
 	{name: "state metrics", setup: setupMetrics},
+}
+
+func setupDownstreamResource(ctx context.Context, d *deps) error {
+	return (&downstreamresource.Reconciler{
+		Client:    d.mgr.GetClient(),
+		APIReader: d.mgr.GetAPIReader(),
+		Secrets:   d.secrets,
+		Workers:   d.o.Workers,
+	}).SetupWithManager(ctx, d.mgr)
 }
 
 func setupRegistrationToken(_ context.Context, d *deps) error {

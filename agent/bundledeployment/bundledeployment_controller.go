@@ -2,6 +2,7 @@ package bundledeployment
 
 import (
 	"context"
+	"crypto/ecdh"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -78,6 +79,12 @@ type Reconciler struct {
 	Cache cache.Cache
 	// ClusterNamespace is the agent's cluster namespace upstream.
 	ClusterNamespace string
+	// SealingKeys are the agent's sealing keys (agent/sealkey), which open
+	// the sealed downstreamResources.
+	SealingKeys func() []*ecdh.PrivateKey
+	// Local is the agent's own cluster, where the downstreamResources are
+	// created; without it they are not.
+	Local client.Client
 	// Downstream installs, upgrades and uninstalls releases in the agent's
 	// own cluster, reads their records and corrects drift.
 	Downstream Downstream
@@ -101,6 +108,7 @@ type Reconciler struct {
 	state    sync.Map // BundleDeployment name -> *releaseState
 	bounds   sync.Map // BundleDeployment name -> *boundHit
 	contents contentCache
+	copies   sync.Map // BundleDeployment name -> sealed data last applied ("" none)
 	gcMu     sync.Mutex
 }
 
@@ -274,7 +282,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // reconcile.
 func (r *Reconciler) reconcilePhases(ctx context.Context, s *scope) error {
 	for _, phase := range []func(context.Context, *scope) error{
-		r.loadState, r.checkDependencies, r.deploy, r.monitor, r.correctDrift,
+		r.loadState, r.checkDependencies, r.applyDownstreamResources, r.deploy, r.monitor, r.correctDrift,
 	} {
 		if err := phase(ctx, s); err != nil {
 			return err

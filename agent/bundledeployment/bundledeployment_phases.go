@@ -398,6 +398,13 @@ func (r *Reconciler) collectGarbage(ctx context.Context) error {
 			continue
 		}
 		r.releases.Delete(key.String())
+		if live[name] == nil && r.Local != nil && release.Annotations(rel)[fleet.KeepResourcesAnnotation] != "true" {
+			// Un-targeted: its downstreamResources go too, unless keepResources.
+			if err := r.removeCopies(ctx, name, nil); err != nil {
+				errs = append(errs, err)
+			}
+			r.copies.Delete(name)
+		}
 		if v, ok := r.state.Load(name); ok && v.(*releaseState).key == key {
 			r.state.Delete(name)
 		}

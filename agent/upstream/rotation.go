@@ -99,6 +99,9 @@ type RotateOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
+	// OnRotate, when set, runs after each rotation: the agent rotates its
+	// sealing key with its credential.
+	OnRotate func(context.Context) error
 }
 
 // Rotator renews a credential before it expires.
@@ -149,6 +152,11 @@ func (r *Rotator) Step(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	r.cred.current.set(token)
+	if r.o.OnRotate != nil {
+		if err := r.o.OnRotate(ctx); err != nil {
+			ctrl.LoggerFrom(ctx).Info("Could not rotate the sealing key with the credential, keeping the current one", "reason", err.Error())
+		}
+	}
 	newClaims, err := ParseToken(token)
 	if err != nil {
 		return 0, err

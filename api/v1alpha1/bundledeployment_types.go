@@ -77,6 +77,27 @@ type BundleDeploymentSpec struct {
 	DependsOn []BundleRef `json:"dependsOn,omitempty"`
 	// CorrectDrift makes the agent undo changes made to deployed resources.
 	CorrectDrift *CorrectDrift `json:"correctDrift,omitempty"`
+	// SealedResources are the contents of options.downstreamResources sealed
+	// to the agent's key. The manager's downstreamresource controller is its
+	// only writer (the bundle controller leaves it as it is).
+	SealedResources *SealedResources `json:"sealedResources,omitempty"`
+}
+
+// SealedResources carry the Secrets and ConfigMaps a BundleDeployment's
+// downstreamResources name, sealed to one agent key (internal/sealing):
+// only that agent can open them, and only for this BundleDeployment's
+// namespace and name.
+type SealedResources struct {
+	// Recipient is the fingerprint of the agent key they are sealed to.
+	Recipient string `json:"recipient,omitempty"`
+	// Sources are the versions sealed ("Secret/name uid resourceVersion"),
+	// so that only a change of a source, or of the key, seals again.
+	Sources []string `json:"sources,omitempty"`
+	// Missing names the downstreamResources not found ("Secret/name"); the
+	// agent deploys nothing while one is missing.
+	Missing []string `json:"missing,omitempty"`
+	// Data is the sealed payload.
+	Data string `json:"data,omitempty"`
 }
 
 // BundleDeploymentStatus is what the agent deployed and how it is doing.
@@ -343,6 +364,23 @@ type BundleDeploymentOptions struct {
 	YAML *YAMLOptions `json:"yaml,omitempty"`
 	// Helm options: the chart, its values and how the release is installed.
 	Helm *HelmOptions `json:"helm,omitempty"`
+	// DownstreamResources name Secrets and ConfigMaps of the bundle's (or
+	// HelmOp's) namespace that the agent creates in the release namespace
+	// of every targeted cluster before deploying, as in Fleet. Their
+	// contents travel sealed to each cluster's agent key
+	// (BundleDeploymentSpec.SealedResources), never in plain text.
+	// +kubebuilder:validation:MaxItems=64
+	DownstreamResources []DownstreamResource `json:"downstreamResources,omitempty"`
+}
+
+// DownstreamResource names a Secret or ConfigMap to copy to the targeted
+// clusters.
+type DownstreamResource struct {
+	// Kind is Secret or ConfigMap.
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	Kind string `json:"kind,omitempty"`
+	// Name is the object's name in the bundle's namespace.
+	Name string `json:"name,omitempty"`
 }
 
 // CorrectDrift makes the agent undo changes made to deployed resources.

@@ -124,6 +124,16 @@ const (
 	// RenewalHashAnnotation on the check-in Lease is the agent's proof that
 	// it registers again (see ClusterAgentStatus.RenewalHash).
 	RenewalHashAnnotation = "fleet.cattle.io/renewal-hash"
+	// SealingKeyAnnotation on the check-in Lease is the agent's sealing
+	// public key (internal/sealing): the manager seals the
+	// downstreamResources of the cluster's BundleDeployments to it. Only the
+	// agent (and the manager) may write its Lease.
+	SealingKeyAnnotation = "fleet.cattle.io/sealing-key"
+	// DownstreamResourceOwnerLabel, on a Secret or ConfigMap the agent
+	// created from downstreamResources, names the BundleDeployment it came
+	// from; DownstreamResourceNamespaceLabel its cluster namespace.
+	DownstreamResourceOwnerLabel     = "fleet.cattle.io/downstream-resource-of"
+	DownstreamResourceNamespaceLabel = "fleet.cattle.io/downstream-resource-namespace"
 )
 
 // Defaults applied by the controllers rather than by the CRDs.

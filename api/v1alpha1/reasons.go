@@ -229,6 +229,17 @@ const (
 	// agent's bound (--deploy-memory-limit) or its container's limit, and
 	// was stopped; retried as after ReasonDeployTimedOut.
 	ReasonDeployOutOfMemory = "DeployOutOfMemory"
+	// ReasonDownstreamResourceMissing: a Secret or ConfigMap named in
+	// downstreamResources does not exist in the bundle's namespace; nothing
+	// of the bundle is deployed until it does.
+	ReasonDownstreamResourceMissing = "DownstreamResourceMissing"
+	// ReasonWaitingForSealing: the downstreamResources are not yet sealed to
+	// this agent's current key (the manager has not seen its key yet, or a
+	// source changed); it passes by itself.
+	ReasonWaitingForSealing = "WaitingForSealing"
+	// ReasonSealedResourcesUnreadable: the sealed downstreamResources do not
+	// open with this agent's keys or are malformed.
+	ReasonSealedResourcesUnreadable = "SealedResourcesUnreadable"
 )
 
 // Schedule Ready: ReasonReady, or False with the field at fault (the message

@@ -225,6 +225,8 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 			before := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: existing.Name, Namespace: existing.Namespace, Labels: existing.Labels}, Spec: existing.Spec}
 			after := before.DeepCopy()
 			after.Spec, after.Labels = desired.Spec, desired.Labels
+			// sealedResources belong to the downstreamresource controller.
+			after.Spec.SealedResources = existing.Spec.SealedResources
 			writes = append(writes, func() error { return client.IgnoreNotFound(r.Client.Patch(ctx, after, client.MergeFrom(before))) })
 		}
 	}

@@ -37,10 +37,6 @@ var ignoredFields = map[reflect.Type]map[string]ignoredField{
 		"contentsId": {shape: reflect.TypeOf(""), why: "it is set by Fleet itself, not by fleet.yaml"},
 		"valuesHash": {shape: reflect.TypeOf(""), why: "it is set by Fleet itself, not by fleet.yaml"},
 	},
-	reflect.TypeOf(fleet.BundleDeploymentOptions{}): {
-		"downstreamResources": {shape: reflect.TypeOf([]downstreamResource{}),
-			why: "no Secret or ConfigMap is copied to the downstream clusters"},
-	},
 }
 
 // imageScanYAML is one entry of Fleet's fleet.yaml imageScans, only to check
@@ -61,13 +57,6 @@ type imageScanYAML struct {
 			Order string `json:"order,omitempty"`
 		} `json:"alphabetical,omitempty"`
 	} `json:"policy"`
-}
-
-// downstreamResource is one entry of Fleet's downstreamResources, only to
-// check its shape.
-type downstreamResource struct {
-	Kind string `json:"kind,omitempty"`
-	Name string `json:"name,omitempty"`
 }
 
 // fieldChecker walks a fleet.yaml against the Go type it decodes into and

@@ -44,9 +44,9 @@ func TestReadWarns(t *testing.T) {
 // TestReadDirWarns: ReadDir warns as Read does.
 func TestReadDirWarns(t *testing.T) {
 	g := NewWithT(t)
-	root := tree(t, map[string]string{"app/fleet.yaml": "downstreamResources: [{kind: Secret, name: s}]\n", "app/cm.yaml": cm})
+	root := tree(t, map[string]string{"app/fleet.yaml": "imageScans: []\n", "app/cm.yaml": cm})
 	var warnings []string
 	_, err := ReadDir(context.Background(), root, "app", Options{Name: "w", Warn: func(w Warning) { warnings = append(warnings, w.String()) }})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(warnings).To(HaveExactElements(ContainSubstring("app/fleet.yaml: line 1: downstreamResources is not implemented here and is ignored")))
+	g.Expect(warnings).To(HaveExactElements(ContainSubstring("app/fleet.yaml: line 1: imageScans is not implemented here and is ignored")))
 }

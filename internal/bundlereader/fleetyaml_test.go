@@ -89,7 +89,7 @@ func TestParseFleetYAML(t *testing.T) {
 		{
 			// Fleet's FleetYAML: BundleSpec inline (targets, targetRestrictions,
 			// resources, contentsId, valuesHash), imageScans, overrideTargets;
-			// BundleDeploymentOptions: deleteCRDResources, downstreamResources;
+			// BundleDeploymentOptions: deleteCRDResources, downstreamResources (read);
 			// HelmOptions: templateValues, disableDependencyUpdate.
 			name: "every Fleet field is read; those not implemented are warned about",
 			in: `targets:
@@ -127,7 +127,8 @@ diff:
 `,
 			want: &FleetYAML{
 				BundleDeploymentOptions: fleet.BundleDeploymentOptions{
-					DeleteCRDResources: true,
+					DeleteCRDResources:  true,
+					DownstreamResources: []fleet.DownstreamResource{{Kind: "Secret", Name: "s"}},
 					Helm: &fleet.HelmOptions{TemplateValues: map[string]string{"replicas": "${ .ClusterValues.replicas }"},
 						DisableDependencyUpdate: true},
 					Ignore: fleet.IgnoreOptions{Conditions: []map[string]string{{"type": "Active", "status": "False"}}},
@@ -145,7 +146,6 @@ diff:
 				"line 15: resources is not implemented",
 				"line 16: contentsId is not implemented",
 				"line 17: valuesHash is not implemented",
-				"line 19: downstreamResources is not implemented here and is ignored: no Secret or ConfigMap is copied",
 			},
 		},
 		{

@@ -93,6 +93,7 @@ func WorkloadsSpec(ctx context.Context, inputGetter func() SpecInput) {
 	It("holds maxUnavailable across clusters while their Deployments roll", func() { maxUnavailable(f) })
 	It("fails a release whose Job fails when waitForJobs is set, and deploys it once the Job completes", func() { failingJob(f) })
 	It("does not take a Pod deleted and replaced by its ReplicaSet for drift", func() { deletedPod(f) })
+	It("copies downstreamResources sealed to each cluster's agent, follows their source, and removes them when un-targeted", func() { downstreamResources(f) })
 }
 
 // deployment is a Deployment's manifest; spec holds extra lines of its
