@@ -10,10 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/diagnose"
+	"github.com/gitfleet/fleet/internal/names"
 )
 
 // Filter narrows a dump; empty fields select everything.
@@ -50,6 +53,36 @@ type Options struct {
 	Now time.Time
 }
 
+// listPerClusterNamespace lists into list the objects of the cluster
+// namespaces of clusters the caller may read; Forbidden when it may read
+// none of them.
+func listPerClusterNamespace(ctx context.Context, c client.Client, clusters []fleet.Cluster, list client.ObjectList, opts []client.ListOption) error {
+	var items []runtime.Object
+	readable := false
+	for i := range clusters {
+		cl := &clusters[i]
+		ns := names.ClusterNamespaceFor(cl.Namespace, cl.Name, cl.Status.Namespace)
+		one := list.DeepCopyObject().(client.ObjectList)
+		err := c.List(ctx, one, append(append([]client.ListOption(nil), opts...), client.InNamespace(ns))...)
+		if apierrors.IsForbidden(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		readable = true
+		got, err := meta.ExtractList(one)
+		if err != nil {
+			return err
+		}
+		items = append(items, got...)
+	}
+	if !readable {
+		return apierrors.NewForbidden(schema.GroupResource{}, "", fmt.Errorf("no cluster namespace is readable"))
+	}
+	return meta.SetList(list, items)
+}
+
 // Collect reads the fleet's objects through c. A kind the caller may not
 // list is recorded in Snapshot.Unreadable rather than failing the dump.
 func Collect(ctx context.Context, c client.Client, o Options) (*Archive, error) {
@@ -78,10 +111,16 @@ func Collect(ctx context.Context, c client.Client, o Options) (*Archive, error) 
 	}
 	for _, l := range lists {
 		opts := l.opts
-		if o.Namespace != "" && (l.kind == diagnose.KindGitRepo || l.kind == diagnose.KindHelmOp || l.kind == diagnose.KindToken) {
+		inClusterNamespaces := l.kind == diagnose.KindBundleDeployment || l.kind == diagnose.KindLease
+		if o.Namespace != "" && !inClusterNamespaces {
 			opts = append(opts, client.InNamespace(o.Namespace))
 		}
 		err := c.List(ctx, l.list, opts...)
+		if apierrors.IsForbidden(err) && inClusterNamespaces {
+			// Whoever may not list them everywhere may still read those of
+			// the clusters it can see, namespace by namespace.
+			err = listPerClusterNamespace(ctx, c, s.Clusters, l.list, opts)
+		}
 		switch {
 		case apierrors.IsForbidden(err) || meta.IsNoMatchError(err):
 			s.Unreadable = append(s.Unreadable, l.kind)
