@@ -166,3 +166,18 @@ func TestPreviewOfTheWorkingTree(t *testing.T) {
 	_, _, err = execute("preview", "--repo", dir, "--clusters", wrong, "app")
 	g.Expect(err).To(MatchError(ContainSubstring(wrong + ": object 1 (ConfigMap x): only fleet.cattle.io Clusters")))
 }
+
+func TestDeployDryRunPrintsTheClustersObjects(t *testing.T) {
+	g := NewWithT(t)
+	dir := previewRepo(t)
+	t.Chdir(dir)
+	out, _, err := execute("deploy", "app", "--dry-run", "-l", "env=prod")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("kind: ConfigMap"))
+	g.Expect(out).To(ContainSubstring(`replicas: "2"`))
+	out, _, err = execute("deploy", "app", "--dry-run", "-l", "env=dev")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring(`replicas: "1"`))
+	_, _, err = execute("deploy", "app", "--dry-run", "--clusters", filepath.Join(dir, "clusters.yaml"), "-N", "nope")
+	g.Expect(err).To(MatchError(ContainSubstring("no Cluster nope in namespace fleet-default")))
+}

@@ -31,6 +31,6 @@ func newRoot() *cobra.Command {
 		Version: version.Get(),
 	}
 	root.AddCommand(newInstall(), newApply(), newTarget(), newTest(), newDev(),
-		newAnalyze(), newDump(), newBundleDiff(), newPreview(), newCleanup())
+		newAnalyze(), newDump(), newBundleDiff(), newPreview(), newCleanup(), newDeploy())
 	return root
 }
