@@ -34,6 +34,9 @@ func Checkout(repo, revision, dir string) (string, error) {
 		return "", err
 	}
 	err = tree.Files().ForEach(func(f *object.File) error {
+		if !filepath.IsLocal(filepath.FromSlash(f.Name)) {
+			return fmt.Errorf("%s: a path outside the tree", f.Name)
+		}
 		dst := filepath.Join(dir, filepath.FromSlash(f.Name))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
 			return err
