@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -187,4 +188,16 @@ func TestNoSilentAgentsWithoutLeases(t *testing.T) {
 	// lastSeen is 30 minutes old (the manager writes it hourly): no finding.
 	findings, _ := Analyze(s, Options{})
 	g.Expect(findings).To(BeEmpty())
+}
+
+func TestFindingsReadBackFromJSON(t *testing.T) {
+	g := NewWithT(t)
+	in := []Finding{{Check: CheckModified, Severity: Warning, Object: "BundleDeployment a/b"}, {Check: CheckAgentOffline, Severity: Critical}}
+	data, err := json.Marshal(in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(ContainSubstring(`"severity":"warning"`))
+	var out []Finding
+	g.Expect(json.Unmarshal(data, &out)).To(Succeed())
+	g.Expect(out).To(Equal(in))
+	g.Expect(json.Unmarshal([]byte(`[{"severity":"urgent"}]`), &out)).To(MatchError(ContainSubstring(`unknown severity "urgent"`)))
 }

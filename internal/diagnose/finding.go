@@ -31,6 +31,18 @@ func (s Severity) String() string {
 // MarshalText writes the severity's name (in JSON output).
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a severity's name, so that analyze's JSON output
+// reads back.
+func (s *Severity) UnmarshalText(text []byte) error {
+	for _, v := range []Severity{Critical, Warning, Info} {
+		if string(text) == v.String() {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown severity %q: give critical, warning or info", text)
+}
+
 // Finding is one problem: which check found it, on which object, what it is
 // and what to do.
 type Finding struct {
