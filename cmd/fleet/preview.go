@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -102,6 +103,15 @@ func runPreview(cmd *cobra.Command, o *previewOptions, paths []string) error {
 		o.labels = map[string]string{}
 	}
 	o.labels[fleet.RepoLabel] = o.name
+	if o.targetsFile != "" {
+		// Read from each revision's checkout, the working directory then:
+		// the path is the caller's.
+		abs, err := filepath.Abs(o.targetsFile)
+		if err != nil {
+			return err
+		}
+		o.targetsFile = abs
+	}
 	in, err := o.clusters.load(ctx)
 	if err != nil {
 		return err

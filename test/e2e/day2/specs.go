@@ -52,7 +52,8 @@ func previewSteps(f *fixture) {
 		prodBefore := f.bd(f.prod, appBundle).Spec.DeploymentID
 		from := f.commits[len(f.commits)-1]
 		to := f.commit("platinum for prod", map[string]string{"app/fleet.yaml": appFleetYAML("platinum", "")})
-		args := []string{"preview", "--repo", f.repo.Dir, "--name", gitRepo, "-n", ws, "--targets-file", f.targets,
+		// A relative --targets-file is the caller's, not the checkout's.
+		args := []string{"preview", "--repo", f.repo.Dir, "--name", gitRepo, "-n", ws, "--targets-file", "targets.yaml",
 			"-k", f.kubeconfig, "--from", from, "--to", to}
 		r := f.fleetCmd(append(args, "-o", "json")...)
 		Expect(r.code).To(Equal(2), "the exit code says something changes")
