@@ -8,9 +8,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/preview"
+	"github.com/gitfleet/fleet/internal/scheme"
 )
 
 type previewOptions struct {
@@ -35,7 +39,8 @@ func newPreview() *cobra.Command {
 		Short: "Show what a change of a repository does to each targeted cluster",
 		Long: `Reads the bundles of PATHs (default: the whole repository) of the git repository --repo at two
 revisions (--from, default HEAD; --to, default the working tree), as the manager reads a GitRepo
-named --name in namespace -n, targets both at the clusters of the manager (-k) or of a file
+named --name in namespace -n (with -k, when that GitRepo exists, with its targets, paths and bundle
+options, as the manager reads it), targets both at the clusters of the manager (-k) or of a file
 (--clusters, for CI without cluster access) with the manager's targeting, renders each
 cluster's deployment as its agent would, and prints, per cluster, the bundles added, removed
 or changed and, per object, the fields that change. --output markdown writes a pull request
@@ -116,6 +121,17 @@ func runPreview(cmd *cobra.Command, o *previewOptions, paths []string) error {
 	if err != nil {
 		return err
 	}
+	if o.clusters.file == "" {
+		if o.gitRepo, err = gitRepoOf(ctx, o.clusters.kubeconfig, o.namespace, o.name); err != nil {
+			return err
+		}
+		if o.gitRepo != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "==> Reading as GitRepo %s/%s does (its targets and bundle options)\n", o.namespace, o.name)
+			if len(paths) == 0 {
+				paths = o.gitRepo.Spec.Paths
+			}
+		}
+	}
 	from, fromLabel, err := o.readAt(ctx, cmd, o.from, paths)
 	if err != nil {
 		return err
@@ -140,4 +156,26 @@ func runPreview(cmd *cobra.Command, o *previewOptions, paths []string) error {
 		return exitError{code: 2}
 	}
 	return nil
+}
+
+// gitRepoOf reads GitRepo namespace/name from the manager; nil when there
+// is none, or the caller may not read it (then --targets-file gives the
+// targets).
+func gitRepoOf(ctx context.Context, kubeconfigPath, namespace, name string) (*fleet.GitRepo, error) {
+	cfg, err := kubeconfig.Load(kubeconfigPath)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	g := &fleet.GitRepo{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, g); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading GitRepo %s/%s: %w", namespace, name, err)
+	}
+	return g, nil
 }

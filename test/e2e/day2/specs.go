@@ -52,9 +52,8 @@ func previewSteps(f *fixture) {
 		prodBefore := f.bd(f.prod, appBundle).Spec.DeploymentID
 		from := f.commits[len(f.commits)-1]
 		to := f.commit("platinum for prod", map[string]string{"app/fleet.yaml": appFleetYAML("platinum", "")})
-		// A relative --targets-file is the caller's, not the checkout's.
-		args := []string{"preview", "--repo", f.repo.Dir, "--name", gitRepo, "-n", ws, "--targets-file", "targets.yaml",
-			"-k", f.kubeconfig, "--from", from, "--to", to}
+		// The GitRepo's targets are read from the manager.
+		args := []string{"preview", "--repo", f.repo.Dir, "--name", gitRepo, "-n", ws, "-k", f.kubeconfig, "--from", from, "--to", to}
 		r := f.fleetCmd(append(args, "-o", "json")...)
 		Expect(r.code).To(Equal(2), "the exit code says something changes")
 		var res preview.Result
@@ -90,7 +89,8 @@ func previewSteps(f *fixture) {
 		Expect(md.stdout).To(ContainSubstring("/data/tier"))
 
 		By("a revision against itself changes nothing: exit code 0")
-		same := f.fleetCmd("preview", "--repo", f.repo.Dir, "--name", gitRepo, "-n", ws, "--targets-file", f.targets,
+		// A relative --targets-file is the caller's, not the checkout's.
+		same := f.fleetCmd("preview", "--repo", f.repo.Dir, "--name", gitRepo, "-n", ws, "--targets-file", "targets.yaml",
 			"-k", f.kubeconfig, "--from", to, "--to", to)
 		Expect(same.code).To(Equal(0), same.stderr)
 
