@@ -388,7 +388,9 @@ func tokenExpiring(s *Snapshot, o Options) []Finding {
 	var out []Finding
 	for i := range s.Tokens {
 		t := &s.Tokens[i]
-		if t.Status.Expires == nil {
+		// The manager's own import tokens (import-token-<cluster>) are
+		// replaced by it before they expire: nothing for a user to do.
+		if t.Status.Expires == nil || strings.HasPrefix(t.Name, fleet.ImportTokenPrefix) {
 			continue
 		}
 		left := t.Status.Expires.Sub(s.Taken)
