@@ -32,6 +32,10 @@ type readOptions struct {
 	// targetsFile holds the targets and target restrictions of a GitRepo,
 	// as Fleet's GitRepo job passes them.
 	targetsFile string
+	// gitRepo, when set, is the GitRepo whose bundles are read: its
+	// targets and bundle options are given as the manager gives them
+	// (fleet preview against the manager).
+	gitRepo *fleet.GitRepo
 }
 
 // addFlags binds the options but the Bundles' labels: `fleet apply` binds
@@ -57,6 +61,16 @@ func (o *readOptions) read(ctx context.Context, errOut io.Writer, name string, p
 		Warn: func(w bundlereader.Warning) {
 			fmt.Fprintf(errOut, "warning: %s\n", w)
 		},
+	}
+	if g := o.gitRepo; g != nil {
+		// As the manager's GitRepo reconciler reads it (its readOptions).
+		ro.TargetsFromRepo = bundlereader.RepoTargets(g.Spec.Targets)
+		ro.TargetNamespace = g.Spec.TargetNamespace
+		ro.ServiceAccount = g.Spec.ServiceAccount
+		ro.KeepResources = g.Spec.KeepResources
+		ro.DeleteNamespace = g.Spec.DeleteNamespace
+		ro.CorrectDrift = g.Spec.CorrectDrift
+		ro.ForceSyncGeneration = g.Spec.ForceSyncGeneration
 	}
 	var err error
 	if o.targetsFile != "" {

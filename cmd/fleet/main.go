@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,10 @@ import (
 
 func main() {
 	if err := newRoot().Execute(); err != nil {
+		var e exitError
+		if errors.As(err, &e) {
+			os.Exit(e.code)
+		}
 		os.Exit(1)
 	}
 }
@@ -25,6 +30,7 @@ func newRoot() *cobra.Command {
 		// --version; `make build` stamps it, a plain go build reports the commit.
 		Version: version.Get(),
 	}
-	root.AddCommand(newInstall(), newApply(), newTarget(), newTest(), newDev())
+	root.AddCommand(newInstall(), newApply(), newTarget(), newTest(), newDev(),
+		newAnalyze(), newDump(), newBundleDiff(), newPreview(), newCleanup(), newDeploy())
 	return root
 }

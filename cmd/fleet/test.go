@@ -108,15 +108,16 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 
 // testBundle matches b against the cluster of o and prints what it would
 // get.
-func testBundle(ctx context.Context, cmd *cobra.Command, o *testOptions, b *fleet.Bundle, fromCluster bool) error {
+// match targets b at the one cluster of o, as the manager would.
+func (o *testOptions) match(ctx context.Context, b *fleet.Bundle, fromCluster bool) (*target.Deployment, *fleet.Bundle, error) {
 	var in target.Inputs
 	var err error
 	if fromCluster {
 		if o.clusterName == "" {
-			return fmt.Errorf("-N: name the Cluster to use among those of %s", describeSource(o.clusters))
+			return nil, nil, fmt.Errorf("-N: name the Cluster to use among those of %s", describeSource(o.clusters))
 		}
 		if in, err = o.clusters.load(ctx); err != nil {
-			return err
+			return nil, nil, err
 		}
 		var found *fleet.Cluster
 		for _, c := range in.Clusters {
@@ -125,7 +126,7 @@ func testBundle(ctx context.Context, cmd *cobra.Command, o *testOptions, b *flee
 			}
 		}
 		if found == nil {
-			return fmt.Errorf("no Cluster %s in namespace %s among those of %s", o.clusterName, b.Namespace, describeSource(o.clusters))
+			return nil, nil, fmt.Errorf("no Cluster %s in namespace %s among those of %s", o.clusterName, b.Namespace, describeSource(o.clusters))
 		}
 		in.Clusters = []*fleet.Cluster{found}
 	} else {
@@ -133,24 +134,31 @@ func testBundle(ctx context.Context, cmd *cobra.Command, o *testOptions, b *flee
 	}
 	if o.target != "" {
 		if b, err = onlyTarget(b, o.target, in.Clusters[0].Name); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	name, _, err := content.Encode(b.Spec.Resources)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ds, errs, err := target.Deployments(b, name, in)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if len(errs) > 0 {
-		return errs[0]
+		return nil, nil, errs[0]
 	}
 	if len(ds) == 0 {
-		return fmt.Errorf("no match found: no target of the bundle selects cluster %s", in.Clusters[0].Name)
+		return nil, nil, fmt.Errorf("no match found: no target of the bundle selects cluster %s", in.Clusters[0].Name)
 	}
-	d := ds[0]
+	return ds[0], b, nil
+}
+
+func testBundle(ctx context.Context, cmd *cobra.Command, o *testOptions, b *fleet.Bundle, fromCluster bool) error {
+	d, b, err := o.match(ctx, b, fromCluster)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "# Matched: %s\n", strings.Join(d.Targets, ", "))
 	if o.quiet {
 		return nil
