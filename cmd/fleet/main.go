@@ -25,6 +25,6 @@ func newRoot() *cobra.Command {
 		// --version; `make build` stamps it, a plain go build reports the commit.
 		Version: version.Get(),
 	}
-	root.AddCommand(newInstall(), newApply(), newTarget(), newTest(), newDev())
+	root.AddCommand(newInstall(), newApply(), newTarget(), newTest(), newDev(), newDashboard())
 	return root
 }
