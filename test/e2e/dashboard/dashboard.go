@@ -22,6 +22,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/dashboard"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
+	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework/e2e"
 )
@@ -139,7 +140,7 @@ func (f *fixture) grantViewers() {
 		RoleRef: ref, Subjects: subject("overseer")})).To(Succeed())
 	namespaces := []string{f.ws}
 	for _, j := range f.clusters {
-		namespaces = append(namespaces, j.Cluster.Status.Namespace)
+		namespaces = append(namespaces, j.Cred.ClusterNamespace)
 	}
 	for _, ns := range namespaces {
 		Expect(admin.Create(f.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dashboard-e2e-viewer", Namespace: ns},
@@ -243,10 +244,8 @@ func matrixSteps(f *fixture) {
 		var failedAt time.Time
 		e2e.WaitFor("the BundleDeployment of apps-two on "+broken+" failing", func(g Gomega) {
 			bd := &fleet.BundleDeployment{}
-			g.Expect(f.in.Admin.Get(f.ctx, client.ObjectKey{Namespace: f.clusters[0].Cluster.Status.Namespace, Name: "apps-two"}, bd)).To(Succeed())
-			g.Expect(bd.Status.AppliedDeploymentID).NotTo(Equal(bd.Spec.DeploymentID))
-			g.Expect(bd.Status.Conditions).To(ContainElement(And(
-				HaveField("Type", fleet.ConditionDeployed), HaveField("Status", metav1.ConditionFalse))))
+			g.Expect(f.in.Admin.Get(f.ctx, client.ObjectKey{Namespace: f.clusters[0].Cred.ClusterNamespace, Name: "apps-two"}, bd)).To(Succeed())
+			g.Expect(summary.State(bd)).To(Equal(fleet.ErrApplied), summary.Message(bd))
 		}, 2*time.Minute, 100*time.Millisecond)
 		failedAt = time.Now()
 		e2e.WaitFor("the cell apps-two on "+broken+" red", func(g Gomega) {
@@ -291,7 +290,9 @@ func accessSteps(f *fixture) {
 		} {
 			Expect(status(f.in.ManagerURL+path, f.viewerToken)).To(Equal(want), "GET %s as the viewer", path)
 		}
-		Expect(status(f.in.ManagerURL+"/bundles/"+hiddenWS+"/hidden-repo-one", f.overseerToken)).To(Equal(http.StatusOK))
+		e2e.WaitFor("the hidden workspace's bundle shown to the overseer", func(g Gomega) {
+			g.Expect(status(f.in.ManagerURL+"/bundles/"+hiddenWS+"/hidden-repo-one", f.overseerToken)).To(Equal(http.StatusOK))
+		}, time.Minute, 500*time.Millisecond)
 	})
 
 	It("shows a user whose rights cover one workspace only that workspace, served by the manager", func() {
