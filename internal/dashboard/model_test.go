@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/summary"
 )
 
 func bd(bundle, cluster string, ready bool, failMsg string) fleet.BundleDeployment {
@@ -124,4 +125,27 @@ func TestSecret(t *testing.T) {
 	u, err := Secret("s3cret").Authenticate(t.Context(), "s3cret")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(u.Name).To(Equal("kubeconfig"))
+}
+
+// The clusters list's state filter means what the matrix's does: clusters
+// with at least one deployment in that state.
+func TestClustersInState(t *testing.T) {
+	g := NewWithT(t)
+	s := testSnapshot(4)
+	g.Expect(clustersInState(s, "")).To(BeNil())
+	failed := summaryStateOf(s, "b", "c-0001")
+	g.Expect(failed).NotTo(Equal(fleet.Ready))
+	g.Expect(clustersInState(s, failed)).To(Equal(map[key]bool{{"ws", "c-0001"}: true}))
+	g.Expect(clustersInState(s, fleet.Ready)).To(HaveLen(4), "every cluster has bundle a Ready")
+	g.Expect(clustersInState(s, fleet.Modified)).To(BeEmpty())
+}
+
+func summaryStateOf(s *Snapshot, bundle, cluster string) fleet.BundleState {
+	for i := range s.Deployments {
+		d := &s.Deployments[i]
+		if d.Labels[fleet.BundleNameLabel] == bundle && d.Labels[fleet.ClusterLabel] == cluster {
+			return summary.State(d)
+		}
+	}
+	return ""
 }

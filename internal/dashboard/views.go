@@ -305,6 +305,22 @@ func failingByCluster(snap *Snapshot) map[key][]string {
 	return out
 }
 
+// clustersInState are the clusters with at least one deployment in state
+// (the filter's meaning, as in the matrix); nil for no state.
+func clustersInState(snap *Snapshot, state fleet.BundleState) map[key]bool {
+	if state == "" {
+		return nil
+	}
+	out := map[key]bool{}
+	for i := range snap.Deployments {
+		bd := &snap.Deployments[i]
+		if summary.State(bd) == state {
+			out[key{bd.Labels[fleet.ClusterNamespaceLabel], bd.Labels[fleet.ClusterLabel]}] = true
+		}
+	}
+	return out
+}
+
 func (s *Server) clusters(w http.ResponseWriter, r *http.Request) {
 	snap := s.read(w, r)
 	if snap == nil {
@@ -315,19 +331,17 @@ func (s *Server) clusters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	failing := failingByCluster(snap)
+	inState := clustersInState(snap, f.State)
 	now := time.Now()
 	var rows []ClusterRow
 	for i := range snap.Clusters {
 		c := &snap.Clusters[i]
 		if (f.Workspace != "" && c.Namespace != f.Workspace) || !sel.Matches(labels.Set(c.Labels)) ||
-			(f.Search != "" && !strings.Contains(c.Name, f.Search)) {
+			(f.Search != "" && !strings.Contains(c.Name, f.Search)) ||
+			(f.State != "" && !inState[key{c.Namespace, c.Name}]) {
 			continue
 		}
-		row := clusterRow(snap, c, failing, now)
-		if f.State != "" && f.State != fleet.Ready && len(failing[key{c.Namespace, c.Name}]) == 0 {
-			continue
-		}
-		rows = append(rows, row)
+		rows = append(rows, clusterRow(snap, c, failing, now))
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		return rows[i].Namespace+"/"+rows[i].Name < rows[j].Namespace+"/"+rows[j].Name
