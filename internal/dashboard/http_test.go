@@ -39,6 +39,10 @@ func get(t *testing.T, u string, header map[string]string) (*http.Response, stri
 		t.Fatal(err)
 	}
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v // the client sends req.Host, not the header
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -105,4 +109,10 @@ func TestHostGuard(t *testing.T) {
 	// rebinding) sends its own Host: refused, even with the secret.
 	resp, _ := get(t, srv.URL+"/login?token=s3cret", nil)
 	g.Expect(resp.StatusCode).To(Equal(http.StatusMisdirectedRequest))
+	resp, _ = get(t, srv.URL+"/static/app.js", nil)
+	g.Expect(resp.StatusCode).To(Equal(http.StatusMisdirectedRequest), "static files too")
+	// Served under the Host it was started for.
+	resp, body := get(t, srv.URL+"/static/app.js", map[string]string{"Host": "127.0.0.1:1234"})
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), body)
+	g.Expect(resp.Header.Get("X-Content-Type-Options")).To(Equal("nosniff"))
 }
