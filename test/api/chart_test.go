@@ -190,6 +190,7 @@ func TestManagerChartValues(t *testing.T) {
 		"leaderElection": map[string]any{"leaseDuration": "30s"},
 		"metrics":        map[string]any{"enabled": false},
 		"webhook":        map[string]any{"port": 9443, "secretName": "webhook", "secretKey": "token"},
+		"dashboard":      map[string]any{"enabled": true, "port": 8091},
 		"apiServerURL":   "https://manager.example.com:6443",
 		"apiServerCA":    "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
 		"bootstrap":      map[string]any{"enabled": false},
@@ -232,13 +233,14 @@ func TestManagerChartValues(t *testing.T) {
 		"--webhook-secret-file=/etc/fleet/webhook/token", "--local-cluster=false",
 		"--workers=8", "--kubeconfig-secret-namespaces=capi-system",
 		"--agent-bundles=false", "--agent-max-unavailable=25%",
-		"--capi-cluster-selector=fleet.cattle.io/enroll=true", "--capi-namespace-selector=team in (a,b)"))
+		"--capi-cluster-selector=fleet.cattle.io/enroll=true", "--capi-namespace-selector=team in (a,b)",
+		"--dashboard-bind-address=:8091"))
 	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example.com:3128"}))
 	portNames := make([]string, 0, len(c.Ports))
 	for _, p := range c.Ports {
 		portNames = append(portNames, p.Name)
 	}
-	g.Expect(portNames).To(Equal([]string{"health", "webhook"}), "metrics disabled: no metrics port")
+	g.Expect(portNames).To(Equal([]string{"health", "webhook", "dashboard"}), "metrics disabled: no metrics port")
 	g.Expect(c.Resources.Requests.Cpu().String()).To(Equal("1"))
 	g.Expect(c.Resources.Limits).To(BeEmpty(), "limits: null drops the default limit, as Helm merges values")
 
