@@ -102,10 +102,13 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml (the linters Clus
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test-deps
-test-deps: ## Install what the tests need beyond Go (git's http-backend serves a real git server)
+test-deps: ## Install what the tests need beyond Go (git's http-backend serves a real git server; headless chromium reads the dashboard)
 	@test -x /usr/lib/git-core/git-http-backend || { \
 	  echo "Installing git (tests serve repositories with git-http-backend)"; \
 	  apt-get update -qq && apt-get install -y -qq git >/dev/null; }
+	@test -x /usr/bin/chromium || { \
+	  echo "Installing chromium (test/e2e/dashboard drives it headless)"; \
+	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
 .PHONY: test
 test: test-deps controlplane vet lint ## Run go vet, golangci-lint, unit tests and every envtest/Ginkgo suite against real API servers

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,6 +48,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/manageraddress"
 	"github.com/gitfleet/fleet/controllers/schedule"
 	"github.com/gitfleet/fleet/internal/checkin"
+	"github.com/gitfleet/fleet/internal/dashboard"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/internal/gitfetch"
@@ -117,6 +119,11 @@ type Options struct {
 	GitLimits gitfetch.Limits
 	// WebhookAddr serves git push webhooks when set (e.g. ":8082").
 	WebhookAddr string
+	// DashboardAddr serves the read-only web dashboard when set (e.g.
+	// ":8443"): every request's bearer token is checked with a TokenReview
+	// and each object shown only to users a SubjectAccessReview allows to
+	// list it.
+	DashboardAddr string
 	// WebhookSecret, when set, is required of webhook calls for GitRepos
 	// that name no webhookSecret of their own.
 	WebhookSecret []byte
@@ -331,6 +338,7 @@ var reconcilers = []struct {
 	{name: "schedule controller", setup: setupSchedule},
 	{name: "content controller", setup: setupContent},
 	{name: "state metrics", setup: setupMetrics},
+	{name: "dashboard", setup: setupDashboard},
 }
 
 func setupDownstreamResource(ctx context.Context, d *deps) error {
@@ -399,6 +407,24 @@ func setupWebhook(_ context.Context, d *deps) error {
 	srv := &http.Server{Addr: d.o.WebhookAddr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10}
 	return d.mgr.Add(&manager.Server{Name: "gitrepo-webhook", Server: srv})
+}
+
+// setupDashboard serves the dashboard from the manager's cache, to users
+// authenticated and authorized by the API server.
+func setupDashboard(_ context.Context, d *deps) error {
+	if d.o.DashboardAddr == "" {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(d.mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	s, err := dashboard.New(dashboard.Options{Cache: d.mgr.GetCache(), Authenticator: &dashboard.TokenReviewer{Client: cs},
+		Authorizer: &dashboard.AccessReviewer{Client: cs}})
+	if err != nil {
+		return err
+	}
+	return d.mgr.Add(dashboard.Runnable{Server: s, Addr: d.o.DashboardAddr})
 }
 
 func setupClusterImport(ctx context.Context, d *deps) error {

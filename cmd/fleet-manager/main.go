@@ -98,6 +98,8 @@ func (fl *flags) bindProcess(f *pflag.FlagSet) {
 	f.IntVar(&fl.burst, "kube-api-burst", 1000, "API request burst to the manager's API server")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "metrics address (0 disables)")
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", "", "health probe address (empty disables)")
+	f.StringVar(&o.DashboardAddr, "dashboard-bind-address", "",
+		"address serving the read-only web dashboard (empty disables); each request needs a bearer token, and shows only what its user may list")
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "", "address serving Go profiles at /debug/pprof (empty disables)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader among replicas")
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 0, "leader lease duration (default 15s)")

@@ -187,6 +187,9 @@ func printDev(ctx context.Context, out io.Writer, st *devenv.State) error {
 	for _, name := range []string{"manager", "edge-1", "capi-1"} {
 		fmt.Fprintf(out, "  %-8s %s\n", name, st.Kubeconfigs[name])
 	}
+	if st.DashboardURL != "" {
+		fmt.Fprintf(out, "Dashboard: %s\n", st.DashboardURL)
+	}
 	fmt.Fprintf(out, "Logs: %s\nTry: kubectl --kubeconfig %s get clusters.fleet.cattle.io,bundles.fleet.cattle.io -A\nStop: fleet dev down (make demo-down)\n",
 		st.Logs, st.Kubeconfigs["manager"])
 	return nil

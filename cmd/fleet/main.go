@@ -30,7 +30,7 @@ func newRoot() *cobra.Command {
 		// --version; `make build` stamps it, a plain go build reports the commit.
 		Version: version.Get(),
 	}
-	root.AddCommand(newInstall(), newApply(), newTarget(), newTest(), newDev(),
+	root.AddCommand(newInstall(), newApply(), newTarget(), newTest(), newDev(), newDashboard(),
 		newAnalyze(), newDump(), newBundleDiff(), newPreview(), newCleanup(), newDeploy())
 	return root
 }

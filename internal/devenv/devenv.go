@@ -89,7 +89,10 @@ type State struct {
 	// manifests are applied: the agent registers with them once, and a
 	// restarted agent resumes with the credential it stored.
 	EdgeRegistered bool `json:"edgeRegistered,omitempty"`
-	Ready          bool `json:"ready"`
+	// DashboardURL opens the dashboard `fleet dashboard` serves with the
+	// manager cluster's admin kubeconfig (its one-time secret included).
+	DashboardURL string `json:"dashboardURL,omitempty"`
+	Ready        bool   `json:"ready"`
 }
 
 // WorkloadProcess is one process that runs a cluster's workloads.
@@ -176,7 +179,7 @@ func Up(ctx context.Context, o Options) (_ *Env, err error) {
 	if !o.NoAgents {
 		phases = append(phases, e.startCAPIAgent)
 	}
-	phases = append(phases, e.createGitRepos)
+	phases = append(phases, e.createGitRepos, e.startDashboard)
 	if !o.NoAgents {
 		phases = append(phases, e.waitReady)
 	}
@@ -343,6 +346,31 @@ func (e *Env) startManager(ctx context.Context) error {
 	}
 	// Registration needs the namespaces the manager creates before it is ready.
 	return p.WaitReady(ctx, "http://"+probe+"/readyz", localcluster.DefaultReadyTimeout)
+}
+
+// startDashboard serves the dashboard on loopback with the manager
+// cluster's admin kubeconfig (`fleet dashboard`), and keeps its URL.
+func (e *Env) startDashboard(ctx context.Context) error {
+	urlFile := filepath.Join(e.opts.Dir, "dashboard-url")
+	_ = os.Remove(urlFile)
+	e.stepf("Starting the dashboard (log: %s)", filepath.Join(e.State.Logs, "dashboard.log"))
+	if _, err := e.start("dashboard", "fleet", "dashboard", "--kubeconfig", e.State.Kubeconfigs["manager"],
+		"--url-file", urlFile); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		if b, err := os.ReadFile(urlFile); err == nil && len(b) > 0 { //nolint:gosec // G304: a file of the environment's own directory
+			e.State.DashboardURL = strings.TrimSpace(string(b))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the dashboard did not start in a minute (log: %s)", filepath.Join(e.State.Logs, "dashboard.log"))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // clusterClient is an admin client of the named cluster (nil scheme:

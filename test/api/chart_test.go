@@ -199,6 +199,7 @@ func TestManagerChartValues(t *testing.T) {
 		"agentTLSMode":              "system-store",
 		"garbageCollectionInterval": "30m",
 		"webhook":                   map[string]any{"port": 9443, "secretName": "webhook", "secretKey": "token"},
+		"dashboard":                 map[string]any{"enabled": true, "port": 8091},
 		"apiServerURL":              "https://manager.example.com:6443",
 		"apiServerCA":               "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
 		"bootstrap":                 map[string]any{"enabled": false},
@@ -243,13 +244,14 @@ func TestManagerChartValues(t *testing.T) {
 		"--agent-bundles=false", "--agent-max-unavailable=25%",
 		"--capi-cluster-selector=fleet.cattle.io/enroll=true", "--capi-namespace-selector=team in (a,b)",
 		"--agent-tls-mode=system-store", "--agent-garbage-collection-interval=30m",
-		"--per-object-metrics", "--per-object-metrics-max-series=500"))
+		"--per-object-metrics", "--per-object-metrics-max-series=500",
+		"--dashboard-bind-address=:8091"))
 	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example.com:3128"}))
 	portNames := make([]string, 0, len(c.Ports))
 	for _, p := range c.Ports {
 		portNames = append(portNames, p.Name)
 	}
-	g.Expect(portNames).To(Equal([]string{"health", "webhook"}), "metrics disabled: no metrics port")
+	g.Expect(portNames).To(Equal([]string{"health", "webhook", "dashboard"}), "metrics disabled: no metrics port")
 	g.Expect(c.Resources.Requests.Cpu().String()).To(Equal("1"))
 	g.Expect(c.Resources.Limits).To(BeEmpty(), "limits: null drops the default limit, as Helm merges values")
 
