@@ -41,7 +41,7 @@ func priorityClass(spec *fleet.PriorityClassSpec, labels map[string]string) *sch
 	return &schedulingv1.PriorityClass{
 		TypeMeta:         metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
 		ObjectMeta:       metav1.ObjectMeta{Name: PriorityClassName, Labels: labels},
-		Value:            int32(spec.Value), //nolint:gosec // G115: the CRD bounds it to ±1e9
+		Value:            int32(spec.Value), // the CRD bounds it to ±1e9
 		Description:      "Priority class for the fleet agent",
 		PreemptionPolicy: spec.PreemptionPolicy,
 	}

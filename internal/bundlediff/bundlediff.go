@@ -114,7 +114,10 @@ func Print(w io.Writer, bds []*fleet.BundleDeployment) error {
 				return fmt.Errorf("BundleDeployment %s/%s, %s: %w", bd.Namespace, bd.Name, name, err)
 			}
 			for _, c := range changes {
-				want, _ := json.Marshal(c.Want)
+				want, err := json.Marshal(c.Want)
+				if err != nil {
+					return fmt.Errorf("BundleDeployment %s/%s, %s, %s: %w", bd.Namespace, bd.Name, name, c.Pointer, err)
+				}
 				fmt.Fprintf(w, "  %s: the bundle has %s\n", c.Pointer, want)
 			}
 			fmt.Fprintf(w, "  patch restoring it: %s\n", m.Patch)

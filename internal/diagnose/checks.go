@@ -308,7 +308,7 @@ func refers(ref fleet.BundleRef, b *fleet.Bundle) bool {
 // cycles returns each elementary cycle reached by a depth-first walk of
 // edges once, rotated to start at its least name.
 func cycles(edges map[string][]string) [][]string {
-	var nodes []string
+	nodes := make([]string, 0, len(edges))
 	for n := range edges {
 		nodes = append(nodes, n)
 	}

@@ -10,11 +10,11 @@ import (
 type Severity int
 
 const (
-	// Critical: something is not deployed or cannot be, and will not fix itself.
+	// Critical means something is not deployed or cannot be, and will not fix itself.
 	Critical Severity = iota
-	// Warning: something is late, drifted or held; it needs a look.
+	// Warning means something is late, drifted or held; it needs a look.
 	Warning
-	// Info: worth knowing, nothing is broken yet.
+	// Info means worth knowing, nothing is broken yet.
 	Info
 )
 
@@ -177,7 +177,7 @@ const (
 	CheckRolloutHeld      = "rollout-held"
 	CheckDependsOnCycle   = "dependson-cycle"
 	CheckDependsOnWaiting = "dependson-waiting"
-	CheckTokenExpiring    = "token-expiring"
+	CheckTokenExpiring    = "token-expiring" //nolint:gosec // G101: a check's name, not a credential
 	CheckNotImported      = "cluster-not-imported"
 	CheckGitRepoFetch     = "gitrepo-fetch-failed"
 	CheckGitRepoBehind    = "gitrepo-behind"

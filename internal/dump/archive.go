@@ -124,7 +124,10 @@ func withTypes(ptr any) any {
 		}
 		return items
 	}
-	data, _ := json.Marshal(ptr)
+	data, err := json.Marshal(ptr)
+	if err != nil {
+		return []any{}
+	}
 	var items []map[string]any
 	_ = json.Unmarshal(data, &items)
 	if items == nil {

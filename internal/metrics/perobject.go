@@ -274,10 +274,11 @@ func clusterSeries(c *fleet.Cluster) []series {
 // sourceSeries are the series of a GitRepo or HelmOp (kind "gitrepo" or
 // "helmop").
 func sourceSeries(kind string, labels []string, ready, desired int, counts *fleet.ResourceCounts) []series {
-	out := []series{
-		{name: "fleet_" + kind + "_desired_ready_clusters", value: float64(desired), labels: labels},
-		{name: "fleet_" + kind + "_ready_clusters", value: float64(ready), labels: labels},
-	}
+	out := make([]series, 0, 2+len(resourceCounts))
+	out = append(out,
+		series{name: "fleet_" + kind + "_desired_ready_clusters", value: float64(desired), labels: labels},
+		series{name: "fleet_" + kind + "_ready_clusters", value: float64(ready), labels: labels},
+	)
 	for _, rc := range resourceCounts {
 		out = append(out, series{name: "fleet_" + kind + "_resources_" + rc.name, value: float64(rc.get(counts)), labels: labels})
 	}

@@ -63,7 +63,7 @@ func writeMarkdown(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "%d cluster(s) change.\n\n| cluster | bundle | change | objects |\n|---|---|---|---|\n", len(r.Clusters))
 		for _, c := range r.Clusters {
 			for _, b := range c.Bundles {
-				var objs []string
+				objs := make([]string, 0, len(b.Objects))
 				for _, o := range b.Objects {
 					objs = append(objs, code(o.Object)+" "+o.Change)
 				}

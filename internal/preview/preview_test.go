@@ -1,8 +1,8 @@
 package preview
 
 import (
-	"fmt"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -98,7 +98,7 @@ func TestPreviewListsExactlyTheProdClustersAndTheChangedField(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.Errors).To(BeEmpty())
 	g.Expect(r.Changes()).To(BeTrue())
-	var names []string
+	names := make([]string, 0, len(r.Clusters))
 	for _, c := range r.Clusters {
 		names = append(names, c.Cluster)
 		g.Expect(c.Bundles).To(HaveLen(1))

@@ -31,7 +31,7 @@ func TestPerClusterCounts(t *testing.T) {
 		"other/a":         {DesiredReady: 1, Ready: 1},
 	}))
 
-	var many []*fleet.BundleDeployment
+	many := make([]*fleet.BundleDeployment, 0, MaxPerClusterCounts+5)
 	for i := range MaxPerClusterCounts + 5 {
 		many = append(many, bd("ws", fmt.Sprintf("c%05d", i), fleet.ResourceCounts{DesiredReady: 1, Ready: 1}))
 	}

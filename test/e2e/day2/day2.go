@@ -207,18 +207,16 @@ func (f *fixture) bd(c *e2e.JoinedCluster, bundle string) *fleet.BundleDeploymen
 }
 
 // waitState waits for the cluster's BundleDeployment of a bundle to be in
-// state with its current deploymentID applied, and returns it.
-func (f *fixture) waitState(c *e2e.JoinedCluster, bundle string, state fleet.BundleState, timeout time.Duration) *fleet.BundleDeployment {
+// state with its current deploymentID applied.
+func (f *fixture) waitState(c *e2e.JoinedCluster, bundle string, state fleet.BundleState, timeout time.Duration) {
 	GinkgoHelper()
-	var bd *fleet.BundleDeployment
 	e2e.WaitFor(fmt.Sprintf("BundleDeployment %s on %s to be %s", bundle, c.Cluster.Name, state), func(g Gomega) {
-		bd = f.bd(c, bundle)
+		bd := f.bd(c, bundle)
 		g.Expect(bd).NotTo(BeNil(), "no BundleDeployment %s for %s yet", bundle, c.Cluster.Name)
 		g.Expect(bd.Status.AppliedDeploymentID).To(Equal(bd.Spec.DeploymentID), "BundleDeployment %s on %s not applied yet", bundle, c.Cluster.Name)
 		g.Expect(summary.State(bd)).To(Equal(state), "BundleDeployment %s on %s: %s\nstatus: %+v\nagent log:\n%s",
 			bundle, c.Cluster.Name, summary.Message(bd), bd.Status, c.Agent.Tail(4000))
 	}, timeout, 250*time.Millisecond)
-	return bd
 }
 
 // configMap reads a ConfigMap downstream.

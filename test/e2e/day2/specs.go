@@ -158,8 +158,9 @@ func deploySteps(f *fixture) {
 		f.writeFile("debug/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: debug\ndata:\n  tier: {{ .Values.tier | quote }}\n")
 		f.writeFile("debug/fleet.yaml", "defaultNamespace: day2-debug\nhelm:\n  values:\n    tier: bronze\n"+
 			"targetCustomizations:\n- name: prod\n  clusterSelector: {matchLabels: {env: prod}}\n  helm: {values: {tier: gold}}\n")
-		args := []string{"deploy", "debug", "-n", ws, "--targets-file", f.targets, "-k", f.kubeconfig, "-N", f.prod.Cluster.Name,
-			"--downstream-kubeconfig", f.prod.Downstream.Kubeconfig}
+		args := make([]string, 0, 13) // and --dry-run
+		args = append(args, "deploy", "debug", "-n", ws, "--targets-file", f.targets, "-k", f.kubeconfig, "-N", f.prod.Cluster.Name,
+			"--downstream-kubeconfig", f.prod.Downstream.Kubeconfig)
 
 		dry := f.fleetCmd(append(args, "--dry-run")...)
 		Expect(dry.code).To(Equal(0), dry.stderr)
