@@ -212,7 +212,7 @@ func (r *Reconciler) removeCopies(ctx context.Context, bdName string, keep []typ
 	}
 	var errs []error
 	for _, o := range objs {
-		if err := r.Local.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(r.Local.Delete(ctx, o)); err != nil {
 			errs = append(errs, err)
 			continue
 		}

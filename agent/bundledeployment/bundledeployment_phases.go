@@ -322,7 +322,7 @@ func (r *Reconciler) correctDrift(ctx context.Context, s *scope) error {
 		cd = s.bd.Spec.Options.CorrectDrift
 	}
 	if cd == nil || !cd.Enabled || s.monitored == nil || s.monitored.NonModified || s.bd.Spec.Paused ||
-		!(s.bd.Spec.OffSchedule || release.UpToDate(s.state.deployed, s.bd.Spec.DeploymentID)) {
+		(!s.bd.Spec.OffSchedule && !release.UpToDate(s.state.deployed, s.bd.Spec.DeploymentID)) {
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("release", s.key.String())

@@ -63,7 +63,8 @@ func Load(ctx context.Context, local client.Client, namespace, clusterNamespace 
 	if k.current, err = sealing.NewKey(); err != nil {
 		return nil, err
 	}
-	return k, k.store(ctx, k.current, nil)
+	err = k.store(ctx, k.current, nil)
+	return k, err
 }
 
 // Rotate makes a new current key and keeps the current one as the

@@ -59,7 +59,7 @@ func TestClusterGroupPerClusterClassAndAnnotations(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	list := &fleet.ClusterList{}
 	g.Expect(env.List(ctx, list, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: sel})).To(Succeed())
-	var selected []string
+	selected := make([]string, 0, len(list.Items))
 	for _, c := range list.Items {
 		selected = append(selected, c.Name)
 	}

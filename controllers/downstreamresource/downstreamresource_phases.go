@@ -28,6 +28,16 @@ type want struct {
 	key *ecdh.PublicKey
 }
 
+// agentKey is the sealing key the agent published on its Lease; nil when
+// there is none, or none that parses.
+func agentKey(lease *coordinationv1.Lease) *ecdh.PublicKey {
+	key, err := sealing.ParsePublicKey(lease.Annotations[fleet.SealingKeyAnnotation])
+	if err != nil {
+		return nil
+	}
+	return key
+}
+
 // desired computes the seal's versions from the caches; nil when the
 // BundleDeployment names no downstreamResources. Without a published agent
 // key the seal is left as it is: the agent's Lease brings it back.
@@ -40,8 +50,11 @@ func (r *Reconciler) desired(ctx context.Context, bd *fleet.BundleDeployment) (*
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}
-	key, perr := sealing.ParsePublicKey(lease.Annotations[fleet.SealingKeyAnnotation])
-	if err != nil || perr != nil {
+	var key *ecdh.PublicKey
+	if err == nil {
+		key = agentKey(lease)
+	}
+	if key == nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Not sealing yet: the cluster's agent has published no sealing key", "bundleDeployment", client.ObjectKeyFromObject(bd))
 		return &want{SealedResources: bd.Spec.SealedResources}, nil
 	}

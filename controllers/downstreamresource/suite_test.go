@@ -120,7 +120,7 @@ func TestDownstreamResourcesAreSealedToTheirClusterOnly(t *testing.T) {
 	a, b := newAgent(t, "cluster-a"), newAgent(t, "cluster-b")
 	both := []fleet.DownstreamResource{{Kind: "Secret", Name: "db"}, {Kind: "ConfigMap", Name: "settings"}}
 	bdA := bundleDeployment(t, a, ws.Name, "app", both...)
-	bdB := bundleDeployment(t, b, ws.Name, "app", append(both, fleet.DownstreamResource{Kind: "Secret", Name: "only-b"})...)
+	bdB := bundleDeployment(t, b, ws.Name, "app", slices.Concat(both, []fleet.DownstreamResource{{Kind: "Secret", Name: "only-b"}})...)
 
 	sealA := sealed(t, a, bdA)
 	p, err := sealing.Open([]*ecdh.PrivateKey{a.key}, a.namespace, "app", sealA.Data)

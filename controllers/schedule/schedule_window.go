@@ -81,7 +81,8 @@ func Parse(schedule string, duration time.Duration, location string, now time.Ti
 		sched, err = parser.Parse(expr)
 		if err == nil {
 			s := &Spec{sched: sched, duration: duration, loc: loc}
-			return s, s.checkDuration(now)
+			err = s.checkDuration(now)
+			return s, err
 		}
 	}
 	return nil, &FieldError{Field: "spec.schedule", Reason: fleet.ReasonInvalidSchedule, Err: fmt.Errorf("%q is not a cron expression: %w", schedule, err)}

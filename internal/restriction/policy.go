@@ -225,7 +225,8 @@ func (m *Policies) HelmOp(spec *fleet.HelmOpSpec) error {
 // GitRepo and HelmOp checks (a Bundle written directly, a target of
 // fleet.yaml setting its own serviceAccount).
 func (m *Policies) Bundle(spec *fleet.BundleSpec) error {
-	errs := []error{m.AllowedServiceAccounts.check("serviceAccount", spec.ServiceAccount)}
+	errs := make([]error, 0, len(spec.Targets)+2)
+	errs = append(errs, m.AllowedServiceAccounts.check("serviceAccount", spec.ServiceAccount))
 	for i := range spec.Targets {
 		t := &spec.Targets[i]
 		errs = append(errs, m.AllowedServiceAccounts.check(fmt.Sprintf("serviceAccount (target %s)", targetName(t, i)), t.ServiceAccount))

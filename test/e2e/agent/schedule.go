@@ -65,9 +65,9 @@ func (s *scheduleFixture) gitRepoCommit(g Gomega) string {
 	return gr.Status.Commit
 }
 
-// ScheduleSpec: a Schedule holds a new commit off a cluster with a real
-// agent until its window opens, a minute ahead, and then it deploys. While
-// it waits the BundleDeployment is offSchedule and says so in its Ready
+// ScheduleSpec checks that a Schedule holds a new commit off a cluster with
+// a real agent until its window opens, a minute ahead, and then it deploys.
+// While it waits the BundleDeployment is offSchedule and says so in its Ready
 // condition; what runs stays as it was. The window is computed in the test:
 // a cron with seconds that fires once, windowLead from the new commit.
 //

@@ -175,7 +175,7 @@ func (f *shardingFixture) deploysByShard() {
 	By("shard-b's manager holds only shard-b's GitRepos, Bundles and BundleDeployments")
 	repos := &fleet.GitRepoList{}
 	Expect(f.shardCache.List(f.ctx, repos, client.InNamespace(ws))).To(Succeed())
-	var held []string
+	held := make([]string, 0, len(repos.Items))
 	for _, r := range repos.Items {
 		held = append(held, r.Name)
 	}

@@ -62,8 +62,8 @@ type placement struct {
 	local  client.Client
 }
 
-// PlacementSpec: a Cluster's agentSchedulingCustomization and the manager's
-// pull secrets reach the agent, and go with it. Call it in an Ordered
+// PlacementSpec checks that a Cluster's agentSchedulingCustomization and the
+// manager's pull secrets reach the agent, and go with it. Call it in an Ordered
 // container.
 func PlacementSpec(ctx context.Context, inputGetter func() SpecInput) {
 	s := &placement{ctx: ctx}
