@@ -43,7 +43,7 @@ var errNeedsAttention = errors.New("")
 // load reads the state, narrowed by filter when read from the cluster.
 func (s *stateSource) load(ctx context.Context, filter dump.Filter, metricsURL string) (*dump.Archive, error) {
 	if s.dumpFile != "" {
-		f, err := os.Open(s.dumpFile) //nolint:gosec // G304: the archive the user passed with --dump
+		f, err := os.Open(s.dumpFile)
 		if err != nil {
 			return nil, err
 		}
@@ -89,7 +89,7 @@ sealed credentials are left out. "fleet analyze --dump FILE" and "fleet bundledi
 			if err != nil {
 				return err
 			}
-			f, err := os.OpenFile(o.output, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) //nolint:gosec // G304: the path the user passed with -o
+			f, err := os.OpenFile(o.output, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 			if err != nil {
 				return err
 			}

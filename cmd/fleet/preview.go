@@ -51,7 +51,7 @@ error (a fleet.yaml that does not parse, a revision that does not exist, a bad c
 		},
 	}
 	f := cmd.Flags()
-	o.readOptions.addFlags(f)
+	o.addFlags(f)
 	f.StringVar(&o.repo, "repo", ".", "the git repository")
 	f.StringVar(&o.name, "name", "preview", "the GitRepo's name: bundles are named after it, as the manager names them")
 	f.StringVar(&o.from, "from", "HEAD", "the revision deployed now")

@@ -44,8 +44,8 @@ var funcs = template.FuncMap{
 	"join":        strings.Join,
 	"abbrev":      abbrev,
 	"add":         func(a, b int) int { return a + b },
-	"bundleLink":  func(ns, name string) string { return bundleLink(ns, name) },
-	"clusterLink": func(ns, name string) string { return clusterLink(ns, name) },
+	"bundleLink":  bundleLink,
+	"clusterLink": clusterLink,
 }
 
 // abbrev is the short text of a matrix cell (its colour and title say the

@@ -136,7 +136,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			s.loginPage(w, r, http.StatusUnauthorized, "The token was not accepted (unknown or expired): give a valid one")
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
+		// Secure only under TLS: the local dashboard serves plain HTTP on loopback.
+		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true, Secure: r.TLS != nil, //nolint:gosec // G124: Secure is set whenever served over TLS; plain HTTP (loopback) would drop a Secure cookie
 			SameSite: http.SameSiteStrictMode})
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 	})).ServeHTTP(w, r)
@@ -144,7 +145,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	s.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, //nolint:gosec // G124: not a session: an empty, expired cookie that only clears it
 			SameSite: http.SameSiteStrictMode})
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 	})).ServeHTTP(w, r)

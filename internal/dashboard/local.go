@@ -194,7 +194,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*Local, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	l, err := net.Listen("tcp", addr)
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -331,7 +331,7 @@ const attentionMax = 20
 // BuildOverview computes the overview.
 func BuildOverview(s *Snapshot) Overview {
 	var o Overview
-	var st []string
+	st := make([]string, 0, len(s.GitRepos))
 	var att []Attention
 	for i := range s.GitRepos {
 		g := &s.GitRepos[i]
@@ -342,7 +342,7 @@ func BuildOverview(s *Snapshot) Overview {
 		}
 	}
 	o.Counts = append(o.Counts, count("GitRepos", "/gitrepos", st))
-	st = nil
+	st = make([]string, 0, len(s.HelmOps))
 	for i := range s.HelmOps {
 		h := &s.HelmOps[i]
 		state, msg := readyState(h.Status.Conditions)
@@ -352,7 +352,7 @@ func BuildOverview(s *Snapshot) Overview {
 		}
 	}
 	o.Counts = append(o.Counts, count("HelmOps", "/gitrepos", st))
-	st = nil
+	st = make([]string, 0, len(s.Bundles))
 	for i := range s.Bundles {
 		b := &s.Bundles[i]
 		state := b.Status.Display.State
@@ -362,7 +362,7 @@ func BuildOverview(s *Snapshot) Overview {
 		st = append(st, state)
 	}
 	o.Counts = append(o.Counts, count("Bundles", "/matrix", st))
-	st = nil
+	st = make([]string, 0, len(s.Clusters))
 	for i := range s.Clusters {
 		c := &s.Clusters[i]
 		state := c.Status.Display.State

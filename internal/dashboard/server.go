@@ -156,9 +156,10 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// ctx has ended: shut down within a fresh deadline, keeping ctx's values.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(sctx) //nolint:contextcheck // the serving context has ended
+		_ = srv.Shutdown(sctx)
 	}()
 	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -175,7 +176,7 @@ type Runnable struct {
 
 // Start listens on Addr, follows changes and serves until ctx ends.
 func (r Runnable) Start(ctx context.Context) error {
-	l, err := net.Listen("tcp", r.Addr)
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", r.Addr)
 	if err != nil {
 		return fmt.Errorf("dashboard: listening on %s: %w", r.Addr, err)
 	}

@@ -138,7 +138,8 @@ func (f *fixture) grantViewers() {
 	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: viewerRole}
 	Expect(admin.Create(f.ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dashboard-e2e-overseer"},
 		RoleRef: ref, Subjects: subject("overseer")})).To(Succeed())
-	namespaces := []string{f.ws}
+	namespaces := make([]string, 0, 1+len(f.clusters))
+	namespaces = append(namespaces, f.ws)
 	for _, j := range f.clusters {
 		namespaces = append(namespaces, j.Cred.ClusterNamespace)
 	}

@@ -44,10 +44,14 @@ var suiteInput = e2e.SuiteInput{
 // screenshot is docs/images/dashboard.png, written when
 // FLEET_UPDATE_SCREENSHOT is set (else a file of the test's temp dir).
 func screenshot(t *testing.T) string {
+	t.Helper()
 	if os.Getenv("FLEET_UPDATE_SCREENSHOT") == "" {
 		return filepath.Join(t.TempDir(), "dashboard.png")
 	}
-	_, file, _, _ := runtime.Caller(0)
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot find the source file of the test")
+	}
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "docs", "images", "dashboard.png")
 }
 
