@@ -69,8 +69,11 @@ func TestSelectorCountsMatchingClusters(t *testing.T) {
 	// A cluster relabelled into the group is counted.
 	c := &fleet.Cluster{}
 	g.Expect(env.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "c"}, c)).To(Succeed())
+	// A patch, as kubectl label does: the cluster controller writes the
+	// same object, so an Update from a stale copy may conflict.
+	before := c.DeepCopy()
 	c.Labels["env"] = "prod"
-	g.Expect(env.Update(ctx, c)).To(Succeed())
+	g.Expect(env.Patch(ctx, c, client.MergeFrom(before))).To(Succeed())
 	count(3)
 }
 

@@ -159,7 +159,10 @@ func controllerObjects(o ControllerOptions) ([]client.Object, error) {
 				Replicas: ptr.To[int32](2),
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					// The default shard's manager, labelled as Fleet's chart
+					// labels it (Fleet's tooling finds it by these).
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+						"app": ManagerName, fleet.ShardIDLabel: "", fleet.ShardDefaultLabel: "true"}},
 					Spec: corev1.PodSpec{
 						ServiceAccountName: ManagerName,
 						SecurityContext: &corev1.PodSecurityContext{

@@ -84,8 +84,8 @@ overrideTargets:
 		// Fleet's FleetYAML has imageScans and (BundleSpec inline) targets;
 		// its BundleDeploymentOptions deleteCRDResources and
 		// downstreamResources; its HelmOptions templateValues and
-		// disableDependencyUpdate. imageScans and downstreamResources are
-		// not implemented here: read, checked and warned about.
+		// disableDependencyUpdate. imageScans is not implemented here: read,
+		// checked and warned about; downstreamResources is carried as is.
 		name: "Fleet fields are read; those not implemented here are warned about",
 		fleetYAML: `defaultNamespace: web
 helm:
@@ -115,9 +115,9 @@ targets:
 			g.Expect(s.Helm).To(Equal(&fleet.HelmOptions{ReleaseName: "web", DisableDependencyUpdate: true,
 				TemplateValues: map[string]string{"replicas": "${ .ClusterValues.replicas }"}}))
 			g.Expect(s.Targets).To(HaveExactElements(HaveField("Name", "dev")))
+			g.Expect(s.DownstreamResources).To(Equal([]fleet.DownstreamResource{{Kind: "Secret", Name: "app-secret"}}))
 		},
 		warnings: []string{
-			"warning: app/fleet.yaml: line 8: downstreamResources is not implemented here and is ignored",
 			"warning: app/fleet.yaml: line 11: imageScans is not implemented here and is ignored",
 		},
 	}, {
