@@ -84,13 +84,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return err
 	}
 	// Heartbeats and other status-only changes of a Cluster never re-target.
-	clusterChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
+	groupChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
+	// A Cluster's deployment window opening or closing is in its status.
+	clusterChanged := predicate.Or(groupChanged, windowChanged)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Bundle{}, builder.WithPredicates(sharding.Predicate(r.Shard))).
 		// Status changes of many deployments coalesce into one pass.
 		Watches(&fleet.BundleDeployment{}, r.deploymentEvents(), builder.WithPredicates(sharding.Predicate(r.Shard))).
 		Watches(&fleet.Cluster{}, r.retargetOn(r.bundlesForCluster, nil), builder.WithPredicates(clusterChanged)).
-		Watches(&fleet.ClusterGroup{}, r.retargetOn(r.bundlesInNamespace, r.mem.forgetGroup), builder.WithPredicates(clusterChanged)).
+		Watches(&fleet.ClusterGroup{}, r.retargetOn(r.bundlesInNamespace, r.mem.forgetGroup), builder.WithPredicates(groupChanged)).
 		Watches(&fleet.BundleNamespaceMapping{}, r.retargetOn(r.bundlesInNamespace, nil)).
 		Watches(&fleet.Policy{}, r.retargetOn(r.bundlesInNamespace, nil)).
 		Named("bundle").

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -169,4 +170,18 @@ func (r *Reconciler) bundlesInNamespace(ctx context.Context, o client.Object) []
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
 	}
 	return reqs
+}
+
+// windowChanged passes the updates of a Cluster whose deployment window
+// opened or closed (status.scheduled, status.activeSchedule): its
+// BundleDeployments' spec.offSchedule follows.
+var windowChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*fleet.Cluster)
+		n, ok2 := e.ObjectNew.(*fleet.Cluster)
+		return ok1 && ok2 && target.OffSchedule(o) != target.OffSchedule(n)
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }

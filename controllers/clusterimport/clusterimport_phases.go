@@ -537,11 +537,16 @@ func (r *Reconciler) reconcileToken(ctx context.Context, s *scope) error {
 
 // localScheduling is the scheduling objects the local agent keeps: its
 // PriorityClass is not the manager's to make or delete.
+// The manager may not even read PriorityClasses (cluster-scoped), so the
+// local agent's is kept whether or not the Cluster asks for one.
 func localScheduling(local bool, sc *fleet.AgentSchedulingCustomization) *fleet.AgentSchedulingCustomization {
-	if !local || sc == nil {
+	if !local {
 		return sc
 	}
-	keep := *sc
+	keep := fleet.AgentSchedulingCustomization{}
+	if sc != nil {
+		keep = *sc
+	}
 	keep.PriorityClass = &fleet.PriorityClassSpec{}
 	return &keep
 }

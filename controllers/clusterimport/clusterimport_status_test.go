@@ -269,3 +269,21 @@ func TestMayAdopt(t *testing.T) {
 		})
 	}
 }
+
+// The manager installs the local agent with its own credential, which may
+// not read PriorityClasses: whatever the local Cluster asks, the
+// PriorityClass is never removed by it, the PodDisruptionBudget follows the
+// spec. Remote clusters follow the spec for both.
+func TestLocalSchedulingKeepsThePriorityClass(t *testing.T) {
+	g := NewWithT(t)
+	pdb := &fleet.AgentSchedulingCustomization{PodDisruptionBudget: &fleet.PodDisruptionBudgetSpec{}}
+	g.Expect(localScheduling(false, nil)).To(BeNil())
+	g.Expect(localScheduling(false, pdb)).To(BeIdenticalTo(pdb))
+	keep := localScheduling(true, nil)
+	g.Expect(keep.PriorityClass).NotTo(BeNil())
+	g.Expect(keep.PodDisruptionBudget).To(BeNil())
+	keep = localScheduling(true, pdb)
+	g.Expect(keep.PriorityClass).NotTo(BeNil())
+	g.Expect(keep.PodDisruptionBudget).NotTo(BeNil())
+	g.Expect(pdb.PriorityClass).To(BeNil(), "the Cluster's spec is not changed")
+}

@@ -21,10 +21,12 @@ import (
 
 const (
 	scheduleRepoName = "windowed"
-	// windowLead is how far ahead of the new commit the window opens: long
-	// enough for the commit to be polled, its Bundle built and the hold
-	// seen, short enough for a test.
-	windowLead = 60 * time.Second
+	// windowLead is how far ahead the window is moved once the hold was
+	// seen: long enough to see the cluster keep the old commit a while.
+	windowLead = 15 * time.Second
+	// heldWindowLead is how far ahead the window first opens: far enough
+	// that no load makes the hold race it.
+	heldWindowLead = time.Hour
 )
 
 // windowedFiles is the repository at one version: a ConfigMap saying it.
@@ -69,7 +71,8 @@ func (s *scheduleFixture) gitRepoCommit(g Gomega) string {
 // a real agent until its window opens, a minute ahead, and then it deploys.
 // While it waits the BundleDeployment is offSchedule and says so in its Ready
 // condition; what runs stays as it was. The window is computed in the test:
-// a cron with seconds that fires once, windowLead from the new commit.
+// a cron with seconds that fires once, an hour ahead while the hold is
+// checked, then moved to windowLead ahead.
 //
 // It joins the suite's first downstream cluster again, with an agent of its
 // own in a system namespace of its own, and removes what it made when done.
@@ -88,6 +91,15 @@ func ScheduleSpec(ctx context.Context, inputGetter func() SpecInput) {
 		DeferCleanup(func() {
 			s.cluster.StopAgents()
 			Expect(client.IgnoreNotFound(s.admin.Delete(ctx, s.cluster.Cluster))).To(Succeed())
+		})
+		// The GitRepo and Schedule the specs make live across them.
+		DeferCleanup(func() {
+			for _, o := range []client.Object{
+				&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: scheduleRepoName, Namespace: ws}},
+				&fleet.Schedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ws}},
+			} {
+				Expect(client.IgnoreNotFound(s.admin.Delete(ctx, o))).To(Succeed())
+			}
 		})
 		root, err := os.MkdirTemp("", "fleet-e2e-windowed-")
 		Expect(err).NotTo(HaveOccurred())
@@ -113,39 +125,36 @@ func scheduleDeploysFirst(s *scheduleFixture) {
 		},
 	}
 	Expect(s.admin.Create(s.ctx, gr)).To(Succeed())
-	DeferCleanup(func() { Expect(client.IgnoreNotFound(s.admin.Delete(s.ctx, gr))).To(Succeed()) })
 	s.cluster.waitState(scheduleRepoName, fleet.Ready, 3*time.Minute)
 	e2e.WaitFor("v1 downstream", func(g Gomega) { g.Expect(s.version(g)).To(Equal("v1")) }, 30*time.Second, 250*time.Millisecond)
 }
 
 func scheduleHoldsThenDeploys(s *scheduleFixture) {
-	// A window that opens once, windowLead from now, for ten minutes: a
-	// cron with seconds naming that instant (UTC), as Fleet's parser reads
-	// it.
-	s.windowStart = time.Now().UTC().Add(windowLead).Truncate(time.Second)
-	w := s.windowStart
+	// A window that opens once, an hour from now, for ten minutes: a cron
+	// with seconds naming that instant (UTC), as Fleet's parser reads it.
+	s.windowStart = time.Now().UTC().Add(heldWindowLead).Truncate(time.Second)
 	sched := &fleet.Schedule{
 		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ws},
 		Spec: fleet.ScheduleSpec{
-			Schedule: fmt.Sprintf("%d %d %d %d %d ?", w.Second(), w.Minute(), w.Hour(), w.Day(), int(w.Month())),
+			Schedule: onceAt(s.windowStart),
 			Duration: metav1.Duration{Duration: 10 * time.Minute}, Location: "UTC",
 			Targets: fleet.ScheduleTargets{Clusters: []fleet.ScheduleTarget{{Name: "nightly", ClusterSelector: selector("window", "nightly")}}},
 		},
 	}
 	Expect(s.admin.Create(s.ctx, sched)).To(Succeed())
-	DeferCleanup(func() { Expect(client.IgnoreNotFound(s.admin.Delete(s.ctx, sched))).To(Succeed()) })
 
 	e2e.WaitFor("the Schedule to hold the cluster outside its window", func(g Gomega) {
 		got := &fleet.Schedule{}
 		g.Expect(s.admin.Get(s.ctx, client.ObjectKeyFromObject(sched), got)).To(Succeed())
 		g.Expect(got.Status.MatchingClusters).To(Equal([]string{s.cluster.Cluster.Name}))
 		g.Expect(got.Status.Active).To(BeFalse())
+		g.Expect(got.Status.NextStartTime).NotTo(BeNil())
 		g.Expect(got.Status.NextStartTime.Time).To(BeTemporally("==", s.windowStart))
 		st := s.clusterStatus(g)
 		g.Expect(st.Scheduled).To(BeTrue())
 		g.Expect(st.ActiveSchedule).To(BeFalse())
 		g.Expect(s.cluster.bd(scheduleRepoName).Spec.OffSchedule).To(BeTrue())
-	}, 30*time.Second, 250*time.Millisecond)
+	}, time.Minute, 250*time.Millisecond)
 
 	commit, err := s.repo.Commit("v2", windowedFiles("v2"))
 	Expect(err).NotTo(HaveOccurred())
@@ -159,10 +168,18 @@ func scheduleHoldsThenDeploys(s *scheduleFixture) {
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Reason).To(Equal(fleet.ReasonOffSchedule))
 		g.Expect(ready.Message).To(ContainSubstring("deployment window"))
-	}, 40*time.Second, 250*time.Millisecond)
-	Expect(time.Now()).To(BeTemporally("<", s.windowStart.Add(-5*time.Second)), "the hold was seen before the window opened")
+	}, 2*time.Minute, 250*time.Millisecond)
 
-	By("until the window opens, the cluster keeps v1")
+	By("the window is moved to open shortly; until it opens, the cluster keeps v1")
+	s.windowStart = time.Now().UTC().Add(windowLead).Truncate(time.Second)
+	Eventually(func() error {
+		got := &fleet.Schedule{}
+		if err := s.admin.Get(s.ctx, client.ObjectKeyFromObject(sched), got); err != nil {
+			return err
+		}
+		got.Spec.Schedule = onceAt(s.windowStart)
+		return s.admin.Update(s.ctx, got)
+	}).Should(Succeed())
 	Consistently(func(g Gomega) { g.Expect(s.version(g)).To(Equal("v1")) }).
 		WithTimeout(time.Until(s.windowStart.Add(-time.Second))).WithPolling(500 * time.Millisecond).Should(Succeed())
 
@@ -171,8 +188,14 @@ func scheduleHoldsThenDeploys(s *scheduleFixture) {
 		g.Expect(s.version(g)).To(Equal("v2"))
 		st := s.clusterStatus(g)
 		g.Expect(st.ActiveSchedule).To(BeTrue())
-	}, 90*time.Second, 250*time.Millisecond)
+	}, 2*time.Minute, 250*time.Millisecond)
 	Expect(time.Now()).To(BeTemporally(">=", s.windowStart), "v2 came with the window")
 	bd := s.cluster.waitState(scheduleRepoName, fleet.Ready, time.Minute)
 	Expect(bd.Spec.OffSchedule).To(BeFalse())
+}
+
+// onceAt is a cron with seconds (Fleet's format) that fires at t (UTC) and,
+// in the test's lifetime, never again.
+func onceAt(t time.Time) string {
+	return fmt.Sprintf("%d %d %d %d %d ?", t.Second(), t.Minute(), t.Hour(), t.Day(), int(t.Month()))
 }

@@ -76,8 +76,10 @@ func PlacementSpec(ctx context.Context, inputGetter func() SpecInput) {
 		s.local = s.joined.Local
 	})
 	tokenSteps(s)
-	importSteps(s)
+	// Before the import: importing the same cluster again takes over its
+	// identity, and the token-registered Cluster goes (the Adopting event).
 	metricsSteps(s)
+	importSteps(s)
 }
 
 func tokenSteps(s *placement) {
@@ -169,6 +171,8 @@ func importSteps(s *placement) {
 func metricsSteps(s *placement) {
 	It("serves Fleet's per-object series, fleet_bundle_state among them", func() {
 		agentBundle := names.AgentBundle(s.joined.Cluster.Name)
+		Expect(s.in.Admin.Get(s.ctx, client.ObjectKeyFromObject(s.joined.Cluster), &fleet.Cluster{})).To(Succeed(),
+			"the token-registered Cluster is there")
 		e2e.WaitFor("fleet_bundle_state and fleet_cluster_state of the joined cluster", func(g Gomega) {
 			body := s.scrape(g)
 			// Nothing runs the agent's pods downstream (no kubelet), so its

@@ -208,10 +208,23 @@ func (f *fixture) clusterNames() []string {
 }
 
 func matrixSteps(f *fixture) {
-	var b *Browser
+	// One browser page and one fleet dashboard for both specs: the second
+	// watches the page the first opened update in place. Made in BeforeAll,
+	// so they are closed after the last of them, not after the first.
+	Context("the matrix", Ordered, func() {
+		var b *Browser
+		var url string
+		BeforeAll(func() {
+			url = f.local(f.in.Upstream.Config)
+			b = f.browser()
+		})
+		matrixSpecs(f, func() (*Browser, string) { return b, url })
+	})
+}
+
+func matrixSpecs(f *fixture, page func() (*Browser, string)) {
 	It("shows every bundle Ready on every cluster in the matrix (fleet dashboard, the admin's kubeconfig)", func() {
-		url := f.local(f.in.Upstream.Config)
-		b = f.browser()
+		b, url := page()
 		Expect(b.Do(30*time.Second, chromedp.Navigate(url))).To(Succeed())
 		Expect(b.Do(30*time.Second, chromedp.Navigate(strings.SplitN(url, "/login", 2)[0]+"/matrix?ws="+f.ws),
 			chromedp.WaitVisible(chromedp.CSS("#matrix")))).To(Succeed())
@@ -232,6 +245,7 @@ func matrixSteps(f *fixture) {
 	})
 
 	It("turns a cell red within seconds of a commit that breaks one bundle on one cluster, and the bundle's page shows the error", func() {
+		b, _ := page()
 		broken := f.clusters[0].Cluster.Name
 		// A mark on the page: it must survive, the page is updated in place.
 		Expect(text(Default, b, `window.fleetMark = 'kept'; 'ok'`)).To(Equal("ok"))

@@ -41,7 +41,11 @@ func healthySteps(f *fixture) {
 		Expect(code).To(Equal(0))
 		r := f.fleetCmd("analyze", "-k", f.kubeconfig)
 		Expect(r.code).To(Equal(0))
-		Expect(r.stdout).To(ContainSubstring("No findings: 2 clusters"))
+		// The two clusters, and the manager's own local cluster.
+		clusters := &fleet.ClusterList{}
+		Expect(f.admin.List(f.ctx, clusters)).To(Succeed())
+		Expect(clusters.Items).To(HaveLen(3))
+		Expect(r.stdout).To(ContainSubstring("No findings: 3 clusters"))
 	})
 }
 
