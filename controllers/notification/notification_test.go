@@ -107,7 +107,7 @@ func TestOneMessagePerTransitionAcrossRestarts(t *testing.T) {
 		g.Expect(events(hook.messages(g, key))).To(Equal("Started@" + commitA[:12] + ",Succeeded@" + commitA[:12]))
 	}, timeout, 100*time.Millisecond).Should(Succeed())
 	stop()
-	stop = startManager(t)
+	startManager(t)
 	g.Consistently(func(g Gomega) {
 		g.Expect(hook.all()).To(HaveLen(2))
 	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
@@ -115,8 +115,9 @@ func TestOneMessagePerTransitionAcrossRestarts(t *testing.T) {
 	// GitHub got pending then success on commit A, and pending for the
 	// other repository.
 	statuses := func(g Gomega) []string {
-		var out []string
-		for _, r := range gh.all() {
+		all := gh.all()
+		out := make([]string, 0, len(all))
+		for _, r := range all {
 			var body map[string]string
 			g.Expect(json.Unmarshal(r.Body, &body)).To(Succeed())
 			g.Expect(r.Headers.Get("Authorization")).To(Equal("Bearer ghp_token"))

@@ -12,7 +12,7 @@ import (
 )
 
 func keys(ds []due) []string {
-	out := []string{}
+	out := make([]string, 0, len(ds))
 	for _, d := range ds {
 		k := d.key
 		if !d.send {

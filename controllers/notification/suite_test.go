@@ -90,6 +90,7 @@ type receiver struct {
 }
 
 func newReceiver(t *testing.T) *receiver {
+	t.Helper()
 	rv := &receiver{}
 	rv.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
@@ -111,8 +112,9 @@ func (rv *receiver) all() []received {
 // messages decodes the generic webhook's messages, checking each one's
 // signature under key.
 func (rv *receiver) messages(g Gomega, key []byte) []notify.Message {
-	var out []notify.Message
-	for _, r := range rv.all() {
+	all := rv.all()
+	out := make([]notify.Message, 0, len(all))
+	for _, r := range all {
 		g.Expect(hmac.Equal([]byte(r.Headers.Get(notify.SignatureHeader)), []byte(notify.Sign(key, r.Body)))).To(BeTrue(), "signature of %s", r.Body)
 		var m notify.Message
 		g.Expect(json.Unmarshal(r.Body, &m)).To(Succeed())
@@ -124,7 +126,7 @@ func (rv *receiver) messages(g Gomega, key []byte) []notify.Message {
 }
 
 func events(ms []notify.Message) string {
-	var s []string
+	s := make([]string, 0, len(ms))
 	for _, m := range ms {
 		s = append(s, m.Event+"@"+notify.ShortRevision(m.Revision))
 	}

@@ -38,6 +38,7 @@ type hit struct {
 // server answers each request with the next of codes (the last one
 // repeated) and keeps what it got.
 func server(t *testing.T, codes ...int) (*httptest.Server, func() []hit) {
+	t.Helper()
 	var mu sync.Mutex
 	var hits []hit
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

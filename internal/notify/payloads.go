@@ -153,10 +153,10 @@ const (
 )
 
 func teams(m *Message) TeamsMessage {
-	facts := []map[string]string{
-		{"title": "Revision", "value": ShortRevision(m.Revision)},
-		{"title": "Clusters ready", "value": fmt.Sprintf("%d/%d", m.Clusters.Ready, m.Clusters.Desired)},
-	}
+	facts := make([]map[string]string, 0, 2+len(m.Errors))
+	facts = append(facts,
+		map[string]string{"title": "Revision", "value": ShortRevision(m.Revision)},
+		map[string]string{"title": "Clusters ready", "value": fmt.Sprintf("%d/%d", m.Clusters.Ready, m.Clusters.Desired)})
 	for _, f := range m.Errors {
 		facts = append(facts, map[string]string{"title": "Error", "value": f.String()})
 	}

@@ -121,7 +121,7 @@ func (c *Client) do(ctx context.Context, r request) error {
 		}
 		return fmt.Errorf("posting to %s: %w", redact(r.url), unwrapURLError(err))
 	}
-	defer resp.Body.Close() //nolint:errcheck // read-only body
+	defer func() { _ = resp.Body.Close() }()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
