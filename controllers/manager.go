@@ -46,6 +46,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/helmop"
 	"github.com/gitfleet/fleet/controllers/localcluster"
 	"github.com/gitfleet/fleet/controllers/manageraddress"
+	"github.com/gitfleet/fleet/controllers/notification"
 	"github.com/gitfleet/fleet/controllers/schedule"
 	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/dashboard"
@@ -187,6 +188,10 @@ type Options struct {
 	// one per interval, and a cap over all objects (internal/metrics;
 	// defaults 5, 5m, 10/s).
 	Events metrics.LimiterOptions
+	// DisableNotifications turns off the Notification controller, which
+	// tells the destinations tenants configure (webhooks, chat, commit
+	// statuses) about their rollouts; on by default.
+	DisableNotifications bool
 	// ShardID is the shard this manager serves (internal/sharding): set,
 	// it handles only the GitRepos, HelmOps, Bundles and BundleDeployments
 	// labelled fleet.cattle.io/shard-ref with it, caches nothing else of
@@ -337,6 +342,7 @@ var reconcilers = []struct {
 	{name: "cluster group controller", setup: setupClusterGroup},
 	{name: "schedule controller", setup: setupSchedule},
 	{name: "content controller", setup: setupContent},
+	{name: "notification controller", setup: setupNotification, sharded: true},
 	{name: "state metrics", setup: setupMetrics},
 	{name: "dashboard", setup: setupDashboard},
 }
@@ -498,6 +504,17 @@ func setupClusterGroup(_ context.Context, d *deps) error {
 
 func setupSchedule(_ context.Context, d *deps) error {
 	return (&schedule.Reconciler{Client: d.mgr.GetClient(), Workers: d.o.Workers, Recorder: d.recorder("fleet-schedule")}).SetupWithManager(d.mgr)
+}
+
+// setupNotification: rollout notifications, through the same outbound
+// policy as every other connection made for a tenant. A sharded manager
+// tells about the rollouts of its own shard's GitRepos and HelmOps (the
+// ones its cache holds).
+func setupNotification(_ context.Context, d *deps) error {
+	if d.o.DisableNotifications {
+		return nil
+	}
+	return (&notification.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), Egress: d.o.Egress}).SetupWithManager(d.mgr)
 }
 
 func setupContent(ctx context.Context, d *deps) error {

@@ -47,6 +47,7 @@ type flags struct {
 	qps                                                 float32
 	burst                                               int
 	localCluster                                        bool
+	notifications                                       bool
 }
 
 // newCommand binds the manager's flags to its options; the Helm chart's
@@ -166,6 +167,8 @@ func (fl *flags) bindClusters(f *pflag.FlagSet) {
 	f.DurationVar(&o.ClusterOfflineAfter, "cluster-offline-after", 0, "show a Cluster Offline when its agent has not checked in for this long (default 45m)")
 	f.StringSliceVar(&o.KubeconfigSecretNamespaces, "kubeconfig-secret-namespaces", nil,
 		"namespaces from which Clusters of other namespaces may take their kubeconfig Secret (spec.kubeConfigSecretNamespace); default none")
+	f.BoolVar(&fl.notifications, "notifications", true,
+		"Run the Notification controller: tell the webhooks, chats and git hosts that tenants' Notifications name about their rollouts (docs/notifications.md)")
 	f.BoolVar(&fl.localCluster, "local-cluster", true,
 		"keep the Cluster local in fleet-local for this cluster, with its agent and the ClusterGroup default selecting it, as Fleet does")
 	f.StringVar(&fl.capiClusterSelector, "capi-cluster-selector", "",
@@ -234,6 +237,7 @@ func (fl *flags) complete() error {
 		return fmt.Errorf("--agent-credential-renew-after: %w", err)
 	}
 	o.DisableLocalCluster = !fl.localCluster
+	o.DisableNotifications = !fl.notifications
 	if fl.webhookSecretFile != "" {
 		secret, err := os.ReadFile(fl.webhookSecretFile)
 		if err != nil {

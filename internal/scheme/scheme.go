@@ -1,5 +1,6 @@
 // Package scheme builds the one runtime.Scheme every fleet client starts
-// from: Kubernetes' built-in kinds and fleet.cattle.io's. The manager adds
+// from: Kubernetes' built-in kinds, fleet.cattle.io's and the project's own
+// notification.gitfleet.io. The manager adds
 // Cluster API's kinds (controllers.Scheme), the agent shares one built once
 // (agent/kinds.Scheme), the CLI and the local development environment use it
 // as it is. A kind registered that a client never reads costs nothing, so
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	notification "github.com/gitfleet/fleet/api/notification/v1alpha1"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
 
@@ -18,7 +20,7 @@ import (
 // registration fails, which only a programming error can cause.
 func New(add ...func(*runtime.Scheme) error) *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, f := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, fleet.AddToScheme}, add...) {
+	for _, f := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, fleet.AddToScheme, notification.AddToScheme}, add...) {
 		if err := f(s); err != nil {
 			panic(err)
 		}
