@@ -213,10 +213,10 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 				}
 				return err
 			})
-		case s.createOnly, target.Unchanged(s.bundle, s.contentName, &t, existing, plan.Deploy[i]):
+		case s.createOnly, target.Unchanged(s.bundle, s.contentName, &t, existing, deployNow(plan.Deploy[i], existing, &t)):
 		default:
 			desired := target.BundleDeployment(s.bundle, s.contentName, &t)
-			if !plan.Deploy[i] {
+			if !deployNow(plan.Deploy[i], existing, &t) {
 				// Stage only: the cluster keeps what it runs.
 				desired.Spec.DeploymentID, desired.Spec.Options = existing.Spec.DeploymentID, *existing.Spec.Options.DeepCopy()
 			}
@@ -237,6 +237,15 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 		}
 	}
 	return r.runParallel(writes)
+}
+
+// deployNow tells whether a BundleDeployment gets the desired options now:
+// when the rollout moves it, or when it already runs the desired
+// deploymentID, which leaves out diff and correctDrift: a change of those
+// alone (a comparePatches added for a drift) is not a rollout step, and
+// holding it back would leave the cluster Modified for good.
+func deployNow(planned bool, existing *fleet.BundleDeployment, t *target.Deployment) bool {
+	return planned || existing.Spec.DeploymentID == t.ID
 }
 
 // planRollout plans which targets are created and moved in this pass.
