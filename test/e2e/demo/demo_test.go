@@ -6,6 +6,9 @@ package demo_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,9 +102,27 @@ func TestDemo(t *testing.T) {
 	g.Expect(agentBundles).To(HaveLen(3))
 	g.Expect(agentBundles).To(ContainElement(fleet.LocalWorkspace + "/" + names.AgentBundle(fleet.LocalClusterName)))
 	g.Expect(env.State.Ready).To(BeTrue())
-	g.Expect(env.State.PIDs).To(HaveLen(19), "3 control planes x 2 processes, the manager, three agents, "+
-		"kube-controller-manager, kube-scheduler and kwok for each cluster")
+	g.Expect(env.State.PIDs).To(HaveLen(20), "3 control planes x 2 processes, the manager, three agents, "+
+		"kube-controller-manager, kube-scheduler and kwok for each cluster, and the dashboard")
 	g.Expect(env.State.Workloads).To(HaveLen(9))
+
+	// The dashboard the demo prints opens, logged in by its URL, and lists
+	// the clusters.
+	g.Expect(env.State.DashboardURL).To(HavePrefix("http://127.0.0.1:"))
+	jar, err := cookiejar.New(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	resp, err := browser.Get(env.State.DashboardURL)
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	resp, err = browser.Get(strings.SplitN(env.State.DashboardURL, "/login", 2)[0] + "/clusters")
+	g.Expect(err).NotTo(HaveOccurred())
+	page, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	g.Expect(string(page)).To(ContainSubstring(fleet.LocalClusterName))
 
 	// The workloads example ran on every cluster, the manager's own (through
 	// the quickstart in fleet-local) among them: Kubernetes' controllers made
