@@ -19,8 +19,8 @@ func TestWindowChangedPassesOnlyWindowMoves(t *testing.T) {
 		c.Status.Display.State = seen
 		return c
 	}
-	update := func(old, new *fleet.Cluster) bool {
-		return windowChanged.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: new})
+	update := func(before, after *fleet.Cluster) bool {
+		return windowChanged.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: after})
 	}
 	g.Expect(update(cluster(false, false, ""), cluster(true, false, ""))).To(BeTrue(), "a Schedule starts holding the cluster")
 	g.Expect(update(cluster(true, false, ""), cluster(true, true, ""))).To(BeTrue(), "the window opens")
