@@ -194,6 +194,9 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 	plan := s.plan
 
 	var writes []func() error
+	// patched receives the BundleDeployments patched, as the API server
+	// returned them, one slot per patch (the writes run in parallel).
+	var patched []*fleet.BundleDeployment
 	wanted := make(map[string]bool, len(s.targets))
 	for i, t := range s.targets {
 		wanted[t.Namespace] = true
@@ -227,7 +230,15 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 			after.Spec, after.Labels = desired.Spec, desired.Labels
 			// sealedResources belong to the downstreamresource controller.
 			after.Spec.SealedResources = existing.Spec.SealedResources
-			writes = append(writes, func() error { return client.IgnoreNotFound(r.Client.Patch(ctx, after, client.MergeFrom(before))) })
+			slot := len(patched)
+			patched = append(patched, nil)
+			writes = append(writes, func() error {
+				if err := r.Client.Patch(ctx, after, client.MergeFrom(before)); err != nil {
+					return client.IgnoreNotFound(err)
+				}
+				patched[slot] = after
+				return nil
+			})
 		}
 	}
 	for ns, bd := range s.existing {
@@ -236,7 +247,17 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 			writes = append(writes, func() error { return client.IgnoreNotFound(r.Client.Delete(ctx, bd)) })
 		}
 	}
-	return r.runParallel(writes)
+	err := r.runParallel(writes)
+	// The status counts the deployments as this pass left them: one just
+	// given a new deploymentID is waiting for its agent, not still ready
+	// with the previous one (the status is stamped with the bundle's new
+	// generation, which readers take as "for this spec").
+	for _, bd := range patched {
+		if bd != nil {
+			s.existing[bd.Namespace] = bd
+		}
+	}
+	return err
 }
 
 // deployNow tells whether a BundleDeployment gets the desired options now:

@@ -200,6 +200,7 @@ func TestManagerChartValues(t *testing.T) {
 		"garbageCollectionInterval": "30m",
 		"webhook":                   map[string]any{"port": 9443, "secretName": "webhook", "secretKey": "token"},
 		"dashboard":                 map[string]any{"enabled": true, "port": 8091},
+		"notifications":             map[string]any{"enabled": false},
 		"apiServerURL":              "https://manager.example.com:6443",
 		"apiServerCA":               "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
 		"bootstrap":                 map[string]any{"enabled": false},
@@ -245,7 +246,7 @@ func TestManagerChartValues(t *testing.T) {
 		"--capi-cluster-selector=fleet.cattle.io/enroll=true", "--capi-namespace-selector=team in (a,b)",
 		"--agent-tls-mode=system-store", "--agent-garbage-collection-interval=30m",
 		"--per-object-metrics", "--per-object-metrics-max-series=500",
-		"--dashboard-bind-address=:8091"))
+		"--dashboard-bind-address=:8091", "--notifications=false"))
 	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example.com:3128"}))
 	portNames := make([]string, 0, len(c.Ports))
 	for _, p := range c.Ports {
