@@ -55,6 +55,12 @@ func Deployment(o Options) *appsv1.Deployment { return agentmanifest.Deployment(
 // ClusterOptions are the agent settings of a Cluster's spec.
 func ClusterOptions(spec *fleet.ClusterSpec) Options { return agentmanifest.ClusterOptions(spec) }
 
+// PullSecrets are the Secrets a Cluster's agent image is pulled with, and
+// whether the install copies them (see agentmanifest.PullSecrets).
+func PullSecrets(spec *fleet.ClusterSpec, defaults []string) ([]string, bool) {
+	return agentmanifest.PullSecrets(spec, defaults)
+}
+
 // DefaultResources returns the agent container's default requests and
 // limits.
 func DefaultResources() corev1.ResourceRequirements { return agentmanifest.DefaultResources() }

@@ -84,6 +84,12 @@ type ClusterSpec struct {
 	// when unset again).
 	// +optional
 	AgentSchedulingCustomization *AgentSchedulingCustomization `json:"agentSchedulingCustomization,omitempty"`
+	// AgentPullSecrets name Secrets of the agent's namespace downstream that
+	// its image is pulled with, instead of the manager's
+	// --agent-image-pull-secrets; they must exist there already: unlike the
+	// manager's, they are not copied (as in Fleet).
+	// +optional
+	AgentPullSecrets *[]corev1.LocalObjectReference `json:"agentPullSecrets,omitempty"`
 }
 
 // AgentSchedulingCustomization is the PriorityClass and PodDisruptionBudget

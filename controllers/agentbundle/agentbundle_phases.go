@@ -43,13 +43,14 @@ func Registered(c *fleet.Cluster) bool {
 }
 
 // Desired renders the agent Bundle of a Cluster with image: its Deployment,
-// pulled with the manager's pullSecrets (copied downstream by the install,
-// never put in a Bundle), and the PriorityClass and PodDisruptionBudget its
+// pulled with the Cluster's spec.agentPullSecrets or else the manager's
+// pullSecrets (copied downstream by the install, never put in a Bundle), and the PriorityClass and PodDisruptionBudget its
 // spec.agentSchedulingCustomization asks for, which the release removes
 // when they are no longer asked for.
 func Desired(c *fleet.Cluster, image string, pullPolicy corev1.PullPolicy, pullSecrets []string) (*fleet.Bundle, error) {
 	o := agentinstall.ClusterOptions(&c.Spec)
-	o.Namespace, o.Image, o.ImagePullPolicy, o.ImagePullSecrets = AgentNamespace(c), image, pullPolicy, pullSecrets
+	o.Namespace, o.Image, o.ImagePullPolicy = AgentNamespace(c), image, pullPolicy
+	o.ImagePullSecrets, _ = agentinstall.PullSecrets(&c.Spec, pullSecrets)
 	scheduling, err := agentinstall.SchedulingObjects(o)
 	if err != nil {
 		return nil, err

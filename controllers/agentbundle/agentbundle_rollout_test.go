@@ -88,4 +88,22 @@ func TestDesired(t *testing.T) {
 	b2, err := Desired(c, "ghcr.io/gitfleet/fleet-agent:v2", "", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(b2.Labels[fleet.AgentBundleHashLabel]).NotTo(Equal(b.Labels[fleet.AgentBundleHashLabel]))
+
+	// The manager's pull secrets, unless the Cluster names its own.
+	pulled := func(b *fleet.Bundle) []corev1.LocalObjectReference {
+		dep := &appsv1.Deployment{}
+		g.Expect(yaml.Unmarshal([]byte(b.Spec.Resources[0].Content[4:]), dep)).To(Succeed())
+		return dep.Spec.Template.Spec.ImagePullSecrets
+	}
+	b3, err := Desired(c, "ghcr.io/gitfleet/fleet-agent:v2", "", []string{"manager-pull"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pulled(b3)).To(Equal([]corev1.LocalObjectReference{{Name: "manager-pull"}}))
+	c.Spec.AgentPullSecrets = &[]corev1.LocalObjectReference{{Name: "edge-pull"}}
+	b4, err := Desired(c, "ghcr.io/gitfleet/fleet-agent:v2", "", []string{"manager-pull"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pulled(b4)).To(Equal([]corev1.LocalObjectReference{{Name: "edge-pull"}}))
+	c.Spec.AgentPullSecrets = &[]corev1.LocalObjectReference{}
+	b5, err := Desired(c, "ghcr.io/gitfleet/fleet-agent:v2", "", []string{"manager-pull"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pulled(b5)).To(BeEmpty(), "an empty list is none, not the manager's")
 }

@@ -314,8 +314,9 @@ func (r *Reconciler) agentOptions(s *scope, image string) agentinstall.Options {
 	if r.AgentGarbageCollectionInterval > 0 {
 		o.Config.GarbageCollectionInterval = r.AgentGarbageCollectionInterval.String()
 	}
-	o.ImagePullSecrets = r.AgentImagePullSecrets
-	if o.Namespace != r.SystemNamespace {
+	var copied bool
+	o.ImagePullSecrets, copied = agentmanifest.PullSecrets(&c.Spec, r.AgentImagePullSecrets)
+	if copied && o.Namespace != r.SystemNamespace {
 		// The Secrets are there already in the manager's own namespace.
 		o.PullSecrets = s.pullSecrets
 	}
@@ -326,7 +327,9 @@ func (r *Reconciler) agentOptions(s *scope, image string) agentinstall.Options {
 // install copies into the agent's namespace.
 func (r *Reconciler) readPullSecrets(ctx context.Context, s *scope) error {
 	s.pullSecrets = nil
-	if r.agentNamespace(s.cluster) == r.SystemNamespace {
+	if r.agentNamespace(s.cluster) == r.SystemNamespace || s.cluster.Spec.AgentPullSecrets != nil {
+		// In the manager's own namespace already; or the Cluster names
+		// Secrets of its own, which are not copied.
 		return nil
 	}
 	for _, name := range r.AgentImagePullSecrets {

@@ -329,6 +329,23 @@ func deployment(o Options, meta metav1.ObjectMeta) *appsv1.Deployment {
 	}
 }
 
+// PullSecrets are the names of the Secrets a Cluster's agent image is
+// pulled with, and whether the install copies them from the manager's
+// namespace: the Cluster's spec.agentPullSecrets when set (they exist
+// downstream, nothing is copied), else the manager's defaults (copied).
+func PullSecrets(spec *fleet.ClusterSpec, defaults []string) (names []string, copied bool) {
+	if spec.AgentPullSecrets == nil {
+		return defaults, true
+	}
+	names = make([]string, 0, len(*spec.AgentPullSecrets))
+	for _, r := range *spec.AgentPullSecrets {
+		if r.Name != "" {
+			names = append(names, r.Name)
+		}
+	}
+	return names, false
+}
+
 // ClusterOptions are the agent settings of a Cluster's spec: where the
 // agent runs and how its Deployment is shaped. The caller adds the image and
 // what else its installation needs.

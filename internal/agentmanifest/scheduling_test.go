@@ -134,3 +134,21 @@ func TestAgentConfigTLSMode(t *testing.T) {
 	g.Expect(cfg.AgentTLSMode).To(Equal(TLSModeSystemStore))
 	g.Expect(cfg.GarbageCollectionInterval).To(Equal("30m"))
 }
+
+// A Cluster's spec.agentPullSecrets replace the manager's, which are the
+// only ones copied downstream (Fleet's rule).
+func TestClusterPullSecretsReplaceTheManagers(t *testing.T) {
+	g := NewWithT(t)
+	spec := &fleet.ClusterSpec{}
+	names, copied := PullSecrets(spec, []string{"manager"})
+	g.Expect(names).To(Equal([]string{"manager"}))
+	g.Expect(copied).To(BeTrue())
+	spec.AgentPullSecrets = &[]corev1.LocalObjectReference{{Name: "own"}, {Name: ""}}
+	names, copied = PullSecrets(spec, []string{"manager"})
+	g.Expect(names).To(Equal([]string{"own"}))
+	g.Expect(copied).To(BeFalse())
+	spec.AgentPullSecrets = &[]corev1.LocalObjectReference{}
+	names, copied = PullSecrets(spec, []string{"manager"})
+	g.Expect(names).To(BeEmpty())
+	g.Expect(copied).To(BeFalse())
+}

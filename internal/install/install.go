@@ -359,7 +359,7 @@ const ConfigureAgentVerb = "configure-agent"
 // AgentSettingsFields are the fields of a Cluster's spec that shape its
 // agent's Deployment.
 var AgentSettingsFields = []string{"agentEnvVars", "agentNamespace", "privateRepoURL", "agentTolerations", "agentAffinity",
-	"agentResources", "hostNetwork", "agentSchedulingCustomization"}
+	"agentResources", "hostNetwork", "agentSchedulingCustomization", "agentPullSecrets"}
 
 // agentSettingDefaults is the value each agent setting has when unset, the
 // same to the agent: an empty list is no list. Objects have none: set or not.

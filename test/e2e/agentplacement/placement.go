@@ -112,6 +112,29 @@ func tokenSteps(s *placement) {
 			g.Expect(s.agentDeployment(g, fleet.DefaultSystemNamespace).Spec.Template.Spec.PriorityClassName).To(BeEmpty())
 		}, waitAgent, 500*time.Millisecond)
 	})
+
+	It("pulls the agent with the Cluster's own spec.agentPullSecrets instead of the manager's, and with the manager's again once unset", func() {
+		setPullSecrets := func(refs *[]corev1.LocalObjectReference) {
+			Eventually(func() error {
+				got := &fleet.Cluster{}
+				if err := s.in.Admin.Get(s.ctx, client.ObjectKeyFromObject(s.joined.Cluster), got); err != nil {
+					return err
+				}
+				got.Spec.AgentPullSecrets = refs
+				return s.in.Admin.Update(s.ctx, got)
+			}).Should(Succeed())
+		}
+		setPullSecrets(&[]corev1.LocalObjectReference{{Name: "edge-registry"}})
+		e2e.WaitFor("the agent Deployment pulled with edge-registry", func(g Gomega) {
+			g.Expect(s.agentDeployment(g, fleet.DefaultSystemNamespace).Spec.Template.Spec.ImagePullSecrets).
+				To(ConsistOf(corev1.LocalObjectReference{Name: "edge-registry"}))
+		}, waitAgent, 500*time.Millisecond)
+		setPullSecrets(nil)
+		e2e.WaitFor("the agent Deployment pulled with the manager's pull secret", func(g Gomega) {
+			g.Expect(s.agentDeployment(g, fleet.DefaultSystemNamespace).Spec.Template.Spec.ImagePullSecrets).
+				To(ConsistOf(corev1.LocalObjectReference{Name: s.in.PullSecret}))
+		}, waitAgent, 500*time.Millisecond)
+	})
 }
 
 func importSteps(s *placement) {

@@ -64,6 +64,10 @@ var _ = Describe("Agent settings", func() {
 				c.Spec.AgentSchedulingCustomization = &fleet.AgentSchedulingCustomization{
 					PriorityClass: &fleet.PriorityClassSpec{Value: 1000000000}}
 			},
+			// Another registry's credential: the agent image from elsewhere.
+			"agentPullSecrets": func(c *fleet.Cluster) {
+				c.Spec.AgentPullSecrets = &[]corev1.LocalObjectReference{{Name: "attacker-registry"}}
+			},
 		}
 		for field, attack := range attacks {
 			By("patching spec." + field)
