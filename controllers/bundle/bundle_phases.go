@@ -243,6 +243,11 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 	}
 	for ns, bd := range s.existing {
 		if !wanted[ns] && !s.createOnly {
+			if r.heldByWindow(bd) {
+				// Removing it uninstalls: a change the window holds, as
+				// Fleet holds it. The window's opening brings it back here.
+				continue
+			}
 			bd := bd.DeepCopy()
 			writes = append(writes, func() error { return client.IgnoreNotFound(r.Client.Delete(ctx, bd)) })
 		}
@@ -258,6 +263,21 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 		}
 	}
 	return err
+}
+
+// heldByWindow tells whether bd's cluster is outside its deployment window
+// (a Schedule holds it and none is open).
+func (r *Reconciler) heldByWindow(bd *fleet.BundleDeployment) bool {
+	if r.clusters == nil {
+		return false
+	}
+	key := bd.Labels[fleet.ClusterNamespaceLabel] + "/" + bd.Labels[fleet.ClusterLabel]
+	obj, ok, err := r.clusters.GetByKey(key)
+	if err != nil || !ok {
+		return false
+	}
+	c, isCluster := obj.(*fleet.Cluster)
+	return isCluster && c.DeletionTimestamp.IsZero() && target.OffSchedule(c)
 }
 
 // deployNow tells whether a BundleDeployment gets the desired options now:
