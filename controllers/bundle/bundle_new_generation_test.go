@@ -6,7 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -25,13 +24,7 @@ func TestNewGenerationNeverShowsPreviousReady(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	clusterNS := newCluster(ctx, g, ns.Name, "one")
 
-	b := &fleet.Bundle{
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns.Name},
-		Spec: fleet.BundleSpec{
-			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n"}},
-			Targets:   []fleet.BundleTarget{{Name: "test", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "test"}}}},
-		},
-	}
+	b := appBundle(ns.Name)
 	g.Expect(env.Create(ctx, b)).To(Succeed())
 
 	// The agent's part: the deployment applied and ready.

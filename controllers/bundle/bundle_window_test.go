@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -36,13 +35,7 @@ func TestWindowHoldsTheRemovalOfAnUntargetedDeployment(t *testing.T) {
 	}
 	setWindow(true, false)
 
-	b := &fleet.Bundle{
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns.Name},
-		Spec: fleet.BundleSpec{
-			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n"}},
-			Targets:   []fleet.BundleTarget{{Name: "test", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "test"}}}},
-		},
-	}
+	b := appBundle(ns.Name)
 	g.Expect(env.Create(ctx, b)).To(Succeed())
 	key := client.ObjectKey{Namespace: clusterNS, Name: "app"}
 	g.Eventually(func(g Gomega) {

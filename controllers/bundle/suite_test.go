@@ -47,6 +47,18 @@ func newCluster(ctx context.Context, g Gomega, ns, name string) string {
 	return clusterNS
 }
 
+// appBundle is a Bundle "app" in ns with one ConfigMap, targeting the
+// clusters newCluster makes (env=test).
+func appBundle(ns string) *fleet.Bundle {
+	return &fleet.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: fleet.BundleSpec{
+			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n"}},
+			Targets:   []fleet.BundleTarget{{Name: "test", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "test"}}}},
+		},
+	}
+}
+
 func TestBundleTargetsClustersAndCleansUp(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -54,13 +66,7 @@ func TestBundleTargetsClustersAndCleansUp(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	targeted := []string{newCluster(ctx, g, ns.Name, "one"), newCluster(ctx, g, ns.Name, "two")}
 
-	b := &fleet.Bundle{
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns.Name},
-		Spec: fleet.BundleSpec{
-			Resources: []fleet.BundleResource{{Name: "cm.yaml", Content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n"}},
-			Targets:   []fleet.BundleTarget{{Name: "test", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "test"}}}},
-		},
-	}
+	b := appBundle(ns.Name)
 	g.Expect(env.Create(ctx, b)).To(Succeed())
 
 	for _, clusterNS := range targeted {

@@ -2,6 +2,7 @@ package notification
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -100,7 +101,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // generation), labels (the selectors), creation and deletion.
 var sourceChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return revisionOf(e.ObjectOld) != revisionOf(e.ObjectNew) || !equalLabels(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+		return revisionOf(e.ObjectOld) != revisionOf(e.ObjectNew) || !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
 	},
 }
 
@@ -112,18 +113,6 @@ func revisionOf(o client.Object) string {
 		return s.Status.Version
 	}
 	return ""
-}
-
-func equalLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // forSource maps a GitRepo or HelmOp to the Notifications of its namespace
