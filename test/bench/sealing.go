@@ -102,9 +102,14 @@ func (f *fleetRun) Sealing(ctx context.Context) error {
 	r.Bundles = 2
 	sealedBytes, bdBytes := 0, 0
 	for _, bd := range bds {
-		b, _ := json.Marshal(bd.Spec.SealedResources)
+		b, err := json.Marshal(bd.Spec.SealedResources)
+		if err != nil {
+			return err
+		}
 		sealedBytes += len(b)
-		b, _ = json.Marshal(bd)
+		if b, err = json.Marshal(bd); err != nil {
+			return err
+		}
 		bdBytes += len(b)
 	}
 	r.SealedBytesPerBD = float64(sealedBytes) / float64(len(bds))
