@@ -236,6 +236,9 @@ type scope struct {
 	deployed bool
 	// deployErr is the error of this reconcile's deploy.
 	deployErr error
+	// copiesChanged tells that this reconcile updated a copy of the
+	// downstreamResources: the release is deployed again.
+	copiesChanged bool
 	// monitored is the state of the deployed objects; monitorErr why it is
 	// unknown.
 	monitored  *monitor.Result

@@ -82,9 +82,13 @@ func (r *Reconciler) openAndApply(ctx context.Context, s *scope) error {
 	}
 	keep := make([]types.NamespacedName, 0, len(p.Resources))
 	for _, res := range p.Resources {
-		if err := r.applyCopy(ctx, s.bd.Name, ns, res); err != nil {
+		updated, err := r.applyCopy(ctx, s.bd.Name, ns, res)
+		if err != nil {
 			return err
 		}
+		// As in Fleet, a copy that changed deploys the release again: a
+		// chart reading it through valuesFrom renders its new values.
+		s.copiesChanged = s.copiesChanged || updated
 		keep = append(keep, types.NamespacedName{Namespace: ns, Name: res.Kind + "/" + res.Name})
 	}
 	if v, ok := r.copies.Load(s.bd.Name); !ok || v.(string) != sealed.Data {
@@ -128,13 +132,17 @@ func (r *Reconciler) copyLabels(bdName string) map[string]string {
 	return map[string]string{fleet.DownstreamResourceOwnerLabel: bdName, fleet.DownstreamResourceNamespaceLabel: r.ClusterNamespace}
 }
 
-// applyCopy creates or updates one copy; one it did not make is refused.
-func (r *Reconciler) applyCopy(ctx context.Context, bdName, ns string, res sealing.Resource) error {
+// applyCopy creates or updates one copy, and tells whether it updated one
+// that existed; one it did not make is refused. Besides the labels it
+// selects its copies by, a copy carries Fleet's
+// fleet.BundleDeploymentOwnershipLabel, as Fleet's agent writes it.
+func (r *Reconciler) applyCopy(ctx context.Context, bdName, ns string, res sealing.Resource) (bool, error) {
 	labels := maps.Clone(res.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	maps.Copy(labels, r.copyLabels(bdName))
+	labels[fleet.BundleDeploymentOwnershipLabel] = bdName
 	meta := metav1.ObjectMeta{Namespace: ns, Name: res.Name, Labels: labels, Annotations: res.Annotations}
 	var obj, existing client.Object
 	switch res.Kind {
@@ -145,31 +153,31 @@ func (r *Reconciler) applyCopy(ctx context.Context, bdName, ns string, res seali
 		obj = &corev1.ConfigMap{ObjectMeta: meta, Data: res.StringData, BinaryData: res.Data}
 		existing = &corev1.ConfigMap{}
 	default:
-		return outcome.Stallf(fleet.ReasonSealedResourcesUnreadable, "downstreamResources: kind %q is neither Secret nor ConfigMap", res.Kind)
+		return false, outcome.Stallf(fleet.ReasonSealedResourcesUnreadable, "downstreamResources: kind %q is neither Secret nor ConfigMap", res.Kind)
 	}
 	err := r.Local.Get(ctx, client.ObjectKeyFromObject(obj), existing)
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := r.Local.Create(ctx, obj); err != nil {
-			return fmt.Errorf("creating %s %s/%s from downstreamResources: %w", res.Kind, ns, res.Name, err)
+			return false, fmt.Errorf("creating %s %s/%s from downstreamResources: %w", res.Kind, ns, res.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Created a downstream resource", "kind", res.Kind, "object", klog.KRef(ns, res.Name))
-		return nil
+		return false, nil
 	case err != nil:
-		return err
+		return false, err
 	}
 	if owner := existing.GetLabels()[fleet.DownstreamResourceOwnerLabel]; owner != bdName {
-		return outcome.Stallf(fleet.ReasonNotOwned, "downstreamResources: %s %s/%s exists and was not made for this bundle; delete it or rename the source", res.Kind, ns, res.Name)
+		return false, outcome.Stallf(fleet.ReasonNotOwned, "downstreamResources: %s %s/%s exists and was not made for this bundle; delete it or rename the source", res.Kind, ns, res.Name)
 	}
 	if sameCopy(existing, obj) {
-		return nil
+		return false, nil
 	}
 	obj.SetResourceVersion(existing.GetResourceVersion())
 	if err := r.Local.Update(ctx, obj); err != nil {
-		return fmt.Errorf("updating %s %s/%s from downstreamResources: %w", res.Kind, ns, res.Name, err)
+		return false, fmt.Errorf("updating %s %s/%s from downstreamResources: %w", res.Kind, ns, res.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Updated a downstream resource", "kind", res.Kind, "object", klog.KRef(ns, res.Name))
-	return nil
+	return true, nil
 }
 
 func sameCopy(have, want client.Object) bool {

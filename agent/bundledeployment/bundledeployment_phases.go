@@ -231,7 +231,7 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 	if bd.Spec.Paused || bd.Spec.OffSchedule || len(s.waiting) > 0 || bd.Spec.DeploymentID == "" {
 		return nil
 	}
-	if release.UpToDate(s.state.deployed, bd.Spec.DeploymentID) && release.UpToDate(s.state.last, bd.Spec.DeploymentID) {
+	if !s.copiesChanged && release.UpToDate(s.state.deployed, bd.Spec.DeploymentID) && release.UpToDate(s.state.last, bd.Spec.DeploymentID) {
 		return nil
 	}
 	if err := r.heldBack(bd, time.Now()); err != nil {

@@ -3,6 +3,7 @@ package deployer
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +24,9 @@ const DefaultValuesKey = "values.yaml"
 // cluster wins over the repository's. An entry naming both a ConfigMap and a
 // Secret reads both, the Secret merged last so that it wins, as in Fleet.
 // valuesFrom objects are read from the agent's own cluster; a source without
-// a namespace is read from the release namespace.
+// a namespace is read from the release namespace, and so is one that
+// downstreamResources copies there (Fleet's rule: its namespace is the
+// source's upstream, where the copy is not).
 func Values(ctx context.Context, local client.Reader, opts fleet.BundleDeploymentOptions, releaseNamespace string) (map[string]interface{}, error) {
 	merged := map[string]interface{}{}
 	h := opts.Helm
@@ -45,7 +48,7 @@ func Values(ctx context.Context, local client.Reader, opts fleet.BundleDeploymen
 			sources = append(sources, fleet.ValuesFrom{SecretKeyRef: from.SecretKeyRef})
 		}
 		for _, src := range sources {
-			data, err := readValuesFrom(ctx, local, src, releaseNamespace)
+			data, err := readValuesFrom(ctx, local, src, releaseNamespace, opts.DownstreamResources)
 			if err != nil {
 				return nil, fmt.Errorf("helm.valuesFrom[%d]: %w", i, err)
 			}
@@ -59,24 +62,31 @@ func Values(ctx context.Context, local client.Reader, opts fleet.BundleDeploymen
 	return merged, nil
 }
 
+// ValuesFromNamespace is the namespace a valuesFrom source of kind and name
+// is read from downstream: the release namespace when the source names none
+// or when downstreamResources copies an object of that kind and name there
+// (whatever namespace it names: the Rancher UI fills in the source's own),
+// else the namespace it names.
+func ValuesFromNamespace(kind, name, namespace, releaseNamespace string, copied []fleet.DownstreamResource) string {
+	if namespace == "" || slices.Contains(copied, fleet.DownstreamResource{Kind: kind, Name: name}) {
+		return releaseNamespace
+	}
+	return namespace
+}
+
 // readValuesFrom reads the one source from names: its ConfigMap, else its
 // Secret.
-func readValuesFrom(ctx context.Context, local client.Reader, from fleet.ValuesFrom, releaseNamespace string) ([]byte, error) {
+func readValuesFrom(ctx context.Context, local client.Reader, from fleet.ValuesFrom, releaseNamespace string, copied []fleet.DownstreamResource) ([]byte, error) {
 	key := func(k string) string {
 		if k == "" {
 			return DefaultValuesKey
 		}
 		return k
 	}
-	ns := func(n string) string {
-		if n == "" {
-			return releaseNamespace
-		}
-		return n
-	}
 	switch {
 	case from.ConfigMapKeyRef != nil:
 		r := from.ConfigMapKeyRef
+		ns := func(n string) string { return ValuesFromNamespace("ConfigMap", r.Name, n, releaseNamespace, copied) }
 		cm := &corev1.ConfigMap{}
 		if err := local.Get(ctx, client.ObjectKey{Namespace: ns(r.Namespace), Name: r.Name}, cm); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -95,6 +105,7 @@ func readValuesFrom(ctx context.Context, local client.Reader, from fleet.ValuesF
 			ns(r.Namespace), r.Name, key(r.Key))
 	case from.SecretKeyRef != nil:
 		r := from.SecretKeyRef
+		ns := func(n string) string { return ValuesFromNamespace("Secret", r.Name, n, releaseNamespace, copied) }
 		s := &corev1.Secret{}
 		if err := local.Get(ctx, client.ObjectKey{Namespace: ns(r.Namespace), Name: r.Name}, s); err != nil {
 			if apierrors.IsNotFound(err) {

@@ -134,6 +134,10 @@ const (
 	// from; DownstreamResourceNamespaceLabel its cluster namespace.
 	DownstreamResourceOwnerLabel     = "fleet.cattle.io/downstream-resource-of"
 	DownstreamResourceNamespaceLabel = "fleet.cattle.io/downstream-resource-namespace"
+	// BundleDeploymentOwnershipLabel is Fleet's label naming the
+	// BundleDeployment a copy of a downstream resource was made for; the
+	// agent sets it too, for tools written against Fleet.
+	BundleDeploymentOwnershipLabel = "fleet.cattle.io/bundledeployment"
 )
 
 // Defaults applied by the controllers rather than by the CRDs.

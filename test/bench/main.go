@@ -9,6 +9,8 @@
 //     (agents.go);
 //   - scaling: registration and ready at two sizes, each on a fresh
 //     control plane (scaling.go);
+//   - sealing: downstreamResources sealed per cluster with N simulated
+//     agents (sealing.go);
 //   - agent: one real fleet-agent process (its memory, idle CPU and
 //     requests, bandwidth, reconnect and start; agent.go).
 //
@@ -125,6 +127,12 @@ type Result struct {
 	// the smallest size over that at the largest: the rate ratio to expect
 	// were its CPU the only limit, whatever the machine's load.
 	CPUScaleRatio float64 `json:"cpu_scale_ratio,omitempty"`
+	// Sealing: the bytes spec.sealedResources adds to a BundleDeployment,
+	// and after a change of one source the BundleDeployments written again
+	// that name it (Resealed) and that do not (ResealedOther).
+	SealedBytesPerBD float64 `json:"sealed_bytes_per_bd,omitempty"`
+	Resealed         int     `json:"resealed,omitempty"`
+	ResealedOther    int     `json:"resealed_other,omitempty"`
 }
 
 // setMetricsCPU records the state-metrics handlers' time s.
@@ -138,7 +146,7 @@ func (r *Result) setMetricsCPU(s float64) {
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling (all = every one but scaling, which starts its own control planes)")
+	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,sealing,agent,scaling (all = every one but scaling, which starts its own control planes)")
 	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
 	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")
 	flag.BoolVar(&profileEnabled, "apiserver-profile", true, "read the API server's CPU profile during registration and fan-out")
@@ -263,8 +271,8 @@ func run(n, b int, which string, sizes []int) error {
 		want[strings.TrimSpace(e)] = true
 	}
 	for e := range want {
-		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling", ","), e) {
-			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling", which, e)
+		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,sealing,agent,scaling", ","), e) {
+			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,sealing,agent,scaling", which, e)
 		}
 	}
 	// Interrupted, it still stops the control plane and the manager.
@@ -296,7 +304,7 @@ func run(n, b int, which string, sizes []int) error {
 func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, error) {
 	all := want["all"]
 	fmt.Fprintf(os.Stderr, "Starting a control plane for N=%d clusters, B=%d bundles\n", n, b)
-	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"]
+	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["sealing"]
 	cp, audit, err := startControlPlane("bench", auditEnabled && agentMode)
 	if err != nil {
 		return nil, err
@@ -373,6 +381,10 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		}
 		if all || want["heartbeat"] {
 			steps = append(steps, f.Heartbeat)
+		}
+		// Last: its Secrets and bundles stay.
+		if all || want["sealing"] {
+			steps = append(steps, f.Sealing)
 		}
 		for _, step := range steps {
 			if err := step(ctx); err != nil {

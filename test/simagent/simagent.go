@@ -7,6 +7,7 @@ package simagent
 
 import (
 	"context"
+	"crypto/ecdh"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	"github.com/gitfleet/fleet/agent/upstream"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/sealing"
 )
 
 // Agent is one simulated cluster's agent.
@@ -186,6 +188,20 @@ func ReadyStatus(bd *fleet.BundleDeployment) {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	st.Display = fleet.BundleDeploymentDisplay{Deployed: "True", Monitored: "True", State: string(fleet.Ready)}
+}
+
+// PublishSealingKey makes the agent a sealing key pair, as the real agent
+// does at its first start (agent/sealkey), and checks in to publish its
+// public key on the Lease; it returns the private key, which opens what the
+// manager seals to it. It must not run while Beat does.
+func (a *Agent) PublishSealingKey(ctx context.Context) (*ecdh.PrivateKey, error) {
+	key, err := sealing.NewKey()
+	if err != nil {
+		return nil, err
+	}
+	public := sealing.EncodePublicKey(key.PublicKey())
+	a.hb.SealingKey = func() string { return public }
+	return key, a.Beat(ctx)
 }
 
 // Beat checks in once, as the real agent's heartbeat does: it renews its

@@ -30,6 +30,13 @@ import (
 // downstreamNamespace is where the downstreamResources spec deploys.
 const downstreamNamespace = "secrets"
 
+// copySet names the copies of one spec's sources downstream: a Secret
+// holding "password" and a ConfigMap holding "greeting", in ns.
+type copySet struct{ ns, secret, configMap string }
+
+// bundleCopies are the copies of the Bundle spec.
+var bundleCopies = copySet{ns: downstreamNamespace, secret: "db", configMap: "settings"}
+
 // appWithEnvFrom is a Deployment whose container reads the copied Secret
 // and ConfigMap as its environment.
 func appWithEnvFrom() string {
@@ -63,8 +70,8 @@ func downstreamResources(f *fixture) {
 	})
 	for _, c := range f.clusters {
 		c.waitState("secrets", fleet.Ready, 90*time.Second)
-		c.waitCopies(value, "hello")
-		runningApp(c)
+		c.waitCopies(bundleCopies, value, "hello")
+		runningApp(c, downstreamNamespace, "app")
 	}
 
 	// A change of the source reaches both clusters.
@@ -78,61 +85,62 @@ func downstreamResources(f *fixture) {
 		return f.admin.Update(f.ctx, s)
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	for _, c := range f.clusters {
-		c.waitCopies(value2, "hello")
+		c.waitCopies(bundleCopies, value2, "hello")
 	}
 
-	f.valueNowhere(value2)
-	f.otherAgentCannotOpen(f.clusters[0], f.clusters[1])
+	f.valueNowhere(value2, client.ObjectKeyFromObject(src), "secrets")
+	f.otherAgentCannotOpen(f.clusters[0], f.clusters[1], "secrets", 2)
 
 	// Un-targeting c1 removes its copies; c0 keeps them.
 	f.updateBundle("secrets", func(b *fleet.Bundle) { b.Spec.Targets = targetName(f.clusters[0].name) })
-	f.clusters[1].waitNoCopies()
-	f.clusters[0].waitCopies(value2, "hello")
+	f.clusters[1].waitNoCopies(bundleCopies)
+	f.clusters[0].waitCopies(bundleCopies, value2, "hello")
 
 	// With keepResources, un-targeting c0 leaves its copies in place.
 	f.updateBundle("secrets", func(b *fleet.Bundle) { b.Spec.KeepResources = true })
 	f.clusters[0].waitState("secrets", fleet.Ready, 60*time.Second)
 	f.updateBundle("secrets", func(b *fleet.Bundle) { b.Spec.Targets = targetName("nobody") })
 	Eventually(func() *fleet.BundleDeployment { return f.clusters[0].bd("secrets") }, 60*time.Second, 250*time.Millisecond).Should(BeNil())
-	Consistently(func(g Gomega) { f.clusters[0].copiesAre(g, value2, "hello") }, 10*time.Second, time.Second).Should(Succeed())
+	Consistently(func(g Gomega) { f.clusters[0].copiesAre(g, bundleCopies, value2, "hello") }, 10*time.Second, time.Second).Should(Succeed())
 }
 
 // runningApp waits for the app reading the copies to run.
-func runningApp(c *cluster) {
+func runningApp(c *cluster, ns, app string) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) { runningOnSimulatedNodes(g, c.pods(downstreamNamespace, "app"), 1) }, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+	Eventually(func(g Gomega) { runningOnSimulatedNodes(g, c.pods(ns, app), 1) }, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 }
 
 // copiesAre checks the copies of the source Secret and ConfigMap downstream.
-func (c *cluster) copiesAre(g Gomega, password, greeting string) {
+func (c *cluster) copiesAre(g Gomega, set copySet, password, greeting string) {
 	s := &corev1.Secret{}
-	g.Expect(c.Local.Get(c.ctx, types.NamespacedName{Namespace: downstreamNamespace, Name: "db"}, s)).To(Succeed())
-	g.Expect(string(s.Data["password"])).To(Equal(password), "Secret %s/db on %s", downstreamNamespace, c.name)
+	g.Expect(c.Local.Get(c.ctx, types.NamespacedName{Namespace: set.ns, Name: set.secret}, s)).To(Succeed())
+	g.Expect(string(s.Data["password"])).To(Equal(password), "Secret %s/%s on %s", set.ns, set.secret, c.name)
 	m := &corev1.ConfigMap{}
-	g.Expect(c.Local.Get(c.ctx, types.NamespacedName{Namespace: downstreamNamespace, Name: "settings"}, m)).To(Succeed())
-	g.Expect(m.Data).To(HaveKeyWithValue("greeting", greeting), "ConfigMap %s/settings on %s", downstreamNamespace, c.name)
+	g.Expect(c.Local.Get(c.ctx, types.NamespacedName{Namespace: set.ns, Name: set.configMap}, m)).To(Succeed())
+	g.Expect(m.Data).To(HaveKeyWithValue("greeting", greeting), "ConfigMap %s/%s on %s", set.ns, set.configMap, c.name)
 }
 
-func (c *cluster) waitCopies(password, greeting string) {
+func (c *cluster) waitCopies(set copySet, password, greeting string) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) { c.copiesAre(g, password, greeting) }, 60*time.Second, 250*time.Millisecond).Should(Succeed(),
+	Eventually(func(g Gomega) { c.copiesAre(g, set, password, greeting) }, 60*time.Second, 250*time.Millisecond).Should(Succeed(),
 		"copies on %s; agent log:\n%s", c.name, c.Agent.Tail(4000))
 }
 
-func (c *cluster) waitNoCopies() {
+func (c *cluster) waitNoCopies(set copySet) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
-		err := c.Local.Get(c.ctx, types.NamespacedName{Namespace: downstreamNamespace, Name: "db"}, &corev1.Secret{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Secret %s/db on %s: %v", downstreamNamespace, c.name, err)
-		err = c.Local.Get(c.ctx, types.NamespacedName{Namespace: downstreamNamespace, Name: "settings"}, &corev1.ConfigMap{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ConfigMap %s/settings on %s: %v", downstreamNamespace, c.name, err)
+		err := c.Local.Get(c.ctx, types.NamespacedName{Namespace: set.ns, Name: set.secret}, &corev1.Secret{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Secret %s/%s on %s: %v", set.ns, set.secret, c.name, err)
+		err = c.Local.Get(c.ctx, types.NamespacedName{Namespace: set.ns, Name: set.configMap}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ConfigMap %s/%s on %s: %v", set.ns, set.configMap, c.name, err)
 	}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 }
 
 // valueNowhere lists, as the manager's admin, every object of every
-// listable resource of the manager's API server and finds the value, plain
-// or base64, in none but the source Secret itself.
-func (f *fixture) valueNowhere(value string) {
+// listable resource of the manager's API server, in every namespace, and
+// finds the value, plain or base64, in none but the source Secret itself;
+// the BundleDeployments of bundle carry the seal.
+func (f *fixture) valueNowhere(value string, source types.NamespacedName, bundle string) {
 	GinkgoHelper()
 	cfg := f.clusters[0].Upstream.Config
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -153,7 +161,7 @@ func (f *fixture) valueNowhere(value string) {
 			objs, err := dyn.Resource(gv.WithResource(r.Name)).List(f.ctx, metav1.ListOptions{})
 			Expect(err).NotTo(HaveOccurred(), "listing %s", r.Name)
 			for _, o := range objs.Items {
-				if gv.Group == "" && r.Name == "secrets" && o.GetNamespace() == ws && o.GetName() == "db" {
+				if gv.Group == "" && r.Name == "secrets" && o.GetNamespace() == source.Namespace && o.GetName() == source.Name {
 					continue // the source
 				}
 				seen++
@@ -168,23 +176,24 @@ func (f *fixture) valueNowhere(value string) {
 	Expect(seen).To(BeNumerically(">", 10), "objects read")
 	// The BundleDeployments do carry the seal.
 	for _, c := range f.clusters {
-		bd := c.bd("secrets")
+		bd := c.bd(bundle)
+		Expect(bd).NotTo(BeNil(), "BundleDeployment %s of %s", bundle, c.name)
 		Expect(bd.Spec.SealedResources).NotTo(BeNil())
 		Expect(bd.Spec.SealedResources.Data).NotTo(BeEmpty())
 	}
 }
 
 // otherAgentCannotOpen: b's agent, with its own credential, is refused a's
-// BundleDeployment; handed a's seal anyway, its keys do not open it, while
-// a's own keys do.
-func (f *fixture) otherAgentCannotOpen(a, b *cluster) {
+// BundleDeployment of bundle; handed a's seal anyway, its keys do not open
+// it, while a's own keys do, and find the n sources sealed.
+func (f *fixture) otherAgentCannotOpen(a, b *cluster, bundle string, n int) {
 	GinkgoHelper()
 	bClient, err := client.New(b.Cred.RESTConfig(), client.Options{Scheme: kinds.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
-	err = bClient.Get(f.ctx, types.NamespacedName{Namespace: a.Cred.ClusterNamespace, Name: "secrets"}, &fleet.BundleDeployment{})
+	err = bClient.Get(f.ctx, types.NamespacedName{Namespace: a.Cred.ClusterNamespace, Name: bundle}, &fleet.BundleDeployment{})
 	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s's agent reading %s's BundleDeployment: %v", b.name, a.name, err)
 
-	bd := a.bd("secrets")
+	bd := a.bd(bundle)
 	_, err = sealing.Open(b.sealingKeys(), bd.Namespace, bd.Name, bd.Spec.SealedResources.Data)
 	Expect(err).To(HaveOccurred(), "%s's keys open %s's seal", b.name, a.name)
 	// Nor does b's own BundleDeployment name move a's seal over.
@@ -192,7 +201,7 @@ func (f *fixture) otherAgentCannotOpen(a, b *cluster) {
 	Expect(err).To(HaveOccurred())
 	p, err := sealing.Open(a.sealingKeys(), bd.Namespace, bd.Name, bd.Spec.SealedResources.Data)
 	Expect(err).NotTo(HaveOccurred(), "%s's own keys open its seal", a.name)
-	Expect(p.Resources).To(HaveLen(2))
+	Expect(p.Resources).To(HaveLen(n))
 }
 
 // sealingKeys are the private keys the cluster's agent keeps downstream.

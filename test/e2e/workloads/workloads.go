@@ -94,6 +94,8 @@ func WorkloadsSpec(ctx context.Context, inputGetter func() SpecInput) {
 	It("fails a release whose Job fails when waitForJobs is set, and deploys it once the Job completes", func() { failingJob(f) })
 	It("does not take a Pod deleted and replaced by its ReplicaSet for drift", func() { deletedPod(f) })
 	It("copies downstreamResources sealed to each cluster's agent, follows their source, and removes them when un-targeted", func() { downstreamResources(f) })
+	It("deploys a HelmOp's chart reading its downstreamResources, follows their source, and removes or keeps them when un-targeted", func() { downstreamHelmOp(f) })
+	It("deploys a GitRepo's chart whose fleet.yaml names downstreamResources, follows their source, and removes or keeps them when un-targeted", func() { downstreamGitRepo(f) })
 }
 
 // deployment is a Deployment's manifest; spec holds extra lines of its
