@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 )
@@ -80,4 +81,36 @@ func TestAgentBundlesInClustersNotMatrix(t *testing.T) {
 	g.Expect(v[key{"ws", "c-0000"}].Text()).To(Equal("v2"))
 	g.Expect(v[key{"ws", "c-0001"}].Text()).To(Equal("v2 (rolling out)"))
 	g.Expect(v).NotTo(HaveKey(key{"ws", "c-0002"}))
+}
+
+func TestBuildCAPIRows(t *testing.T) {
+	g := NewWithT(t)
+	now := metav1.Now()
+	capis := []clusterv1.Cluster{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "up", UID: "u1"},
+			Status: clusterv1.ClusterStatus{Phase: "Provisioned", Conditions: []metav1.Condition{
+				{Type: capiConditionFleetAgentReady, Status: metav1.ConditionTrue, Reason: fleet.ReasonRegistered, Message: "the fleet agent checks in"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "gone", UID: "u2", Annotations: map[string]string{capiUnenrolledAnnotation: "2026-01-02T03:04:05Z"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "bad", UID: "u3"},
+			Status: clusterv1.ClusterStatus{Conditions: []metav1.Condition{
+				{Type: capiConditionFleetAgentReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonFailed, Message: "Failed: no route to host"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "dying", UID: "u4", DeletionTimestamp: &now, Finalizers: []string{"x"}}},
+	}
+	fleets := []fleet.Cluster{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "up", Annotations: map[string]string{capiClusterUIDAnnotation: "u1", capiClusterNameAnnotation: "up"}}},
+		// Registered by token under the same name: not the one "bad" became.
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "bad"}},
+	}
+	rows := BuildCAPIRows(capis, fleets)
+	g.Expect(rows).To(HaveLen(4))
+	by := map[string]CAPIRow{}
+	for _, r := range rows {
+		by[r.Name] = r
+	}
+	g.Expect(by["up"]).To(And(HaveField("Enrolled", true), HaveField("Class", "ok"), HaveField("Why", ""),
+		HaveField("FleetName", "up"), HaveField("Condition", "True Registered")))
+	g.Expect(by["gone"].Why).To(ContainSubstring("un-enrolled"))
+	g.Expect(by["gone"].Class).To(Equal("none"))
+	g.Expect(by["bad"]).To(And(HaveField("Class", "err"), HaveField("FleetName", ""), HaveField("Why", "Failed: Failed: no route to host")))
+	g.Expect(by["dying"].Why).To(ContainSubstring("being deleted"))
 }

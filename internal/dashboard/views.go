@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -438,4 +439,19 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Namespace+"/"+rows[i].Name < rows[j].Namespace+"/"+rows[j].Name })
 	s.render(w, r, http.StatusOK, "tokens", page{Title: "Registration tokens", Section: "tokens", Live: true,
 		Hidden: snap.Hidden, Data: rows})
+}
+
+func (s *Server) capiView(w http.ResponseWriter, r *http.Request) {
+	snap := s.read(w, r)
+	if snap == nil {
+		return
+	}
+	p, err := s.capiPage(r.Context(), userFrom(r.Context()), snap)
+	if err != nil {
+		ctrl.LoggerFrom(r.Context()).Error(err, "Reading the dashboard's Cluster API clusters")
+		s.fail(w, r, http.StatusServiceUnavailable, "Cluster API's clusters could not be read now; try again")
+		return
+	}
+	s.render(w, r, http.StatusOK, "capi", page{Title: "Cluster API clusters", Section: "capi", Live: true,
+		Hidden: snap.Hidden, Data: p})
 }
