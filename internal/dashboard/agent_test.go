@@ -72,7 +72,7 @@ func TestAgentBundlesInClustersNotMatrix(t *testing.T) {
 		s.Deployments = append(s.Deployments, d)
 	}
 	m := BuildMatrix(s, Filter{Workspace: "ws", Page: 1}, labels.Everything())
-	var cols []string
+	cols := make([]string, 0, len(m.Bundles))
 	for _, b := range m.Bundles {
 		cols = append(cols, b.Name)
 	}
@@ -93,7 +93,7 @@ func TestBuildCAPIRows(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "gone", UID: "u2", Annotations: map[string]string{capiUnenrolledAnnotation: "2026-01-02T03:04:05Z"}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "bad", UID: "u3"},
 			Status: clusterv1.ClusterStatus{Conditions: []metav1.Condition{
-				{Type: capiConditionFleetAgentReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonFailed, Message: "Failed: no route to host"}}}},
+				{Type: capiConditionFleetAgentReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonFailed, Message: "Applied: no route to host"}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "dying", UID: "u4", DeletionTimestamp: &now, Finalizers: []string{"x"}}},
 	}
 	fleets := []fleet.Cluster{
@@ -111,6 +111,6 @@ func TestBuildCAPIRows(t *testing.T) {
 		HaveField("FleetName", "up"), HaveField("Condition", "True Registered")))
 	g.Expect(by["gone"].Why).To(ContainSubstring("un-enrolled"))
 	g.Expect(by["gone"].Class).To(Equal("none"))
-	g.Expect(by["bad"]).To(And(HaveField("Class", "err"), HaveField("FleetName", ""), HaveField("Why", "Failed: Failed: no route to host")))
+	g.Expect(by["bad"]).To(And(HaveField("Class", "err"), HaveField("FleetName", ""), HaveField("Why", "Failed: Applied: no route to host")))
 	g.Expect(by["dying"].Why).To(ContainSubstring("being deleted"))
 }

@@ -68,7 +68,7 @@ type DashboardFigures struct {
 }
 
 func (d DashboardFigures) text() string {
-	var parts []string
+	parts := make([]string, 0, len(d.First))
 	for _, p := range d.First {
 		parts = append(parts, fmt.Sprintf("%s %.0f ms %s", p.Path, 1000*p.Seconds, kb(p.Bytes)))
 	}
