@@ -425,8 +425,13 @@ func setupDashboard(_ context.Context, d *deps) error {
 	if err != nil {
 		return err
 	}
+	// Cluster API's Clusters are shown once the API server serves them.
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(d.mgr.GetConfig(), d.mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
 	s, err := dashboard.New(dashboard.Options{Cache: d.mgr.GetCache(), Authenticator: &dashboard.TokenReviewer{Client: cs},
-		Authorizer: &dashboard.AccessReviewer{Client: cs}})
+		Authorizer: &dashboard.AccessReviewer{Client: cs}, Discovery: dc})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +35,8 @@ type Authenticator interface {
 }
 
 // Authorizer says whether a user may list a kind (its resource name, e.g.
-// "bundles") in a namespace.
+// "bundles" for fleet's kinds, or "resource.group" for another group's, as
+// ResCAPIClusters) in a namespace.
 type Authorizer interface {
 	CanList(ctx context.Context, u *User, resource, namespace string) (bool, error)
 }
@@ -176,11 +178,12 @@ func (a *AccessReviewer) CanList(ctx context.Context, u *User, resource, namespa
 	if ok, hit := a.cache.get(k, now); hit {
 		return ok, nil
 	}
+	group, res := groupOf(resource)
 	sar, err := a.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{
 		Spec: authzv1.SubjectAccessReviewSpec{
 			User: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra,
 			ResourceAttributes: &authzv1.ResourceAttributes{
-				Verb: "list", Group: fleet.GroupVersion.Group, Resource: resource, Namespace: namespace,
+				Verb: "list", Group: group, Resource: res, Namespace: namespace,
 			},
 		},
 	}, metav1.CreateOptions{})
@@ -189,4 +192,13 @@ func (a *AccessReviewer) CanList(ctx context.Context, u *User, resource, namespa
 	}
 	a.cache.put(k, sar.Status.Allowed, now)
 	return sar.Status.Allowed, nil
+}
+
+// groupOf splits a resource name of Authorizer into its API group and
+// resource: fleet's group unless it says "resource.group".
+func groupOf(resource string) (string, string) {
+	if r, g, ok := strings.Cut(resource, "."); ok {
+		return g, r
+	}
+	return fleet.GroupVersion.Group, resource
 }

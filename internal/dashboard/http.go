@@ -43,6 +43,7 @@ func (s *Server) routes() {
 	m.Handle("GET /clusters", s.authed(s.clusters))
 	m.Handle("GET /clusters/{ns}/{name}", s.authed(s.cluster))
 	m.Handle("GET /tokens", s.authed(s.tokens))
+	m.Handle("GET /capi", s.authed(s.capiView))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s.fail(w, r, http.StatusMethodNotAllowed, "The dashboard is read-only: "+r.Method+" is not served")

@@ -12,8 +12,10 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -146,19 +148,75 @@ func clusterNamespaces(ctx context.Context, c client.Client, plan Plan, workspac
 
 // CacheOptions are the options of a cache that watches what plan allows.
 func (p Plan) CacheOptions() cache.Options {
-	o := cache.Options{Scheme: scheme.New(), DefaultTransform: cache.TransformStripManagedFields(),
+	o := cache.Options{Scheme: scheme.New(clusterv1.AddToScheme), DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{}}
 	for r, nss := range p {
 		if nss == nil {
 			continue
 		}
-		m := map[string]cache.Config{}
-		for _, ns := range nss {
-			m[ns] = cache.Config{}
-		}
-		o.ByObject[objectFor(r)] = cache.ByObject{Namespaces: m}
+		o.ByObject[objectFor(r)] = cache.ByObject{Namespaces: namespaceConfigs(nss)}
 	}
 	return o
+}
+
+func namespaceConfigs(nss []string) map[string]cache.Config {
+	m := map[string]cache.Config{}
+	for _, ns := range nss {
+		m[ns] = cache.Config{}
+	}
+	return m
+}
+
+// planCAPI says where the caller may watch Cluster API's Clusters: nil
+// namespaces for everywhere, else the workspaces where they may; or, in
+// note, why they are not shown (not served, not allowed).
+func planCAPI(ctx context.Context, cfg *rest.Config, dc discovery.DiscoveryInterface, workspaces []string) ([]string, string, error) {
+	served, err := capiServed(dc)
+	if err != nil {
+		return nil, "", fmt.Errorf("asking whether Cluster API is installed: %w", err)
+	}
+	if !served {
+		// Installed later, it is shown after a restart of fleet dashboard.
+		return nil, notServed + " (Restart fleet dashboard once it is.)", nil
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	group, resource := groupOf(ResCAPIClusters)
+	can := func(ns string) (bool, error) {
+		for _, verb := range []string{"watch", "list"} {
+			r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{
+				Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
+					Verb: verb, Group: group, Resource: resource, Namespace: ns}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return false, fmt.Errorf("asking whether you may %s %s in %q: %w", verb, ResCAPIClusters, ns, err)
+			}
+			if !r.Status.Allowed {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	if ok, err := can(""); err != nil || ok {
+		return nil, "", err
+	}
+	var keep []string
+	for _, ns := range workspaces {
+		ok, err := can(ns)
+		if err != nil {
+			return nil, "", err
+		}
+		if ok {
+			keep = append(keep, ns)
+		}
+	}
+	if len(keep) == 0 {
+		return nil, "You may not list Cluster API clusters (clusters.cluster.x-k8s.io)" + inWorkspaces(workspaces) +
+			": ask for read access to them, or name a workspace where you may with --workspace.", nil
+	}
+	return keep, "", nil
 }
 
 // Resources are the kinds the plan may read, in the order of Resources.
@@ -182,7 +240,23 @@ func StartLocal(ctx context.Context, o LocalOptions) (*Local, error) {
 	if len(plan) == 0 {
 		return nil, fmt.Errorf("your kubeconfig may not list any of fleet's kinds%s: ask for read access, or name a workspace you may read with --workspace", inWorkspaces(o.Workspaces))
 	}
-	c, err := cache.New(o.Config, plan.CacheOptions())
+	dc, err := discovery.NewDiscoveryClientForConfig(o.Config)
+	if err != nil {
+		return nil, err
+	}
+	capiNamespaces, capiNote, err := planCAPI(ctx, o.Config, dc, o.Workspaces)
+	if err != nil {
+		return nil, err
+	}
+	cacheOptions := plan.CacheOptions()
+	var capiDiscovery discovery.DiscoveryInterface
+	if capiNote == "" {
+		capiDiscovery = dc
+		if capiNamespaces != nil {
+			cacheOptions.ByObject[objectFor(ResCAPIClusters)] = cache.ByObject{Namespaces: namespaceConfigs(capiNamespaces)}
+		}
+	}
+	c, err := cache.New(o.Config, cacheOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +278,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*Local, error) {
 		hosts = append(hosts, l.Addr().String())
 	}
 	s, err := New(Options{Cache: c, Resources: plan.Resources(), Authenticator: Secret(secret), Authorizer: AllowAll{},
-		TokenInURL: true, Hosts: hosts})
+		TokenInURL: true, Hosts: hosts, Discovery: capiDiscovery, CAPINote: capiNote})
 	if err != nil {
 		_ = l.Close()
 		return nil, err

@@ -178,13 +178,16 @@ type MatrixRow struct {
 
 // BuildMatrix computes the page f asks for: clusters (rows) kept by the
 // workspace, label, state and search, bundles (columns) of the workspace
-// kept by the search when it names one, else every one.
+// kept by the search when it names one, else every one but the agent
+// Bundles.
 func BuildMatrix(s *Snapshot, f Filter, sel labels.Selector) Matrix {
 	cells := s.cells()
 	var bundles []key
 	for i := range s.Bundles {
 		b := &s.Bundles[i]
-		if f.Workspace != "" && b.Namespace != f.Workspace {
+		// Agent Bundles (one per cluster) are the clusters view's agent
+		// version: as columns they would make the matrix as wide as the fleet.
+		if (f.Workspace != "" && b.Namespace != f.Workspace) || isAgentBundle(b) {
 			continue
 		}
 		bundles = append(bundles, key{b.Namespace, b.Name})

@@ -14,7 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +66,15 @@ type Options struct {
 	// Debounce is the least time between two change notifications (default
 	// 300ms).
 	Debounce time.Duration
+	// Discovery, when set, tells whether the API server serves Cluster
+	// API's Clusters: the server watches them (through Cache, whose scheme
+	// must know them) once it does, looking every CAPICheckInterval
+	// (default CAPICheckInterval) until then.
+	Discovery         discovery.DiscoveryInterface
+	CAPICheckInterval time.Duration
+	// CAPINote, without Discovery, says why Cluster API's Clusters are not
+	// shown (for example: the user may not list them).
+	CAPINote string
 }
 
 // Server serves the dashboard.
@@ -72,6 +83,7 @@ type Server struct {
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 	hub   *hub
+	capi  capiWatch
 }
 
 // New makes a server; call Start (or add it to a manager) to follow
@@ -86,7 +98,13 @@ func New(o Options) (*Server, error) {
 	if o.Debounce == 0 {
 		o.Debounce = 300 * time.Millisecond
 	}
+	if o.CAPICheckInterval == 0 {
+		o.CAPICheckInterval = CAPICheckInterval
+	}
 	s := &Server{o: o, pages: map[string]*template.Template{}, hub: newHub()}
+	if o.Discovery == nil {
+		s.capi.set(false, o.CAPINote)
+	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -123,6 +141,8 @@ func objectFor(resource string) client.Object {
 		return &fleet.ClusterGroup{}
 	case ResTokens:
 		return &fleet.ClusterRegistrationToken{}
+	case ResCAPIClusters:
+		return &clusterv1.Cluster{}
 	}
 	return nil
 }
@@ -143,6 +163,9 @@ func (s *Server) Start(ctx context.Context) error {
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return fmt.Errorf("dashboard: watching %s: %w", r, err)
 		}
+	}
+	if s.o.Discovery != nil {
+		go s.watchCAPI(ctx, h)
 	}
 	s.hub.run(ctx, s.o.Debounce)
 	return nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -238,9 +239,11 @@ func deploymentRow(bd *fleet.BundleDeployment) DeploymentRow {
 type ClusterRow struct {
 	Namespace, Name, State, LastSeen, AgentNamespace string
 	Offline                                          bool
-	Labels                                           []string
-	Groups                                           []string
-	Failing                                          []string
+	// Agent is the version of the cluster's agent.
+	Agent   AgentVersion
+	Labels  []string
+	Groups  []string
+	Failing []string
 	// MoreFailing counts the failing bundles beyond Failing.
 	MoreFailing int
 }
@@ -271,10 +274,10 @@ func labelList(l map[string]string) []string {
 	return out
 }
 
-func clusterRow(snap *Snapshot, c *fleet.Cluster, failing map[key][]string, now time.Time) ClusterRow {
-	row := ClusterRow{Namespace: c.Namespace, Name: c.Name, State: c.Status.Display.State,
+func clusterRow(snap *Snapshot, c *fleet.Cluster, failing map[key][]string, agents map[key]AgentVersion, now time.Time) ClusterRow {
+	row := ClusterRow{Namespace: c.Namespace, Name: c.Name, State: c.Status.Display.State, Agent: agents[key{c.Namespace, c.Name}],
 		LastSeen: ago(now, c.Status.Agent.LastSeen), AgentNamespace: c.Status.Agent.Namespace,
-		Offline: c.Status.Display.State == fleet.ClusterStateOffline, Labels: labelList(c.Labels),
+		Offline: offline(c), Labels: labelList(c.Labels),
 		Groups: groupsOf(snap, c)}
 	if row.State == "" {
 		row.State, _ = readyState(c.Status.Conditions)
@@ -286,6 +289,13 @@ func clusterRow(snap *Snapshot, c *fleet.Cluster, failing map[key][]string, now 
 	}
 	row.Failing = f
 	return row
+}
+
+// offline tells whether the manager marked the cluster Offline (its agent
+// stopped checking in), in its display state or its Ready condition.
+func offline(c *fleet.Cluster) bool {
+	ready := meta.FindStatusCondition(c.Status.Conditions, fleet.ConditionReady)
+	return c.Status.Display.State == fleet.ClusterStateOffline || (ready != nil && ready.Reason == fleet.ClusterStateOffline)
 }
 
 // failingByCluster names the bundles not Ready on each cluster.
@@ -331,6 +341,7 @@ func (s *Server) clusters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	failing := failingByCluster(snap)
+	agents := agentVersions(snap, snap.cells())
 	inState := clustersInState(snap, f.State)
 	now := time.Now()
 	var rows []ClusterRow
@@ -341,7 +352,7 @@ func (s *Server) clusters(w http.ResponseWriter, r *http.Request) {
 			(f.State != "" && !inState[key{c.Namespace, c.Name}]) {
 			continue
 		}
-		rows = append(rows, clusterRow(snap, c, failing, now))
+		rows = append(rows, clusterRow(snap, c, failing, agents, now))
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		return rows[i].Namespace+"/"+rows[i].Name < rows[j].Namespace+"/"+rows[j].Name
@@ -393,7 +404,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 			ClusterRow
 			Conditions  []metav1.Condition
 			Deployments []DeploymentRow
-		}{clusterRow(snap, c, failingByCluster(snap), time.Now()), c.Status.Conditions, deps}})
+		}{clusterRow(snap, c, failingByCluster(snap), agentVersions(snap, snap.cells()), time.Now()), c.Status.Conditions, deps}})
 }
 
 // TokenRow is a registration token.
@@ -428,4 +439,19 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) {
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Namespace+"/"+rows[i].Name < rows[j].Namespace+"/"+rows[j].Name })
 	s.render(w, r, http.StatusOK, "tokens", page{Title: "Registration tokens", Section: "tokens", Live: true,
 		Hidden: snap.Hidden, Data: rows})
+}
+
+func (s *Server) capiView(w http.ResponseWriter, r *http.Request) {
+	snap := s.read(w, r)
+	if snap == nil {
+		return
+	}
+	p, err := s.capiPage(r.Context(), userFrom(r.Context()), snap)
+	if err != nil {
+		ctrl.LoggerFrom(r.Context()).Error(err, "Reading the dashboard's Cluster API clusters")
+		s.fail(w, r, http.StatusServiceUnavailable, "Cluster API's clusters could not be read now; try again")
+		return
+	}
+	s.render(w, r, http.StatusOK, "capi", page{Title: "Cluster API clusters", Section: "capi", Live: true,
+		Hidden: snap.Hidden, Data: p})
 }

@@ -12,7 +12,10 @@
 //   - sealing: downstreamResources sealed per cluster with N simulated
 //     agents (sealing.go);
 //   - agent: one real fleet-agent process (its memory, idle CPU and
-//     requests, bandwidth, reconnect and start; agent.go).
+//     requests, bandwidth, reconnect and start; agent.go);
+//   - dashboard: `fleet dashboard` over the N x B Ready deployments: its
+//     first pages' time and bytes, its memory, its CPU per status update
+//     while a page follows it (dashboard.go).
 //
 // Beside each experiment's figures: the API server's requests (its
 // counters), its CPU profile by kind of work (apiprofile.go), who wrote
@@ -123,6 +126,8 @@ type Result struct {
 	ReadyRates map[string]float64 `json:"ready_rates,omitempty"`
 	CRCeilings map[string]float64 `json:"cr_ceilings,omitempty"`
 	ScaleRatio float64            `json:"scale_ratio,omitempty"`
+	// Dashboard holds the dashboard experiment's figures.
+	Dashboard *DashboardFigures `json:"dashboard,omitempty"`
 	// CPUScaleRatio is the API server's CPU per Ready BundleDeployment at
 	// the smallest size over that at the largest: the rate ratio to expect
 	// were its CPU the only limit, whatever the machine's load.
@@ -146,7 +151,7 @@ func (r *Result) setMetricsCPU(s float64) {
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,sealing,agent,scaling (all = every one but scaling, which starts its own control planes)")
+	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,agent,scaling (all = every one but scaling, which starts its own control planes)")
 	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
 	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")
 	flag.BoolVar(&profileEnabled, "apiserver-profile", true, "read the API server's CPU profile during registration and fan-out")
@@ -160,6 +165,9 @@ func main() {
 	flag.BoolVar(&agentOpts.HeapProfile, "agent-heap-profile", false,
 		"agent experiment: sample the agent's heap to tell what holds it (its function tables then take more pages: not the agent as it ships)")
 	flag.DurationVar(&agentOpts.Cut, "agent-cut", 30*time.Second, "agent experiment: how long the link to the manager is cut")
+	flag.IntVar(&dashboardOpts.Updates, "dashboard-updates", 200, "dashboard experiment: BundleDeployment status updates driven while a page follows the dashboard (at most -clusters)")
+	flag.Float64Var(&dashboardOpts.Rate, "dashboard-rate", 10, "dashboard experiment: status updates per second")
+	flag.DurationVar(&dashboardOpts.Idle, "dashboard-idle", 10*time.Second, "dashboard experiment: window measuring the dashboard's idle CPU")
 	selfProfile := flag.String("self-profile", "", "write this process's CPU profile (the simulated agents and the bench's clients) to this file")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -271,9 +279,13 @@ func run(n, b int, which string, sizes []int) error {
 		want[strings.TrimSpace(e)] = true
 	}
 	for e := range want {
-		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,sealing,agent,scaling", ","), e) {
-			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,sealing,agent,scaling", which, e)
+		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,agent,scaling", ","), e) {
+			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,agent,scaling", which, e)
 		}
+	}
+	if (want["all"] || want["dashboard"]) && (dashboardOpts.Updates < 1 || dashboardOpts.Updates > n || dashboardOpts.Rate <= 0 || dashboardOpts.Idle <= 0) {
+		return fmt.Errorf("-dashboard-updates %d, -dashboard-rate %g, -dashboard-idle %s: want 1 to -clusters (%d) updates, a positive rate and window",
+			dashboardOpts.Updates, dashboardOpts.Rate, dashboardOpts.Idle, n)
 	}
 	// Interrupted, it still stops the control plane and the manager.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -304,7 +316,7 @@ func run(n, b int, which string, sizes []int) error {
 func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, error) {
 	all := want["all"]
 	fmt.Fprintf(os.Stderr, "Starting a control plane for N=%d clusters, B=%d bundles\n", n, b)
-	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["sealing"]
+	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["dashboard"] || want["sealing"]
 	cp, audit, err := startControlPlane("bench", auditEnabled && agentMode)
 	if err != nil {
 		return nil, err
@@ -373,7 +385,7 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		}
 		defer f.mgr.Stop()
 		steps := []func(context.Context) error{f.Register}
-		if all || want["fanout"] || want["ready"] || want["retarget"] || want["heartbeat"] {
+		if all || want["fanout"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["dashboard"] {
 			steps = append(steps, func(ctx context.Context) error { return f.FanoutReady(ctx, ceiling, crCeiling) })
 		}
 		if all || want["retarget"] {
@@ -381,6 +393,9 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		}
 		if all || want["heartbeat"] {
 			steps = append(steps, f.Heartbeat)
+		}
+		if all || want["dashboard"] {
+			steps = append(steps, f.Dashboard)
 		}
 		// Last: its Secrets and bundles stay.
 		if all || want["sealing"] {
@@ -422,6 +437,9 @@ func printTable(results []Result) error {
 	for _, r := range results {
 		if len(r.Shares) > 0 {
 			fmt.Printf("API server CPU by stack, %s N=%d (%.1f s profiled; shares overlap): %s\n", r.Experiment, r.Clusters, r.ProfileCPUS, sharesText(r.Shares))
+		}
+		if r.Dashboard != nil {
+			fmt.Printf("Dashboard, N=%d B=%d: %s\n", r.Clusters, r.Bundles, r.Note)
 		}
 		if r.AuditWrites != "" {
 			fmt.Printf("Writes by writer, namespace kind, verb and resource, %s N=%d: %s\n", r.Experiment, r.Clusters, r.AuditWrites)

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -310,6 +311,19 @@ func accessSteps(f *fixture) {
 		}, time.Minute, 500*time.Millisecond)
 	})
 
+	It("lists each cluster with its agent version and Offline, and says on the Cluster API page that Cluster API is not installed", func() {
+		code, body := page(f.in.ManagerURL+"/clusters?ws="+f.ws, f.viewerToken)
+		Expect(code).To(Equal(http.StatusOK))
+		for _, name := range f.clusterNames() {
+			Expect(body).To(ContainSubstring(`data-name="` + f.ws + `/` + name + `"`))
+		}
+		Expect(strings.Count(body, `<td class="agent"`)).To(Equal(len(f.clusters)), "an agent version cell per cluster")
+		Expect(strings.Count(body, `<td class="offline">no</td>`)).To(Equal(len(f.clusters)), "no cluster Offline")
+		code, body = page(f.in.ManagerURL+"/capi", f.viewerToken)
+		Expect(code).To(Equal(http.StatusOK), "a note, not an error page")
+		Expect(body).To(ContainSubstring("Cluster API is not installed on this cluster"))
+	})
+
 	It("shows a user whose rights cover one workspace only that workspace, served by the manager", func() {
 		b := f.browser()
 		Expect(b.Do(30*time.Second, chromedp.Navigate(f.in.ManagerURL+"/"),
@@ -348,6 +362,20 @@ func (f *fixture) expectOnlyWorkspace(b *Browser, base string) {
 	}
 	Expect(b.Do(20*time.Second, chromedp.Navigate(base+"/matrix?ws="+hiddenWS), chromedp.WaitVisible(chromedp.CSS("#error-message")))).To(Succeed())
 	Expect(text(Default, b, `document.getElementById('error-message').textContent`)).To(ContainSubstring("no workspace"))
+}
+
+// page GETs url with a bearer token and returns the status code and body.
+func page(url, token string) (int, string) {
+	GinkgoHelper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return resp.StatusCode, string(b)
 }
 
 // status GETs url with a bearer token and returns the status code.
