@@ -6,14 +6,18 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/capi"
 	"github.com/gitfleet/fleet/internal/diagnose"
 	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/test/framework/e2e"
@@ -296,6 +300,33 @@ func oneSpecPerCheckSteps(f *fixture) {
 		fd := f.expectFinding(nil, diagnose.CheckNotImported, "Cluster "+ws+"/day2-noimport", "kubeconfig Secret")
 		Expect(fd.Message).To(ContainSubstring(fleet.ReasonSecretNotFound))
 		Expect(fd.Message).To(ContainSubstring("day2-noimport-kubeconfig"))
+	})
+
+	It("cluster-not-imported: a Cluster API cluster enrolled whose kubeconfig Secret does not parse", func() {
+		// The suite's manager cluster serves Cluster API's Cluster kind, and
+		// the manager runs its Cluster API enrollment: a Cluster API
+		// Cluster, its control plane initialized and its kubeconfig Secret
+		// written as Cluster API does, is enrolled as a fleet Cluster, whose
+		// import then fails.
+		name := "day2-capi"
+		c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name},
+			Spec: clusterv1.ClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 6443}}}
+		f.create(c)
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"initialization":{"controlPlaneInitialized":true}}}`))
+		Expect(f.admin.Status().Patch(f.ctx, c, patch)).To(Succeed())
+		f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: capi.KubeconfigSecretName(name),
+			Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+			Type: clusterv1.ClusterSecretType, Data: map[string][]byte{fleet.KubeConfigSecretValueKey: []byte("not: [a kubeconfig")}})
+		fc := &fleet.Cluster{}
+		e2e.WaitFor("the enrolled fleet Cluster's import to fail", func(g Gomega) {
+			g.Expect(f.admin.Get(f.ctx, types.NamespacedName{Namespace: ws, Name: name}, fc)).To(Succeed())
+			g.Expect(fc.Spec.KubeConfigSecret).To(Equal(capi.KubeconfigSecretName(name)))
+			g.Expect(meta.IsStatusConditionFalse(fc.Status.Conditions, fleet.ConditionImported)).To(BeTrue(), "conditions: %v", fc.Status.Conditions)
+		}, 60*time.Second, 250*time.Millisecond)
+		fd := f.expectFinding(nil, diagnose.CheckNotImported, "Cluster "+ws+"/"+name, "Cluster API's bootstrap")
+		Expect(fd.Severity).To(Equal(diagnose.Critical))
+		Expect(fd.Message).To(ContainSubstring(fleet.ReasonKubeconfigInvalid))
+		Expect(fd.Message).To(ContainSubstring(capi.KubeconfigSecretName(name)))
 	})
 
 	It("gitrepo-fetch-failed: a GitRepo following a branch that does not exist", func() {
