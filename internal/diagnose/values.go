@@ -145,8 +145,13 @@ func renderedMismatch(bd *fleet.BundleDeployment, b *fleet.Bundle, c *fleet.Clus
 	diffs := optionsDiff(&bd.Spec.StagedOptions, d.Options)
 	msg := fmt.Sprintf("for cluster %s the manager would now render other options than the BundleDeployment holds (targets %s): %s",
 		clusterOf(bd), strings.Join(d.Targets, ", "), strings.Join(diffs, "; "))
-	if bd.Status.AppliedDeploymentID == bd.Spec.StagedDeploymentID {
+	switch applied := bd.Status.AppliedDeploymentID; applied {
+	case bd.Spec.StagedDeploymentID:
 		msg += "; the cluster runs the held ones"
+	case "":
+		msg += "; its agent has applied none yet"
+	default:
+		msg += "; its agent reports " + applied + " applied"
 	}
 	action := "the manager renders a bundle again when it, the Cluster's labels or its ClusterGroups change: is the manager running"
 	if shard := b.Labels[fleet.ShardRefLabel]; shard != "" {

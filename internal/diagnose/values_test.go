@@ -44,6 +44,12 @@ func TestValuesRenderDifferently(t *testing.T) {
 		}, Warning, "BundleDeployment cluster-a/app", []string{
 			`for cluster fleet-default/a the manager would now render other options than the BundleDeployment holds (targets prod)`,
 			`helm.values.tier: held "bronze", now "gold"`, "the cluster runs the held ones"}},
+		{"not rendered yet, and not applied by the agent yet", func(s *Snapshot) {
+			prodCustomization(&s.Bundles[1])
+			render(s)
+			s.BundleDeployments[2].Status.AppliedDeploymentID = ""
+			s.Clusters[0].Labels = map[string]string{"env": "prod"}
+		}, Warning, "BundleDeployment cluster-a/app", []string{`helm.values.tier: held "bronze", now "gold"; its agent has applied none yet`}},
 		{"a ClusterGroup joined whose customization applies", func(s *Snapshot) {
 			b := &s.Bundles[0]
 			b.Spec.Targets = append([]fleet.BundleTarget{{Name: "eu", ClusterGroup: "eu",
