@@ -139,7 +139,8 @@ func newAnalyze() *cobra.Command {
 		Long: `Checks the fleet's state (from the manager's cluster, with the kubeconfig's rights, or from a
 "fleet dump" archive with --dump) for: agents Offline, silent or never checked in; agents on another
 version; deployments that failed, wait to be applied, or drifted (Modified); rollouts held by a
-partition, and which clusters hold them; dependsOn cycles and waits; registration tokens about to
+partition, and which clusters hold them; dependsOn cycles and waits; options a BundleDeployment
+holds that differ from what the manager would render for its cluster now; registration tokens about to
 expire; clusters whose agent could not be installed (imported, Cluster API); GitRepos whose fetch
 failed or that are behind. Each finding says what to do. The exit code is 1 when a finding is a
 warning or critical, 0 when the fleet is healthy (info findings only). Checks over kinds the caller

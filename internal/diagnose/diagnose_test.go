@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/target"
 )
 
 var now = time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
@@ -41,8 +43,15 @@ func bd(bundle, cluster string) fleet.BundleDeployment {
 	}
 }
 
+// bundle targets every cluster of fleet-default with Helm value tier:
+// bronze; its generation is observed.
 func bundle(name string, deps ...string) fleet.Bundle {
-	b := fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: name}}
+	b := fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: name, Generation: 1},
+		Spec: fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Values: &fleet.GenericMap{Data: map[string]interface{}{"tier": "bronze"}}}},
+			Targets:                 []fleet.BundleTarget{{Name: "all", ClusterSelector: &metav1.LabelSelector{}}},
+		},
+		Status: fleet.BundleStatus{ObservedGeneration: 1}}
 	for _, d := range deps {
 		b.Spec.DependsOn = append(b.Spec.DependsOn, fleet.BundleRef{Name: d})
 	}
@@ -55,7 +64,7 @@ func healthy() *Snapshot {
 		Status: fleet.GitRepoStatus{Commit: "abc", LastPollingTriggered: at(10 * time.Second),
 			Conditions: []metav1.Condition{{Type: fleet.ConditionGitPolling, Status: metav1.ConditionTrue, Reason: fleet.ReasonPolled}}}}
 	exp := metav1.NewTime(now.Add(72 * time.Hour))
-	return &Snapshot{
+	s := &Snapshot{
 		Taken:             now,
 		Clusters:          []fleet.Cluster{cluster("a"), cluster("b")},
 		Leases:            []coordinationv1.Lease{lease("a", 10*time.Second), lease("b", 20*time.Second)},
@@ -64,6 +73,39 @@ func healthy() *Snapshot {
 		GitRepos:          []fleet.GitRepo{g},
 		Tokens: []fleet.ClusterRegistrationToken{{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "t"},
 			Status: fleet.ClusterRegistrationTokenStatus{Expires: &exp}}},
+	}
+	render(s)
+	return s
+}
+
+// render gives each BundleDeployment of s the options and deploymentID the
+// manager writes for its cluster, applied by its agent.
+func render(s *Snapshot) {
+	for i := range s.BundleDeployments {
+		bd := &s.BundleDeployments[i]
+		var b *fleet.Bundle
+		for j := range s.Bundles {
+			if s.Bundles[j].Name == bd.Labels[fleet.BundleNameLabel] {
+				b = &s.Bundles[j]
+			}
+		}
+		var c *fleet.Cluster
+		for j := range s.Clusters {
+			if s.Clusters[j].Name == bd.Labels[fleet.ClusterLabel] {
+				c = &s.Clusters[j]
+			}
+		}
+		cb, err := target.Compile(b)
+		if err != nil {
+			panic(err)
+		}
+		d, ok, err := target.NewTargeter(cb, "c").Target(c, nil)
+		if err != nil || !ok {
+			panic(fmt.Sprintf("bundle %s does not target cluster %s: %v", b.Name, c.Name, err))
+		}
+		bd.Spec.DeploymentID, bd.Spec.StagedDeploymentID = d.ID, d.ID
+		bd.Spec.Options, bd.Spec.StagedOptions = *d.Options.DeepCopy(), *d.Options.DeepCopy()
+		bd.Status.AppliedDeploymentID = d.ID
 	}
 }
 

@@ -107,6 +107,7 @@ var Checks = []Check{
 	{Name: CheckNotImported, Needs: []string{KindCluster}, Run: notImported},
 	{Name: CheckGitRepoFetch, Needs: []string{KindGitRepo}, Run: gitRepoFetch},
 	{Name: CheckGitRepoBehind, Needs: []string{KindGitRepo}, Run: gitRepoBehind},
+	{Name: CheckValuesDiffer, Needs: []string{KindBundle, KindBundleDeployment, KindCluster, KindClusterGroup}, Run: valuesDiffer},
 }
 
 // Analyze runs every check and returns the findings, most urgent first, and
@@ -181,4 +182,5 @@ const (
 	CheckNotImported      = "cluster-not-imported"
 	CheckGitRepoFetch     = "gitrepo-fetch-failed"
 	CheckGitRepoBehind    = "gitrepo-behind"
+	CheckValuesDiffer     = "values-render-differently"
 )

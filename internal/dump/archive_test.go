@@ -13,6 +13,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/diagnose"
+	"github.com/gitfleet/fleet/internal/target"
 )
 
 func sample() *Archive {
@@ -107,4 +108,63 @@ func TestBadArchives(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
 		})
 	}
+}
+
+// TestValuesFindingReadsBackFromTheArchive: the values check re-renders
+// a deployment's options from the Bundle, Cluster and ClusterGroups the
+// archive holds (their resources left out), so a dump finds what the live
+// fleet found.
+func TestValuesFindingReadsBackFromTheArchive(t *testing.T) {
+	g := NewWithT(t)
+	values := func(tier string, n int) *fleet.GenericMap {
+		return &fleet.GenericMap{Data: map[string]interface{}{"tier": tier, "replicas": n, "nested": map[string]interface{}{"ratio": 0.5}}}
+	}
+	b := fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "app", Generation: 3},
+		Spec: fleet.BundleSpec{
+			BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Values: values("bronze", 2)}},
+			Resources:               []fleet.BundleResource{{Name: "cm.yaml", Content: "kind: ConfigMap\n"}},
+			Targets: []fleet.BundleTarget{
+				{Name: "eu", ClusterGroup: "eu", BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Values: values("gold", 3)}}},
+				{Name: "all", ClusterSelector: &metav1.LabelSelector{}},
+			}},
+		Status: fleet.BundleStatus{ObservedGeneration: 3}}
+	taken := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
+	c := fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "a", CreationTimestamp: metav1.NewTime(taken.Add(-time.Hour))},
+		Status: fleet.ClusterStatus{Display: fleet.ClusterDisplay{State: "Ready"}, Agent: fleet.AgentStatus{LastSeen: metav1.NewTime(taken.Add(-time.Minute))}}}
+	cb, err := target.Compile(&b)
+	g.Expect(err).NotTo(HaveOccurred())
+	d, ok, err := target.NewTargeter(cb, "s-content").Target(&c, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ok).To(BeTrue())
+	bd := fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "cluster-a", Name: "app", Labels: map[string]string{
+		fleet.BundleNameLabel: "app", fleet.BundleNamespaceLabel: "fleet-default", fleet.ClusterLabel: "a", fleet.ClusterNamespaceLabel: "fleet-default"}},
+		Spec:   fleet.BundleDeploymentSpec{DeploymentID: d.ID, StagedDeploymentID: d.ID, Options: *d.Options, StagedOptions: *d.Options},
+		Status: fleet.BundleDeploymentStatus{AppliedDeploymentID: d.ID, Ready: true, NonModified: true}}
+	// The cluster joins group eu after the manager rendered it.
+	c.Labels = map[string]string{"region": "eu"}
+	group := fleet.ClusterGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "eu"},
+		Spec: fleet.ClusterGroupSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}}}
+	s := diagnose.Snapshot{Taken: taken, Clusters: []fleet.Cluster{c}, ClusterGroups: []fleet.ClusterGroup{group},
+		Bundles: []fleet.Bundle{b}, BundleDeployments: []fleet.BundleDeployment{bd}}
+	Scrub(&s)
+	live, _ := diagnose.Analyze(&s, diagnose.Options{})
+	g.Expect(live).To(HaveLen(1))
+	g.Expect(live[0].Check).To(Equal(diagnose.CheckValuesDiffer))
+	g.Expect(live[0].Message).To(And(ContainSubstring(`helm.values.tier: held "bronze", now "gold"`), ContainSubstring(`helm.values.replicas: held 2, now 3`)))
+
+	var buf bytes.Buffer
+	g.Expect((&Archive{Snapshot: s}).Write(&buf, "test")).To(Succeed())
+	back, err := Read(bytes.NewReader(buf.Bytes()), "x.tgz")
+	g.Expect(err).NotTo(HaveOccurred())
+	offline, _ := diagnose.Analyze(&back.Snapshot, diagnose.Options{})
+	g.Expect(offline).To(Equal(live))
+
+	why := "and a healthy deployment stays healthy through the archive (numbers and nested values hash alike after YAML)"
+	s.Clusters[0].Labels = nil
+	buf.Reset()
+	g.Expect((&Archive{Snapshot: s}).Write(&buf, "test")).To(Succeed(), why)
+	back, err = Read(bytes.NewReader(buf.Bytes()), "x.tgz")
+	g.Expect(err).NotTo(HaveOccurred())
+	offline, _ = diagnose.Analyze(&back.Snapshot, diagnose.Options{})
+	g.Expect(offline).To(BeEmpty(), why)
 }

@@ -100,8 +100,10 @@ type fixture struct {
 // the healthy fleet; preview of a commit changing the prod value, checked
 // against what the manager then writes; bundlediff of a drifted object and
 // its comparePatches pushed; deploy into a downstream cluster; cleanup of
-// an orphaned registration; and analyze finding planted problems, live and
-// on a dump archive that holds no Secret data. Call it in an Ordered
+// an orphaned registration; analyze finding, one spec per check, each
+// problem planted and removed again, live and on a dump archive; and
+// analyze finding an Offline agent, a failed deployment and an expiring
+// token, on a dump archive that holds no Secret data. Call it in an Ordered
 // container.
 func Day2Spec(ctx context.Context, inputGetter func() SpecInput) {
 	f := &fixture{ctx: ctx}
@@ -118,6 +120,7 @@ func Day2Spec(ctx context.Context, inputGetter func() SpecInput) {
 	bundleDiffSteps(f)
 	deploySteps(f)
 	cleanupSteps(f)
+	oneSpecPerCheckSteps(f)
 	plantedProblemSteps(f)
 }
 

@@ -18,8 +18,10 @@ import (
 // the manager's controllers in this process, two bare downstream control
 // planes joined by real agents, and the binaries.
 var suiteInput = e2e.SuiteInput{
-	Name:              "day2",
-	Upstream:          &controlplane.Options{Name: "day2-up"},
+	Name: "day2",
+	// Cluster API's Cluster kind is served, so the manager enrolls Cluster
+	// API clusters.
+	Upstream:          &controlplane.Options{Name: "day2-up", CAPI: true},
 	Downstreams:       2,
 	DownstreamOptions: controlplane.Options{Name: "day2-down", NoCRDs: true},
 	Binaries:          true,
