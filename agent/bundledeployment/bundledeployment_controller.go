@@ -232,6 +232,10 @@ type scope struct {
 	state  *releaseState
 	// waiting lists the unmet dependencies.
 	waiting []string
+	// resources are the files to deploy, SOPS files opened; loaded tells
+	// that they were read (a deploy is due).
+	resources []fleet.BundleResource
+	loaded    bool
 	// deployed tells that this reconcile deployed a new revision.
 	deployed bool
 	// deployErr is the error of this reconcile's deploy.
@@ -285,7 +289,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // reconcile.
 func (r *Reconciler) reconcilePhases(ctx context.Context, s *scope) error {
 	for _, phase := range []func(context.Context, *scope) error{
-		r.loadState, r.checkDependencies, r.applyDownstreamResources, r.deploy, r.monitor, r.correctDrift,
+		r.loadState, r.checkDependencies, r.loadContent, r.applyDownstreamResources, r.deploy, r.monitor, r.correctDrift,
 	} {
 		if err := phase(ctx, s); err != nil {
 			return err

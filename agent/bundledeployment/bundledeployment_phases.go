@@ -228,11 +228,15 @@ func (r *Reconciler) dependents(ctx context.Context, o client.Object) []reconcil
 // dependencies.
 func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 	bd := s.bd
-	if bd.Spec.Paused || bd.Spec.OffSchedule || len(s.waiting) > 0 || bd.Spec.DeploymentID == "" {
+	if !deployable(s) || (!needsDeploy(s) && !s.copiesChanged) {
 		return nil
 	}
-	if !s.copiesChanged && release.UpToDate(s.state.deployed, bd.Spec.DeploymentID) && release.UpToDate(s.state.last, bd.Spec.DeploymentID) {
-		return nil
+	if !s.loaded {
+		// Deployed again for a changed downstream copy: the files were not
+		// read before the copies were applied.
+		if err := r.openContent(ctx, s); err != nil {
+			return err
+		}
 	}
 	if err := r.heldBack(bd, time.Now()); err != nil {
 		// Stopped at a bound of the deploy binary before: not again until
@@ -252,15 +256,12 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	resources, err := r.content(ctx, bd.Spec.DeploymentID)
-	if err == nil {
-		log.Info("Deploying", "deploymentID", bd.Spec.DeploymentID)
-		// ctx's logger, not log: the deploy names the release on its lines.
-		err = r.Downstream.Deploy(ctx, deployrpc.Deploy{
-			Name: bd.Name, DeploymentID: bd.Spec.DeploymentID, Options: bd.Spec.Options, Resources: resources,
-		})
-		err = r.noteDeploy(bd, err, time.Now())
-	}
+	log.Info("Deploying", "deploymentID", bd.Spec.DeploymentID)
+	// ctx's logger, not log: the deploy names the release on its lines.
+	err := r.Downstream.Deploy(ctx, deployrpc.Deploy{
+		Name: bd.Name, DeploymentID: bd.Spec.DeploymentID, Options: bd.Spec.Options, Resources: s.resources,
+	})
+	err = r.noteDeploy(bd, err, time.Now())
 	// Whatever happened, the release's records changed: read them again.
 	st, rerr := r.readState(ctx, s.key)
 	if rerr == nil {

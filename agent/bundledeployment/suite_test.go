@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/ecdh"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -34,6 +35,7 @@ import (
 	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/sealing"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/envtest"
 )
@@ -52,10 +54,19 @@ var (
 	down    client.Client
 	// deployBinary is fleet-agent-deploy, built for the tests.
 	deployBinary string
+	// agentKeys are the agent's sealing keys: testdata/agent-key.txt, for
+	// which the SOPS files of testdata were encrypted.
+	agentKeys []*ecdh.PrivateKey
 )
 
 func TestMain(m *testing.M) {
 	ctx := context.Background()
+	key, err := readKey("testdata/agent-key.txt")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	agentKeys = []*ecdh.PrivateKey{key, nil}
 	bin, err := os.MkdirTemp("", "agent-controller-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -151,6 +162,7 @@ func startAgent(ctx context.Context, manager, local *rest.Config, binary string)
 		APIReader:        mgr.GetAPIReader(),
 		Cache:            mgr.GetCache(),
 		ClusterNamespace: clusterNamespace,
+		SealingKeys:      func() []*ecdh.PrivateKey { return agentKeys },
 		Downstream:       dep,
 		Watcher: &monitor.Watcher{
 			Dynamic: dep.Dynamic(), Mapper: dep.Mapper(),
@@ -249,4 +261,13 @@ func reconciles() (float64, error) {
 		}
 	}
 	return n, nil
+}
+
+// readKey reads a sealing key as agent/sealkey stores it.
+func readKey(path string) (*ecdh.PrivateKey, error) {
+	b, err := os.ReadFile(path) //nolint:gosec // G304: a fixture of the test
+	if err != nil {
+		return nil, err
+	}
+	return sealing.ParsePrivateKey(bytes.TrimSpace(b))
 }

@@ -240,6 +240,11 @@ const (
 	// ReasonSealedResourcesUnreadable: the sealed downstreamResources do not
 	// open with this agent's keys or are malformed.
 	ReasonSealedResourcesUnreadable = "SealedResourcesUnreadable"
+	// ReasonSOPSUnreadable: a SOPS-encrypted file of the bundle does not
+	// open with this agent's keys (the cluster is not one of its age
+	// recipients), or its MAC does not match; the message names the file
+	// and why. Nothing of the bundle is deployed until the file changes.
+	ReasonSOPSUnreadable = "SOPSUnreadable"
 )
 
 // Schedule Ready: ReasonReady, or False with the field at fault (the message
