@@ -31,6 +31,6 @@ func newRoot() *cobra.Command {
 		Version: version.Get(),
 	}
 	root.AddCommand(newInstall(), newApply(), newTarget(), newTest(), newDev(), newDashboard(),
-		newAnalyze(), newDump(), newBundleDiff(), newPreview(), newCleanup(), newDeploy())
+		newAnalyze(), newDump(), newBundleDiff(), newPreview(), newCleanup(), newDeploy(), newSecret())
 	return root
 }
