@@ -15,6 +15,10 @@ GINKGO       := $(BIN)/ginkgo
 GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS_CACHE   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gitfleet/tools
 GOLANGCI_LINT := $(TOOLS_CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# The sops CLI, built the same way: the tests encrypt with the real one
+# (internal/sops, test/e2e/secrets) and find it through FLEET_SOPS.
+SOPS_VERSION  := v3.13.3
+SOPS          := $(TOOLS_CACHE)/sops-$(SOPS_VERSION)/sops
 # Packages run concurrently by `go test`; each envtest suite starts its own API servers.
 # Tests always run (-count=1): a result cached from another checkout proves nothing about this one.
 TEST_P       ?= 2
@@ -97,12 +101,21 @@ $(GOLANGCI_LINT):
 	  GOBIN=$$tmp $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) && \
 	  mv $$tmp/golangci-lint $@ && rm -rf $$tmp
 
+$(SOPS):
+	@mkdir -p $(TOOLS_CACHE)
+	@tmp=$$(mktemp -d $(TOOLS_CACHE)/.build.XXXXXX) && \
+	  GOBIN=$$tmp $(GO) install github.com/getsops/sops/v3/cmd/sops@$(SOPS_VERSION) && \
+	  mkdir -p $(dir $@) && mv $$tmp/sops $@ && rm -rf $$tmp
+
+.PHONY: sops
+sops: $(SOPS) ## Build the sops CLI the tests encrypt with (once per user, cached like golangci-lint)
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yml (the linters Cluster API runs)
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test-deps
-test-deps: ## Install what the tests need beyond Go (git's http-backend serves a real git server; headless chromium reads the dashboard)
+test-deps: $(SOPS) ## Install what the tests need beyond Go (git's http-backend serves a real git server; headless chromium reads the dashboard; the sops CLI encrypts SOPS files)
 	@test -x /usr/lib/git-core/git-http-backend || { \
 	  echo "Installing git (tests serve repositories with git-http-backend)"; \
 	  apt-get update -qq && apt-get install -y -qq git >/dev/null; }
@@ -112,7 +125,7 @@ test-deps: ## Install what the tests need beyond Go (git's http-backend serves a
 
 .PHONY: test
 test: test-deps controlplane vet lint ## Run go vet, golangci-lint, unit tests and every envtest/Ginkgo suite against real API servers
-	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s $(GO) test -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./... $(if $(GINKGO_ARGS),-args $(GINKGO_ARGS))
+	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s FLEET_SOPS=$(SOPS) $(GO) test -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./... $(if $(GINKGO_ARGS),-args $(GINKGO_ARGS))
 	$(MAKE) fuzz FUZZTIME=5s
 
 # Each fuzz target runs for FUZZTIME on top of its seed corpus (which plain
@@ -127,7 +140,7 @@ STRESS_PKGS    ?= $(shell $(GO) list ./test/e2e/...)
 
 .PHONY: stress
 stress: test-deps controlplane ## Run each e2e package STRESS_COUNT times under CPU contention (STRESS_PKGS, STRESS_BURNERS)
-	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s bash test/stress.sh $(STRESS_COUNT) $(STRESS_BURNERS) $(STRESS_PKGS)
+	FLEET_CONTROLPLANE_ASSETS=$(BIN)/k8s FLEET_SOPS=$(SOPS) bash test/stress.sh $(STRESS_COUNT) $(STRESS_BURNERS) $(STRESS_PKGS)
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME
