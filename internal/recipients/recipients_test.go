@@ -32,7 +32,7 @@ func TestPick(t *testing.T) {
 		cluster("edge", map[string]string{"tier": "edge"}),
 	}
 	names := func(cs []fleet.Cluster) []string {
-		var out []string
+		out := make([]string, 0, len(cs))
 		for _, c := range cs {
 			out = append(out, c.Name)
 		}
@@ -49,7 +49,7 @@ func TestPick(t *testing.T) {
 		{"a selector and a group, each cluster once", "env=prod", []fleet.ClusterGroup{
 			group("eu", &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}),
 		}, []string{"prod-a", "prod-b"}},
-		{"a group without a selector picks none", "", []fleet.ClusterGroup{group("none", nil)}, nil},
+		{"a group without a selector picks none", "", []fleet.ClusterGroup{group("none", nil)}, []string{}},
 		{"a group with {} picks all", "", []fleet.ClusterGroup{group("all", &metav1.LabelSelector{})}, []string{"dev", "edge", "prod-a", "prod-b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

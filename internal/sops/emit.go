@@ -67,7 +67,10 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			k, _ := json.Marshal(n.Content[i].Value)
+			k, err := json.Marshal(n.Content[i].Value)
+			if err != nil {
+				return err
+			}
 			b.Write(k)
 			b.WriteByte(':')
 			if err := writeJSON(b, n.Content[i+1]); err != nil {
@@ -112,7 +115,10 @@ func writeJSONScalar(b *bytes.Buffer, n *yaml.Node) error {
 			fmt.Fprint(b, v)
 		}
 	default:
-		s, _ := json.Marshal(n.Value)
+		s, err := json.Marshal(n.Value)
+		if err != nil {
+			return err
+		}
 		b.Write(s)
 	}
 	return nil

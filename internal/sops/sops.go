@@ -26,15 +26,15 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ErrNotRecipient: none of the agent's keys is among the file's age
+// ErrNotRecipient says that none of the agent's keys is among the file's age
 // recipients.
 var ErrNotRecipient = errors.New("this cluster is not one of its age recipients")
 
-// ErrMACMismatch: the file's values do not match its MAC, so it was changed
+// ErrMACMismatch says that the file's values do not match its MAC, so it was changed
 // after it was encrypted.
 var ErrMACMismatch = errors.New("its MAC does not match its values: it was changed after it was encrypted (encrypt it again with sops)")
 
-// ErrUnsupported: the file uses a part of SOPS the agent does not implement.
+// ErrUnsupported says that the file uses a part of SOPS the agent does not implement.
 var ErrUnsupported = errors.New("unsupported SOPS file")
 
 // macOnlyEncryptedInit starts the MAC of a file encrypted with
@@ -297,11 +297,10 @@ func shortList(keys []ageKey) string {
 // walker opens a document's values in place and hashes them, in document
 // order, into the MAC.
 type walker struct {
-	m                  *metadata
-	key                []byte
-	hash               hash.Hash
-	unencRe, encRe     *regexp.Regexp
-	openedAny, anyLeaf bool
+	m              *metadata
+	key            []byte
+	hash           hash.Hash
+	unencRe, encRe *regexp.Regexp
 }
 
 func newWalker(m *metadata, key []byte) (*walker, error) {
@@ -484,7 +483,6 @@ func (w *walker) open(n *yaml.Node, keys []string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the value at %s %w", display(keys), err)
 	}
-	w.openedAny = true
 	n.Style = 0
 	bad := func() error {
 		return fmt.Errorf("the value at %s does not hold the %s its type says", display(keys), typ)

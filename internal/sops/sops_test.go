@@ -114,7 +114,7 @@ func TestDecryptJSONStaysJSON(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(strings.TrimSpace(string(got))).To(HavePrefix(`{`))
 	g.Expect(string(got)).To(ContainSubstring(`"port": 5432`))
-	g.Expect(strings.Index(string(got), `"user"`)).To(BeNumerically("<", strings.Index(string(got), `"tags"`)))
+	g.Expect(bytes.Index(got, []byte(`"user"`))).To(BeNumerically("<", bytes.Index(got, []byte(`"tags"`))))
 }
 
 func TestDecryptWithThePreviousKey(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/conditions"
+	"github.com/gitfleet/fleet/internal/content"
 	"github.com/gitfleet/fleet/internal/summary"
 	"github.com/gitfleet/fleet/test/controlplane"
 	"github.com/gitfleet/fleet/test/framework"
@@ -62,7 +63,7 @@ type joined struct {
 	name string
 }
 
-// SOPSSpec: a Secret encrypted by the sops CLI for the recipients of the
+// SOPSSpec checks that a Secret encrypted by the sops CLI for the recipients of the
 // env=prod clusters deploys on prod and fails on dev naming the file and
 // why, deploying nothing there; a prod cluster that joins later cannot
 // open it until `sops updatekeys` adds it, and then deploys it. Call it in
@@ -156,6 +157,14 @@ stringData:
 		clusters["prod-1"].waitSecret(ctx, value)
 		clusters["prod-0"].waitSecret(ctx, value)
 		clusters["dev"].waitUnreadable(ctx, value)
+
+		By("the value is in no agent's log, and in no Bundle, Content or BundleDeployment upstream")
+		for _, c := range clusters {
+			for _, p := range c.Agents {
+				Expect(p.Output()).NotTo(ContainSubstring(value), "the log of %s", p.Name)
+			}
+		}
+		noValueUpstream(ctx, in.Admin, value)
 	})
 }
 
@@ -244,4 +253,25 @@ func (c *joined) waitUnreadable(ctx context.Context, value string) {
 	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing of the bundle is deployed on %s: %v", c.name, err)
 	err = c.Local.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "db"}, &corev1.Secret{})
 	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing of the bundle is deployed on %s: %v", c.name, err)
+}
+
+// noValueUpstream checks that the Bundles, Contents and BundleDeployments
+// of the manager hold the file only encrypted.
+func noValueUpstream(ctx context.Context, admin client.Client, value string) {
+	GinkgoHelper()
+	bundles, contents, bds := &fleet.BundleList{}, &fleet.ContentList{}, &fleet.BundleDeploymentList{}
+	for _, l := range []client.ObjectList{bundles, contents, bds} {
+		Expect(admin.List(ctx, l)).To(Succeed())
+		b, err := json.Marshal(l)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).NotTo(ContainSubstring(value), "%T", l)
+	}
+	Expect(contents.Items).NotTo(BeEmpty())
+	for i := range contents.Items { // gzipped: look inside
+		resources, err := content.Decode(&contents.Items[i])
+		Expect(err).NotTo(HaveOccurred())
+		b, err := json.Marshal(resources)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).NotTo(ContainSubstring(value), "Content %s", contents.Items[i].Name)
+	}
 }
