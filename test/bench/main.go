@@ -138,7 +138,7 @@ func (r *Result) setMetricsCPU(s float64) {
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling (all = every one but scaling, which starts its own control planes)")
+	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,notify,agent,scaling (all = every one but notify and scaling; scaling starts its own control planes)")
 	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
 	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")
 	flag.BoolVar(&profileEnabled, "apiserver-profile", true, "read the API server's CPU profile during registration and fan-out")
@@ -263,8 +263,8 @@ func run(n, b int, which string, sizes []int) error {
 		want[strings.TrimSpace(e)] = true
 	}
 	for e := range want {
-		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling", ","), e) {
-			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,agent,scaling", which, e)
+		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,notify,agent,scaling", ","), e) {
+			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,notify,agent,scaling", which, e)
 		}
 	}
 	// Interrupted, it still stops the control plane and the manager.
@@ -296,7 +296,7 @@ func run(n, b int, which string, sizes []int) error {
 func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, error) {
 	all := want["all"]
 	fmt.Fprintf(os.Stderr, "Starting a control plane for N=%d clusters, B=%d bundles\n", n, b)
-	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"]
+	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["notify"]
 	cp, audit, err := startControlPlane("bench", auditEnabled && agentMode)
 	if err != nil {
 		return nil, err
@@ -373,6 +373,9 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		}
 		if all || want["heartbeat"] {
 			steps = append(steps, f.Heartbeat)
+		}
+		if want["notify"] {
+			steps = append(steps, f.Notify)
 		}
 		for _, step := range steps {
 			if err := step(ctx); err != nil {
