@@ -152,7 +152,8 @@ func NotificationSpec(ctx context.Context, inputGetter func() SpecInput) {
 					SecretRef: &notificationv1.LocalObjectReference{Name: secret.Name}},
 			},
 		}
-		objs := []client.Object{&fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: repoName, Namespace: ws}}, n, secret}
+		objs := make([]client.Object, 0, 13)
+		objs = append(objs, &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: repoName, Namespace: ws}}, n, secret)
 		DeferCleanup(func() {
 			for _, o := range objs {
 				Expect(client.IgnoreNotFound(f.admin.Delete(ctx, o))).To(Succeed())
