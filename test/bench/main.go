@@ -82,6 +82,9 @@ type Result struct {
 	// FloorRatio is Rate over the cr-floor rate measured on the same API
 	// server: how near the least a Ready BundleDeployment costs it comes.
 	FloorRatio float64 `json:"floor_ratio,omitempty"`
+	// NotifyProfileShare is, in the notify experiment, the share of the
+	// manager's CPU profile in the notification controller and senders.
+	NotifyProfileShare float64 `json:"notify_profile_share,omitempty"`
 	// Shares of the API server's CPU profile over the experiment by kind
 	// of work (apiprofile.go; they overlap), AuthzShare the authorizers'
 	// share, ProfileCPUS the CPU seconds the profile holds.
@@ -152,6 +155,7 @@ func main() {
 	flag.BoolVar(&agentOpts.HeapProfile, "agent-heap-profile", false,
 		"agent experiment: sample the agent's heap to tell what holds it (its function tables then take more pages: not the agent as it ships)")
 	flag.DurationVar(&agentOpts.Cut, "agent-cut", 30*time.Second, "agent experiment: how long the link to the manager is cut")
+	flag.IntVar(&notifyRounds, "notify-rounds", notifyRounds, "notify experiment: measured rollouts each way, without and with a Notification")
 	selfProfile := flag.String("self-profile", "", "write this process's CPU profile (the simulated agents and the bench's clients) to this file")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -353,6 +357,12 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		}
 		results = append(results, r)
 		printJSON(r)
+	}
+	if want["notify"] && pprofAddr == "" {
+		// The notify experiment reads the manager's CPU profile.
+		if pprofAddr, err = framework.FreeAddr(); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case agentMode:

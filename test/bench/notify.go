@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/pprof/profile"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,8 +32,9 @@ const notifyRepo = "bench-app"
 
 // notifyRounds is how many measured rollouts the notify experiment makes
 // each way (without, then with a Notification, alternately), so that the
-// difference is read against the spread of the same rollout.
-const notifyRounds = 2
+// difference is read against the spread of the same rollout
+// (-notify-rounds).
+var notifyRounds = 2
 
 // notifyReceiver is a loopback webhook that checks each message's
 // signature and counts the messages by event and revision.
@@ -163,6 +165,7 @@ func (f *fleetRun) Notify(ctx context.Context) error {
 		f.mark(ctx)
 		cpu := cpuSeconds(f.mgr)
 		reconcileBefore := f.mgr.notificationReconcileSeconds()
+		prof := startManagerProfile(ctx)
 		start := time.Now()
 		if sha, err = commit(); err != nil {
 			return err
@@ -178,14 +181,18 @@ func (f *fleetRun) Notify(ctx context.Context) error {
 		}
 		time.Sleep(2 * time.Second)
 		s := since(start)
+		profiled, notifying := prof.share()
 		exp := "notify-off"
 		if with {
 			exp = "notify-on"
 		}
 		r := f.measure(Result{Experiment: exp, Objects: f.n * f.b, Seconds: s, Rate: float64(f.n*f.b) / s}, cpu)
+		r.Note = fmt.Sprintf("manager profile: %.2f CPU s, of it %.3f s (%.2f%%) in the notification controller and senders",
+			profiled, notifying, 100*notifying/max(profiled, 1e-9))
 		if with {
-			r.Note = fmt.Sprintf("%d Started, %d Succeeded; notification reconciles %.3f s", rv.count("Started", sha), rv.count("Succeeded", sha),
-				f.mgr.notificationReconcileSeconds()-reconcileBefore)
+			r.Note += fmt.Sprintf("; %d Started, %d Succeeded; notification reconciles %.3f s (wall, sending included)",
+				rv.count("Started", sha), rv.count("Succeeded", sha), f.mgr.notificationReconcileSeconds()-reconcileBefore)
+			r.NotifyProfileShare = notifying / max(profiled, 1e-9)
 			on = append(on, r)
 		} else {
 			off = append(off, r)
@@ -202,12 +209,79 @@ func (f *fleetRun) Notify(ctx context.Context) error {
 		return t / float64(len(rs))
 	}
 	offCPU, onCPU := sum(off), sum(on)
-	r := Result{Experiment: "notify", Clusters: f.n, Bundles: f.b, ManagerCPUS: onCPU - offCPU,
-		Note: fmt.Sprintf("manager CPU per rollout: %.2f s without, %.2f s with a Notification (%+.1f%%); %d messages, %d refused",
-			offCPU, onCPU, 100*(onCPU-offCPU)/offCPU, ok, bad)}
+	share := 0.0
+	for _, r := range on {
+		share += r.NotifyProfileShare / float64(len(on))
+	}
+	r := Result{Experiment: "notify", Clusters: f.n, Bundles: f.b, ManagerCPUS: onCPU - offCPU, NotifyProfileShare: share,
+		Note: fmt.Sprintf("manager CPU per rollout: %.2f s without, %.2f s with a Notification (%+.1f%%); in the profile, the notification code's share with it: %.2f%%; %d messages, %d refused",
+			offCPU, onCPU, 100*(onCPU-offCPU)/offCPU, 100*share, ok, bad)}
 	f.results = append(f.results, r)
 	printJSON(r)
 	return f.c.Delete(ctx, gr)
+}
+
+// managerProfiler reads the manager's CPU profile in consecutive pieces of
+// profileChunk seconds until stopped (the manager serves its profiles with
+// -pprof, which the notify experiment turns on).
+type managerProfiler struct {
+	stop   chan struct{}
+	done   chan struct{}
+	chunks []*profile.Profile
+}
+
+func startManagerProfile(ctx context.Context) *managerProfiler {
+	p := &managerProfiler{stop: make(chan struct{}), done: make(chan struct{})}
+	if pprofAddr == "" {
+		close(p.done)
+		return p
+	}
+	hc := &http.Client{Timeout: 4 * profileChunk * time.Second}
+	go func() {
+		defer close(p.done)
+		for {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, profileChunk), nil)
+			if err != nil {
+				return
+			}
+			if resp, err := hc.Do(req); err == nil {
+				if prof, err := profile.Parse(resp.Body); err == nil {
+					p.chunks = append(p.chunks, prof)
+				}
+				_ = resp.Body.Close()
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-ctx.Done():
+				return
+			default:
+			}
+		}
+	}()
+	return p
+}
+
+// notifyMarkers are the packages whose work a Notification adds: the
+// reconciler (its event mapping included) and the senders.
+var notifyMarkers = []string{"gitfleet/fleet/controllers/notification.", "gitfleet/fleet/internal/notify."}
+
+// share stops the profile and returns the CPU seconds it holds and those
+// of stacks through notifyMarkers.
+func (p *managerProfiler) share() (total, notifying float64) {
+	close(p.stop)
+	<-p.done
+	for _, c := range p.chunks {
+		i := len(c.SampleType) - 1 // cpu nanoseconds
+		for _, s := range c.Sample {
+			v := float64(s.Value[i]) / 1e9
+			total += v
+			if stackHolds(s, notifyMarkers) {
+				notifying += v
+			}
+		}
+	}
+	return total, notifying
 }
 
 // waitRolledOut waits until every Bundle of the notify GitRepo shows sha
