@@ -515,11 +515,11 @@ func setupSchedule(_ context.Context, d *deps) error {
 // policy as every other connection made for a tenant. A sharded manager
 // tells about the rollouts of its own shard's GitRepos and HelmOps (the
 // ones its cache holds).
-func setupNotification(_ context.Context, d *deps) error {
+func setupNotification(ctx context.Context, d *deps) error {
 	if d.o.DisableNotifications {
 		return nil
 	}
-	return (&notification.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), Egress: d.o.Egress}).SetupWithManager(d.mgr)
+	return (&notification.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), Egress: d.o.Egress, Secrets: d.secrets}).SetupWithManager(ctx, d.mgr)
 }
 
 func setupContent(ctx context.Context, d *deps) error {

@@ -2,11 +2,15 @@ package notification
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -15,11 +19,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	notification "github.com/gitfleet/fleet/api/notification/v1alpha1"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/notify"
+	"github.com/gitfleet/fleet/internal/secretmeta"
+	"github.com/gitfleet/fleet/internal/sourcepoll"
 )
 
 // Defaults of the Reconciler.
@@ -56,17 +63,24 @@ type Reconciler struct {
 	// DefaultDestinationRate and DefaultDestinationBurst.
 	DestinationRate  int
 	DestinationBurst int
+	// Secrets is the metadata watch of Secrets; default a new one added
+	// to the manager.
+	Secrets *secretmeta.Watch
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
+
+	// index maps events to Notifications.
+	index *index
 
 	limitersMu sync.Mutex
 	limiters   map[types.NamespacedName]*rate.Limiter
 }
 
-// SetupWithManager registers the controller: it watches Notifications and
-// the GitRepos, HelmOps and Bundles of their namespaces, mapped to the
-// Notifications that select them.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// SetupWithManager registers the controller: it watches Notifications, the
+// GitRepos, HelmOps and Bundles of their namespaces (mapped to the
+// Notifications that select them, through an index of the Notifications
+// fed by their informer), and the metadata of the Secrets they name.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -85,12 +99,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.DestinationBurst <= 0 {
 		r.DestinationBurst = DefaultDestinationBurst
 	}
+	if r.Secrets == nil {
+		var err error
+		if r.Secrets, err = secretmeta.ForManager(mgr); err != nil {
+			return err
+		}
+	}
 	r.limiters = map[types.NamespacedName]*rate.Limiter{}
+	r.index = newIndex()
+	if err := r.index.feed(ctx, mgr.GetCache()); err != nil {
+		return fmt.Errorf("indexing the Notifications: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&notification.Notification{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&fleet.GitRepo{}, handler.EnqueueRequestsFromMapFunc(r.forSource(notification.KindGitRepo)), builder.WithPredicates(sourceChanged)).
 		Watches(&fleet.HelmOp{}, handler.EnqueueRequestsFromMapFunc(r.forSource(notification.KindHelmOp)), builder.WithPredicates(sourceChanged)).
-		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(r.forBundle)).
+		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(r.forBundle), builder.WithPredicates(BundleChanged)).
+		// A Secret created, fixed or removed takes effect at once, not at
+		// the next retry: its metadata is watched (the one metadata watch
+		// of the manager), its data read uncached when sending.
+		WatchesRawSource(r.Secrets.Source(handler.TypedEnqueueRequestsFromMapFunc(r.forSecret))).
 		Named("notification").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Complete(r)
@@ -115,16 +143,66 @@ func revisionOf(o client.Object) string {
 	return ""
 }
 
+// BundleChanged lets through the Bundle changes that can change what is
+// due about a rollout (see bundleView): creation, deletion, and an update
+// that changes the Bundle's view. The counts of a rollout in progress
+// change with every cluster that gets ready; they are read when a message
+// is sent, and do not wake the controller by themselves.
+var BundleChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*fleet.Bundle)
+		n, ok2 := e.ObjectNew.(*fleet.Bundle)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return bundleView(o) != bundleView(n)
+	},
+}
+
+// view is what of one Bundle decides which events of its rollout are due
+// (observe, dueEvents): whose it is, whether its status is for the
+// revision, whether it failed, whether it is done, and which of its
+// partitions are reached.
+type view struct {
+	repo, helmOp, commit, version string
+	current                       bool
+	errApplied, broken, ready     bool
+	partitions                    string
+}
+
+func bundleView(b *fleet.Bundle) view {
+	s := b.Status.Summary
+	v := view{repo: b.Labels[fleet.RepoLabel], helmOp: b.Labels[fleet.HelmOpLabel], commit: b.Labels[fleet.CommitLabel],
+		current: b.Status.ObservedGeneration == b.Generation, errApplied: s.ErrApplied > 0,
+		ready: s.Ready >= s.DesiredReady && s.NotReady+s.WaitApplied+s.ErrApplied+s.OutOfSync+s.Modified+s.Pending == 0}
+	if b.Spec.Helm != nil {
+		v.version = b.Spec.Helm.Version
+	}
+	_, v.broken = sourcepoll.BundleError(b)
+	var sb strings.Builder
+	for _, p := range partitions([]fleet.Bundle{*b}) {
+		sb.WriteString(p.name)
+		if p.reached {
+			sb.WriteString("=1,")
+		} else {
+			sb.WriteString("=0,")
+		}
+	}
+	v.partitions = sb.String()
+	return v
+}
+
 // forSource maps a GitRepo or HelmOp to the Notifications of its namespace
 // that select it.
 func (r *Reconciler) forSource(kind notification.SourceKind) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []ctrl.Request {
-		return r.selecting(ctx, kind, o.GetNamespace(), o.GetLabels())
+	return func(_ context.Context, o client.Object) []ctrl.Request {
+		return r.index.selecting(kind, o.GetNamespace(), labels.Set(o.GetLabels()))
 	}
 }
 
 // forBundle maps a Bundle to the Notifications that select its GitRepo or
-// HelmOp, read from the cache.
+// HelmOp. The source is read from the cache only when a Notification of
+// the namespace follows its kind with a selector that needs its labels.
 func (r *Reconciler) forBundle(ctx context.Context, o client.Object) []ctrl.Request {
 	l := o.GetLabels()
 	key := client.ObjectKey{Namespace: o.GetNamespace()}
@@ -138,30 +216,25 @@ func (r *Reconciler) forBundle(ctx context.Context, o client.Object) []ctrl.Requ
 	default:
 		return nil
 	}
-	if err := r.Client.Get(ctx, key, src); err != nil {
-		// Gone, or not cached yet: its own event brings the Notifications.
+	some, needLabels := r.index.follows(kind, key.Namespace)
+	if !some {
 		return nil
 	}
-	return r.selecting(ctx, kind, src.GetNamespace(), src.GetLabels())
+	var srcLabels labels.Set
+	if needLabels {
+		if err := r.Client.Get(ctx, key, src); err != nil {
+			// Gone, or not cached yet: its own event brings the Notifications.
+			return nil
+		}
+		srcLabels = labels.Set(src.GetLabels())
+	}
+	return r.index.selecting(kind, key.Namespace, srcLabels)
 }
 
-// selecting lists the Notifications of ns that follow kind and whose
-// selector matches labels (a selector that does not parse matches nothing:
-// its Notification reports it).
-func (r *Reconciler) selecting(ctx context.Context, kind notification.SourceKind, ns string, labels map[string]string) []ctrl.Request {
-	list := &notification.NotificationList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the Notifications of a namespace failed: its rollouts are told about at their next change", "namespace", ns)
-		return nil
-	}
-	var out []ctrl.Request
-	for i := range list.Items {
-		n := &list.Items[i]
-		if sel, err := selectorOf(n); err == nil && follows(n, kind) && sel.Matches(labelSet(labels)) {
-			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(n)})
-		}
-	}
-	return out
+// forSecret maps a Secret to the Notifications of its namespace that name
+// it as their destination's Secret.
+func (r *Reconciler) forSecret(_ context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+	return r.index.usingSecret(o.Namespace, o.Name)
 }
 
 // limiter is the rate limiter of one Notification's destination.

@@ -22,8 +22,9 @@ import (
 )
 
 // secretRetry is how soon a Notification whose Secret is missing, or whose
-// destination rejected a message, is looked at again: Secrets are not
-// watched, and a token may be fixed without a change to the Notification.
+// destination rejected a message, is looked at again. A change to its
+// Secret brings it back at once (the Secrets' metadata is watched); this is
+// for a fix made elsewhere (a token given rights on the git host).
 const secretRetry = 5 * time.Minute
 
 // scope is what one reconcile of a Notification works on.
@@ -362,5 +363,3 @@ func selectorOf(n *notification.Notification) (labels.Selector, error) {
 	}
 	return metav1.LabelSelectorAsSelector(n.Spec.Sources.Selector)
 }
-
-func labelSet(l map[string]string) labels.Set { return labels.Set(l) }

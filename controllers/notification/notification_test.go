@@ -3,6 +3,10 @@ package notification_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,4 +190,76 @@ func TestFailingDestinationShowsInACondition(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(notification.ReasonSendFailed))
 		g.Expect(c.Message).NotTo(ContainSubstring("XXXXSECRET"))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+// A Secret created or fixed takes effect within seconds, not at the next
+// retry (5 minutes): a Notification whose Secret is missing sends once it
+// is created, and one whose destination rejected the message (a wrong
+// signing key) sends once the key is fixed.
+func TestSecretChangesTakeEffectAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, err := env.CreateNamespace(ctx, "secrets")
+	g.Expect(err).NotTo(HaveOccurred())
+	good := []byte("the-right-key")
+	var mu sync.Mutex
+	var accepted, refused int
+	rv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if req.Header.Get(notify.SignatureHeader) != notify.Sign(good, body) {
+			refused++
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		accepted++
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rv.Close)
+	counts := func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return []int{accepted, refused}
+	}
+
+	g.Expect(env.Create(ctx, &notification.Notification{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: ns.Name},
+		Spec: notification.NotificationSpec{Destination: notification.Destination{Type: notification.DestinationWebhook,
+			SecretRef: &notification.LocalObjectReference{Name: "late"}}}})).To(Succeed())
+	repo := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns.Name}, Spec: fleet.GitRepoSpec{Repo: "https://example.com/a/b"}}
+	g.Expect(env.Create(ctx, repo)).To(Succeed())
+	bundle := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app-x", Namespace: ns.Name, Labels: map[string]string{fleet.RepoLabel: "app"}}}
+	g.Expect(env.Create(ctx, bundle)).To(Succeed())
+	startManager(t)
+	setBundle(ctx, g, bundle, commitA, waitingSummary())
+	setCommit(ctx, g, repo, commitA)
+	condition := func(g Gomega, typ string) *metav1.Condition {
+		n := &notification.Notification{}
+		g.Expect(env.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "hook"}, n)).To(Succeed())
+		c := meta.FindStatusCondition(n.Status.Conditions, typ)
+		g.Expect(c).NotTo(BeNil())
+		return c
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(g, notification.ConditionReady).Reason).To(Equal(notification.ReasonSecretNotFound))
+	}, timeout, 100*time.Millisecond).Should(Succeed())
+
+	// The Secret appears, with the wrong key: rejected.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: ns.Name},
+		Data: map[string][]byte{notification.SecretKeyAddress: []byte(rv.URL), notification.SecretKeyHMAC: []byte("the-wrong-key")}}
+	g.Expect(env.Create(ctx, secret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(g, notification.ConditionDestinationFailing).Reason).To(Equal(notification.ReasonRejected))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Expect(counts()).To(Equal([]int{0, 1}))
+
+	// Fixed: delivered within seconds, once.
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	secret.Data[notification.SecretKeyHMAC] = good
+	g.Expect(env.Update(ctx, secret)).To(Succeed())
+	g.Eventually(counts, 10*time.Second, 100*time.Millisecond).Should(Equal([]int{1, 1}))
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(g, notification.ConditionDestinationFailing).Reason).To(Equal(notification.ReasonSent))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Consistently(counts, 2*time.Second, 200*time.Millisecond).Should(Equal([]int{1, 1}))
 }

@@ -56,7 +56,7 @@ func startManager(t *testing.T) (stop func()) {
 	r := &notification.Reconciler{Client: mgr.GetClient(), Egress: egress.AllowLoopback(), Workers: 2,
 		Sender: notify.NewClient(egress.NewDialer(egress.AllowLoopback()))}
 	r.Sender.Backoff = 50 * time.Millisecond
-	if err := r.SetupWithManager(mgr); err != nil {
+	if err := r.SetupWithManager(context.Background(), mgr); err != nil {
 		t.Fatalf("setting up the reconciler: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

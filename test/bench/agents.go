@@ -107,7 +107,10 @@ func startManager(cp *controlplane.ControlPlane) (*manager, error) {
 		// The simulated agents run no agent Deployment: agent Bundles (one
 		// Bundle and one BundleDeployment per cluster, rolled out in
 		// batches) would measure the agent rollout, not the fan-out.
-		"--agent-bundles=false"}
+		"--agent-bundles=false",
+		// The notify experiment's git server and webhook receiver listen
+		// on loopback.
+		framework.EgressAllowLoopbackArgs[0], framework.EgressAllowLoopbackArgs[1]}
 	if pprofAddr != "" {
 		fmt.Fprintf(os.Stderr, "The manager serves profiles at http://%s/debug/pprof/\n", pprofAddr)
 		args = append(args, "--pprof-bind-address", pprofAddr)

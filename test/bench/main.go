@@ -87,6 +87,9 @@ type Result struct {
 	// FloorRatio is Rate over the cr-floor rate measured on the same API
 	// server: how near the least a Ready BundleDeployment costs it comes.
 	FloorRatio float64 `json:"floor_ratio,omitempty"`
+	// NotifyProfileShare is, in the notify experiment, the share of the
+	// manager's CPU profile in the notification controller and senders.
+	NotifyProfileShare float64 `json:"notify_profile_share,omitempty"`
 	// Shares of the API server's CPU profile over the experiment by kind
 	// of work (apiprofile.go; they overlap), AuthzShare the authorizers'
 	// share, ProfileCPUS the CPU seconds the profile holds.
@@ -151,7 +154,7 @@ func (r *Result) setMetricsCPU(s float64) {
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,agent,scaling (all = every one but scaling, which starts its own control planes)")
+	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,notify,agent,scaling (all = every one but notify and scaling; scaling starts its own control planes)")
 	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
 	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")
 	flag.BoolVar(&profileEnabled, "apiserver-profile", true, "read the API server's CPU profile during registration and fan-out")
@@ -168,6 +171,7 @@ func main() {
 	flag.IntVar(&dashboardOpts.Updates, "dashboard-updates", 200, "dashboard experiment: BundleDeployment status updates driven while a page follows the dashboard (at most -clusters)")
 	flag.Float64Var(&dashboardOpts.Rate, "dashboard-rate", 10, "dashboard experiment: status updates per second")
 	flag.DurationVar(&dashboardOpts.Idle, "dashboard-idle", 10*time.Second, "dashboard experiment: window measuring the dashboard's idle CPU")
+	flag.IntVar(&notifyRounds, "notify-rounds", notifyRounds, "notify experiment: measured rollouts each way, without and with a Notification")
 	selfProfile := flag.String("self-profile", "", "write this process's CPU profile (the simulated agents and the bench's clients) to this file")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -279,8 +283,8 @@ func run(n, b int, which string, sizes []int) error {
 		want[strings.TrimSpace(e)] = true
 	}
 	for e := range want {
-		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,agent,scaling", ","), e) {
-			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,agent,scaling", which, e)
+		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,notify,agent,scaling", ","), e) {
+			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,notify,agent,scaling", which, e)
 		}
 	}
 	if (want["all"] || want["dashboard"]) && (dashboardOpts.Updates < 1 || dashboardOpts.Updates > n || dashboardOpts.Rate <= 0 || dashboardOpts.Idle <= 0) {
@@ -316,7 +320,7 @@ func run(n, b int, which string, sizes []int) error {
 func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, error) {
 	all := want["all"]
 	fmt.Fprintf(os.Stderr, "Starting a control plane for N=%d clusters, B=%d bundles\n", n, b)
-	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["dashboard"] || want["sealing"]
+	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["dashboard"] || want["sealing"] || want["notify"]
 	cp, audit, err := startControlPlane("bench", auditEnabled && agentMode)
 	if err != nil {
 		return nil, err
@@ -374,6 +378,12 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		results = append(results, r)
 		printJSON(r)
 	}
+	if want["notify"] && pprofAddr == "" {
+		// The notify experiment reads the manager's CPU profile.
+		if pprofAddr, err = framework.FreeAddr(); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case agentMode:
 		// Everything after registration needs the agents and their bundles,
@@ -393,6 +403,9 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		}
 		if all || want["heartbeat"] {
 			steps = append(steps, f.Heartbeat)
+		}
+		if want["notify"] {
+			steps = append(steps, f.Notify)
 		}
 		if all || want["dashboard"] {
 			steps = append(steps, f.Dashboard)
