@@ -20,6 +20,7 @@ import (
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch"
+	"github.com/gitfleet/fleet/internal/gitshare"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/sharding"
 	"github.com/gitfleet/fleet/internal/sourcepoll"
@@ -32,11 +33,13 @@ const DefaultSyncTimeout = 10 * time.Minute
 // DefaultMaxBundles is the most bundles one GitRepo may produce.
 const DefaultMaxBundles = 1000
 
-// Fetcher asks git remotes for commits and checks them out;
-// *gitfetch.Fetcher is the implementation.
+// Fetcher asks git remotes for commits and checks them out, sharing both
+// among the GitRepos that follow one repository with the same credentials;
+// *gitshare.Share is the implementation. Checkout's release ends the read
+// of the directory it returned.
 type Fetcher interface {
-	LatestCommit(ctx context.Context, o gitfetch.Options) (string, error)
-	Checkout(ctx context.Context, o gitfetch.Options, commit string) (string, error)
+	LatestCommit(ctx context.Context, o gitfetch.Options, q gitshare.Query) (string, error)
+	Checkout(ctx context.Context, o gitfetch.Options, commit string) (dir string, release func(), err error)
 	Remove(key string) error
 }
 
@@ -49,11 +52,17 @@ type Reconciler struct {
 	// helmSecretName), the known-hosts ConfigMap and, on delete, Bundles,
 	// bypassing the cache; default mgr.GetAPIReader().
 	APIReader client.Reader
-	// Fetcher talks to git; default a gitfetch.Fetcher over CacheDir.
+	// Fetcher talks to git; default a gitshare.Share of a gitfetch.Fetcher
+	// over CacheDir.
 	Fetcher Fetcher
-	// CacheDir holds the git caches, one directory per GitRepo; default
-	// fleet-gitrepos below the system's temporary directory.
+	// CacheDir holds the git caches, one object store per repository and
+	// credentials (repos/) and the files of the commits being read
+	// (trees/); default fleet-gitrepos below the system's temporary
+	// directory.
 	CacheDir string
+	// TreeCacheBytes bounds the commits' files kept in CacheDir once read;
+	// default gitshare.DefaultMaxTreeBytes.
+	TreeCacheBytes int64
 	// Workers is the number of GitRepos reconciled at once, and so the
 	// number of git fetch slots; the GitRepos of one namespace hold at most
 	// half of them (rounded up) at once, so one tenant's slow git server
@@ -132,7 +141,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.dialer = egress.NewDialer(r.Egress)
 	if r.Fetcher == nil {
-		r.Fetcher = &gitfetch.Fetcher{Dialer: r.dialer, CacheDir: r.CacheDir, AllowLocal: r.AllowLocalRepos, FetchTimeout: r.FetchTimeout, GitHubAPIURL: r.GitHubAPIURL, Limits: r.GitLimits}
+		r.Fetcher = &gitshare.Share{
+			Source: &gitfetch.Fetcher{Dialer: r.dialer, CacheDir: filepath.Join(r.CacheDir, "repos"), AllowLocal: r.AllowLocalRepos,
+				FetchTimeout: r.FetchTimeout, GitHubAPIURL: r.GitHubAPIURL, Limits: r.GitLimits},
+			TreeDir:      filepath.Join(r.CacheDir, "trees"),
+			MaxTreeBytes: r.TreeCacheBytes,
+			Now:          r.Now,
+		}
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-gitrepo")
