@@ -94,7 +94,7 @@ func (e *bdEvents) total() int64 { return e.adds.Load() + e.updates.Load() + e.d
 // pprofAddr, when set, is where the manager serves Go profiles.
 var pprofAddr string
 
-func startManager(cp *controlplane.ControlPlane) (*manager, error) {
+func startManager(cp *controlplane.ControlPlane, extra ...string) (*manager, error) {
 	logDir, _ := os.MkdirTemp("", "fleet-bench-")
 	fmt.Fprintf(os.Stderr, "Starting fleet-manager (log in %s)\n", logDir)
 	metricsAddr, err := framework.FreeAddr()
@@ -108,6 +108,7 @@ func startManager(cp *controlplane.ControlPlane) (*manager, error) {
 		// Bundle and one BundleDeployment per cluster, rolled out in
 		// batches) would measure the agent rollout, not the fan-out.
 		"--agent-bundles=false"}
+	args = append(args, extra...)
 	if pprofAddr != "" {
 		fmt.Fprintf(os.Stderr, "The manager serves profiles at http://%s/debug/pprof/\n", pprofAddr)
 		args = append(args, "--pprof-bind-address", pprofAddr)
