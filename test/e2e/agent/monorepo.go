@@ -125,7 +125,7 @@ func MonorepoSpec(ctx context.Context, inputGetter func() SpecInput) {
 	lsRemotes := func(c gittest.Counts) int64 { return c.Lists - c.Fetches }
 
 	It("deploys 20 GitRepos of one repository with one fetch per commit and one ls-remote per interval per tenant; wrong credentials fail alone", func() {
-		var repos []*fleet.GitRepo
+		repos := make([]*fleet.GitRepo, 0, monorepoApps)
 		for i := range monorepoApps {
 			ns := monorepoTenants[i%len(monorepoTenants)]
 			app := fmt.Sprintf("app%02d", i)
