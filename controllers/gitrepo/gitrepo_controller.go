@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
@@ -112,6 +117,11 @@ type Reconciler struct {
 	repos sourcepoll.States[repoState]
 	// slots are the git fetch slots, shared fairly among namespaces.
 	slots sourcepoll.Slots
+	// woken are the GitRepos whose group learnt a new commit from another
+	// GitRepo's poll: they poll at once (answered from the group), and
+	// wake enqueues them.
+	woken sync.Map
+	wake  chan event.GenericEvent
 }
 
 // RepoKey is the fleet.RepoIndex value of a BundleDeployment: "" when its
@@ -140,8 +150,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.CacheDir = filepath.Join(os.TempDir(), "fleet-gitrepos")
 	}
 	r.dialer = egress.NewDialer(r.Egress)
+	r.wake = make(chan event.GenericEvent, 1024)
 	if r.Fetcher == nil {
 		r.Fetcher = &gitshare.Share{
+			Changed: r.wakeUp,
 			Source: &gitfetch.Fetcher{Dialer: r.dialer, CacheDir: filepath.Join(r.CacheDir, "repos"), AllowLocal: r.AllowLocalRepos,
 				FetchTimeout: r.FetchTimeout, GitHubAPIURL: r.GitHubAPIURL, Limits: r.GitLimits},
 			TreeDir:      filepath.Join(r.CacheDir, "trees"),
@@ -154,9 +166,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).For(&fleet.GitRepo{}, builder.WithPredicates(sharding.Predicate(r.Shard), predicate.Or(gitRepoChanged, sharding.RefChanged())))
 	return sourcepoll.Watches(b, r.Client, fleet.RepoLabel, func() client.ObjectList { return &fleet.GitRepoList{} }).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		Named("gitrepo").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
+}
+
+// wakeUp makes the GitRepos keys ("namespace/name") poll now: their group
+// has a new commit. It never blocks: with the queue full, they poll at
+// their interval as usual.
+func (r *Reconciler) wakeUp(keys []string) {
+	for _, k := range keys {
+		ns, name, ok := strings.Cut(k, "/")
+		if !ok {
+			continue
+		}
+		key := client.ObjectKey{Namespace: ns, Name: name}
+		r.woken.Store(key, struct{}{})
+		select {
+		case r.wake <- event.GenericEvent{Object: &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}:
+		default:
+		}
+	}
 }
 
 // gitRepoChanged lets through the GitRepo updates that matter: a spec change,
@@ -184,6 +215,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	if !repo.DeletionTimestamp.IsZero() {
+		r.woken.Delete(req.NamespacedName)
 		return ctrl.Result{}, r.reconcileDelete(ctx, repo)
 	}
 

@@ -170,7 +170,10 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	if inputChanged {
 		st.resync = true
 	}
-	if !pollDue(s.now, st, repo) && !inputChanged {
+	// Woken: another GitRepo of its group found a new commit, which this
+	// poll takes from the group without asking the remote.
+	_, woken := r.woken.LoadAndDelete(client.ObjectKeyFromObject(repo))
+	if !pollDue(s.now, st, repo) && !inputChanged && !woken {
 		return nil
 	}
 	release, err := r.slots.Take(repo.Namespace, r.Workers, "git fetch slots")

@@ -57,6 +57,11 @@ type Share struct {
 	MaxTreeBytes int64
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Changed, when set, is told the other callers of a group whose answer
+	// changed (a new commit): they may ask again now and get it from the
+	// group, instead of at their next poll, up to an interval later. It
+	// must not block.
+	Changed func(keys []string)
 
 	start     sync.Once
 	startErr  error
@@ -115,16 +120,30 @@ func (s *Share) LatestCommit(ctx context.Context, o gitfetch.Options, q Query) (
 		g.want, g.wantAt = q.Want, now
 	}
 	s.mu.Unlock()
+	key := o.Key
 	return s.lists.do(ctx, id, func() (string, error) {
 		asked := s.now()
 		o.Key = id
 		c, err := s.Source.LatestCommit(ctx, o)
-		if err == nil {
-			s.mu.Lock()
-			g.latest, g.at = c, asked
-			s.mu.Unlock()
+		if err != nil {
+			return c, err
 		}
-		return c, err
+		s.mu.Lock()
+		changed := g.latest != "" && g.latest != c
+		g.latest, g.at = c, asked
+		var others []string
+		if changed && s.Changed != nil {
+			for k := range g.members {
+				if k != key {
+					others = append(others, k)
+				}
+			}
+		}
+		s.mu.Unlock()
+		if len(others) > 0 {
+			s.Changed(others)
+		}
+		return c, nil
 	})
 }
 

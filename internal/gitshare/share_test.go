@@ -146,8 +146,19 @@ func TestOneListAndFetchPerGroup(t *testing.T) {
 	sync(first, func(int, string) {})
 	g.Expect(e.srv.CountsOf("team")).To(Equal(alone))
 
-	// A GitRepo that asked since the group's answer asks again.
+	// A GitRepo that asked since the group's answer asks again; the
+	// group's other GitRepos are told of the new commit.
+	var woken []string
+	e.share.Changed = func(keys []string) { woken = keys }
 	latest, err := e.share.LatestCommit(ctx, e.opts("ns0/r0", "team"), gitshare.Query{MaxAge: q.MaxAge, Since: e.clock.Now().Add(-time.Second)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(latest).To(Equal(second))
+	g.Expect(lsRemotes(e.srv.CountsOf("team"))).To(BeNumerically("==", 2))
+	g.Expect(woken).To(HaveLen(19))
+	g.Expect(woken).NotTo(ContainElement("ns0/r0"))
+	e.share.Changed = nil
+	// Woken, they take it from the group.
+	latest, err = e.share.LatestCommit(ctx, e.opts("ns1/r1", "team"), gitshare.Query{MaxAge: q.MaxAge, Since: e.clock.Now().Add(-2 * time.Second)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(latest).To(Equal(second))
 	g.Expect(lsRemotes(e.srv.CountsOf("team"))).To(BeNumerically("==", 2))
