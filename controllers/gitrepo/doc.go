@@ -22,6 +22,17 @@
 // backoff. What the last poll and sync found is kept in memory per GitRepo,
 // because most reconciles (a Bundle's status changed) are not polls.
 //
+// GitRepos that follow one repository and branch with identical credentials
+// (the Secret's content, CA bundle, TLS and SSH host key options) share its
+// git traffic through internal/gitshare: one ls-remote per polling interval
+// (an answer asked after the GitRepo's own last poll, and younger than its
+// interval, is reused) or per webhook announcement, and one fetch per new
+// commit, whose files are read in place by every GitRepo of the group. So
+// a push is seen within two intervals at most (at once with the webhook).
+// Restrictions and Secrets are still read per GitRepo, before the share is
+// asked, and a GitRepo with credentials of its own asks the remote with
+// them alone.
+//
 // spec.paused still syncs, but marks the Bundles paused, so new commits are
 // not rolled out. spec.disablePolling leaves syncing to spec changes and the
 // webhook.

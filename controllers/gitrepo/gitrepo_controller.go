@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,12 +17,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch"
+	"github.com/gitfleet/fleet/internal/gitshare"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/sharding"
 	"github.com/gitfleet/fleet/internal/sourcepoll"
@@ -32,11 +38,13 @@ const DefaultSyncTimeout = 10 * time.Minute
 // DefaultMaxBundles is the most bundles one GitRepo may produce.
 const DefaultMaxBundles = 1000
 
-// Fetcher asks git remotes for commits and checks them out;
-// *gitfetch.Fetcher is the implementation.
+// Fetcher asks git remotes for commits and checks them out, sharing both
+// among the GitRepos that follow one repository with the same credentials;
+// *gitshare.Share is the implementation. Checkout's release ends the read
+// of the directory it returned.
 type Fetcher interface {
-	LatestCommit(ctx context.Context, o gitfetch.Options) (string, error)
-	Checkout(ctx context.Context, o gitfetch.Options, commit string) (string, error)
+	LatestCommit(ctx context.Context, o gitfetch.Options, q gitshare.Query) (string, error)
+	Checkout(ctx context.Context, o gitfetch.Options, commit string) (dir string, release func(), err error)
 	Remove(key string) error
 }
 
@@ -49,11 +57,17 @@ type Reconciler struct {
 	// helmSecretName), the known-hosts ConfigMap and, on delete, Bundles,
 	// bypassing the cache; default mgr.GetAPIReader().
 	APIReader client.Reader
-	// Fetcher talks to git; default a gitfetch.Fetcher over CacheDir.
+	// Fetcher talks to git; default a gitshare.Share of a gitfetch.Fetcher
+	// over CacheDir.
 	Fetcher Fetcher
-	// CacheDir holds the git caches, one directory per GitRepo; default
-	// fleet-gitrepos below the system's temporary directory.
+	// CacheDir holds the git caches, one object store per repository and
+	// credentials (repos/) and the files of the commits being read
+	// (trees/); default fleet-gitrepos below the system's temporary
+	// directory.
 	CacheDir string
+	// TreeCacheBytes bounds the commits' files kept in CacheDir once read;
+	// default gitshare.DefaultMaxTreeBytes.
+	TreeCacheBytes int64
 	// Workers is the number of GitRepos reconciled at once, and so the
 	// number of git fetch slots; the GitRepos of one namespace hold at most
 	// half of them (rounded up) at once, so one tenant's slow git server
@@ -103,6 +117,11 @@ type Reconciler struct {
 	repos sourcepoll.States[repoState]
 	// slots are the git fetch slots, shared fairly among namespaces.
 	slots sourcepoll.Slots
+	// woken are the GitRepos whose group learnt a new commit from another
+	// GitRepo's poll: they poll at once (answered from the group), and
+	// wake enqueues them.
+	woken sync.Map
+	wake  chan event.GenericEvent
 }
 
 // RepoKey is the fleet.RepoIndex value of a BundleDeployment: "" when its
@@ -131,17 +150,44 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.CacheDir = filepath.Join(os.TempDir(), "fleet-gitrepos")
 	}
 	r.dialer = egress.NewDialer(r.Egress)
+	r.wake = make(chan event.GenericEvent, 1024)
 	if r.Fetcher == nil {
-		r.Fetcher = &gitfetch.Fetcher{Dialer: r.dialer, CacheDir: r.CacheDir, AllowLocal: r.AllowLocalRepos, FetchTimeout: r.FetchTimeout, GitHubAPIURL: r.GitHubAPIURL, Limits: r.GitLimits}
+		r.Fetcher = &gitshare.Share{
+			Changed: r.wakeUp,
+			Source: &gitfetch.Fetcher{Dialer: r.dialer, CacheDir: filepath.Join(r.CacheDir, "repos"), AllowLocal: r.AllowLocalRepos,
+				FetchTimeout: r.FetchTimeout, GitHubAPIURL: r.GitHubAPIURL, Limits: r.GitLimits},
+			TreeDir:      filepath.Join(r.CacheDir, "trees"),
+			MaxTreeBytes: r.TreeCacheBytes,
+			Now:          r.Now,
+		}
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-gitrepo")
 	}
 	b := ctrl.NewControllerManagedBy(mgr).For(&fleet.GitRepo{}, builder.WithPredicates(sharding.Predicate(r.Shard), predicate.Or(gitRepoChanged, sharding.RefChanged())))
 	return sourcepoll.Watches(b, r.Client, fleet.RepoLabel, func() client.ObjectList { return &fleet.GitRepoList{} }).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		Named("gitrepo").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
+}
+
+// wakeUp makes the GitRepos keys ("namespace/name") poll now: their group
+// has a new commit. It never blocks: with the queue full, they poll at
+// their interval as usual.
+func (r *Reconciler) wakeUp(keys []string) {
+	for _, k := range keys {
+		ns, name, ok := strings.Cut(k, "/")
+		if !ok {
+			continue
+		}
+		key := client.ObjectKey{Namespace: ns, Name: name}
+		r.woken.Store(key, struct{}{})
+		select {
+		case r.wake <- event.GenericEvent{Object: &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}:
+		default:
+		}
+	}
 }
 
 // gitRepoChanged lets through the GitRepo updates that matter: a spec change,
@@ -169,6 +215,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	if !repo.DeletionTimestamp.IsZero() {
+		r.woken.Delete(req.NamespacedName)
 		return ctrl.Result{}, r.reconcileDelete(ctx, repo)
 	}
 

@@ -21,6 +21,7 @@ import (
 	"github.com/gitfleet/fleet/internal/bundlereader"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch"
+	"github.com/gitfleet/fleet/internal/gitshare"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/sourcepoll"
@@ -41,8 +42,12 @@ type scope struct {
 	restricted *restricted
 	input      string
 	opts       gitfetch.Options
-	dir        string
-	bundles    []*fleet.Bundle
+	// want is the commit a webhook announced and no poll acted on yet.
+	want string
+	dir  string
+	// release ends the read of dir.
+	release func()
+	bundles []*fleet.Bundle
 }
 
 // repoState is what the controller remembers of a GitRepo between
@@ -59,8 +64,10 @@ type repoState struct {
 	poll sourcepoll.Poll
 	// webhookCommit is the status.webhookCommit already acted on.
 	webhookCommit string
-	// latest is the commit the remote pointed to at the last poll.
+	// latest is the commit the remote pointed to at the last poll, and
+	// asked when that poll was.
 	latest string
+	asked  time.Time
 	// gitErr is the error of the git phases (asking the remote for its
 	// latest commit, fetching it) of the last poll, nil when they succeeded:
 	// it is what GitPolling reports.
@@ -163,7 +170,10 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	if inputChanged {
 		st.resync = true
 	}
-	if !pollDue(s.now, st, repo) && !inputChanged {
+	// Woken: another GitRepo of its group found a new commit, which this
+	// poll takes from the group without asking the remote.
+	_, woken := r.woken.LoadAndDelete(client.ObjectKeyFromObject(repo))
+	if !pollDue(s.now, st, repo) && !inputChanged && !woken {
 		return nil
 	}
 	release, err := r.slots.Take(repo.Namespace, r.Workers, "git fetch slots")
@@ -172,6 +182,9 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	}
 	defer release()
 	st.poll.Start(s.now, repo.Generation, sourcepoll.Jittered(pollInterval(repo)))
+	if repo.Status.WebhookCommit != st.webhookCommit {
+		s.want = repo.Status.WebhookCommit
+	}
 	st.webhookCommit = repo.Status.WebhookCommit
 	st.gitErr = nil
 
@@ -191,6 +204,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 		// at the next poll, so that GitPolling keeps reporting the failure.
 		return st.failGit(egress.ForTenant(ctx, err))
 	}
+	defer s.release()
 	if err := r.readBundles(ctx, s); err != nil {
 		return st.failSync(s, egress.ForTenant(ctx, err))
 	}
@@ -208,7 +222,9 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 }
 
 // poll asks the remote for the commit to deploy, with the GitRepo's
-// credentials.
+// credentials: the answer is shared with the GitRepos that follow the same
+// repository with the same credentials, one question per polling interval,
+// or per webhook announcement.
 func (r *Reconciler) poll(ctx context.Context, s *scope) error {
 	o, err := r.fetchOptions(ctx, s.eff)
 	if err != nil {
@@ -216,7 +232,9 @@ func (r *Reconciler) poll(ctx context.Context, s *scope) error {
 	}
 	s.opts = o
 	start := time.Now()
-	s.state.latest, err = r.Fetcher.LatestCommit(ctx, o)
+	q := gitshare.Query{MaxAge: pollInterval(s.repo), Since: s.state.asked, Want: s.want}
+	s.state.asked = s.now
+	s.state.latest, err = r.Fetcher.LatestCommit(ctx, o, q)
 	metrics.ObserveSince(metrics.FetchLatestCommit, s.repo.Namespace, start, err)
 	return err
 }
@@ -224,9 +242,9 @@ func (r *Reconciler) poll(ctx context.Context, s *scope) error {
 // checkout fetches the latest commit into the git cache.
 func (r *Reconciler) checkout(ctx context.Context, s *scope) error {
 	start := time.Now()
-	dir, err := r.Fetcher.Checkout(ctx, s.opts, s.state.latest)
+	dir, release, err := r.Fetcher.Checkout(ctx, s.opts, s.state.latest)
 	metrics.ObserveSince(metrics.Checkout, s.repo.Namespace, start, err)
-	s.dir = dir
+	s.dir, s.release = dir, release
 	return err
 }
 

@@ -94,7 +94,7 @@ func (e *bdEvents) total() int64 { return e.adds.Load() + e.updates.Load() + e.d
 // pprofAddr, when set, is where the manager serves Go profiles.
 var pprofAddr string
 
-func startManager(cp *controlplane.ControlPlane) (*manager, error) {
+func startManager(cp *controlplane.ControlPlane, extra ...string) (*manager, error) {
 	logDir, _ := os.MkdirTemp("", "fleet-bench-")
 	fmt.Fprintf(os.Stderr, "Starting fleet-manager (log in %s)\n", logDir)
 	metricsAddr, err := framework.FreeAddr()
@@ -111,6 +111,7 @@ func startManager(cp *controlplane.ControlPlane) (*manager, error) {
 		// The notify experiment's git server and webhook receiver listen
 		// on loopback.
 		framework.EgressAllowLoopbackArgs[0], framework.EgressAllowLoopbackArgs[1]}
+	args = append(args, extra...)
 	if pprofAddr != "" {
 		fmt.Fprintf(os.Stderr, "The manager serves profiles at http://%s/debug/pprof/\n", pprofAddr)
 		args = append(args, "--pprof-bind-address", pprofAddr)

@@ -131,6 +131,17 @@ type Result struct {
 	ScaleRatio float64            `json:"scale_ratio,omitempty"`
 	// Dashboard holds the dashboard experiment's figures.
 	Dashboard *DashboardFigures `json:"dashboard,omitempty"`
+	// Monorepo: the GitRepos reading the repository, and per commit the
+	// git server's ls-remotes, fetches (upload-pack POSTs) and bytes, and
+	// the manager's CPU; GitRatio and CPURatio are the bytes and the CPU of
+	// the many GitRepos over those of the one.
+	GitRepos              int     `json:"gitrepos,omitempty"`
+	GitListsPerCommit     float64 `json:"git_ls_remotes_per_commit,omitempty"`
+	GitFetchesPerCommit   float64 `json:"git_fetches_per_commit,omitempty"`
+	GitBytesPerCommit     float64 `json:"git_bytes_per_commit,omitempty"`
+	ManagerCPUMsPerCommit float64 `json:"manager_cpu_ms_per_commit,omitempty"`
+	GitRatio              float64 `json:"git_bytes_ratio,omitempty"`
+	CPURatio              float64 `json:"manager_cpu_ratio,omitempty"`
 	// CPUScaleRatio is the API server's CPU per Ready BundleDeployment at
 	// the smallest size over that at the largest: the rate ratio to expect
 	// were its CPU the only limit, whatever the machine's load.
@@ -156,6 +167,8 @@ func main() {
 	bundles := flag.Int("bundles", 10, "bundles (B)")
 	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,notify,agent,scaling (all = every one but notify and scaling; scaling starts its own control planes)")
 	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
+	flag.IntVar(&monorepoApps, "monorepo-gitrepos", 100, "monorepo experiment: the GitRepos (one app directory each) compared with one GitRepo reading every directory")
+	flag.IntVar(&monorepoCommits, "monorepo-commits", 3, "monorepo experiment: the commits measured")
 	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")
 	flag.BoolVar(&profileEnabled, "apiserver-profile", true, "read the API server's CPU profile during registration and fan-out")
 	flag.StringVar(&profileDir, "apiserver-profile-dir", "", "also write the API server's CPU profiles into this directory")
@@ -283,8 +296,8 @@ func run(n, b int, which string, sizes []int) error {
 		want[strings.TrimSpace(e)] = true
 	}
 	for e := range want {
-		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,notify,agent,scaling", ","), e) {
-			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,notify,agent,scaling", which, e)
+		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,notify,agent,scaling,monorepo", ","), e) {
+			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,notify,agent,scaling,monorepo", which, e)
 		}
 	}
 	if (want["all"] || want["dashboard"]) && (dashboardOpts.Updates < 1 || dashboardOpts.Updates > n || dashboardOpts.Rate <= 0 || dashboardOpts.Idle <= 0) {
@@ -296,10 +309,24 @@ func run(n, b int, which string, sizes []int) error {
 	defer stop()
 	defer framework.RemoveBinaries()
 	var results []Result
-	if len(want) != 1 || !want["scaling"] {
+	others := 0
+	for e := range want {
+		if e != "scaling" && e != "monorepo" {
+			others++
+		}
+	}
+	if others > 0 {
 		var err error
 		if results, err = runMain(ctx, n, b, want); err != nil {
 			return err
+		}
+	}
+	if want["monorepo"] {
+		rs, err := runMonorepo(ctx)
+		results = append(results, rs...)
+		if err != nil {
+			_ = printTable(results)
+			return fmt.Errorf("monorepo: %w", err)
 		}
 	}
 	if want["scaling"] {
@@ -434,6 +461,20 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		printJSON(r)
 	}
 	return results, nil
+}
+
+// The monorepo experiment's sizes (flags).
+var monorepoApps, monorepoCommits int
+
+// runMonorepo runs the monorepo experiment on a control plane of its own:
+// monorepoApps GitRepos against one.
+func runMonorepo(ctx context.Context) ([]Result, error) {
+	cp, _, err := startControlPlane("bench-monorepo", false)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = cp.Stop() }()
+	return Monorepo(ctx, cp, monorepoApps, monorepoCommits)
 }
 
 func printTable(results []Result) error {

@@ -124,6 +124,8 @@ type Server struct {
 	mu                 sync.Mutex
 	username, password string
 	anyUser            bool
+	users              map[string]string
+	counts             map[string]*Counts
 	uploads            atomic.Int64
 	loader             loader
 	srv                transport.Transport
@@ -188,6 +190,106 @@ func (s *Server) SetToken(token string) {
 	s.username, s.password, s.anyUser = "", token, true
 }
 
+// AddUser makes the server accept these credentials too, beside those of
+// SetBasicAuth or SetToken (which it then requires of everyone else): one
+// server, one user per tenant. Each user's requests are counted apart
+// (CountsOf).
+func (s *Server) AddUser(username, password string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.users == nil {
+		s.users = map[string]string{}
+	}
+	s.users[username] = password
+}
+
+// Counts are the requests a server answered: Lists are ls-remotes (info/refs
+// GETs), Fetches upload-pack POSTs, Bytes what their answers held; Refused
+// are the requests turned away for their credentials.
+type Counts struct {
+	Lists, Fetches, Bytes, Refused int64
+}
+
+// CountsOf is what the server answered the user: AddUser's name, or "" for
+// requests without AddUser's credentials.
+func (s *Server) CountsOf(username string) Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.counts[username]; ok {
+		return *c
+	}
+	return Counts{}
+}
+
+// Total is what the server answered everyone.
+func (s *Server) Total() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t Counts
+	for _, c := range s.counts {
+		t.Lists += c.Lists
+		t.Fetches += c.Fetches
+		t.Bytes += c.Bytes
+		t.Refused += c.Refused
+	}
+	return t
+}
+
+// count adds to the counts of user under the lock.
+func (s *Server) count(user string, add func(*Counts)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counts == nil {
+		s.counts = map[string]*Counts{}
+	}
+	c, ok := s.counts[user]
+	if !ok {
+		c = &Counts{}
+		s.counts[user] = c
+	}
+	add(c)
+}
+
+// countingWriter counts the bytes of an answer.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
+}
+
+// authorize says whose credentials req carries: a user of AddUser, or ""
+// for SetBasicAuth's, SetToken's or (when no password is set) none.
+func (s *Server) authorize(req *http.Request) (string, bool) {
+	s.mu.Lock()
+	username, password, anyUser, users := s.username, s.password, s.anyUser, s.users
+	s.mu.Unlock()
+	u, p, ok := req.BasicAuth()
+	if ok {
+		if want, known := users[u]; known && subtle.ConstantTimeCompare([]byte(p), []byte(want)) == 1 {
+			return u, true
+		}
+	}
+	if password == "" && len(users) == 0 {
+		return "", true
+	}
+	if password == "" {
+		return u, false
+	}
+	userOK := anyUser || subtle.ConstantTimeCompare([]byte(u), []byte(username)) == 1
+	if !ok || !userOK || subtle.ConstantTimeCompare([]byte(p), []byte(password)) != 1 {
+		if _, known := users[u]; known {
+			return u, false
+		}
+		return "", false
+	}
+	return "", true
+}
+
 // RepoURL is the URL of the repository ROOT/name.
 func (s *Server) RepoURL(name string) string {
 	return s.URL + "/" + name
@@ -199,19 +301,15 @@ func (s *Server) Fetches() int64 {
 }
 
 // ServeHTTP implements the two requests of a smart-HTTP fetch.
-func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	s.mu.Lock()
-	username, password, anyUser := s.username, s.password, s.anyUser
-	s.mu.Unlock()
-	if password != "" {
-		u, p, ok := req.BasicAuth()
-		userOK := anyUser || subtle.ConstantTimeCompare([]byte(u), []byte(username)) == 1
-		if !ok || !userOK || subtle.ConstantTimeCompare([]byte(p), []byte(password)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "authentication required", http.StatusUnauthorized)
-			return
-		}
+func (s *Server) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
+	user, ok := s.authorize(req)
+	if !ok {
+		s.count(user, func(c *Counts) { c.Refused++ })
+		rw.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+		http.Error(rw, "authentication required", http.StatusUnauthorized)
+		return
 	}
+	w := &countingWriter{ResponseWriter: rw}
 	switch {
 	case req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/info/refs"):
 		if req.URL.Query().Get("service") != transport.UploadPackServiceName {
@@ -219,9 +317,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		s.advertise(w, req, strings.TrimSuffix(req.URL.Path, "/info/refs"))
+		s.count(user, func(c *Counts) { c.Lists++; c.Bytes += w.n })
 	case req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/"+transport.UploadPackServiceName):
 		s.uploads.Add(1)
 		s.uploadPack(w, req, strings.TrimSuffix(req.URL.Path, "/"+transport.UploadPackServiceName))
+		s.count(user, func(c *Counts) { c.Fetches++; c.Bytes += w.n })
 	default:
 		http.NotFound(w, req)
 	}

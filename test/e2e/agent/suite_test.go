@@ -46,5 +46,6 @@ func TestAgent(t *testing.T) {
 	Describe("A Schedule's deployment window", Ordered, func() { agent.ScheduleSpec(ctx, input) })
 	Describe("Two managers sharing the work by shard", Ordered, func() { agent.ShardingSpec(ctx, input) })
 	Describe("Where Fleet's suites waited 45 seconds in vain", Ordered, func() { agent.FleetCasesSpec(ctx, input) })
+	Describe("Twenty GitRepos on one repository", Ordered, func() { agent.MonorepoSpec(ctx, input) })
 	RunSpecs(t, "Agent")
 }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
+	"github.com/gitfleet/fleet/test/controlplane"
+)
+
+// Monorepo measures what many GitRepos on one repository cost next to one:
+// a repository of apps directories is read once by one GitRepo (every
+// directory a bundle) and once by one GitRepo per directory, each with
+// credentials of its own on one loopback git server (so each side's requests
+// are counted apart). For each, commits changing every app are made one
+// after the other, each waited for until every GitRepo reports it; the git
+// server's requests and bytes and the manager's CPU per commit are compared:
+// the many GitRepos share one ls-remote per polling interval and one fetch
+// per commit (internal/gitshare), so the goal is within 1.5x of the one.
+func Monorepo(ctx context.Context, cp *controlplane.ControlPlane, apps, commits int) ([]Result, error) {
+	c, err := newClient(cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.MkdirTemp("", "fleet-bench-monorepo-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(root)
+	repo, err := gittest.NewRepo(filepath.Join(root, "mono"), "main")
+	if err != nil {
+		return nil, err
+	}
+	appFiles := func(value int) map[string]string {
+		files := map[string]string{}
+		for i := range apps {
+			app := fmt.Sprintf("app%03d", i)
+			files["apps/"+app+"/fleet.yaml"] = "defaultNamespace: monorepo\n"
+			files["apps/"+app+"/cm.yaml"] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  value: \"%d\"\n", app, value)
+		}
+		return files
+	}
+	if _, err := repo.Commit("apps", appFiles(0)); err != nil {
+		return nil, err
+	}
+	srv := gittest.NewServer(root)
+	defer srv.Close()
+
+	// The git server is on loopback, which the manager refuses by default.
+	mgr, err := startManager(cp, "--egress-allow-cidrs", "127.0.0.0/8")
+	if err != nil {
+		return nil, err
+	}
+	defer mgr.Stop()
+
+	interval := 5 * time.Second
+	value := 0
+	run := func(name string, n int) (Result, error) {
+		ns := "bench-" + name
+		srv.AddUser(name, name+"-pass")
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return Result{}, err
+		}
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: ns}, Type: corev1.SecretTypeBasicAuth,
+			Data: map[string][]byte{"username": []byte(name), "password": []byte(name + "-pass")}}); err != nil {
+			return Result{}, err
+		}
+		for i := range n {
+			spec := fleet.GitRepoSpec{Repo: srv.RepoURL("mono"), Branch: "main", ClientSecretName: "git", PollingInterval: &metav1.Duration{Duration: interval}}
+			if n > 1 {
+				spec.Paths = []string{fmt.Sprintf("apps/app%03d", i)}
+			}
+			if err := c.Create(ctx, &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r%03d", i), Namespace: ns}, Spec: spec}); err != nil {
+				return Result{}, err
+			}
+		}
+		head, err := repo.Commit("touch", appFiles(value))
+		if err != nil {
+			return Result{}, err
+		}
+		if err := waitCommit(ctx, c, ns, n, head); err != nil {
+			return Result{}, fmt.Errorf("%s: the first commit: %w (manager log: %s)", name, err, mgr.Log)
+		}
+		bundles := &fleet.BundleList{}
+		if err := c.List(ctx, bundles, client.InNamespace(ns)); err != nil {
+			return Result{}, err
+		}
+		fmt.Fprintf(os.Stderr, "%s: %d GitRepos synced, %d bundles; now %d commits\n", name, n, len(bundles.Items), commits)
+		git0, cpu0, start := srv.CountsOf(name), cpuSeconds(mgr), time.Now()
+		for range commits {
+			value++
+			head, err := repo.Commit(fmt.Sprintf("value %d", value), appFiles(value))
+			if err != nil {
+				return Result{}, err
+			}
+			if err := waitCommit(ctx, c, ns, n, head); err != nil {
+				return Result{}, fmt.Errorf("%s: commit %d: %w (manager log: %s)", name, value, err, mgr.Log)
+			}
+		}
+		git1, s := srv.CountsOf(name), since(start)
+		per := func(a, b int64) float64 { return float64(b-a) / float64(commits) }
+		r := Result{Experiment: "monorepo-" + name, Objects: len(bundles.Items), Seconds: s, Rate: float64(commits) / s,
+			ManagerCPUS: cpuSeconds(mgr) - cpu0, ManagerRSSMB: peakRSSMB(mgr), Load1: loadAverage(),
+			GitRepos: n, GitListsPerCommit: per(git0.Lists-git0.Fetches, git1.Lists-git1.Fetches),
+			GitFetchesPerCommit: per(git0.Fetches, git1.Fetches), GitBytesPerCommit: per(git0.Bytes, git1.Bytes)}
+		r.ManagerCPUMsPerCommit = 1000 * r.ManagerCPUS / float64(commits)
+		if err := c.DeleteAllOf(ctx, &fleet.GitRepo{}, client.InNamespace(ns)); err != nil {
+			return r, err
+		}
+		return r, waitFor(ctx, 2*time.Minute, func() (bool, error) {
+			list := &fleet.BundleList{}
+			err := c.List(ctx, list, client.InNamespace(ns))
+			return err == nil && len(list.Items) == 0, err
+		})
+	}
+	one, err := run("one", 1)
+	if err != nil {
+		return nil, err
+	}
+	printJSON(one)
+	many, err := run("many", apps)
+	if err != nil {
+		return []Result{one}, err
+	}
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	many.Note = fmt.Sprintf("over one GitRepo: git requests %.2fx, bytes %.2fx, manager CPU %.2fx (goal within 1.5x)",
+		ratio(many.GitListsPerCommit+2*many.GitFetchesPerCommit, one.GitListsPerCommit+2*one.GitFetchesPerCommit),
+		ratio(many.GitBytesPerCommit, one.GitBytesPerCommit), ratio(many.ManagerCPUMsPerCommit, one.ManagerCPUMsPerCommit))
+	many.GitRatio = ratio(many.GitBytesPerCommit, one.GitBytesPerCommit)
+	many.CPURatio = ratio(many.ManagerCPUMsPerCommit, one.ManagerCPUMsPerCommit)
+	printJSON(many)
+	return []Result{one, many}, nil
+}
+
+// waitCommit waits until the n GitRepos of ns report commit.
+func waitCommit(ctx context.Context, c client.Client, ns string, n int, commit string) error {
+	return waitEvery(ctx, 100*time.Millisecond, 3*time.Minute, func() (bool, error) {
+		list := &fleet.GitRepoList{}
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		done := 0
+		for _, gr := range list.Items {
+			if gr.Status.Commit == commit {
+				done++
+			}
+		}
+		return done == n, nil
+	})
+}
