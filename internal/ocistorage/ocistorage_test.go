@@ -35,7 +35,11 @@ func TestFromSecret(t *testing.T) {
 			want: ocistorage.Options{Reference: "reg.example:5000/fleet", Username: "w", Password: "p", AgentUsername: "r", AgentPassword: "q", BasicHTTP: true}},
 		{name: "no reference", secret: secret(map[string]string{"username": "w"}), wantErr: `no "reference" key`},
 		{name: "scheme", secret: secret(map[string]string{"reference": "oci://reg.example/fleet"}), wantErr: "without a scheme"},
-		{name: "wrong type", secret: func() *corev1.Secret { s := secret(map[string]string{"reference": "reg"}); s.Type = corev1.SecretTypeOpaque; return s }(),
+		{name: "wrong type", secret: func() *corev1.Secret {
+			s := secret(map[string]string{"reference": "reg"})
+			s.Type = corev1.SecretTypeOpaque
+			return s
+		}(),
 			wantErr: "must have type " + fleet.OCIStorageSecretType},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
