@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -22,7 +21,7 @@ import (
 // CRDs and dashboards do, poorly) and half repetitive.
 func chartFiles(n, size int) []fleet.BundleResource {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var out []fleet.BundleResource
+	out := make([]fleet.BundleResource, 0, n)
 	for i := range n {
 		raw := make([]byte, size/2*3/4)
 		for j := range raw {
@@ -85,7 +84,7 @@ func TestStoredBytes(t *testing.T) {
 		etcdBD, ociBD := bdOf(etcdBundle, name), bdOf(ociBundle, ociBundle.Spec.ContentsID)
 		g.Expect(ociBD.Spec.OCIContents).To(BeTrue())
 		sec := ocistorage.Options{Reference: "registry.example.com/fleet/fleet-default", AgentUsername: "reader", AgentPassword: "0123456789abcdef"}.AgentSecret(ociBD)
-		var secret corev1.Secret = *sec
+		secret := *sec
 
 		eb, ec, ed := jsonSize(g, etcdBundle), jsonSize(g, c), jsonSize(g, etcdBD)
 		ob, od, os := jsonSize(g, ociBundle), jsonSize(g, ociBD), jsonSize(g, &secret)
