@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -55,6 +56,7 @@ import (
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/ocistorage"
 	"github.com/gitfleet/fleet/internal/scheme"
 	"github.com/gitfleet/fleet/internal/secretmeta"
 	"github.com/gitfleet/fleet/internal/sharding"
@@ -114,6 +116,13 @@ type Options struct {
 	Egress egress.Policy
 	// MaxBundlesPerGitRepo bounds the bundles of one GitRepo (default 1000).
 	MaxBundlesPerGitRepo int
+	// OCIStorageSecret names an OCI storage Secret in SystemNamespace: the
+	// manager-wide registry, to which bundle contents larger than
+	// OCIStorageThreshold (default ocistorage.DefaultThreshold) go, below
+	// one repository prefix per namespace, when their GitRepo's namespace
+	// has no registry of its own. Unset: contents without one stay in etcd.
+	OCIStorageSecret    string
+	OCIStorageThreshold int
 	// GitLimits bound each git fetch and checkout (pack size, object count,
 	// file and commit sizes, path depth and length); zero fields take
 	// gitfetch's defaults.
@@ -395,7 +404,15 @@ func setupGitRepo(_ context.Context, d *deps) error {
 	return (&gitrepo.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers,
 		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo, GitLimits: o.GitLimits,
 		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL, Egress: o.Egress, Recorder: d.recorder("fleet-gitrepo"),
-		Shard: o.ShardID}).SetupWithManager(d.mgr)
+		Shard: o.ShardID, OCIStorage: o.ociStorage()}).SetupWithManager(d.mgr)
+}
+
+// ociStorage is the manager-wide OCI storage, if any.
+func (o Options) ociStorage() ocistorage.Default {
+	if o.OCIStorageSecret == "" {
+		return ocistorage.Default{}
+	}
+	return ocistorage.Default{Secret: types.NamespacedName{Namespace: o.systemNamespace(), Name: o.OCIStorageSecret}, Threshold: o.OCIStorageThreshold}
 }
 
 // setupHelmOp: HelmOps download charts as GitRepos fetch git, as many at
@@ -495,7 +512,7 @@ func setupManagerAddress(_ context.Context, d *deps) error {
 
 func setupBundle(ctx context.Context, d *deps) error {
 	return (&bundle.Reconciler{Client: d.mgr.GetClient(), Workers: d.o.Workers, Recorder: d.recorder("fleet-bundle"),
-		Shard: d.o.ShardID}).SetupWithManager(ctx, d.mgr)
+		Shard: d.o.ShardID, OCIStorageSecret: d.o.ociStorage().Secret}).SetupWithManager(ctx, d.mgr)
 }
 
 func setupCluster(_ context.Context, d *deps) error {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,6 +24,7 @@ import (
 	"github.com/gitfleet/fleet/agent/release"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/content"
+	"github.com/gitfleet/fleet/internal/ocistorage"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/summary"
 )
@@ -483,10 +485,19 @@ func (c *contentCache) put(name string, f []fleet.BundleResource) {
 }
 
 // content returns the resources of a BundleDeployment's Content, read with
-// a direct get and checked (size and sha256).
-func (r *Reconciler) content(ctx context.Context, deploymentID string) ([]fleet.BundleResource, error) {
-	name, _, _ := strings.Cut(deploymentID, ":")
+// a direct get and checked (size and sha256), or, with ociContents, pulled
+// by digest from its registry with the Secret next to it.
+func (r *Reconciler) content(ctx context.Context, bd *fleet.BundleDeployment) ([]fleet.BundleResource, error) {
+	name, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
 	if f := r.contents.get(name); f != nil {
+		return f, nil
+	}
+	if bd.Spec.OCIContents {
+		f, err := r.pullContent(ctx, bd, name)
+		if err != nil {
+			return nil, err
+		}
+		r.contents.put(name, f)
 		return f, nil
 	}
 	c := &fleet.Content{}
@@ -500,5 +511,42 @@ func (r *Reconciler) content(ctx context.Context, deploymentID string) ([]fleet.
 		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
 	}
 	r.contents.put(name, f)
+	return f, nil
+}
+
+// pullTimeout bounds one pull of a content from a registry.
+const pullTimeout = 2 * time.Minute
+
+// pullContent pulls the content named name, of a BundleDeployment in OCI
+// storage, with the Secret of the same name in the cluster namespace. A
+// Secret not written yet is waited for (the manager writes it once the
+// BundleDeployment exists).
+func (r *Reconciler) pullContent(ctx context.Context, bd *fleet.BundleDeployment, name string) ([]fleet.BundleResource, error) {
+	if _, err := ocistorage.Digest(name); err != nil {
+		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
+	}
+	sec := &corev1.Secret{}
+	gctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	if err := r.APIReader.Get(gctx, client.ObjectKeyFromObject(bd), sec); err != nil {
+		return nil, fmt.Errorf("reading the OCI storage Secret %s/%s of content %s: %w", bd.Namespace, bd.Name, name, err)
+	}
+	o, err := ocistorage.FromSecret(sec)
+	if err != nil {
+		return nil, outcome.Stall(fleet.ReasonInvalidOCIStorage, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, pullTimeout)
+	defer cancel()
+	raw, err := o.Pull(pctx, nil, name, content.MaxSize)
+	if errors.Is(err, ocistorage.ErrTooLarge) {
+		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f, err := content.Unmarshal(raw)
+	if err != nil {
+		return nil, outcome.Stall(fleet.ReasonInvalidBundle, err)
+	}
 	return f, nil
 }

@@ -43,7 +43,7 @@ func (r *Reconciler) loadContent(ctx context.Context, s *scope) error {
 // openContent reads the BundleDeployment's resources and opens its SOPS
 // files into s.resources.
 func (r *Reconciler) openContent(ctx context.Context, s *scope) error {
-	resources, err := r.content(ctx, s.bd.Spec.DeploymentID)
+	resources, err := r.content(ctx, s.bd)
 	if err == nil {
 		var keys []*ecdh.PrivateKey
 		if r.SealingKeys != nil {

@@ -104,6 +104,12 @@ type BundleSpec struct {
 	// TargetCustomizationMode says whether the first matching target (FirstMatch)
 	// or all matching targets in order (AllMatches) customize the options.
 	TargetCustomizationMode TargetCustomizationMode `json:"targetCustomizationMode,omitempty"`
+	// ContentsID, set instead of Resources, says that the bundle's content is
+	// stored in an OCI registry rather than in a Content (Fleet's OCI
+	// storage): it is the content's name, "s-" + the sha256 of the content's
+	// manifest, which is also the digest of the artifact's one layer. The
+	// registry is the one of the Secret OCIStorageSecretAnnotation names.
+	ContentsID string `json:"contentsId,omitempty"`
 }
 
 // BundleResource is one file of a bundle.

@@ -81,6 +81,12 @@ type BundleDeploymentSpec struct {
 	// to the agent's key. The manager's downstreamresource controller is its
 	// only writer (the bundle controller leaves it as it is).
 	SealedResources *SealedResources `json:"sealedResources,omitempty"`
+	// OCIContents says that the content of deploymentID is not a Content but
+	// an artifact in an OCI registry (Fleet's field): the agent pulls its
+	// layer by digest (the deploymentID's content name) with the Secret of
+	// the same name as this BundleDeployment, in its namespace, which the
+	// manager writes there (OCIStorageSecretType).
+	OCIContents bool `json:"ociContents,omitempty"`
 }
 
 // SealedResources carry the Secrets and ConfigMaps a BundleDeployment's

@@ -73,6 +73,14 @@ type GitRepoSpec struct {
 	// repository, registry or chart (helm.repo, or helm.chart when it is a
 	// URL) must match for the helmSecretName credentials to be sent to it.
 	HelmRepoURLRegex string `json:"helmRepoURLRegex,omitempty"`
+	// OCIRegistrySecret names a Secret of type
+	// fleet.cattle.io/bundle-oci-storage/v1alpha1 in the GitRepo's namespace:
+	// the GitRepo's bundle contents are then pushed to that OCI registry
+	// instead of being stored in etcd (Fleet's OCI storage). Without it, a
+	// Secret named "ocistorage" in the namespace does the same for every
+	// GitRepo there. A named Secret that is missing or invalid stops the
+	// sync: there is no fallback to etcd.
+	OCIRegistrySecret string `json:"ociRegistrySecret,omitempty"`
 	// CABundle is the PEM CA bundle to trust for the repository's TLS.
 	CABundle []byte `json:"caBundle,omitempty"`
 	// InsecureSkipTLSverify turns off TLS verification for the repository.

@@ -18,6 +18,10 @@ const (
 	ReasonDeployBinaryMissing = "DeployBinaryMissing"
 	// ReasonSecretNotFound: a Secret the spec names does not exist.
 	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonInvalidOCIStorage: the OCI storage Secret the object uses
+	// (ociRegistrySecret, the namespace's ocistorage Secret, or the one
+	// next to a BundleDeployment) has the wrong type or no reference.
+	ReasonInvalidOCIStorage = "InvalidOCIStorage"
 	// ReasonInvalidSelector: a label selector in the spec does not parse.
 	ReasonInvalidSelector = "InvalidSelector"
 	// ReasonIdentityConflict: the object would take over another cluster's

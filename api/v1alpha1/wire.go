@@ -165,3 +165,38 @@ const (
 	// too.
 	ForceNamespaceAnnotation = "fleet.cattle.io/force-namespace"
 )
+
+// OCI storage (Fleet's): a bundle's content pushed to an OCI registry
+// instead of a Content. The manager reads the registry Secret in the
+// GitRepo's namespace; it writes, next to each BundleDeployment of such a
+// bundle, a Secret of the same name holding the agent's (read-only)
+// credentials only, which the agent reads in its own namespace.
+const (
+	// OCIStorageSecretType is the type every OCI storage Secret must have,
+	// the registry's and the per-BundleDeployment copies alike.
+	OCIStorageSecretType = "fleet.cattle.io/bundle-oci-storage/v1alpha1" //nolint:gosec // G101: a Secret type name, not a credential
+	// OCIStorageDefaultSecretName is the namespace-wide registry Secret used
+	// by every GitRepo of its namespace that names no ociRegistrySecret.
+	OCIStorageDefaultSecretName = "ocistorage"
+	// OCIStorageSecretAnnotation, on a Bundle whose spec.contentsId is set,
+	// names the registry Secret (in the Bundle's namespace) its content was
+	// pushed with, from which its BundleDeployments' Secrets are made.
+	OCIStorageSecretAnnotation = "fleet.cattle.io/oci-storage-secret" //nolint:gosec // G101: an annotation name, not a credential
+
+	// OCIStorageReferenceKey is the registry host and repository prefix,
+	// without a scheme, e.g. "registry.example.com:5000/fleet/tenant-a".
+	OCIStorageReferenceKey = "reference"
+	// OCIStorageUsernameKey and OCIStoragePasswordKey: the manager's
+	// credentials, which may push; in a BundleDeployment's Secret, the
+	// agent's.
+	OCIStorageUsernameKey = "username"
+	OCIStoragePasswordKey = "password" //nolint:gosec // G101: a Secret key, not a credential
+	// OCIStorageAgentUsernameKey and OCIStorageAgentPasswordKey: read-only
+	// credentials for agents; without them agents get username and password.
+	OCIStorageAgentUsernameKey = "agentUsername"
+	OCIStorageAgentPasswordKey = "agentPassword" //nolint:gosec // G101: a Secret key, not a credential
+	// OCIStorageInsecureSkipTLSKey "true" skips TLS verification.
+	OCIStorageInsecureSkipTLSKey = "insecureSkipTLS"
+	// OCIStorageBasicHTTPKey "true" speaks plain HTTP to the registry.
+	OCIStorageBasicHTTPKey = "basicHTTP"
+)

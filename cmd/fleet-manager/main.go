@@ -25,6 +25,7 @@ import (
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/memlimit"
 	"github.com/gitfleet/fleet/internal/metrics"
+	"github.com/gitfleet/fleet/internal/ocistorage"
 	"github.com/gitfleet/fleet/internal/sharding"
 	"github.com/gitfleet/fleet/internal/version"
 )
@@ -141,6 +142,8 @@ func (fl *flags) bindGit(f *pflag.FlagSet) {
 	f.StringVar(&o.GitHubAPIURL, "github-api-url", "", "GitHub API URL for GitRepos with GitHub App credentials (default https://api.<repository host>, as Fleet; https://HOST/api/v3 for GitHub Enterprise Server)")
 	f.DurationVar(&o.GitFetchTimeout, "git-fetch-timeout", gitfetch.DefaultFetchTimeout, "time limit of one git fetch")
 	f.IntVar(&o.MaxBundlesPerGitRepo, "max-bundles-per-gitrepo", gitrepo.DefaultMaxBundles, "most bundles one GitRepo may produce")
+	f.StringVar(&o.OCIStorageSecret, "oci-storage-secret", "", "an OCI storage Secret (type "+fleet.OCIStorageSecretType+") in the manager's namespace: the manager-wide registry for bundle contents above --oci-storage-threshold, for GitRepos whose namespace has no registry of its own (ociRegistrySecret, an ocistorage Secret)")
+	f.IntVar(&o.OCIStorageThreshold, "oci-storage-threshold", ocistorage.DefaultThreshold, "size in bytes of a bundle's content above which it goes to the --oci-storage-secret registry instead of etcd")
 	f.Int64Var(&o.GitLimits.PackBytes, "git-max-pack-bytes", gitfetch.DefaultMaxPackBytes, "most bytes one git fetch may receive (the compressed pack)")
 	f.Int64Var(&o.GitLimits.Objects, "git-max-objects", gitfetch.DefaultMaxObjects, "most objects one git fetch may bring, and most files and directories one checkout may write")
 	f.Int64Var(&o.GitLimits.FileBytes, "git-max-file-bytes", gitfetch.DefaultMaxFileBytes, "largest file (any git object), uncompressed, of a fetch or checkout")

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/cacheindex"
+	"github.com/gitfleet/fleet/internal/ocistorage"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/sharding"
 	"github.com/gitfleet/fleet/internal/target"
@@ -39,7 +41,17 @@ type Reconciler struct {
 	// without the label (internal/sharding). Their BundleDeployments carry
 	// the Bundle's labels, the shard's too.
 	Shard string
+	// APIReader reads OCI storage Secrets, which the cache does not hold;
+	// default mgr.GetAPIReader().
+	APIReader client.Reader
+	// OCIStorageSecret is the manager-wide OCI storage Secret: Bundles may
+	// name it (fleet.OCIStorageSecretAnnotation) besides Secrets of their
+	// own namespace.
+	OCIStorageSecret types.NamespacedName
 
+	// ociSecrets remembers the agent Secrets written next to the
+	// BundleDeployments of bundles in OCI storage (see ensureOCISecret).
+	ociSecrets sync.Map
 	// mem is what the controller keeps between reconciles (see memory).
 	mem memory
 	// The cache's own objects, read in place (see cacheindex).
@@ -68,6 +80,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-bundle")
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	var err error
 	if r.deployments, err = cacheindex.For(ctx, mgr.GetCache(), &fleet.BundleDeployment{}, toolscache.Indexers{fleet.BundleIndex: func(obj any) ([]string, error) {
@@ -105,9 +120,11 @@ type scope struct {
 	bundle      *fleet.Bundle
 	compiled    *target.CompiledBundle
 	contentName string
-	existing    map[string]*fleet.BundleDeployment // by cluster namespace
-	targets     []target.Deployment
-	plan        *Plan
+	// oci is the registry of a bundle in OCI storage, nil for a Content.
+	oci      *ocistorage.Options
+	existing map[string]*fleet.BundleDeployment // by cluster namespace
+	targets  []target.Deployment
+	plan     *Plan
 	// errs are the clusters whose options could not be worked out (a Helm
 	// values template that fails for them): the others are still targeted.
 	errs []error
@@ -172,7 +189,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope, key types.Namespac
 		}
 	}
 	for _, phase := range []func(context.Context, *scope) error{
-		r.authorize, r.compile, r.reconcileContent, r.listExisting, r.computeTargets, r.writeDeployments,
+		r.authorize, r.compile, r.reconcileContent, r.listExisting, r.computeTargets, r.writeDeployments, r.writeOCISecrets,
 	} {
 		if err := phase(ctx, s); err != nil {
 			r.mem.forgetPass(s.bundle.UID)

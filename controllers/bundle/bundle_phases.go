@@ -212,6 +212,9 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 				// yet; its event brings this bundle back with a fresher view.
 				if err == nil || apierrors.IsAlreadyExists(err) {
 					r.mem.created(s.bundle.UID, desired, time.Now())
+					if err == nil && s.oci != nil {
+						return r.ensureOCISecret(ctx, s.oci, desired)
+					}
 					return nil
 				}
 				return err
@@ -222,6 +225,7 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 			if !deployNow(plan.Deploy[i], existing, &t) {
 				// Stage only: the cluster keeps what it runs.
 				desired.Spec.DeploymentID, desired.Spec.Options = existing.Spec.DeploymentID, *existing.Spec.Options.DeepCopy()
+				desired.Spec.OCIContents = existing.Spec.OCIContents
 			}
 			// A merge patch of spec and labels: the agent patches status all the
 			// time, and an update would conflict with it.

@@ -9,10 +9,26 @@ import (
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/content"
+	"github.com/gitfleet/fleet/internal/ocistorage"
+	"github.com/gitfleet/fleet/internal/outcome"
 )
 
 // reconcileContent makes sure the bundle's Content exists.
+// A bundle in OCI storage has none: its contentsId names the artifact,
+// whose registry is read instead.
 func (r *Reconciler) reconcileContent(ctx context.Context, s *scope) error {
+	s.oci = nil
+	if id := s.bundle.Spec.ContentsID; id != "" {
+		if _, err := ocistorage.Digest(id); err != nil {
+			return outcome.Stall(fleet.ReasonInvalidBundle, fmt.Errorf("spec.contentsId: %w", err))
+		}
+		o, err := r.registryOf(ctx, s.bundle)
+		if err != nil {
+			return err
+		}
+		s.contentName, s.oci = id, o
+		return nil
+	}
 	name, build, err := content.Encode(s.bundle.Spec.Resources)
 	if err != nil {
 		return err

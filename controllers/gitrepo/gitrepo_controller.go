@@ -26,6 +26,7 @@ import (
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch"
 	"github.com/gitfleet/fleet/internal/gitshare"
+	"github.com/gitfleet/fleet/internal/ocistorage"
 	"github.com/gitfleet/fleet/internal/outcome"
 	"github.com/gitfleet/fleet/internal/sharding"
 	"github.com/gitfleet/fleet/internal/sourcepoll"
@@ -106,7 +107,14 @@ type Reconciler struct {
 	// labelled fleet.cattle.io/shard-ref with it, or, when empty, those
 	// without the label (internal/sharding), and labels their Bundles alike.
 	Shard string
+	// OCIStorage is the manager-wide registry for bundle contents above its
+	// threshold; GitRepos whose namespace has a registry of their own
+	// (ociRegistrySecret, the ocistorage Secret) use theirs for every
+	// bundle.
+	OCIStorage ocistorage.Default
 
+	// pushed are the contents known to be in a registry, by repository.
+	pushed sync.Map
 	// dialer makes every connection for a GitRepo, under Egress.
 	dialer *egress.Dialer
 	// deployments is the cache's index of BundleDeployments, with

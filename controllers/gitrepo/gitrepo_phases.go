@@ -208,6 +208,15 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	if err := r.readBundles(ctx, s); err != nil {
 		return st.failSync(s, egress.ForTenant(ctx, err))
 	}
+	reg, err := r.registryFor(ctx, repo)
+	if err != nil {
+		return st.failSync(s, err)
+	}
+	if reg != nil {
+		if err := r.storeContents(ctx, reg, s.bundles); err != nil {
+			return st.failSync(s, egress.ForTenant(ctx, err))
+		}
+	}
 	if err := r.applyBundles(ctx, repo, s.bundles); err != nil {
 		return st.failSync(s, err)
 	}

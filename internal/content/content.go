@@ -30,11 +30,10 @@ type Manifest struct {
 // give the same Content, shared by every bundle and cluster that deploys
 // them.
 func Encode(resources []fleet.BundleResource) (string, func() (*fleet.Content, error), error) {
-	raw, err := json.Marshal(Manifest{Resources: resources})
+	raw, name, err := Marshal(resources)
 	if err != nil {
-		return "", nil, fmt.Errorf("encoding the bundle's resources: %w", err)
+		return "", nil, err
 	}
-	name := names.Content(raw)
 	build := func() (*fleet.Content, error) {
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
@@ -81,6 +80,34 @@ func decode(c *fleet.Content, limit int) ([]fleet.BundleResource, error) {
 	var m Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("content %s: %w", c.Name, err)
+	}
+	return m.Resources, nil
+}
+
+// Marshal returns the uncompressed manifest of resources, as a Content and
+// an OCI storage artifact hold it, and the name of its Content.
+func Marshal(resources []fleet.BundleResource) ([]byte, string, error) {
+	raw, err := json.Marshal(Manifest{Resources: resources})
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding the bundle's resources: %w", err)
+	}
+	return raw, names.Content(raw), nil
+}
+
+// ContentsID is the contentsId of a bundle whose manifest raw is stored in
+// an OCI registry: "s-" and the whole sha256 of raw, which is the digest of
+// the artifact's layer (a Content name may be shortened to fit a label).
+func ContentsID(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return "s-" + hex.EncodeToString(sum[:])
+}
+
+// Unmarshal returns the resources of raw, a manifest whose digest the
+// caller checked.
+func Unmarshal(raw []byte) ([]fleet.BundleResource, error) {
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("decoding a bundle's content: %w", err)
 	}
 	return m.Resources, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/names"
@@ -182,8 +183,18 @@ func ownLabels(b *fleet.Bundle, contentName string, d *Deployment) [6][2]string 
 		{fleet.BundleNamespaceLabel, b.Namespace},
 		{fleet.ClusterLabel, d.Cluster.Name},
 		{fleet.ClusterNamespaceLabel, d.Cluster.Namespace},
-		{fleet.ContentNameLabel, contentName},
+		{fleet.ContentNameLabel, contentLabel(contentName)},
 	}
+}
+
+// contentLabel is the ContentNameLabel value for contentName: the Content's
+// name, or none for the contentsId of a bundle in OCI storage (too long for
+// a label, and no Content to count references to).
+func contentLabel(contentName string) string {
+	if len(contentName) > validation.LabelValueMaxLength {
+		return ""
+	}
+	return contentName
 }
 
 // BundleDeployment is the BundleDeployment the manager writes for d: named
@@ -206,6 +217,7 @@ func BundleDeployment(b *fleet.Bundle, contentName string, d *Deployment) *fleet
 			OffSchedule:        OffSchedule(d.Cluster),
 			DependsOn:          b.Spec.DependsOn,
 			CorrectDrift:       d.Options.CorrectDrift,
+			OCIContents:        b.Spec.ContentsID != "",
 		},
 	}
 	for k, v := range b.Labels {
@@ -236,7 +248,8 @@ func Unchanged(b *fleet.Bundle, contentName string, d *Deployment, existing *fle
 		!equality.Semantic.DeepEqual(&spec.StagedOptions, d.Options) ||
 		(deploy && !equality.Semantic.DeepEqual(&spec.Options, d.Options)) ||
 		!equality.Semantic.DeepEqual(spec.DependsOn, b.Spec.DependsOn) ||
-		!equality.Semantic.DeepEqual(spec.CorrectDrift, d.Options.CorrectDrift) {
+		!equality.Semantic.DeepEqual(spec.CorrectDrift, d.Options.CorrectDrift) ||
+		(deploy && spec.OCIContents != (b.Spec.ContentsID != "")) {
 		return false
 	}
 	own := ownLabels(b, contentName, d)
