@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -428,7 +429,25 @@ func (r *Reconciler) applyBundles(ctx context.Context, repo *fleet.GitRepo, bund
 		if err := controllerutil.SetControllerReference(repo, b, r.Client.Scheme()); err != nil {
 			return err
 		}
-		if err := r.writeBundle(ctx, repo, b, current[b.Name]); err != nil {
+	}
+	// The Bundles are written at once, not one after the other: a commit
+	// that changes many of them reaches their clusters in one round trip
+	// to the API server instead of one per Bundle.
+	errs := make([]error, len(bundles))
+	sem := make(chan struct{}, bundleWriteParallelism)
+	var wg sync.WaitGroup
+	for i, b := range bundles {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = r.writeBundle(ctx, repo, b, current[b.Name])
+		}()
+	}
+	wg.Wait()
+	// The first failure in the bundles' order, as when written in turn.
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
@@ -443,6 +462,10 @@ func (r *Reconciler) applyBundles(ctx context.Context, repo *fleet.GitRepo, bund
 	}
 	return nil
 }
+
+// bundleWriteParallelism is how many of a GitRepo's Bundles are written at
+// once.
+const bundleWriteParallelism = 16
 
 // writeBundle creates want, or updates cur to it when they differ.
 func (r *Reconciler) writeBundle(ctx context.Context, repo *fleet.GitRepo, want, cur *fleet.Bundle) error {

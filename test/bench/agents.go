@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -32,9 +33,11 @@ type fleetRun struct {
 	n, b   int
 	// floor is the cr-floor rate measured on this API server (0: not
 	// measured).
-	floor   float64
-	events  *bdEvents
-	results []Result
+	floor float64
+	// floorResult is the cr-floor experiment's result (zero: not run).
+	floorResult Result
+	events      *bdEvents
+	results     []Result
 	// started is the usage when the running experiment started.
 	started usage
 	// metricsBefore is fleet_metrics_update_seconds_total then.
@@ -43,8 +46,21 @@ type fleetRun struct {
 	// auditFrom where the running experiment's part of it starts.
 	audit     *auditLog
 	auditFrom int64
-	// prof is the API server's CPU profile of the running experiment.
+	// prof is the API server's CPU profile of the running experiment, and
+	// self this process's (the simulated agents' CPU).
 	prof *apiProfiler
+	self *selfProfiler
+}
+
+// finishProfiles ends the profiles markProfiled started, recording them in
+// r (nil: only ends them).
+func (f *fleetRun) finishProfiles(r *Result) {
+	f.self.finish(r)
+	f.self = nil
+	if r == nil {
+		r = &Result{}
+	}
+	finishProfile(f.prof, r)
 }
 
 // mark notes the API server's counters and CPU at an experiment's start.
@@ -59,6 +75,7 @@ func (f *fleetRun) mark(ctx context.Context) {
 func (f *fleetRun) markProfiled(ctx context.Context) {
 	f.mark(ctx)
 	f.prof = startAPIProfile(ctx, f.cp.Config)
+	f.self = startSelfProfile()
 }
 
 // kinds tells the agents' cluster namespaces and workspaces apart.
@@ -101,15 +118,27 @@ func startManager(cp *controlplane.ControlPlane, extra ...string) (*manager, err
 	if err != nil {
 		return nil, err
 	}
+	webhookAddr, err := framework.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	// The commit experiment's push webhook, signed with a secret of the
+	// bench's.
+	secret := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	secretFile := filepath.Join(logDir, "webhook-secret")
+	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
+		return nil, err
+	}
 	args := []string{"--kubeconfig", cp.Kubeconfig,
-		"--api-server-url", cp.Config.Host, "--kube-api-qps", "5000", "--kube-api-burst", "10000", "--webhook-bind-address", "",
+		"--api-server-url", cp.Config.Host, "--kube-api-qps", "5000", "--kube-api-burst", "10000",
+		"--webhook-bind-address", webhookAddr, "--webhook-secret-file", secretFile,
 		"--metrics-bind-address", metricsAddr,
 		// The simulated agents run no agent Deployment: agent Bundles (one
 		// Bundle and one BundleDeployment per cluster, rolled out in
 		// batches) would measure the agent rollout, not the fan-out.
 		"--agent-bundles=false",
-		// The notify experiment's git server and webhook receiver listen
-		// on loopback.
+		// The commit and notify experiments' git servers and the notify
+		// experiment's webhook receiver listen on loopback.
 		framework.EgressAllowLoopbackArgs[0], framework.EgressAllowLoopbackArgs[1]}
 	args = append(args, extra...)
 	if pprofAddr != "" {
@@ -120,7 +149,8 @@ func startManager(cp *controlplane.ControlPlane, extra ...string) (*manager, err
 	if err != nil {
 		return nil, err
 	}
-	return &manager{Process: p, metricsURL: "http://" + metricsAddr + "/metrics"}, nil
+	return &manager{Process: p, metricsURL: "http://" + metricsAddr + "/metrics",
+		webhookURL: "http://" + webhookAddr + "/", webhookSecret: secret}, nil
 }
 
 func watchBDs(ctx context.Context, f *fleetRun) error {
@@ -197,7 +227,7 @@ func (f *fleetRun) Register(ctx context.Context) error {
 	start := time.Now()
 	agents, took, err := simagent.RegisterPrepared(ctx, host, f.n)
 	if err != nil {
-		finishProfile(f.prof, &Result{})
+		f.finishProfiles(nil)
 		return err
 	}
 	s := since(start)
@@ -209,7 +239,7 @@ func (f *fleetRun) Register(ctx context.Context) error {
 	r := Result{Experiment: "register", Objects: f.n, Seconds: s, Rate: float64(f.n) / s,
 		P50: took[len(took)/2].Seconds(), P99: took[len(took)*99/100].Seconds(), Note: f.registrationTimeline(ctx, start)}
 	r = f.measure(r, cpu)
-	finishProfile(f.prof, &r)
+	f.finishProfiles(&r)
 	r.APIServerCPUMsPerReg = 1000 * r.APIServerCPUS / float64(f.n)
 	// The simulated agents keep what a real agent keeps in its own
 	// cluster on this API server too: those writes are not the
@@ -227,7 +257,7 @@ func (f *fleetRun) Register(ctx context.Context) error {
 	f.results = append(f.results, r)
 	printJSON(r)
 	for _, a := range agents {
-		go a.Run(ctx)
+		runSimAgent(ctx, a.Run)
 	}
 	// A rollout reaches clusters whose agents joined earlier: their first
 	// check-in (a Lease created, folded into the Cluster) and list are
@@ -302,12 +332,15 @@ func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) 
 	want := int64(f.n * f.b)
 	f.markProfiled(ctx)
 	cpu := cpuSeconds(f.mgr)
+	// At 10,000 x 10 on a loaded machine the fan-out alone takes longer
+	// than half an hour: the waits allow 20 BundleDeployments a second.
+	limit := max(30*time.Minute, time.Duration(want/20)*time.Second)
 	fmt.Fprintf(os.Stderr, "Creating %d bundles of 10 KB for %d clusters\n", f.b, f.n)
 	start := time.Now()
 	if err := createBundles(ctx, f.c, f.b); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, 30*time.Minute, func() (bool, error) { return f.events.adds.Load() >= want, nil }); err != nil {
+	if err := waitFor(ctx, limit, func() (bool, error) { return f.events.adds.Load() >= want, nil }); err != nil {
 		return fmt.Errorf("%d of %d BundleDeployments: %w", f.events.adds.Load(), want, err)
 	}
 	fan := since(start)
@@ -317,7 +350,7 @@ func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) 
 	f.results = append(f.results, r)
 	printJSON(r)
 	// Listing the Bundles is not free for the API server: every 250 ms.
-	if err := waitEvery(ctx, 250*time.Millisecond, 30*time.Minute, func() (bool, error) {
+	if err := waitEvery(ctx, 250*time.Millisecond, limit, func() (bool, error) {
 		list := &fleet.BundleList{}
 		if err := f.c.List(ctx, list, client.InNamespace(fleet.DefaultWorkspace)); err != nil {
 			return false, err
@@ -329,20 +362,21 @@ func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) 
 		}
 		return len(list.Items) == f.b, nil
 	}); err != nil {
-		finishProfile(f.prof, &Result{})
+		f.finishProfiles(nil)
 		return fmt.Errorf("ready: %w", err)
 	}
 	ready := since(start)
 	r = Result{Experiment: "ready", Objects: int(want), Seconds: ready, Rate: float64(want) / ready,
 		Note: fmt.Sprintf("%.2fx the fanout time", ready/fan)}
 	r = f.measure(r, cpu)
-	finishProfile(f.prof, &r)
+	f.finishProfiles(&r)
 	ratios(&r, ceiling, crCeiling)
 	if f.floor > 0 {
 		r.FloorRatio = r.Rate / f.floor
 		r.Note += fmt.Sprintf("; %.0f%% of the floor (cr-floor)", 100*r.FloorRatio)
 	}
 	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(want)
+	cpuNote(&r, f.floorResult)
 	countObjects(ctx, f.cp.Config, &r)
 	f.results = append(f.results, r)
 	printJSON(r)
@@ -414,7 +448,7 @@ func (f *fleetRun) Heartbeat(ctx context.Context) error {
 	beats := 0
 	for range 2 {
 		if err := parallel(32, len(f.agents), func(i int) error { return f.agents[i].Beat(ctx) }); err != nil {
-			finishProfile(f.prof, &Result{})
+			f.finishProfiles(nil)
 			return err
 		}
 		beats += len(f.agents)
@@ -428,7 +462,7 @@ func (f *fleetRun) Heartbeat(ctx context.Context) error {
 	r := Result{Experiment: "heartbeat", Objects: beats, Seconds: s, Rate: float64(beats) / s,
 		Note: fmt.Sprintf("manager CPU per heartbeat %.3f ms (idle %.2f s per %s subtracted)", 1000*max(spent, 0)/float64(beats), idle, window)}
 	r = f.measure(r, cpu)
-	finishProfile(f.prof, &r)
+	f.finishProfiles(&r)
 	r.APIServerCPUMsPerBeat = 1000 * r.APIServerCPUS / float64(beats)
 	if c, ok := f.audited(end, &r); ok {
 		// The manager's idle writes over as long as this window took.

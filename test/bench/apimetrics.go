@@ -256,6 +256,9 @@ func requestsSince(title string, before, after map[string]float64, keep func(str
 type manager struct {
 	*framework.Process
 	metricsURL string
+	// webhookURL is where it serves the git push webhook, whose calls
+	// are signed with webhookSecret.
+	webhookURL, webhookSecret string
 }
 
 // metricsUpdateSeconds reads fleet_metrics_update_seconds_total from the

@@ -7,6 +7,9 @@
 //     BundleDeployments exist, and that rate as a fraction of the ceiling;
 //   - register, ready, retarget, heartbeat: with N simulated agents
 //     (agents.go);
+//   - commit: a commit pushed to a loopback git server and its webhook
+//     delivered, until every cluster runs it (commit.go), beside
+//     commit-floor;
 //   - scaling: registration and ready at two sizes, each on a fresh
 //     control plane (scaling.go);
 //   - sealing: downstreamResources sealed per cluster with N simulated
@@ -152,6 +155,24 @@ type Result struct {
 	SealedBytesPerBD float64 `json:"sealed_bytes_per_bd,omitempty"`
 	Resealed         int     `json:"resealed,omitempty"`
 	ResealedOther    int     `json:"resealed_other,omitempty"`
+	// Commit: from the push webhook's delivery to the first and the last
+	// BundleDeployment written with the new commit, and the commit-floor's
+	// time for as many BundleDeployments.
+	WebhookToFirstBDS float64 `json:"webhook_to_first_bd_s,omitempty"`
+	WebhookToLastBDS  float64 `json:"webhook_to_last_bd_s,omitempty"`
+	FloorSeconds      float64 `json:"floor_s,omitempty"`
+	// SimAgentCPUS is the CPU the simulated agents spent in this process
+	// over the experiment (from its CPU profile, by goroutine label), and
+	// SimAgentCPUMsPerBD that per BundleDeployment: what the real agents
+	// would spend in their own clusters, not the management cluster.
+	SimAgentCPUS       float64 `json:"simagent_cpu_s,omitempty"`
+	SimAgentCPUMsPerBD float64 `json:"simagent_cpu_ms_per_bd,omitempty"`
+	// ManagementCPUMsPerBD is the CPU of the API server, etcd and the
+	// manager per BundleDeployment (the simulated agents not counted), and
+	// CPUFloorRatio the floor's (its API server and etcd) over it: the
+	// ratio to the floor were the machine's CPU the only limit.
+	ManagementCPUMsPerBD float64 `json:"management_cpu_ms_per_bd,omitempty"`
+	CPUFloorRatio        float64 `json:"cpu_floor_ratio,omitempty"`
 }
 
 // setMetricsCPU records the state-metrics handlers' time s.
@@ -162,10 +183,13 @@ func (r *Result) setMetricsCPU(s float64) {
 	}
 }
 
+// experimentNames are the experiments -experiments may name, besides all.
+const experimentNames = "ceiling,cr-ceiling,cr-floor,register-floor,commit-floor,fanout,register,ready,commit,retarget,heartbeat,dashboard,sealing,notify,agent,scaling,monorepo"
+
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,notify,agent,scaling (all = every one but notify and scaling; scaling starts its own control planes)")
+	experiments := flag.String("experiments", "all", "comma-separated: "+experimentNames+" (all = every one but notify, scaling and monorepo; scaling starts its own control planes)")
 	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
 	flag.IntVar(&monorepoApps, "monorepo-gitrepos", 100, "monorepo experiment: the GitRepos (one app directory each) compared with one GitRepo reading every directory")
 	flag.IntVar(&monorepoCommits, "monorepo-commits", 3, "monorepo experiment: the commits measured")
@@ -296,8 +320,8 @@ func run(n, b int, which string, sizes []int) error {
 		want[strings.TrimSpace(e)] = true
 	}
 	for e := range want {
-		if !slices.Contains(strings.Split("all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,notify,agent,scaling,monorepo", ","), e) {
-			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,ceiling,cr-ceiling,cr-floor,register-floor,fanout,register,ready,retarget,heartbeat,dashboard,sealing,notify,agent,scaling,monorepo", which, e)
+		if e != "all" && !slices.Contains(strings.Split(experimentNames, ","), e) {
+			return fmt.Errorf("-experiments %q: no experiment %q; pick from all,%s", which, e, experimentNames)
 		}
 	}
 	if (want["all"] || want["dashboard"]) && (dashboardOpts.Updates < 1 || dashboardOpts.Updates > n || dashboardOpts.Rate <= 0 || dashboardOpts.Idle <= 0) {
@@ -347,7 +371,7 @@ func run(n, b int, which string, sizes []int) error {
 func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, error) {
 	all := want["all"]
 	fmt.Fprintf(os.Stderr, "Starting a control plane for N=%d clusters, B=%d bundles\n", n, b)
-	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["dashboard"] || want["sealing"] || want["notify"]
+	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["dashboard"] || want["sealing"] || want["notify"] || want["commit"]
 	cp, audit, err := startControlPlane("bench", auditEnabled && agentMode)
 	if err != nil {
 		return nil, err
@@ -388,12 +412,23 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		printJSON(r)
 	}
 	floor := 0.0
-	if all || want["cr-floor"] || want["ready"] {
+	var floorResult Result
+	if all || want["cr-floor"] || want["ready"] || want["commit"] {
 		r, err := CRFloor(ctx, cp, 32, max(2000, min(n*b, 10000)), crCeiling)
 		if err != nil {
 			return nil, fmt.Errorf("cr-floor: %w", err)
 		}
-		floor = r.Rate
+		floor, floorResult = r.Rate, r
+		results = append(results, r)
+		printJSON(r)
+	}
+	var commitFloor Result
+	if all || want["commit-floor"] || want["commit"] {
+		r, err := CommitFloor(ctx, cp, 32, max(2000, min(n*b, 10000)), crCeiling)
+		if err != nil {
+			return nil, fmt.Errorf("commit-floor: %w", err)
+		}
+		commitFloor = r
 		results = append(results, r)
 		printJSON(r)
 	}
@@ -416,7 +451,7 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		// Everything after registration needs the agents and their bundles,
 		// so register always runs here, and fanout and ready unless only
 		// register was asked for.
-		f, err := startFleetRun(ctx, &fleetRun{cp: cp, n: n, b: b, audit: audit, floor: floor})
+		f, err := startFleetRun(ctx, &fleetRun{cp: cp, n: n, b: b, audit: audit, floor: floor, floorResult: floorResult})
 		if err != nil {
 			return nil, err
 		}
@@ -424,6 +459,9 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		steps := []func(context.Context) error{f.Register}
 		if all || want["fanout"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["dashboard"] {
 			steps = append(steps, func(ctx context.Context) error { return f.FanoutReady(ctx, ceiling, crCeiling) })
+		}
+		if all || want["commit"] {
+			steps = append(steps, func(ctx context.Context) error { return f.Commit(ctx, commitFloor) })
 		}
 		if all || want["retarget"] {
 			steps = append(steps, f.Retarget)
