@@ -62,7 +62,9 @@ func (f Finding) String() string {
 type Options struct {
 	// SilentAfter: an agent whose last check-in is older is silent (5m).
 	SilentAfter time.Duration
-	// StuckAfter: a deployment waiting to be applied longer is stuck (10m).
+	// StuckAfter: a deployment waiting to be applied longer is stuck, a
+	// Cluster API cluster initialized and not enrolled longer is reported
+	// (10m).
 	StuckAfter time.Duration
 	// TokenWarning: a registration token expiring sooner is reported (24h).
 	TokenWarning time.Duration
