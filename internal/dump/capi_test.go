@@ -76,8 +76,9 @@ func TestArchiveWithoutCAPIClusters(t *testing.T) {
 }
 
 func files0() []string {
-	var kinds []string
-	for _, f := range files(&diagnose.Snapshot{}) {
+	fs := files(&diagnose.Snapshot{})
+	kinds := make([]string, 0, len(fs))
+	for _, f := range fs {
 		kinds = append(kinds, f.kind)
 	}
 	return kinds
