@@ -32,8 +32,8 @@ func capiNotEnrolled(s *Snapshot, o Options) []Finding {
 		if s.Taken.Sub(t) <= o.StuckAfter {
 			continue
 		}
-		msg := fmt.Sprintf("its control plane is initialized (phase %s) and its fleet agent has not checked in since %s: %s",
-			orNone(c.Status.Phase), ago(s.Taken, t), capienroll.WhyNot(c))
+		msg := fmt.Sprintf("its control plane is initialized (phase %s), and it has not been enrolled for %s: %s",
+			orNone(c.Status.Phase), s.Taken.Sub(t).Round(time.Second), capienroll.WhyNot(c))
 		if fc := fleets[c.Namespace+"/"+c.Name]; fc != nil && capienroll.EnrolledFrom(fc, c) {
 			msg += " (fleet Cluster " + fc.Namespace + "/" + fc.Name + ")"
 		}

@@ -37,14 +37,14 @@ func TestCAPINotEnrolled(t *testing.T) {
 		action string
 	}{
 		{name: "kubeconfig Secret missing", c: capiCluster("nosecret", fleet.ReasonWaitingForControlPlane, "waiting for the kubeconfig Secret nosecret-kubeconfig", time.Hour),
-			sev: Warning, msg: []string{"phase Provisioned", "since 1h0m0s ago", "WaitingForControlPlane: waiting for the kubeconfig Secret nosecret-kubeconfig"},
+			sev: Warning, msg: []string{"phase Provisioned", "not been enrolled for 1h0m0s", "WaitingForControlPlane: waiting for the kubeconfig Secret nosecret-kubeconfig"},
 			action: "nosecret-kubeconfig in namespace fleet-default"},
 		{name: "failed", c: capiCluster("failed", fleet.ReasonFailed, "KubeconfigInvalid: bad", 20*time.Minute),
 			sev: Critical, msg: []string{"Failed: KubeconfigInvalid: bad", "(fleet Cluster fleet-default/failed)"}, action: "fix what the message names"},
 		{name: "silent agent", c: capiCluster("silent", fleet.ReasonAgentSilent, "not since", time.Hour), sev: Warning, msg: []string{"AgentSilent"}, action: "agent-offline"},
 		{name: "installing", c: capiCluster("installing", fleet.ReasonInstalling, "creating the fleet Cluster", time.Hour), sev: Warning,
 			msg: []string{"Installing: creating the fleet Cluster"}, action: "Imported condition"},
-		{name: "never looked at", c: capiCluster("unseen", "", "", 0), sev: Warning, msg: []string{"since 1h0m0s ago", "no FleetAgentReady condition"},
+		{name: "never looked at", c: capiCluster("unseen", "", "", 0), sev: Warning, msg: []string{"not been enrolled for 1h0m0s", "no FleetAgentReady condition"},
 			action: "Cluster API enrolment on"},
 		{name: "paused", c: func() clusterv1.Cluster {
 			c := capiCluster("paused", "", "", 0)

@@ -352,7 +352,7 @@ func oneSpecPerCheckSteps(f *fixture) {
 		fd := f.expectFinding([]string{"--stuck-after", "1s"}, diagnose.CheckCAPINotEnrolled, "Cluster.cluster.x-k8s.io "+ws+"/"+name,
 			"Cluster API writes the Secret "+capi.KubeconfigSecretName(name))
 		Expect(fd.Severity).To(Equal(diagnose.Warning))
-		Expect(fd.Message).To(ContainSubstring("its control plane is initialized (phase Provisioned)"))
+		Expect(fd.Message).To(ContainSubstring("its control plane is initialized (phase Provisioned), and it has not been enrolled for"))
 		Expect(fd.Message).To(ContainSubstring(fleet.ReasonWaitingForControlPlane + ": waiting for the kubeconfig Secret " + capi.KubeconfigSecretName(name)))
 
 		By("paused, it is worth knowing only; opted out, it is no finding")
