@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitfleet/fleet/internal/bundlediff"
@@ -59,7 +60,7 @@ func (s *stateSource) load(ctx context.Context, filter dump.Filter, metricsURL s
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New(clusterv1.AddToScheme)})
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,8 @@ func newDump() *cobra.Command {
 		Use:   "dump",
 		Short: "Write the fleet's state into one archive for a support case",
 		Long: `Reads GitRepos, HelmOps, Bundles, BundleDeployments, Clusters, ClusterGroups, registration tokens,
-registrations, the agents' check-in Leases and the events about them from the manager's cluster, with the
+registrations, the agents' check-in Leases, Cluster API's Clusters (metadata, spec.paused and the status'
+phase, conditions and initialization) and the events about them from the manager's cluster, with the
 rights of the kubeconfig (kinds it may not list are named in the archive and left out), and the manager's
 metrics (--metrics-url), into a gzipped tar. Secrets are never read; Bundles' resources and registrations'
 sealed credentials are left out. "fleet analyze --dump FILE" and "fleet bundlediff --dump FILE" read it.`,
@@ -105,6 +107,9 @@ sealed credentials are left out. "fleet analyze --dump FILE" and "fleet bundledi
 				o.output, len(s.Clusters), len(s.Bundles), len(s.BundleDeployments), len(s.GitRepos), len(a.Events))
 			if len(s.Unreadable) > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "not allowed to list, left out: %s\n", strings.Join(s.Unreadable, ", "))
+			}
+			if len(s.Absent) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "not served by the API server, left out: %s\n", strings.Join(s.Absent, ", "))
 			}
 			if a.MetricsError != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "metrics left out: %s\n", a.MetricsError)
@@ -141,7 +146,8 @@ func newAnalyze() *cobra.Command {
 version; deployments that failed, wait to be applied, or drifted (Modified); rollouts held by a
 partition, and which clusters hold them; dependsOn cycles and waits; options a BundleDeployment
 holds that differ from what the manager would render for its cluster now; registration tokens about to
-expire; clusters whose agent could not be installed (imported, Cluster API); GitRepos whose fetch
+expire; clusters whose agent could not be installed (imported, Cluster API); Cluster API clusters past
+their control plane's initialization and not enrolled for longer than --stuck-after, and why; GitRepos whose fetch
 failed or that are behind. Each finding says what to do. The exit code is 1 when a finding is a
 warning or critical, 0 when the fleet is healthy (info findings only). Checks over kinds the caller
 may not read are named as not run.`,
@@ -155,7 +161,7 @@ may not read are named as not run.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "only this workspace")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	f.DurationVar(&o.SilentAfter, "silent-after", 5*time.Minute, "an agent whose last check-in is older is silent")
-	f.DurationVar(&o.StuckAfter, "stuck-after", 10*time.Minute, "a deployment waiting longer is stuck")
+	f.DurationVar(&o.StuckAfter, "stuck-after", 10*time.Minute, "a deployment waiting longer is stuck, a Cluster API cluster initialized and not enrolled longer is reported")
 	f.DurationVar(&o.TokenWarning, "token-warning", 24*time.Hour, "report registration tokens expiring within this")
 	f.StringVar(&o.AgentImage, "agent-image", "", "the agent image every cluster should run (default: the one most clusters run)")
 	return cmd

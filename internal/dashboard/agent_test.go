@@ -9,6 +9,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/capienroll"
 )
 
 func agentBundle(cluster, image, hash string) fleet.Bundle {
@@ -89,15 +90,15 @@ func TestBuildCAPIRows(t *testing.T) {
 	capis := []clusterv1.Cluster{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "up", UID: "u1"},
 			Status: clusterv1.ClusterStatus{Phase: "Provisioned", Conditions: []metav1.Condition{
-				{Type: capiConditionFleetAgentReady, Status: metav1.ConditionTrue, Reason: fleet.ReasonRegistered, Message: "the fleet agent checks in"}}}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "gone", UID: "u2", Annotations: map[string]string{capiUnenrolledAnnotation: "2026-01-02T03:04:05Z"}}},
+				{Type: capienroll.ConditionFleetAgentReady, Status: metav1.ConditionTrue, Reason: fleet.ReasonRegistered, Message: "the fleet agent checks in"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "gone", UID: "u2", Annotations: map[string]string{capienroll.UnenrolledAnnotation: "2026-01-02T03:04:05Z"}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "bad", UID: "u3"},
 			Status: clusterv1.ClusterStatus{Conditions: []metav1.Condition{
-				{Type: capiConditionFleetAgentReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonFailed, Message: "Applied: no route to host"}}}},
+				{Type: capienroll.ConditionFleetAgentReady, Status: metav1.ConditionFalse, Reason: fleet.ReasonFailed, Message: "Applied: no route to host"}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "dying", UID: "u4", DeletionTimestamp: &now, Finalizers: []string{"x"}}},
 	}
 	fleets := []fleet.Cluster{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "up", Annotations: map[string]string{capiClusterUIDAnnotation: "u1", capiClusterNameAnnotation: "up"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "up", Annotations: map[string]string{capienroll.ClusterUIDAnnotation: "u1", capienroll.ClusterNameAnnotation: "up"}}},
 		// Registered by token under the same name: not the one "bad" became.
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "bad"}},
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -16,22 +15,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/capienroll"
 )
 
 // ResCAPIClusters is Cluster API's Cluster kind, as "resource.group" (the
 // Authorizer reads the group from it).
 const ResCAPIClusters = "clusters." + "cluster.x-k8s.io"
-
-// What the manager's Cluster API enrolment (controllers/capi) writes and
-// reads on a Cluster API Cluster and its fleet Cluster; the same values as
-// its constants (a test holds them equal).
-const (
-	capiConditionFleetAgentReady = "FleetAgentReady"
-	capiEnrollLabel              = "fleet.cattle.io/enroll"
-	capiUnenrolledAnnotation     = "fleet.cattle.io/unenrolled"
-	capiClusterNameAnnotation    = "fleet.cattle.io/capi-cluster-name"
-	capiClusterUIDAnnotation     = "fleet.cattle.io/capi-cluster-uid"
-)
 
 // CAPICheckInterval is how often a server whose API server does not serve
 // Cluster API yet looks again.
@@ -153,13 +142,13 @@ func BuildCAPIRows(capis []clusterv1.Cluster, fleets []fleet.Cluster) []CAPIRow 
 	for i := range capis {
 		c := &capis[i]
 		row := CAPIRow{Namespace: c.Namespace, Name: c.Name, Phase: c.Status.Phase,
-			Initialized: capiInitialized(c), Paused: capiPaused(c)}
-		cond := meta.FindStatusCondition(c.Status.Conditions, capiConditionFleetAgentReady)
+			Initialized: capienroll.Initialized(c), Paused: capienroll.Paused(c)}
+		cond := capienroll.Condition(c)
 		if cond != nil {
 			row.Condition, row.Message = string(cond.Status)+" "+cond.Reason, cond.Message
 			row.Enrolled = cond.Status == metav1.ConditionTrue
 		}
-		if fc := byKey[key{c.Namespace, c.Name}]; fc != nil && enrolledFrom(fc, c) {
+		if fc := byKey[key{c.Namespace, c.Name}]; fc != nil && capienroll.EnrolledFrom(fc, c) {
 			row.FleetNamespace, row.FleetName = fc.Namespace, fc.Name
 		}
 		row.Class = "none"
@@ -172,7 +161,7 @@ func BuildCAPIRows(capis []clusterv1.Cluster, fleets []fleet.Cluster) []CAPIRow 
 			row.Class = "wait"
 		}
 		if !row.Enrolled {
-			row.Why = whyNotEnrolled(c, cond, row)
+			row.Why = capienroll.WhyNot(c)
 		}
 		rows = append(rows, row)
 	}
@@ -180,59 +169,6 @@ func BuildCAPIRows(capis []clusterv1.Cluster, fleets []fleet.Cluster) []CAPIRow 
 		return rows[i].Namespace+"/"+rows[i].Name < rows[j].Namespace+"/"+rows[j].Name
 	})
 	return rows
-}
-
-// enrolledFrom tells whether the fleet Cluster fc was enrolled for the
-// Cluster API Cluster c: its annotations name c (a fleet Cluster of the
-// same name registered otherwise is not c's).
-func enrolledFrom(fc *fleet.Cluster, c *clusterv1.Cluster) bool {
-	if uid := fc.Annotations[capiClusterUIDAnnotation]; uid != "" {
-		return uid == string(c.UID)
-	}
-	return fc.Annotations[capiClusterNameAnnotation] == c.Name
-}
-
-// whyNotEnrolled says, for a person, why c is not enrolled: its
-// FleetAgentReady condition when it has one, else what keeps the manager
-// from enrolling it.
-func whyNotEnrolled(c *clusterv1.Cluster, cond *metav1.Condition, row CAPIRow) string {
-	switch {
-	case !c.DeletionTimestamp.IsZero():
-		return "It is being deleted; its fleet Cluster goes with it."
-	case cond != nil && cond.Message != "":
-		return cond.Reason + ": " + cond.Message
-	case row.Paused:
-		return "It is paused (spec.paused or the cluster.x-k8s.io/paused annotation): the manager leaves it alone until it is resumed."
-	case c.Labels[capiEnrollLabel] == "false":
-		return "It is opted out: its label " + capiEnrollLabel + "=false keeps it from being enrolled; remove the label to enrol it."
-	case c.Annotations[capiUnenrolledAnnotation] != "":
-		return "It was un-enrolled (its fleet Cluster was deleted at " + c.Annotations[capiUnenrolledAnnotation] +
-			"): remove the annotation " + capiUnenrolledAnnotation + " to enrol it again."
-	case cond != nil:
-		return cond.Reason
-	}
-	return "The manager has not looked at it: it has no FleetAgentReady condition. Is Cluster API enrolment on in the manager, " +
-		"do its opt-in selectors (--capi-cluster-selector, --capi-namespace-selector) leave it out, " +
-		"or does its namespace carry " + capiEnrollLabel + "=false?"
-}
-
-// capiInitialized tells whether the workload cluster's control plane is
-// initialized, as the enrolment reads it.
-func capiInitialized(c *clusterv1.Cluster) bool {
-	if p := c.Status.Initialization.ControlPlaneInitialized; p != nil && *p {
-		return true
-	}
-	return meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1.ClusterControlPlaneInitializedCondition)
-}
-
-// capiPaused tells whether Cluster API (and the enrolment) leaves the
-// cluster alone.
-func capiPaused(c *clusterv1.Cluster) bool {
-	if c.Spec.Paused != nil && *c.Spec.Paused {
-		return true
-	}
-	_, ok := c.Annotations[clusterv1.PausedAnnotation]
-	return ok
 }
 
 // capiClusters reads the Cluster API Clusters u may list, or says why none

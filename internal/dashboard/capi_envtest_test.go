@@ -49,11 +49,6 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func TestCAPIWireNames(t *testing.T) {
-	NewWithT(t).Expect(dashboard.CAPIWireNames).To(Equal([]string{capi.ConditionFleetAgentReady, capi.EnrollLabel,
-		capi.UnenrolledAnnotation, capi.CAPIClusterNameAnnotation, capi.CAPIClusterUIDAnnotation}))
-}
-
 // capiClusters makes four Cluster API Clusters as Cluster API leaves them:
 // one ready to enrol (its control plane initialized, its kubeconfig Secret
 // written), one whose control plane is not initialized, one paused and one

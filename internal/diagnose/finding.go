@@ -62,7 +62,9 @@ func (f Finding) String() string {
 type Options struct {
 	// SilentAfter: an agent whose last check-in is older is silent (5m).
 	SilentAfter time.Duration
-	// StuckAfter: a deployment waiting to be applied longer is stuck (10m).
+	// StuckAfter: a deployment waiting to be applied longer is stuck, a
+	// Cluster API cluster initialized and not enrolled longer is reported
+	// (10m).
 	StuckAfter time.Duration
 	// TokenWarning: a registration token expiring sooner is reported (24h).
 	TokenWarning time.Duration
@@ -107,6 +109,7 @@ var Checks = []Check{
 	{Name: CheckNotImported, Needs: []string{KindCluster}, Run: notImported},
 	{Name: CheckGitRepoFetch, Needs: []string{KindGitRepo}, Run: gitRepoFetch},
 	{Name: CheckGitRepoBehind, Needs: []string{KindGitRepo}, Run: gitRepoBehind},
+	{Name: CheckCAPINotEnrolled, Needs: []string{KindCAPICluster}, Run: capiNotEnrolled},
 	{Name: CheckValuesDiffer, Needs: []string{KindBundle, KindBundleDeployment, KindCluster, KindClusterGroup}, Run: valuesDiffer},
 }
 
@@ -114,19 +117,22 @@ var Checks = []Check{
 // the checks that could not run for want of read rights.
 func Analyze(s *Snapshot, o Options) (findings []Finding, skipped []string) {
 	o = o.withDefaults()
-	unreadable := map[string]bool{}
+	why := map[string]string{}
+	for _, k := range s.Absent {
+		why[k] = "no " + k + " served or dumped"
+	}
 	for _, k := range s.Unreadable {
-		unreadable[k] = true
+		why[k] = "may not list " + k
 	}
 	for _, c := range Checks {
 		blocked := ""
 		for _, k := range c.Needs {
-			if unreadable[k] {
-				blocked = k
+			if why[k] != "" {
+				blocked = why[k]
 			}
 		}
 		if blocked != "" {
-			skipped = append(skipped, fmt.Sprintf("%s (may not list %s)", c.Name, blocked))
+			skipped = append(skipped, fmt.Sprintf("%s (%s)", c.Name, blocked))
 			continue
 		}
 		findings = append(findings, c.Run(s, o)...)
@@ -166,6 +172,8 @@ const (
 	KindToken            = "clusterregistrationtokens"
 	KindRegistration     = "clusterregistrations"
 	KindLease            = "leases"
+	// KindCAPICluster is Cluster API's Cluster kind.
+	KindCAPICluster = "clusters.cluster.x-k8s.io"
 )
 
 // The checks' names.
@@ -183,4 +191,5 @@ const (
 	CheckGitRepoFetch     = "gitrepo-fetch-failed"
 	CheckGitRepoBehind    = "gitrepo-behind"
 	CheckValuesDiffer     = "values-render-differently"
+	CheckCAPINotEnrolled  = "capi-not-enrolled"
 )

@@ -14,6 +14,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -36,6 +37,7 @@ type manifest struct {
 	Taken        time.Time `json:"taken"`
 	Filter       Filter    `json:"filter"`
 	Unreadable   []string  `json:"unreadable,omitempty"`
+	Absent       []string  `json:"absent,omitempty"`
 	MetricsError string    `json:"metricsError,omitempty"`
 	Version      string    `json:"version,omitempty"`
 }
@@ -65,8 +67,13 @@ func files(s *diagnose.Snapshot) []struct {
 		{diagnose.KindToken, &s.Tokens},
 		{diagnose.KindRegistration, &s.Registrations},
 		{diagnose.KindLease, &s.Leases},
+		{diagnose.KindCAPICluster, &s.CAPIClusters},
 	}
 }
+
+// optional are the object files an archive may lack: those of kinds older
+// dumps did not hold. Read records them in Snapshot.Absent.
+var optional = map[string]bool{diagnose.KindCAPICluster: true}
 
 // Write writes a as a gzipped tar. version is the CLI's version, recorded.
 func (a *Archive) Write(w io.Writer, version string) error {
@@ -81,7 +88,7 @@ func (a *Archive) Write(w io.Writer, version string) error {
 		return err
 	}
 	m, err := json.MarshalIndent(manifest{Format: Format, Taken: a.Snapshot.Taken, Filter: a.Filter, Unreadable: a.Snapshot.Unreadable,
-		MetricsError: a.MetricsError, Version: version}, "", "  ")
+		Absent: a.Snapshot.Absent, MetricsError: a.MetricsError, Version: version}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -152,6 +159,8 @@ func withTypes(ptr any) any {
 		return set(items, fleet.GroupVersion.String(), "ClusterRegistration")
 	case *[]coordinationv1.Lease:
 		return set(items, coordinationv1.SchemeGroupVersion.String(), "Lease")
+	case *[]clusterv1.Cluster:
+		return set(items, clusterv1.GroupVersion.String(), "Cluster")
 	}
 	return items
 }
@@ -199,10 +208,14 @@ func Read(r io.Reader, name string) (*Archive, error) {
 		return nil, fmt.Errorf("%s: %s: format %q, this fleet reads %q", name, path.Join(dir, manifestFile), m.Format, Format)
 	}
 	a := &Archive{Filter: m.Filter, MetricsError: m.MetricsError, Metrics: contents[path.Join(dir, metricsFile)]}
-	a.Snapshot.Taken, a.Snapshot.Unreadable = m.Taken, m.Unreadable
+	a.Snapshot.Taken, a.Snapshot.Unreadable, a.Snapshot.Absent = m.Taken, m.Unreadable, m.Absent
 	for _, f := range files(&a.Snapshot) {
 		file := path.Join(dir, f.kind+".yaml")
 		data, ok := contents[file]
+		if !ok && optional[f.kind] {
+			a.Snapshot.Absent = append(a.Snapshot.Absent, f.kind)
+			continue
+		}
 		if !ok {
 			return nil, fmt.Errorf("%s: %s is missing", name, file)
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -108,6 +109,7 @@ func Collect(ctx context.Context, c client.Client, o Options) (*Archive, error) 
 		{diagnose.KindRegistration, &fleet.ClusterRegistrationList{}, nil},
 		{diagnose.KindLease, &coordinationv1.LeaseList{}, []client.ListOption{client.MatchingFieldsSelector{
 			Selector: fields.OneTermEqualSelector("metadata.name", fleet.AgentLeaseName)}}},
+		{diagnose.KindCAPICluster, &clusterv1.ClusterList{}, nil},
 	}
 	for _, l := range lists {
 		opts := l.opts
@@ -122,6 +124,10 @@ func Collect(ctx context.Context, c client.Client, o Options) (*Archive, error) 
 			err = listPerClusterNamespace(ctx, c, s.Clusters, l.list, opts)
 		}
 		switch {
+		case l.kind == diagnose.KindCAPICluster && (meta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err)):
+			// Cluster API is not installed (or c's scheme does not know it).
+			s.Absent = append(s.Absent, l.kind)
+			continue
 		case apierrors.IsForbidden(err) || meta.IsNoMatchError(err):
 			s.Unreadable = append(s.Unreadable, l.kind)
 			continue
@@ -147,6 +153,8 @@ func Collect(ctx context.Context, c client.Client, o Options) (*Archive, error) 
 			s.Registrations = t.Items
 		case *coordinationv1.LeaseList:
 			s.Leases = t.Items
+		case *clusterv1.ClusterList:
+			s.CAPIClusters = t.Items
 		}
 	}
 	apply(s, o.Filter)

@@ -8,6 +8,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/diagnose"
@@ -80,6 +81,10 @@ func apply(s *diagnose.Snapshot, f Filter) {
 	if f.GitRepo != "" || f.Bundle != "" || f.Cluster != "" {
 		s.HelmOps = nil
 	}
+	// A Cluster API Cluster goes with the fleet Cluster of its name.
+	s.CAPIClusters = keepIf(s.CAPIClusters, func(c *clusterv1.Cluster) bool {
+		return (f.Namespace == "" || c.Namespace == f.Namespace) && (f.Cluster == "" || c.Name == f.Cluster)
+	})
 	if f.Namespace != "" {
 		s.ClusterGroups = keepIf(s.ClusterGroups, func(g *fleet.ClusterGroup) bool { return g.Namespace == f.Namespace })
 		s.Registrations = keepIf(s.Registrations, func(r *fleet.ClusterRegistration) bool { return r.Namespace == f.Namespace })
@@ -101,8 +106,13 @@ const Redacted = "(left out of the dump)"
 
 // Scrub removes from the objects what may carry a secret: a Bundle's
 // resources (they may be Secrets), a registration's sealed credential, and
-// every object's managedFields (size only).
+// every object's managedFields (size only); of Cluster API's Clusters it
+// keeps only the metadata, spec.paused and the status' phase, conditions
+// and initialization.
 func Scrub(s *diagnose.Snapshot) {
+	for i := range s.CAPIClusters {
+		s.CAPIClusters[i] = capiSummary(&s.CAPIClusters[i])
+	}
 	for i := range s.Bundles {
 		b := &s.Bundles[i]
 		for j := range b.Spec.Resources {
@@ -140,6 +150,18 @@ func Scrub(s *diagnose.Snapshot) {
 	for i := range s.Leases {
 		s.Leases[i].ManagedFields = nil
 	}
+}
+
+// capiSummary is what a dump keeps of a Cluster API Cluster: what tells
+// whether and why not it is enrolled.
+func capiSummary(c *clusterv1.Cluster) clusterv1.Cluster {
+	out := clusterv1.Cluster{ObjectMeta: *c.ObjectMeta.DeepCopy(),
+		Spec: clusterv1.ClusterSpec{Paused: c.Spec.Paused},
+		Status: clusterv1.ClusterStatus{Phase: c.Status.Phase, Conditions: c.Status.Conditions,
+			Initialization: c.Status.Initialization}}
+	out.ManagedFields = nil
+	delete(out.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	return out
 }
 
 // eventsAbout keeps the events whose object is in the snapshot.

@@ -329,6 +329,47 @@ func oneSpecPerCheckSteps(f *fixture) {
 		Expect(fd.Message).To(ContainSubstring(capi.KubeconfigSecretName(name)))
 	})
 
+	It("capi-not-enrolled: a Cluster API cluster, its control plane initialized, whose kubeconfig Secret never comes", func() {
+		// The manager's enrolment waits for the Secret Cluster API writes
+		// once the control plane is up; it never comes here, so the
+		// cluster stays not enrolled, and analyze says why.
+		name := "day2-capi-nosecret"
+		c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name},
+			Spec: clusterv1.ClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 6443}}}
+		f.create(c)
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"phase":"Provisioned","initialization":{"controlPlaneInitialized":true}}}`))
+		Expect(f.admin.Status().Patch(f.ctx, c, patch)).To(Succeed())
+		var since time.Time
+		e2e.WaitFor("the enrolment to wait for the kubeconfig Secret", func(g Gomega) {
+			g.Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+			cond := meta.FindStatusCondition(c.Status.Conditions, capi.ConditionFleetAgentReady)
+			g.Expect(cond).NotTo(BeNil(), "conditions: %v", c.Status.Conditions)
+			g.Expect(cond.Reason).To(Equal(fleet.ReasonWaitingForControlPlane))
+			g.Expect(cond.Message).To(ContainSubstring(capi.KubeconfigSecretName(name)))
+			since = cond.LastTransitionTime.Time
+		}, 60*time.Second, 250*time.Millisecond)
+		olderThan(since, time.Second)
+		fd := f.expectFinding([]string{"--stuck-after", "1s"}, diagnose.CheckCAPINotEnrolled, "Cluster.cluster.x-k8s.io "+ws+"/"+name,
+			"Cluster API writes the Secret "+capi.KubeconfigSecretName(name))
+		Expect(fd.Severity).To(Equal(diagnose.Warning))
+		Expect(fd.Message).To(ContainSubstring("its control plane is initialized (phase Provisioned), and it has not been enrolled for"))
+		Expect(fd.Message).To(ContainSubstring(fleet.ReasonWaitingForControlPlane + ": waiting for the kubeconfig Secret " + capi.KubeconfigSecretName(name)))
+
+		By("paused, it is worth knowing only; opted out, it is no finding")
+		f.update(c, func() { c.Spec.Paused = ptr.To(true) })
+		a, _ := f.analyze("-k", f.kubeconfig, "--stuck-after", "1s")
+		// The condition still tells why; the paused cluster is info.
+		Expect(finding(a, diagnose.CheckCAPINotEnrolled, "Cluster.cluster.x-k8s.io "+ws+"/"+name).Severity).To(Equal(diagnose.Info))
+		f.update(c, func() { c.Spec.Paused = nil })
+		f.relabel(c, capi.EnrollLabel, "false")
+		e2e.WaitFor("analyze to leave the opted-out cluster out", func(g Gomega) {
+			a, _ := f.analyze("-k", f.kubeconfig, "--stuck-after", "1s")
+			for _, fd := range a.Findings {
+				g.Expect(fd.Object).NotTo(Equal("Cluster.cluster.x-k8s.io "+ws+"/"+name), "%s", fd)
+			}
+		}, 30*time.Second, time.Second)
+	})
+
 	It("gitrepo-fetch-failed: a GitRepo following a branch that does not exist", func() {
 		g := f.gitRepoObject()
 		g.Name, g.Spec.Branch, g.Spec.Targets = "day2-nobranch", "no-such-branch", nil
