@@ -16,6 +16,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/diagnose"
 	"github.com/gitfleet/fleet/internal/dump"
+	"github.com/gitfleet/fleet/internal/target"
 )
 
 // writeDump writes an archive holding one Cluster and one BundleDeployment;
@@ -23,12 +24,18 @@ import (
 func writeDump(t *testing.T, broken bool) string {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
+	// The deploymentID the manager writes: the content and the hash of the
+	// (empty) options.
+	id, err := target.DeploymentID("s-app", fleet.BundleDeploymentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "c1", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
 		Status: fleet.ClusterStatus{Display: fleet.ClusterDisplay{State: "Ready"}, Agent: fleet.AgentStatus{LastSeen: metav1.NewTime(now.Add(-time.Minute))}}}
 	bd := fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "cluster-ns", Name: "repo-app", Labels: map[string]string{
 		fleet.BundleNameLabel: "repo-app", fleet.BundleNamespaceLabel: "fleet-default", fleet.ClusterLabel: "c1", fleet.ClusterNamespaceLabel: "fleet-default"}},
-		Spec:   fleet.BundleDeploymentSpec{DeploymentID: "x:1", StagedDeploymentID: "x:1"},
-		Status: fleet.BundleDeploymentStatus{AppliedDeploymentID: "x:1", Ready: true, NonModified: true}}
+		Spec:   fleet.BundleDeploymentSpec{DeploymentID: id, StagedDeploymentID: id},
+		Status: fleet.BundleDeploymentStatus{AppliedDeploymentID: id, Ready: true, NonModified: true}}
 	if broken {
 		c.Status.Display.State = fleet.ClusterStateOffline
 		bd.Status.NonModified = false
