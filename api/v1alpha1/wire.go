@@ -190,11 +190,11 @@ const (
 	// credentials, which may push; in a BundleDeployment's Secret, the
 	// agent's.
 	OCIStorageUsernameKey = "username"
-	OCIStoragePasswordKey = "password" //nolint:gosec // G101: a Secret key, not a credential
+	OCIStoragePasswordKey = "password"
 	// OCIStorageAgentUsernameKey and OCIStorageAgentPasswordKey: read-only
 	// credentials for agents; without them agents get username and password.
 	OCIStorageAgentUsernameKey = "agentUsername"
-	OCIStorageAgentPasswordKey = "agentPassword" //nolint:gosec // G101: a Secret key, not a credential
+	OCIStorageAgentPasswordKey = "agentPassword"
 	// OCIStorageInsecureSkipTLSKey "true" skips TLS verification.
 	OCIStorageInsecureSkipTLSKey = "insecureSkipTLS"
 	// OCIStorageBasicHTTPKey "true" speaks plain HTTP to the registry.
