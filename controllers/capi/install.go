@@ -4,10 +4,11 @@ import (
 	"context"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gitfleet/fleet/internal/capienroll"
 )
 
 // DefaultInstallCheckInterval is how often a manager started without
@@ -46,7 +47,7 @@ func (w *WhenInstalled) Start(ctx context.Context) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		served, err := Served(w.Discovery)
+		served, err := capienroll.Served(w.Discovery)
 		switch {
 		case err != nil:
 			log.V(1).Info("Looking for Cluster API", "error", err.Error())
@@ -60,22 +61,4 @@ func (w *WhenInstalled) Start(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// Served tells whether the API server serves Cluster API's v1beta2
-// Cluster, asking its discovery (not a cached mapping).
-func Served(d discovery.DiscoveryInterface) (bool, error) {
-	list, err := d.ServerResourcesForGroupVersion(clusterv1.GroupVersion.String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	for _, r := range list.APIResources {
-		if r.Kind == "Cluster" {
-			return true, nil
-		}
-	}
-	return false, nil
 }

@@ -20,6 +20,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers"
 	"github.com/gitfleet/fleet/controllers/capi"
+	"github.com/gitfleet/fleet/internal/capienroll"
 	"github.com/gitfleet/fleet/internal/enqueue"
 	"github.com/gitfleet/fleet/test/controlplane"
 )
@@ -55,7 +56,7 @@ func TestClusterAPIInstalledAfterTheManagerStarts(t *testing.T) {
 		}
 	})
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
-	served, err := capi.Served(discoveryOf(t, cp))
+	served, err := capienroll.Served(discoveryOf(t, cp))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(served).To(BeFalse(), "no Cluster API yet")
 

@@ -7,9 +7,7 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,31 +49,13 @@ func (w *capiWatch) set(watching bool, note string) {
 const notServed = "Cluster API is not installed on this cluster: its API server does not serve " +
 	"cluster.x-k8s.io/v1beta2 Clusters. Clusters made with Cluster API show here once it is (and the manager enrols them)."
 
-// capiServed tells whether the API server serves Cluster API's v1beta2
-// Cluster, asking its discovery.
-func capiServed(d discovery.DiscoveryInterface) (bool, error) {
-	list, err := d.ServerResourcesForGroupVersion(clusterv1.GroupVersion.String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	for _, r := range list.APIResources {
-		if r.Kind == "Cluster" {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // watchCAPI watches Cluster API's Clusters once the API server serves them,
 // looking every CAPICheckInterval until then.
 func (s *Server) watchCAPI(ctx context.Context, h toolscache.ResourceEventHandler) {
 	tick := time.NewTicker(s.o.CAPICheckInterval)
 	defer tick.Stop()
 	for {
-		served, err := capiServed(s.o.Discovery)
+		served, err := capienroll.Served(s.o.Discovery)
 		switch {
 		case err != nil:
 			s.capi.set(false, "Whether Cluster API is installed could not be told now ("+err.Error()+"); the dashboard looks again shortly.")

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/capienroll"
 	"github.com/gitfleet/fleet/internal/scheme"
 )
 
@@ -171,7 +172,7 @@ func namespaceConfigs(nss []string) map[string]cache.Config {
 // namespaces for everywhere, else the workspaces where they may; or, in
 // note, why they are not shown (not served, not allowed).
 func planCAPI(ctx context.Context, cfg *rest.Config, dc discovery.DiscoveryInterface, workspaces []string) ([]string, string, error) {
-	served, err := capiServed(dc)
+	served, err := capienroll.Served(dc)
 	if err != nil {
 		return nil, "", fmt.Errorf("asking whether Cluster API is installed: %w", err)
 	}

@@ -400,24 +400,9 @@ func CommitFloor(ctx context.Context, cp *controlplane.ControlPlane, clients, co
 		if err := c.Patch(ctx, bd, client.MergeFrom(base), client.FieldOwner("fleet-manager")); err != nil {
 			return err
 		}
-		simagent.ReadyStatus(bd)
-		body, err := bundledeployment.StatusOnly(bd)
-		if err != nil {
-			return err
-		}
-		return c.Status().Update(ctx, body, client.FieldOwner("fleet-agent"))
+		return writeReady(ctx, c, bd)
 	})
-	s := since(start)
-	r := Result{Experiment: "commit-floor", Objects: count, Seconds: s, Rate: float64(count) / s,
-		Note: "Ready BundleDeployments given a new deploymentID and their Ready status on it, written directly: the least a commit's rollout costs"}
-	before.since(ctx, cp, &r)
-	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(count)
-	if crCeiling > 0 {
-		r.CRCeilingRatio = r.Rate / crCeiling
-		r.Note += fmt.Sprintf("; %.0f%% of the custom-resource ceiling", 100*r.CRCeilingRatio)
-	}
-	if err != nil {
-		return r, err
-	}
-	return r, c.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(ns))
+	return floorResult(ctx, cp, c, ns, "commit-floor",
+		"Ready BundleDeployments given a new deploymentID and their Ready status on it, written directly: the least a commit's rollout costs",
+		count, start, before, crCeiling, err)
 }

@@ -57,26 +57,11 @@ func CRFloor(ctx context.Context, cp *controlplane.ControlPlane, clients, count 
 		if err := c.Create(ctx, bd, client.FieldOwner("fleet-manager")); err != nil {
 			return err
 		}
-		simagent.ReadyStatus(bd)
-		body, err := bundledeployment.StatusOnly(bd)
-		if err != nil {
-			return err
-		}
-		return c.Status().Update(ctx, body, client.FieldOwner("fleet-agent"))
+		return writeReady(ctx, c, bd)
 	})
-	s := since(start)
-	r := Result{Experiment: "cr-floor", Objects: count, Seconds: s, Rate: float64(count) / s,
-		Note: "BundleDeployments created and their Ready status written directly: the least a Ready BundleDeployment costs"}
-	before.since(ctx, cp, &r)
-	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(count)
-	if crCeiling > 0 {
-		r.CRCeilingRatio = r.Rate / crCeiling
-		r.Note += fmt.Sprintf("; %.0f%% of the custom-resource ceiling", 100*r.CRCeilingRatio)
-	}
-	if err != nil {
-		return r, err
-	}
-	return r, c.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(ns))
+	return floorResult(ctx, cp, c, ns, "cr-floor",
+		"BundleDeployments created and their Ready status written directly: the least a Ready BundleDeployment costs",
+		count, start, before, crCeiling, err)
 }
 
 // RegistrationFloor measures the least a registration costs the API server:
@@ -184,4 +169,34 @@ func RegistrationFloor(ctx context.Context, cp *controlplane.ControlPlane, clien
 		}
 	}
 	return r, c.DeleteAllOf(ctx, &corev1.ServiceAccount{}, client.InNamespace(agents))
+}
+
+// writeReady writes bd's Ready status as an agent does: an update of the
+// status alone.
+func writeReady(ctx context.Context, c client.Client, bd *fleet.BundleDeployment) error {
+	simagent.ReadyStatus(bd)
+	body, err := bundledeployment.StatusOnly(bd)
+	if err != nil {
+		return err
+	}
+	return c.Status().Update(ctx, body, client.FieldOwner("fleet-agent"))
+}
+
+// floorResult is a floor experiment's result: count BundleDeployments
+// written since start, the API server's usage since before, against the
+// custom-resource ceiling; the BundleDeployments of ns are deleted after.
+func floorResult(ctx context.Context, cp *controlplane.ControlPlane, c client.Client, ns, name, note string,
+	count int, start time.Time, before usage, crCeiling float64, err error) (Result, error) {
+	s := since(start)
+	r := Result{Experiment: name, Objects: count, Seconds: s, Rate: float64(count) / s, Note: note}
+	before.since(ctx, cp, &r)
+	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(count)
+	if crCeiling > 0 {
+		r.CRCeilingRatio = r.Rate / crCeiling
+		r.Note += fmt.Sprintf("; %.0f%% of the custom-resource ceiling", 100*r.CRCeilingRatio)
+	}
+	if err != nil {
+		return r, err
+	}
+	return r, c.DeleteAllOf(ctx, &fleet.BundleDeployment{}, client.InNamespace(ns))
 }
