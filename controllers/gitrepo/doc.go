@@ -25,10 +25,11 @@
 // GitRepos that follow one repository and branch with identical credentials
 // (the Secret's content, CA bundle, TLS and SSH host key options) share its
 // git traffic through internal/gitshare: one ls-remote per polling interval
-// (an answer asked after the GitRepo's own last poll, and younger than its
-// interval, is reused) or per webhook announcement, and one fetch per new
-// commit, whose files are read in place by every GitRepo of the group. So
-// a push is seen within two intervals at most (at once with the webhook).
+// (at its interval, a GitRepo reuses an answer it has not taken yet and
+// younger than its interval) or per webhook announcement, and one fetch
+// per new commit, whose files are read in place by every GitRepo of the
+// group. So a GitRepo alone sees a push within an interval, one of a group
+// within two at most (at once with the webhook).
 // Restrictions and Secrets are still read per GitRepo, before the share is
 // asked, and a GitRepo with credentials of its own asks the remote with
 // them alone.

@@ -45,7 +45,10 @@ type scope struct {
 	opts       gitfetch.Options
 	// want is the commit a webhook announced and no poll acted on yet.
 	want string
-	dir  string
+	// renew says this poll is one of the interval (sourcepoll.Poll): the
+	// answer of the last does not do again.
+	renew bool
+	dir   string
 	// release ends the read of dir.
 	release func()
 	bundles []*fleet.Bundle
@@ -65,10 +68,8 @@ type repoState struct {
 	poll sourcepoll.Poll
 	// webhookCommit is the status.webhookCommit already acted on.
 	webhookCommit string
-	// latest is the commit the remote pointed to at the last poll, and
-	// asked when that poll was.
+	// latest is the commit the remote pointed to at the last poll.
 	latest string
-	asked  time.Time
 	// gitErr is the error of the git phases (asking the remote for its
 	// latest commit, fetching it) of the last poll, nil when they succeeded:
 	// it is what GitPolling reports.
@@ -182,6 +183,9 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 		return err
 	}
 	defer release()
+	// A poll of the interval, not a retry or a spec change, must learn
+	// something newer than the last.
+	s.renew = st.poll.Done && !st.poll.Retry && st.poll.Generation == repo.Generation
 	st.poll.Start(s.now, repo.Generation, sourcepoll.Jittered(pollInterval(repo)))
 	if repo.Status.WebhookCommit != st.webhookCommit {
 		s.want = repo.Status.WebhookCommit
@@ -242,8 +246,7 @@ func (r *Reconciler) poll(ctx context.Context, s *scope) error {
 	}
 	s.opts = o
 	start := time.Now()
-	q := gitshare.Query{MaxAge: pollInterval(s.repo), Since: s.state.asked, Want: s.want}
-	s.state.asked = s.now
+	q := gitshare.Query{MaxAge: pollInterval(s.repo), Renew: s.renew, Want: s.want}
 	s.state.latest, err = r.Fetcher.LatestCommit(ctx, o, q)
 	metrics.ObserveSince(metrics.FetchLatestCommit, s.repo.Namespace, start, err)
 	return err

@@ -625,8 +625,18 @@ func ReadStatus(ctx context.Context, c client.Client) ([]ClusterRow, []BundleRow
 			return nil, nil, err
 		}
 		for _, cl := range clusters.Items {
+			// Ready once its status sums every BundleDeployment of its
+			// namespace: the summary is written a few seconds after they
+			// change, and a Ready cluster showing 0/0 is not up yet.
+			deployed := &fleet.BundleDeploymentList{}
+			if ns := cl.Status.Namespace; ns != "" {
+				if err := c.List(ctx, deployed, client.InNamespace(ns)); err != nil {
+					return nil, nil, err
+				}
+			}
+			counted := cl.Status.Summary.DesiredReady == len(deployed.Items)
 			cr = append(cr, ClusterRow{Workspace: ws, Name: cl.Name, Labels: labelString(cl.Labels), State: cl.Status.Display.State,
-				Bundles: cl.Status.Display.ReadyBundles, Ready: meta.IsStatusConditionTrue(cl.Status.Conditions, fleet.ConditionReady)})
+				Bundles: cl.Status.Display.ReadyBundles, Ready: counted && meta.IsStatusConditionTrue(cl.Status.Conditions, fleet.ConditionReady)})
 		}
 		for _, b := range bundles.Items {
 			br = append(br, BundleRow{Workspace: ws, Name: b.Name, Clusters: b.Status.Display.ReadyClusters, State: b.Status.Display.State,

@@ -32,10 +32,12 @@ type Query struct {
 	// reused: the caller's polling interval, so that the group asks the
 	// remote once per interval. Zero always asks.
 	MaxAge time.Duration
-	// Since is when the caller last asked: only an answer asked after it
-	// is reused, so that each poll learns something newer than the last
-	// (a GitRepo alone asks the remote at every poll).
-	Since time.Time
+	// Renew says the caller polls at its interval, after an answer it took:
+	// that answer does not do again, so that each such poll learns
+	// something newer than the last (a GitRepo alone asks the remote at
+	// every interval). A retry or a spec change takes the group's answer
+	// as it is.
+	Renew bool
 	// Want is a commit a webhook announced: an answer that is not it is
 	// reused only when the remote was asked after the group first heard of
 	// it, so that N GitRepos told of one push ask the remote once.
@@ -78,7 +80,9 @@ type Share struct {
 
 // group is what the Share knows of one group.
 type group struct {
-	members map[string]struct{}
+	// members are the callers reading the group, each with the time of
+	// the last answer it took (zero before its first).
+	members map[string]time.Time
 	// latest is the remote's last answer, asked at at.
 	latest string
 	at     time.Time
@@ -111,8 +115,9 @@ func (s *Share) LatestCommit(ctx context.Context, o gitfetch.Options, q Query) (
 	now := s.now()
 	s.mu.Lock()
 	g := s.join(o.Key, id)
-	if g.fresh(q, now) {
+	if g.fresh(q, now, g.members[o.Key]) {
 		c := g.latest
+		g.members[o.Key] = g.at
 		s.mu.Unlock()
 		return c, nil
 	}
@@ -121,7 +126,7 @@ func (s *Share) LatestCommit(ctx context.Context, o gitfetch.Options, q Query) (
 	}
 	s.mu.Unlock()
 	key := o.Key
-	return s.lists.do(ctx, id, func() (string, error) {
+	c, err := s.lists.do(ctx, id, func() (string, error) {
 		asked := s.now()
 		o.Key = id
 		c, err := s.Source.LatestCommit(ctx, o)
@@ -145,17 +150,28 @@ func (s *Share) LatestCommit(ctx context.Context, o gitfetch.Options, q Query) (
 		}
 		return c, nil
 	})
+	if err == nil {
+		// Taken by every caller of the flight, the one that asked or not.
+		s.mu.Lock()
+		if _, ok := g.members[key]; ok {
+			g.members[key] = g.at
+		}
+		s.mu.Unlock()
+	}
+	return c, err
 }
 
-// fresh says whether the group's answer does for q.
-func (g *group) fresh(q Query, now time.Time) bool {
+// fresh says whether the group's answer does for q, asked by a member
+// that last took the answer asked at taken: younger than q.MaxAge and, for
+// a renewing poll, not taken yet.
+func (g *group) fresh(q Query, now, taken time.Time) bool {
 	switch {
 	case g.latest == "":
 		return false
 	case q.Want != "":
 		return g.latest == q.Want || (g.want == q.Want && !g.at.Before(g.wantAt))
 	default:
-		return q.MaxAge > 0 && now.Sub(g.at) < q.MaxAge && g.at.After(q.Since)
+		return q.MaxAge > 0 && now.Sub(g.at) < q.MaxAge && (!q.Renew || g.at.After(taken))
 	}
 }
 
@@ -246,10 +262,12 @@ func (s *Share) join(key, id string) *group {
 	}
 	g, ok := s.groups[id]
 	if !ok {
-		g = &group{members: map[string]struct{}{}}
+		g = &group{members: map[string]time.Time{}}
 		s.groups[id] = g
 	}
-	g.members[key] = struct{}{}
+	if _, ok := g.members[key]; !ok {
+		g.members[key] = time.Time{}
+	}
 	s.members[key] = id
 	return g
 }

@@ -118,11 +118,11 @@ func TestOneListAndFetchPerGroup(t *testing.T) {
 	alone := e.srv.CountsOf("solo")
 	g.Expect(lsRemotes(alone)).To(BeNumerically("==", 1))
 
-	sync := func(want string, check func(i int, dir string)) {
+	sync := func(prefix, want string, check func(i int, dir string)) {
 		var wg sync.WaitGroup
 		for i := range 20 {
 			wg.Go(func() {
-				o := e.opts(fmt.Sprintf("ns%d/r%d", i%3, i), "team")
+				o := e.opts(fmt.Sprintf("ns%d/%s%d", i%3, prefix, i), "team")
 				latest, err := e.share.LatestCommit(ctx, o, q)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(latest).To(Equal(want))
@@ -134,41 +134,54 @@ func TestOneListAndFetchPerGroup(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	sync(first, func(i int, dir string) {
+	sync("r", first, func(i int, dir string) {
 		g.Expect(read(g, dir, "a/x.yaml")).To(Equal("a1"))
 		g.Expect(read(g, dir, "b/x.yaml")).To(Equal("b1"))
 	})
 	g.Expect(e.srv.CountsOf("team")).To(Equal(alone))
 
-	// Within the interval, a new commit is not seen and nothing is asked.
+	// Within the interval, GitRepos that have not taken the group's answer
+	// yet take it: a new commit is not seen and nothing is asked.
 	second := e.commit(g, map[string]string{"a/x.yaml": "a2"})
 	e.clock.Add(10 * time.Second)
-	sync(first, func(int, string) {})
+	sync("late", first, func(int, string) {})
 	g.Expect(e.srv.CountsOf("team")).To(Equal(alone))
 
-	// A GitRepo that asked since the group's answer asks again; the
-	// group's other GitRepos are told of the new commit.
+	// A GitRepo that took the group's answer already asks again at its
+	// next poll, however young the answer (each poll learns something
+	// newer than the last);
+	// the group's other GitRepos are told of the new commit.
 	var woken []string
 	e.share.Changed = func(keys []string) { woken = keys }
-	latest, err := e.share.LatestCommit(ctx, e.opts("ns0/r0", "team"), gitshare.Query{MaxAge: q.MaxAge, Since: e.clock.Now().Add(-time.Second)})
+	renew := gitshare.Query{MaxAge: q.MaxAge, Renew: true}
+	latest, err := e.share.LatestCommit(ctx, e.opts("ns0/r0", "team"), renew)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(latest).To(Equal(second))
 	g.Expect(lsRemotes(e.srv.CountsOf("team"))).To(BeNumerically("==", 2))
-	g.Expect(woken).To(HaveLen(19))
+	g.Expect(woken).To(HaveLen(39))
 	g.Expect(woken).NotTo(ContainElement("ns0/r0"))
 	e.share.Changed = nil
 	// Woken, they take it from the group.
-	latest, err = e.share.LatestCommit(ctx, e.opts("ns1/r1", "team"), gitshare.Query{MaxAge: q.MaxAge, Since: e.clock.Now().Add(-2 * time.Second)})
+	latest, err = e.share.LatestCommit(ctx, e.opts("ns1/r1", "team"), renew)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(latest).To(Equal(second))
 	g.Expect(lsRemotes(e.srv.CountsOf("team"))).To(BeNumerically("==", 2))
+	// A retry takes it again; having taken it, its next poll asks the
+	// remote.
+	e.clock.Add(time.Second)
+	_, err = e.share.LatestCommit(ctx, e.opts("ns1/r1", "team"), q)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lsRemotes(e.srv.CountsOf("team"))).To(BeNumerically("==", 2))
+	_, err = e.share.LatestCommit(ctx, e.opts("ns1/r1", "team"), renew)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lsRemotes(e.srv.CountsOf("team"))).To(BeNumerically("==", 3))
 
 	// After the interval, one ls-remote and one fetch for everyone.
 	third := e.commit(g, map[string]string{"a/x.yaml": "a3"})
 	e.clock.Add(16 * time.Second)
-	sync(third, func(_ int, dir string) { g.Expect(read(g, dir, "a/x.yaml")).To(Equal("a3")) })
+	sync("r", third, func(_ int, dir string) { g.Expect(read(g, dir, "a/x.yaml")).To(Equal("a3")) })
 	now := e.srv.CountsOf("team")
-	g.Expect(lsRemotes(now)).To(BeNumerically("==", 3))
+	g.Expect(lsRemotes(now)).To(BeNumerically("==", 4))
 	g.Expect(now.Fetches).To(BeNumerically("==", alone.Fetches+1))
 }
 
