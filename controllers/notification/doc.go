@@ -12,9 +12,11 @@
 // commit is never told as this one's.
 //
 // What was sent is recorded in the Notification's status right after each
-// message, and read back from the API server (not the cache) before any
-// message is sent, so that a manager restarted, or another replica taking
-// the lead, sends nothing twice. A destination that fails shows in the
+// message (a rollout's record is written before its first), and read back
+// from the API server (not the cache) before any message is sent, so that a
+// manager restarted, or another replica taking the lead, sends nothing
+// twice; only a crash between a message and its record sends that message
+// again, with the same ID, so that a receiver can tell it is the same. A destination that fails shows in the
 // DestinationFailing condition and is retried with backoff; deployments do
 // not wait for it.
 package notification

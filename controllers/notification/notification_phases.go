@@ -226,8 +226,8 @@ func anyDue(s *scope, rollouts []rollout) bool {
 }
 
 // send tells the destination what is due, rollout by rollout, writing the
-// status after each message: a crash loses no record but of the message in
-// flight. It stops at the first failure (retried with backoff) and when
+// status after each message (and a new rollout's record before its first):
+// a crash loses no record but of the message in flight, which is sent again. It stops at the first failure (retried with backoff) and when
 // the destination's rate limit is reached (looked at again when it allows).
 func (r *Reconciler) send(ctx context.Context, s *scope, rollouts []rollout, target notify.Target) error {
 	wanted := wantedEvents(s.n.Spec.Events)
@@ -246,6 +246,19 @@ func (r *Reconciler) send(ctx context.Context, s *scope, rollouts []rollout, tar
 					res.CancelAt(s.now)
 					s.after = wait
 					return nil
+				}
+				if !recorded(s.before, ro) {
+					// A new rollout's record is written before its first
+					// message: a crash after sending finds it and tells
+					// what it lacks again (with the same message ID),
+					// instead of taking a rollout that ended meanwhile as
+					// told already.
+					if err := outcome.PatchStatus(ctx, r.Client, s.before, s.n, outcome.WithOptimisticLock(true)); err != nil {
+						return err
+					}
+					s.before = s.n.DeepCopy()
+					// The patch decoded the answer into s.n.
+					rec = &s.n.Status.Rollouts[i]
 				}
 				t := target
 				t.RepoURL = ro.repo
@@ -269,6 +282,12 @@ func (r *Reconciler) send(ctx context.Context, s *scope, rollouts []rollout, tar
 		}
 	}
 	return nil
+}
+
+// recorded says whether n's status holds the record of ro's revision.
+func recorded(n *notification.Notification, ro rollout) bool {
+	i := recordOf(n.Status.Rollouts, ro)
+	return i >= 0 && n.Status.Rollouts[i].Revision == ro.revision
 }
 
 // appendBounded appends key to sent, keeping at most MaxSent keys (the

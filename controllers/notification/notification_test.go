@@ -100,8 +100,25 @@ func TestOneMessagePerTransitionAcrossRestarts(t *testing.T) {
 	g.Expect(started.Clusters).To(Equal(notify.Clusters{Desired: 2, Ready: 0}))
 	g.Expect(started.CommitURL).To(Equal("https://github.com/example/app/commit/" + commitA))
 
-	// The manager restarts mid-rollout; the rollout ends with the next one.
+	// The manager restarts mid-rollout, once both destinations were told
+	// and it recorded so; the rollout ends with the next one.
 	g.Eventually(func(g Gomega) { g.Expect(gh.all()).To(HaveLen(1)) }, timeout, 100*time.Millisecond).Should(Succeed())
+	// What a Notification recorded as sent about a source's rollout.
+	sent := func(name, source string) func(g Gomega) []string {
+		return func(g Gomega) []string {
+			n := &notification.Notification{}
+			g.Expect(env.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: name}, n)).To(Succeed())
+			for _, rec := range n.Status.Rollouts {
+				if rec.Name == source {
+					return rec.Sent
+				}
+			}
+			return nil
+		}
+	}
+	for _, name := range []string{"hook", "github"} {
+		g.Eventually(sent(name, "app"), timeout, 100*time.Millisecond).Should(ContainElement(string(notification.EventStarted)), name)
+	}
 	stop()
 	stop = startManager(t)
 	setBundle(ctx, g, otherBundle, commitA, waitingSummary()) // a source the hook does not select
@@ -110,6 +127,9 @@ func TestOneMessagePerTransitionAcrossRestarts(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(events(hook.messages(g, key))).To(Equal("Started@" + commitA[:12] + ",Succeeded@" + commitA[:12]))
 	}, timeout, 100*time.Millisecond).Should(Succeed())
+	g.Eventually(sent("hook", "app"), timeout, 100*time.Millisecond).Should(ContainElement(string(notification.EventSucceeded)))
+	g.Eventually(sent("github", "app"), timeout, 100*time.Millisecond).Should(ContainElement(string(notification.EventSucceeded)))
+	g.Eventually(sent("github", "other"), timeout, 100*time.Millisecond).Should(ContainElement(string(notification.EventStarted)))
 	stop()
 	startManager(t)
 	g.Consistently(func(g Gomega) {
@@ -262,4 +282,69 @@ func TestSecretChangesTakeEffectAtOnce(t *testing.T) {
 		g.Expect(condition(g, notification.ConditionDestinationFailing).Reason).To(Equal(notification.ReasonSent))
 	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 	g.Consistently(counts, 2*time.Second, 200*time.Millisecond).Should(Equal([]int{1, 1}))
+}
+
+// A manager that dies between delivering a rollout's first message and
+// recording it finds the rollout's record when it comes back: it tells the
+// message again, with the same ID, and then the end of the rollout, which
+// a lost record would have taken as told already.
+func TestACrashAfterSendingLosesNoTransition(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, err := env.CreateNamespace(ctx, "crash")
+	g.Expect(err).NotTo(HaveOccurred())
+	key := []byte("crash-hmac-key")
+	var stop func()
+	var mu sync.Mutex
+	var got [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		mu.Lock()
+		got = append(got, body)
+		first := len(got) == 1
+		mu.Unlock()
+		if first {
+			// Delivered; the manager dies before it hears so.
+			stop()
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	bodies := func() []notify.Message {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make([]notify.Message, 0, len(got))
+		for _, b := range got {
+			var m notify.Message
+			g.Expect(json.Unmarshal(b, &m)).To(Succeed())
+			out = append(out, m)
+		}
+		return out
+	}
+	g.Expect(env.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: ns.Name},
+		Data: map[string][]byte{notification.SecretKeyHMAC: key, notification.SecretKeyAddress: []byte(srv.URL + "/hook")}})).To(Succeed())
+	g.Expect(env.Create(ctx, &notification.Notification{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: ns.Name}, Spec: notification.NotificationSpec{
+		Destination: notification.Destination{Type: notification.DestinationWebhook, SecretRef: &notification.LocalObjectReference{Name: "hook"}}}})).To(Succeed())
+	repo := &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns.Name}, Spec: fleet.GitRepoSpec{Repo: "https://github.com/example/app.git"}}
+	g.Expect(env.Create(ctx, repo)).To(Succeed())
+	bundle := &fleet.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "app-web", Namespace: ns.Name, Labels: map[string]string{fleet.RepoLabel: "app"}}}
+	g.Expect(env.Create(ctx, bundle)).To(Succeed())
+
+	stop = startManager(t)
+	setBundle(ctx, g, bundle, commitA, waitingSummary())
+	setCommit(ctx, g, repo, commitA)
+	g.Eventually(func() int { return len(bodies()) }, timeout, 100*time.Millisecond).Should(Equal(1))
+	stop()
+
+	// The rollout ends while no manager runs.
+	setBundle(ctx, g, bundle, commitA, readySummary())
+	stop = startManager(t)
+	g.Eventually(func(g Gomega) {
+		ms := bodies()
+		g.Expect(ms).NotTo(BeEmpty())
+		g.Expect(ms[len(ms)-1].Event).To(Equal(string(notification.EventSucceeded)))
+	}, timeout, 100*time.Millisecond).Should(Succeed())
+	ms := bodies()
+	g.Expect(events(ms)).To(Equal("Started@" + commitA[:12] + ",Started@" + commitA[:12] + ",Succeeded@" + commitA[:12]))
+	g.Expect(ms[1].ID).To(Equal(ms[0].ID), "the message told again is the same message")
 }
