@@ -136,7 +136,7 @@ func (fl *flags) bindAgents(f *pflag.FlagSet) {
 // bindGit binds how GitRepos are fetched and read, and the push webhook.
 func (fl *flags) bindGit(f *pflag.FlagSet) {
 	o := &fl.o
-	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for git caches (default: below the temp directory)")
+	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "directory for git caches, locked by this process (default: a new directory below the temp directory, deleted at exit)")
 	f.IntVar(&o.GitWorkers, "git-workers", 4, "concurrent git fetches (one namespace holds at most half of them)")
 	f.BoolVar(&o.AllowLocalRepos, "allow-local-repos", false, "let GitRepos name local paths and file:// URLs; they can read other GitRepos' git caches (demos only)")
 	f.StringVar(&o.GitHubAPIURL, "github-api-url", "", "GitHub API URL for GitRepos with GitHub App credentials (default https://api.<repository host>, as Fleet; https://HOST/api/v3 for GitHub Enterprise Server)")

@@ -3,7 +3,6 @@ package gitrepo
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -63,8 +62,9 @@ type Reconciler struct {
 	Fetcher Fetcher
 	// CacheDir holds the git caches, one object store per repository and
 	// credentials (repos/) and the files of the commits being read
-	// (trees/); default fleet-gitrepos below the system's temporary
-	// directory.
+	// (trees/). The manager process locks it (a second one given the same
+	// directory fails to start); default a new directory below the
+	// system's temporary one, deleted when the manager stops.
 	CacheDir string
 	// TreeCacheBytes bounds the commits' files kept in CacheDir once read;
 	// default gitshare.DefaultMaxTreeBytes.
@@ -154,8 +154,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	if r.CacheDir == "" {
-		r.CacheDir = filepath.Join(os.TempDir(), "fleet-gitrepos")
+	if r.Fetcher == nil {
+		dir, release, err := cacheDir(r.CacheDir)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(releaseOnStop(release)); err != nil {
+			release()
+			return err
+		}
+		r.CacheDir = dir
 	}
 	r.dialer = egress.NewDialer(r.Egress)
 	r.wake = make(chan event.GenericEvent, 1024)
