@@ -49,7 +49,7 @@ func lockDir(dir string) (release func(), err error) {
 		return nil, fmt.Errorf("making the git cache directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, cacheLockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600) //nolint:gosec // G304: the path is the operator's --git-cache-dir
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
