@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -73,6 +74,7 @@ type Share struct {
 	trees     map[treeKey]*tree
 	treeBytes int64
 	clock     int64
+	seq       int64
 	fetching  map[string]*sync.Mutex
 	lists     flights[string]
 	checkouts flights[treeKey]
@@ -213,10 +215,12 @@ func (s *Share) checkout(ctx context.Context, o gitfetch.Options, k treeKey) (st
 	if err != nil {
 		return "", err
 	}
-	dst := filepath.Join(s.TreeDir, k.group, k.commit)
-	if err := os.RemoveAll(dst); err != nil {
-		return "", err
-	}
+	// A directory of its own: an evicted tree of the same commit still
+	// leased is deleted at its last release, not this one.
+	s.mu.Lock()
+	s.seq++
+	dst := filepath.Join(s.TreeDir, k.group, k.commit+"."+strconv.FormatInt(s.seq, 10))
+	s.mu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return "", err
 	}
@@ -318,6 +322,12 @@ func (s *Share) lease(k treeKey) (string, func(), bool) {
 	defer s.mu.Unlock()
 	t, ok := s.trees[k]
 	if !ok || t.gone {
+		return "", nil, false
+	}
+	if _, err := os.Stat(t.dir); err != nil {
+		// Deleted by someone else (a cleaner of temporary directories):
+		// forgotten, and written again from the object store.
+		removeAll(s.evict(k, t))
 		return "", nil, false
 	}
 	t.leases++

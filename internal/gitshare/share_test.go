@@ -279,12 +279,21 @@ func TestTreesAreBounded(t *testing.T) {
 	g.Expect(blueDir).To(BeADirectory())
 	// Read again, red's tree is written from its object store, not
 	// fetched, and blue's goes.
-	_, again, err := e.share.Checkout(ctx, red, first)
+	againDir, again, err := e.share.Checkout(ctx, red, first)
 	g.Expect(err).NotTo(HaveOccurred())
 	again()
 	g.Expect(blueDir).NotTo(BeADirectory())
-	g.Expect(redDir).To(BeADirectory())
+	g.Expect(againDir).To(BeADirectory())
 	redFetches := e.srv.CountsOf("red").Fetches
+
+	// A tree deleted under the Share (a cleaner of temporary
+	// directories) is written again from the object store.
+	g.Expect(os.RemoveAll(againDir)).To(Succeed())
+	rewritten, again, err := e.share.Checkout(ctx, red, first)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(read(g, rewritten, "x.yaml")).To(HaveLen(1000))
+	again()
+	g.Expect(e.srv.CountsOf("red").Fetches).To(Equal(redFetches))
 
 	// A new commit of red's group replaces its tree once released.
 	dir, hold, err := e.share.Checkout(ctx, red, first)
