@@ -123,6 +123,11 @@ type Options struct {
 	// has no registry of its own. Unset: contents without one stay in etcd.
 	OCIStorageSecret    string
 	OCIStorageThreshold int
+	// OCIStorageMaxBytes is the largest bundle (its resources,
+	// uncompressed) read when its content goes to a registry, any
+	// registry; default ocistorage.DefaultMaxBytes. Bundles that land in
+	// etcd keep its limit (bundlereader.DefaultMaxResourceBytes).
+	OCIStorageMaxBytes int
 	// GitLimits bound each git fetch and checkout (pack size, object count,
 	// file and commit sizes, path depth and length); zero fields take
 	// gitfetch's defaults.
@@ -410,9 +415,10 @@ func setupGitRepo(_ context.Context, d *deps) error {
 // ociStorage is the manager-wide OCI storage, if any.
 func (o Options) ociStorage() ocistorage.Default {
 	if o.OCIStorageSecret == "" {
-		return ocistorage.Default{}
+		return ocistorage.Default{MaxBytes: o.OCIStorageMaxBytes}
 	}
-	return ocistorage.Default{Secret: types.NamespacedName{Namespace: o.systemNamespace(), Name: o.OCIStorageSecret}, Threshold: o.OCIStorageThreshold}
+	return ocistorage.Default{Secret: types.NamespacedName{Namespace: o.systemNamespace(), Name: o.OCIStorageSecret},
+		Threshold: o.OCIStorageThreshold, MaxBytes: o.OCIStorageMaxBytes}
 }
 
 // setupHelmOp: HelmOps download charts as GitRepos fetch git, as many at

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/bundlereader"
 	"github.com/gitfleet/fleet/internal/content"
 	"github.com/gitfleet/fleet/internal/ocistorage"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -73,6 +74,26 @@ func (r *Reconciler) tenantRegistry(s *corev1.Secret) (*registry, error) {
 		return nil, outcome.Stall(fleet.ReasonInvalidOCIStorage, err)
 	}
 	return &registry{opts: o, secret: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}.String(), own: true, transport: r.dialer.Transport()}, nil
+}
+
+// sizeLimit sets how large a bundle o reads may be: etcd's limit, unless
+// every bundle above it goes to reg (the GitRepo's own registry, or the
+// manager's with a threshold below etcd's limit); then the registry's,
+// fleet-manager --oci-storage-max-bytes.
+func (r *Reconciler) sizeLimit(o *bundlereader.Options, reg *registry) {
+	o.MaxResourceBytes = bundlereader.DefaultMaxResourceBytes
+	o.SizeAdvice = "leave files out with a .fleetignore, split the directory into several bundles, " +
+		"or keep the GitRepo's bundle contents in an OCI registry (spec.ociRegistrySecret, see OCI storage in the docs)"
+	if reg == nil {
+		return
+	}
+	limit, oci := r.OCIStorage.ReadLimit(reg.own, bundlereader.DefaultMaxResourceBytes)
+	if !oci {
+		return
+	}
+	o.MaxResourceBytes = limit
+	o.SizeLimit = "the manager's limit for bundles in OCI storage (fleet-manager --oci-storage-max-bytes)"
+	o.SizeAdvice = "leave files out with a .fleetignore or split the directory into several bundles"
 }
 
 // storeContents pushes the content of each bundle that goes to reg and

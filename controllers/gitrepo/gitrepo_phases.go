@@ -210,12 +210,14 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 		return st.failGit(egress.ForTenant(ctx, err))
 	}
 	defer s.release()
-	if err := r.readBundles(ctx, s); err != nil {
-		return st.failSync(s, egress.ForTenant(ctx, err))
-	}
+	// Where the contents go decides how large a bundle may be: the
+	// registry is found before the bundles are read.
 	reg, err := r.registryFor(ctx, repo)
 	if err != nil {
 		return st.failSync(s, err)
+	}
+	if err := r.readBundles(ctx, s, reg); err != nil {
+		return st.failSync(s, egress.ForTenant(ctx, err))
 	}
 	if reg != nil {
 		if err := r.storeContents(ctx, reg, s.bundles); err != nil {
@@ -262,12 +264,13 @@ func (r *Reconciler) checkout(ctx context.Context, s *scope) error {
 }
 
 // readBundles reads the bundles of the checked-out commit.
-func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
+func (r *Reconciler) readBundles(ctx context.Context, s *scope, reg *registry) error {
 	repo, commit := s.eff, s.state.latest
 	ro, err := r.readOptions(ctx, repo, commit)
 	if err != nil {
 		return err
 	}
+	r.sizeLimit(&ro, reg)
 	ro.AllowedTargetNamespaceSelector = s.restricted.nsSelector
 	var warnings []string
 	ro.Warn = func(w bundlereader.Warning) { warnings = append(warnings, w.String()) }

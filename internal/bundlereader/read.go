@@ -81,6 +81,10 @@ type Options struct {
 	// MaxResourceBytes is the largest total size of a bundle's resources,
 	// uncompressed; 0 means DefaultMaxResourceBytes, a negative value no limit.
 	MaxResourceBytes int
+	// SizeLimit names MaxResourceBytes in the error of a bundle over it, and
+	// SizeAdvice says what to do; empty, they speak of the API server's
+	// request limit, and of .fleetignore and splitting.
+	SizeLimit, SizeAdvice string
 	// MaxFileBytes is the largest file read on its own (fleet.yaml,
 	// .fleetignore, helm valuesFiles); 0 means DefaultMaxFileBytes.
 	MaxFileBytes int64
@@ -417,9 +421,15 @@ func configFiles(src source, spec *fleet.BundleSpec) map[string]bool {
 // checkSize fails when a bundle's resources are larger than the limit.
 func (r *reader) checkSize(name, rel string, total int) error {
 	if limit := r.o.MaxResourceBytes; limit > 0 && total > limit {
-		return invalidf("bundle %q in %s has %s of resources, more than %s: bundle too large for the API server's request limit; "+
-			"leave files out with a .fleetignore or split the directory into several bundles",
-			name, displayDir(rel), humanBytes(total), humanBytes(limit))
+		what, advice := r.o.SizeLimit, r.o.SizeAdvice
+		if what == "" {
+			what = "the API server's request limit"
+		}
+		if advice == "" {
+			advice = "leave files out with a .fleetignore or split the directory into several bundles"
+		}
+		return invalidf("bundle %q in %s has %s of resources, more than %s: bundle too large for %s; %s",
+			name, displayDir(rel), humanBytes(total), humanBytes(limit), what, advice)
 	}
 	return nil
 }

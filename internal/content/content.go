@@ -35,22 +35,33 @@ func Encode(resources []fleet.BundleResource) (string, func() (*fleet.Content, e
 		return "", nil, err
 	}
 	build := func() (*fleet.Content, error) {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		if _, err := zw.Write(raw); err != nil {
-			return nil, fmt.Errorf("compressing content %s: %w", name, err)
-		}
-		if err := zw.Close(); err != nil {
+		gz, err := Compress(raw)
+		if err != nil {
 			return nil, fmt.Errorf("compressing content %s: %w", name, err)
 		}
 		sum := sha256.Sum256(raw)
 		return &fleet.Content{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{fleet.ManagedLabel: "true"}},
-			Content:    buf.Bytes(),
+			Content:    gz,
 			SHA256Sum:  hex.EncodeToString(sum[:]),
 		}, nil
 	}
 	return name, build, nil
+}
+
+// Compress gzips a manifest, as a Content and an OCI storage artifact
+// hold it. The output depends only on raw (no name, no time in the
+// header), so that the same content always has the same digest.
+func Compress(raw []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // Decode unpacks a Content, checks it against its sha256sum and returns its
@@ -84,8 +95,8 @@ func decode(c *fleet.Content, limit int) ([]fleet.BundleResource, error) {
 	return m.Resources, nil
 }
 
-// Marshal returns the uncompressed manifest of resources, as a Content and
-// an OCI storage artifact hold it, and the name of its Content.
+// Marshal returns the uncompressed manifest of resources (a Content and an
+// OCI storage artifact hold it gzipped) and the name of its Content.
 func Marshal(resources []fleet.BundleResource) ([]byte, string, error) {
 	raw, err := json.Marshal(Manifest{Resources: resources})
 	if err != nil {
@@ -95,8 +106,9 @@ func Marshal(resources []fleet.BundleResource) ([]byte, string, error) {
 }
 
 // ContentsID is the contentsId of a bundle whose manifest raw is stored in
-// an OCI registry: "s-" and the whole sha256 of raw, which is the digest of
-// the artifact's layer (a Content name may be shortened to fit a label).
+// an OCI registry: "s-" and the whole sha256 of raw, which the agent checks
+// after unpacking the artifact's layer (a Content name may be shortened to
+// fit a label).
 func ContentsID(raw []byte) string {
 	sum := sha256.Sum256(raw)
 	return "s-" + hex.EncodeToString(sum[:])

@@ -2,10 +2,12 @@ package ocistorage
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,17 +19,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"oras.land/oras-go/v2"
+	orascontent "oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/content"
 )
 
 // Media types of the artifact: an empty config, as OCI artifacts without a
-// config have, and the content's manifest as its one layer.
+// config have, and the content's manifest as its one layer, gzipped
+// (LayerTypeGzip). Artifacts pushed before compression hold it as is
+// (LayerType); agents read both.
 const (
 	ArtifactType  = "application/vnd.fleet.cattle.io.bundle.content.v1"
 	LayerType     = "application/vnd.fleet.cattle.io.bundle.content.v1+json"
+	LayerTypeGzip = "application/vnd.fleet.cattle.io.bundle.content.v1.json+gzip"
 	contentPrefix = "s-"
 	// Tag is the tag every content artifact carries, as in Fleet: the
 	// repository is per content, so the tag never moves.
@@ -109,7 +116,9 @@ func (o Options) AgentSecret(bd *fleet.BundleDeployment) *corev1.Secret {
 	}
 }
 
-// Digest is the layer digest of the content named contentName.
+// Digest is the sha256 digest of the manifest of the content named
+// contentName, which Pull checks (and the layer's digest in artifacts
+// pushed uncompressed).
 func Digest(contentName string) (digest.Digest, error) {
 	hexSum, ok := strings.CutPrefix(contentName, contentPrefix)
 	if !ok || len(hexSum) != 64 {
@@ -154,8 +163,9 @@ func (o Options) repository(contentName string, base *http.Transport, user, pass
 
 // Push stores raw, the manifest of the content named contentName, in the
 // registry with the manager's credentials, over transport (nil: the
-// default): the blob, unless the registry has it, and an artifact manifest
-// tagged Tag that keeps it from the registry's garbage collection.
+// default): the gzipped manifest as a blob, unless the registry has it, and
+// an artifact manifest tagged Tag that names it and keeps it from the
+// registry's garbage collection.
 func (o Options) Push(ctx context.Context, transport *http.Transport, contentName string, raw []byte) error {
 	d, err := Digest(contentName)
 	if err != nil {
@@ -164,11 +174,15 @@ func (o Options) Push(ctx context.Context, transport *http.Transport, contentNam
 	if got := digest.FromBytes(raw); got != d {
 		return fmt.Errorf("content %s: its manifest has digest %s", contentName, got)
 	}
+	gz, err := content.Compress(raw)
+	if err != nil {
+		return fmt.Errorf("compressing content %s: %w", contentName, err)
+	}
 	repo, err := o.repository(contentName, transport, o.Username, o.Password)
 	if err != nil {
 		return err
 	}
-	layer := ocispec.Descriptor{MediaType: LayerType, Digest: d, Size: int64(len(raw))}
+	layer := ocispec.Descriptor{MediaType: LayerTypeGzip, Digest: digest.FromBytes(gz), Size: int64(len(gz))}
 	fail := func(err error) error {
 		return fmt.Errorf("pushing content %s to %s: %w", contentName, o.Reference, err)
 	}
@@ -177,7 +191,7 @@ func (o Options) Push(ctx context.Context, transport *http.Transport, contentNam
 		return fail(err)
 	}
 	if !has {
-		if err := repo.Push(ctx, layer, bytes.NewReader(raw)); err != nil {
+		if err := repo.Push(ctx, layer, bytes.NewReader(gz)); err != nil {
 			return fail(err)
 		}
 	}
@@ -191,13 +205,19 @@ func (o Options) Push(ctx context.Context, transport *http.Transport, contentNam
 	return nil
 }
 
-// ErrTooLarge is returned by Pull for a blob larger than its limit.
+// ErrTooLarge is returned by Pull for a content larger than its limit.
 var ErrTooLarge = errors.New("content larger than the limit")
 
+// maxArtifactManifest bounds the artifact manifest read: one layer and an
+// empty config take well under a KiB.
+const maxArtifactManifest = 64 << 10
+
 // Pull reads the manifest of the content named contentName from the
-// registry by digest, with the credentials in o (an agent's Secret), over
-// transport (nil: the default), and checks it: at most limit bytes, and its
-// sha256 the digest asked for.
+// registry, with the credentials in o (an agent's Secret), over transport
+// (nil: the default), and checks it: at most limit bytes, compressed and
+// uncompressed, and its sha256 the content's name, whatever the artifact
+// says. It resolves the artifact tagged Tag and reads its one layer, gzipped
+// or not.
 func (o Options) Pull(ctx context.Context, transport *http.Transport, contentName string, limit int64) ([]byte, error) {
 	d, err := Digest(contentName)
 	if err != nil {
@@ -210,24 +230,70 @@ func (o Options) Pull(ctx context.Context, transport *http.Transport, contentNam
 	fail := func(err error) error {
 		return fmt.Errorf("pulling content %s from %s: %w", contentName, o.Reference, err)
 	}
-	desc, rc, err := repo.Blobs().FetchReference(ctx, d.String())
+	layer, err := artifactLayer(ctx, repo)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if layer.Size > limit {
+		return nil, fail(fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, layer.Size, limit))
+	}
+	rc, err := repo.Blobs().Fetch(ctx, layer)
 	if err != nil {
 		return nil, fail(err)
 	}
 	defer rc.Close()
-	if desc.Size > limit {
-		return nil, fail(fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, desc.Size, limit))
-	}
-	raw, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	// The blob is checked against the layer's digest as it is read; the
+	// manifest it unpacks to, against the content's name below.
+	blob, err := orascontent.ReadAll(rc, layer)
 	if err != nil {
 		return nil, fail(err)
 	}
-	if int64(len(raw)) > limit {
-		return nil, fail(fmt.Errorf("%w: the limit is %d", ErrTooLarge, limit))
+	raw := blob
+	if layer.MediaType == LayerTypeGzip {
+		zr, err := gzip.NewReader(bytes.NewReader(blob))
+		if err != nil {
+			return nil, fail(fmt.Errorf("layer is not gzip: %w", err))
+		}
+		raw, err = io.ReadAll(io.LimitReader(zr, limit+1))
+		if err != nil {
+			return nil, fail(fmt.Errorf("unpacking the layer: %w", err))
+		}
+		if int64(len(raw)) > limit {
+			return nil, fail(fmt.Errorf("%w: unpacked, the limit is %d", ErrTooLarge, limit))
+		}
 	}
 	sum := sha256.Sum256(raw)
 	if got := hex.EncodeToString(sum[:]); got != d.Encoded() {
 		return nil, fmt.Errorf("content %s from %s is corrupt: its sha256 is %s", contentName, o.Reference, got)
 	}
 	return raw, nil
+}
+
+// artifactLayer is the one layer of the content artifact tagged Tag in
+// repo: the manifest, gzipped or not.
+func artifactLayer(ctx context.Context, repo *remote.Repository) (ocispec.Descriptor, error) {
+	desc, rc, err := repo.Manifests().FetchReference(ctx, Tag)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	defer rc.Close()
+	if desc.Size > maxArtifactManifest {
+		return ocispec.Descriptor{}, fmt.Errorf("artifact manifest of %d bytes: not a content artifact", desc.Size)
+	}
+	b, err := orascontent.ReadAll(rc, desc)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("artifact manifest: %w", err)
+	}
+	if len(m.Layers) != 1 {
+		return ocispec.Descriptor{}, fmt.Errorf("artifact has %d layers, a content artifact has one", len(m.Layers))
+	}
+	l := m.Layers[0]
+	if l.MediaType != LayerTypeGzip && l.MediaType != LayerType {
+		return ocispec.Descriptor{}, fmt.Errorf("layer has media type %q, not %s nor %s", l.MediaType, LayerTypeGzip, LayerType)
+	}
+	return l, nil
 }

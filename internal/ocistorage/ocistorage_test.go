@@ -1,13 +1,20 @@
 package ocistorage_test
 
 import (
+	"bytes"
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/content"
@@ -117,4 +124,88 @@ func TestPushPull(t *testing.T) {
 	agentB.Reference = reg.Host() + "/tenant-b"
 	_, err = agentB.Pull(ctx, nil, name, 1<<20)
 	g.Expect(err).To(HaveOccurred(), "the content is in tenant-a's repository only")
+}
+
+// pushArtifact pushes an artifact with one layer of mediaType holding blob
+// to the repository of contentName, as an older manager (or another
+// writer) would.
+func pushArtifact(t *testing.T, o ocistorage.Options, contentName, mediaType string, blob []byte) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	repo, err := remote.NewRepository(o.Repository(contentName))
+	g.Expect(err).NotTo(HaveOccurred())
+	repo.PlainHTTP = true
+	repo.Client = &auth.Client{Client: http.DefaultClient, Cache: auth.NewCache(),
+		Credential: auth.StaticCredential(repo.Reference.Registry, auth.Credential{Username: o.Username, Password: o.Password})}
+	layer := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+	g.Expect(repo.Push(ctx, layer, bytes.NewReader(blob))).To(Succeed())
+	m, err := oras.PackManifest(ctx, repo, oras.PackManifestVersion1_1, ocistorage.ArtifactType, oras.PackManifestOptions{Layers: []ocispec.Descriptor{layer}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(repo.Tag(ctx, m, ocistorage.Tag)).To(Succeed())
+}
+
+// TestLayerIsGzipped checks what goes over the wire: a gzipped layer of
+// its own media type, a fraction of the manifest's size for text, and that
+// artifacts pushed uncompressed are still read, while a layer that unpacks
+// to another manifest is refused.
+func TestLayerIsGzipped(t *testing.T) {
+	g := NewWithT(t)
+	reg := chartrepo.NewAuthRegistry(map[string]chartrepo.Access{"m": {Password: "p", Push: true, Prefixes: []string{"t"}}})
+	defer reg.Close()
+	ctx := context.Background()
+	o := ocistorage.Options{Reference: reg.Host() + "/t", Username: "m", Password: "p", BasicHTTP: true}
+	raw, _, err := content.Marshal([]fleet.BundleResource{{Name: "cm.yaml", Content: strings.Repeat("key: value\n", 20000)}})
+	g.Expect(err).NotTo(HaveOccurred())
+	name := content.ContentsID(raw)
+
+	g.Expect(o.Push(ctx, nil, name, raw)).To(Succeed())
+	before := reg.BlobBytesServed()
+	got, err := o.Pull(ctx, nil, name, 1<<20)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(raw))
+	served := reg.BlobBytesServed() - before
+	g.Expect(served).To(BeNumerically("<", len(raw)/10), "the layer is gzipped")
+	gz, err := content.Compress(raw)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(served).To(BeEquivalentTo(len(gz)))
+
+	// An artifact an older manager pushed: the manifest itself as the layer.
+	legacyRaw, _, err := content.Marshal([]fleet.BundleResource{{Name: "legacy.yaml", Content: "a: b\n"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	legacy := content.ContentsID(legacyRaw)
+	pushArtifact(t, o, legacy, ocistorage.LayerType, legacyRaw)
+	got, err = o.Pull(ctx, nil, legacy, 1<<20)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(legacyRaw))
+	// Pushing it again now replaces it with the gzipped artifact.
+	g.Expect(o.Push(ctx, nil, legacy, legacyRaw)).To(Succeed())
+	got, err = o.Pull(ctx, nil, legacy, 1<<20)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(legacyRaw))
+
+	// The layer's digest is right, but it unpacks to another manifest than
+	// the one the BundleDeployment names.
+	otherRaw, _, err := content.Marshal([]fleet.BundleResource{{Name: "evil.yaml", Content: "x"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	otherGz, err := content.Compress(otherRaw)
+	g.Expect(err).NotTo(HaveOccurred())
+	victim := content.ContentsID([]byte(`{"resources":[]}`))
+	pushArtifact(t, o, victim, ocistorage.LayerTypeGzip, otherGz)
+	_, err = o.Pull(ctx, nil, victim, 1<<20)
+	g.Expect(err).To(MatchError(ContainSubstring("is corrupt")))
+
+	// A layer of another type is not read.
+	strange := content.ContentsID([]byte("strange"))
+	pushArtifact(t, o, strange, "application/octet-stream", []byte("strange"))
+	_, err = o.Pull(ctx, nil, strange, 1<<20)
+	g.Expect(err).To(MatchError(ContainSubstring("media type")))
+
+	// A gzip bomb is stopped at the limit, unpacked.
+	bombRaw, _, err := content.Marshal([]fleet.BundleResource{{Name: "z", Content: strings.Repeat("0", 4<<20)}})
+	g.Expect(err).NotTo(HaveOccurred())
+	bomb := content.ContentsID(bombRaw)
+	g.Expect(o.Push(ctx, nil, bomb, bombRaw)).To(Succeed())
+	_, err = o.Pull(ctx, nil, bomb, 1<<20)
+	g.Expect(err).To(MatchError(ocistorage.ErrTooLarge))
 }

@@ -155,10 +155,10 @@ func (t *bdTracker) clusterTimes() []time.Duration {
 	return out
 }
 
-// trackBDs starts a watch of the BundleDeployments made from the commit
-// experiment's GitRepo, feeding t.
-func trackBDs(ctx context.Context, cp *controlplane.ControlPlane, t *bdTracker) error {
-	sel := labels.SelectorFromSet(labels.Set{fleet.RepoLabel: commitRepo})
+// trackBDs starts a watch of the BundleDeployments made from the GitRepo
+// named repo, feeding t, until ctx ends.
+func trackBDs(ctx context.Context, cp *controlplane.ControlPlane, repo string, t *bdTracker) error {
+	sel := labels.SelectorFromSet(labels.Set{fleet.RepoLabel: repo})
 	c, err := cache.New(cp.Config, cache.Options{Scheme: controllers.Scheme(),
 		DefaultLabelSelector: sel, DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
@@ -252,7 +252,7 @@ func (f *fleetRun) Commit(ctx context.Context, floor Result) error {
 	repoURL := srv.RepoURL("fleet")
 
 	tr := newBDTracker()
-	if err := trackBDs(ctx, f.cp, tr); err != nil {
+	if err := trackBDs(ctx, f.cp, commitRepo, tr); err != nil {
 		return err
 	}
 	want := f.n * f.b

@@ -16,6 +16,10 @@
 //     agents (sealing.go);
 //   - agent: one real fleet-agent process (its memory, idle CPU and
 //     requests, bandwidth, reconnect and start; agent.go);
+//   - content: bundles of 0 to 1.9 MiB of content to every cluster, in
+//     etcd and in OCI storage on a loopback registry: the bytes etcd
+//     stores per bundle and per BundleDeployment, the registry's traffic,
+//     the time to Ready, each beside its floor (content.go);
 //   - dashboard: `fleet dashboard` over the N x B Ready deployments: its
 //     first pages' time and bytes, its memory, its CPU per status update
 //     while a page follows it (dashboard.go).
@@ -173,6 +177,8 @@ type Result struct {
 	// ratio to the floor were the machine's CPU the only limit.
 	ManagementCPUMsPerBD float64 `json:"management_cpu_ms_per_bd,omitempty"`
 	CPUFloorRatio        float64 `json:"cpu_floor_ratio,omitempty"`
+	// Content holds the content experiment's figures.
+	Content *ContentFigures `json:"content,omitempty"`
 }
 
 // setMetricsCPU records the state-metrics handlers' time s.
@@ -184,12 +190,12 @@ func (r *Result) setMetricsCPU(s float64) {
 }
 
 // experimentNames are the experiments -experiments may name, besides all.
-const experimentNames = "ceiling,cr-ceiling,cr-floor,register-floor,commit-floor,fanout,register,ready,commit,retarget,heartbeat,dashboard,sealing,notify,agent,scaling,monorepo"
+const experimentNames = "ceiling,cr-ceiling,cr-floor,register-floor,commit-floor,fanout,register,ready,commit,retarget,heartbeat,dashboard,sealing,notify,agent,scaling,monorepo,content"
 
 func main() {
 	clusters := flag.Int("clusters", 1000, "simulated clusters (N)")
 	bundles := flag.Int("bundles", 10, "bundles (B)")
-	experiments := flag.String("experiments", "all", "comma-separated: "+experimentNames+" (all = every one but notify, scaling and monorepo; scaling starts its own control planes)")
+	experiments := flag.String("experiments", "all", "comma-separated: "+experimentNames+" (all = every one but notify, scaling, monorepo and content; scaling starts its own control planes)")
 	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
 	flag.IntVar(&monorepoApps, "monorepo-gitrepos", 100, "monorepo experiment: the GitRepos (one app directory each) compared with one GitRepo reading every directory")
 	flag.IntVar(&monorepoCommits, "monorepo-commits", 3, "monorepo experiment: the commits measured")
@@ -371,7 +377,7 @@ func run(n, b int, which string, sizes []int) error {
 func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, error) {
 	all := want["all"]
 	fmt.Fprintf(os.Stderr, "Starting a control plane for N=%d clusters, B=%d bundles\n", n, b)
-	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["dashboard"] || want["sealing"] || want["notify"] || want["commit"]
+	agentMode := all || want["register"] || want["ready"] || want["retarget"] || want["heartbeat"] || want["dashboard"] || want["sealing"] || want["notify"] || want["commit"] || want["content"]
 	cp, audit, err := startControlPlane("bench", auditEnabled && agentMode)
 	if err != nil {
 		return nil, err
@@ -472,6 +478,9 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		if want["notify"] {
 			steps = append(steps, f.Notify)
 		}
+		if want["content"] {
+			steps = append(steps, f.Content)
+		}
 		if all || want["dashboard"] {
 			steps = append(steps, f.Dashboard)
 		}
@@ -537,7 +546,7 @@ func printTable(results []Result) error {
 			fmt.Printf("Writes by writer, namespace kind, verb and resource, %s N=%d: %s\n", r.Experiment, r.Clusters, r.AuditWrites)
 		}
 	}
-	return nil
+	return printContent(results)
 }
 
 // writesCell is the API writes per object of an experiment: per

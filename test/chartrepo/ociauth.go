@@ -23,7 +23,8 @@ type Access struct {
 // that authenticates every request with HTTP basic auth and scopes each
 // user to repository prefixes, as registries with per-repository
 // permissions (Harbor projects, distribution's token auth) do. It counts
-// the blob bytes it serves, and the requests it refused. As distribution
+// the requests it gets, the blobs and blob bytes it serves, and the
+// requests it refused. As distribution
 // does, a blob is served only from the repositories it was pushed (or
 // mounted) to: knowing a digest does not open it through another
 // repository.
@@ -33,6 +34,8 @@ type AuthRegistry struct {
 
 	mu        sync.Mutex
 	served    int64
+	pulls     int64
+	requests  int64
 	refusedBy map[string]int
 	links     map[string]bool // "<repository>@<digest>"
 }
@@ -42,6 +45,9 @@ func NewAuthRegistry(users map[string]Access) *AuthRegistry {
 	r := &AuthRegistry{users: users, refusedBy: map[string]int{}, links: map[string]bool{}}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.requests++
+		r.mu.Unlock()
 		if !r.allowed(w, req) || !r.linked(w, req) {
 			return
 		}
@@ -51,6 +57,9 @@ func NewAuthRegistry(users map[string]Access) *AuthRegistry {
 		if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
 			r.mu.Lock()
 			r.served += cw.n
+			if cw.status == 0 || cw.status == http.StatusOK {
+				r.pulls++
+			}
 			r.mu.Unlock()
 		}
 	}))
@@ -65,6 +74,21 @@ func (r *AuthRegistry) BlobBytesServed() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.served
+}
+
+// BlobPulls is the number of blobs served whole (GETs answered 200).
+func (r *AuthRegistry) BlobPulls() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pulls
+}
+
+// Requests is the number of requests the registry got, the 401
+// challenges every client starts with included.
+func (r *AuthRegistry) Requests() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.requests
 }
 
 // Refused is the number of requests refused to user (401s not counted:

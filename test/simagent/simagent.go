@@ -10,10 +10,12 @@ import (
 	"crypto/ecdh"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +32,8 @@ import (
 	"github.com/gitfleet/fleet/agent/upstream"
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/content"
+	"github.com/gitfleet/fleet/internal/ocistorage"
 	"github.com/gitfleet/fleet/internal/sealing"
 )
 
@@ -42,6 +46,18 @@ type Agent struct {
 	// Started is true once it has checked in and listed its deployments
 	// for the first time.
 	Started atomic.Bool
+	// FetchContent, when set, has it read each new content as the real
+	// agent does before reporting a deployment Ready: a get of the Content,
+	// or with ociContents a pull from the registry its Secret names. Each
+	// content is read once (the real agent caches them too).
+	FetchContent atomic.Bool
+	// ContentFetches and ContentBytes count the contents it read and their
+	// manifests' bytes, ContentRetries the reads that failed and were
+	// tried again.
+	ContentFetches, ContentBytes, ContentRetries atomic.Int64
+
+	// fetched are the contents it read (only Run's goroutine uses it).
+	fetched map[string]bool
 
 	c  client.WithWatch
 	hb *agent.Heartbeat
@@ -140,13 +156,6 @@ func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
 	if bd.Spec.DeploymentID == "" || bd.Spec.Paused || (bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID && bd.Status.Ready) {
 		return
 	}
-	ReadyStatus(bd)
-	// The real agent's status write: the status alone, at the version it
-	// was computed from.
-	body, err := bundledeployment.StatusOnly(bd)
-	if err != nil {
-		return
-	}
 	// A real agent's reconcile is requeued with backoff when its status
 	// write fails (the API server busy: 429, timeouts): so is this one. A
 	// conflict means a newer version is on its way in the watch, which
@@ -155,12 +164,77 @@ func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
 	retriable := func(err error) bool {
 		return ctx.Err() == nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err)
 	}
+	if a.FetchContent.Load() {
+		// The registry Secret is written just after the BundleDeployment:
+		// a read that finds none is retried, as the real agent requeues.
+		if err := retry.OnError(backoff, func(error) bool { return ctx.Err() == nil }, func() error {
+			err := a.fetch(ctx, bd)
+			if err != nil {
+				a.ContentRetries.Add(1)
+			}
+			return err
+		}); err != nil {
+			return
+		}
+	}
+	ReadyStatus(bd)
+	// The real agent's status write: the status alone, at the version it
+	// was computed from.
+	body, err := bundledeployment.StatusOnly(bd)
+	if err != nil {
+		return
+	}
 	err = retry.OnError(backoff, retriable, func() error {
 		return a.c.Status().Update(ctx, body.DeepCopy())
 	})
 	if err == nil {
 		a.Applied.Add(1)
 	}
+}
+
+// fetch reads bd's content once, as the real agent does
+// (agent/bundledeployment: content and pullContent), with the agent's own
+// credential, and unpacks it.
+func (a *Agent) fetch(ctx context.Context, bd *fleet.BundleDeployment) error {
+	name, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
+	if a.fetched[name] {
+		return nil
+	}
+	var n int
+	if bd.Spec.OCIContents {
+		sec := &corev1.Secret{}
+		if err := a.c.Get(ctx, client.ObjectKeyFromObject(bd), sec); err != nil {
+			return err
+		}
+		o, err := ocistorage.FromSecret(sec)
+		if err != nil {
+			return err
+		}
+		raw, err := o.Pull(ctx, nil, name, content.MaxSize)
+		if err != nil {
+			return err
+		}
+		if _, err := content.Unmarshal(raw); err != nil {
+			return err
+		}
+		n = len(raw)
+	} else {
+		c := &fleet.Content{}
+		if err := a.c.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
+			return err
+		}
+		if _, err := content.Decode(c); err != nil {
+			return err
+		}
+		n = len(c.Content)
+	}
+	if a.fetched == nil {
+		a.fetched = map[string]bool{}
+	}
+	a.fetched[name] = true
+	a.ContentFetches.Add(1)
+	a.ContentBytes.Add(int64(n))
+	return nil
 }
 
 // ReadyStatus sets what the real agent writes in the status of a deployment

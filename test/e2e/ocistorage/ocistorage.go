@@ -2,6 +2,7 @@ package ocistorage
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +39,9 @@ type SpecInput struct {
 }
 
 const ws = fleet.DefaultWorkspace
+
+// largeBlob is the data of each of the large bundle's three ConfigMaps.
+const largeBlob = 700 << 10
 
 // OCIStorageSpec joins two clusters, dev and prod, and deploys two
 // GitRepos through a registry that scopes each user to repository
@@ -82,6 +87,17 @@ func OCIStorageSpec(ctx context.Context, inputGetter func() SpecInput) {
 				"\n  namespace: default\ndata:\n  team: " + team + "\n  blob: " + strings.Repeat("x", 200<<10) + "\n"})
 			Expect(err).NotTo(HaveOccurred())
 		}
+		// A bundle over etcd's 1.5 MiB: three ConfigMaps of 700 KiB, the
+		// case OCI storage exists for.
+		large, err := gittest.NewRepo(filepath.Join(root, "large"), "main")
+		Expect(err).NotTo(HaveOccurred())
+		files := map[string]string{}
+		for i := range 3 {
+			files[fmt.Sprintf("cm%d.yaml", i)] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: large-%d\n  namespace: default\ndata:\n  blob: %s\n",
+				i, strings.Repeat("y", largeBlob))
+		}
+		_, err = large.Commit("large", files)
+		Expect(err).NotTo(HaveOccurred())
 		git = gittest.NewServer(root)
 		DeferCleanup(git.Close)
 	})
@@ -93,7 +109,7 @@ func OCIStorageSpec(ctx context.Context, inputGetter func() SpecInput) {
 	}
 	gitRepo := func(name, env, secret string) *fleet.GitRepo {
 		return &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ws},
-			Spec: fleet.GitRepoSpec{Repo: git.RepoURL(name), Branch: "main", OCIRegistrySecret: secret,
+			Spec: fleet.GitRepoSpec{Repo: git.RepoURL(strings.TrimSuffix(name, "-etcd")), Branch: "main", OCIRegistrySecret: secret,
 				PollingInterval: &metav1.Duration{Duration: 2 * time.Second},
 				Targets:         []fleet.GitTarget{{Name: env, ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": env}}}}}}
 	}
@@ -175,5 +191,45 @@ func OCIStorageSpec(ctx context.Context, inputGetter func() SpecInput) {
 		optsA.Reference = reg.Host() + "/team-a"
 		_, err = optsA.Pull(ctx, nil, idB, 64<<20)
 		Expect(err).To(HaveOccurred(), "team-b's blob through team-a's repositories")
+	})
+
+	It("deploys a bundle over etcd's 1.5 MiB through the registry, and refuses it without one, saying so", func() {
+		// The namespace-wide ocistorage Secret of the spec above serves
+		// "large"; "large-etcd", in a namespace without a registry, would
+		// land in etcd.
+		Expect(admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: fleet.OCIStorageDefaultSecretName}, &corev1.Secret{})).To(Succeed())
+		gr := gitRepo("large", "dev", "")
+		Expect(admin.Create(ctx, gr)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, gr))).To(Succeed()) })
+		plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "no-registry"}}
+		Expect(admin.Create(ctx, plain)).To(Succeed())
+		inEtcd := gitRepo("large-etcd", "dev", "")
+		inEtcd.Namespace = plain.Name
+		Expect(admin.Create(ctx, inEtcd)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, inEtcd))).To(Succeed()) })
+
+		pulled := reg.BlobBytesServed()
+		waitReady(dev, "large")
+		for i := range 3 {
+			cm := &corev1.ConfigMap{}
+			Expect(dev.Local.Get(ctx, types.NamespacedName{Namespace: "default", Name: fmt.Sprintf("large-%d", i)}, cm)).To(Succeed())
+			Expect(cm.Data["blob"]).To(HaveLen(largeBlob))
+		}
+		bundle := &fleet.Bundle{}
+		Expect(admin.Get(ctx, types.NamespacedName{Namespace: ws, Name: "large"}, bundle)).To(Succeed())
+		Expect(bundle.Spec.Resources).To(BeEmpty())
+		Expect(bundle.Spec.ContentsID).To(HavePrefix("s-"))
+		// The layer is gzipped: 2.1 MiB of repetitive files come as a few KiB.
+		Expect(reg.BlobBytesServed() - pulled).To(BeNumerically("<", 3*largeBlob/10))
+
+		e2e.WaitFor("GitRepo large-etcd refused as too large", func(g Gomega) {
+			got := &fleet.GitRepo{}
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(inEtcd), got)).To(Succeed())
+			c := meta.FindStatusCondition(got.Status.Conditions, fleet.ConditionAccepted)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(And(ContainSubstring("bundle too large for the API server's request limit"),
+				ContainSubstring("ociRegistrySecret")))
+		}, time.Minute, 250*time.Millisecond)
 	})
 }
