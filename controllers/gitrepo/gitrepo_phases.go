@@ -168,21 +168,29 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	// A changed restriction or Policy (a default, a namespace selector)
 	// is written to the Bundles at once, not at the next poll.
 	inputChanged := st.seenInput != "" && st.seenInput != s.input
-	st.seenInput = s.input
-	if inputChanged {
-		st.resync = true
-	}
 	// Woken: another GitRepo of its group found a new commit, which this
 	// poll takes from the group without asking the remote.
-	_, woken := r.woken.LoadAndDelete(client.ObjectKeyFromObject(repo))
+	key := client.ObjectKeyFromObject(repo)
+	_, woken := r.woken.LoadAndDelete(key)
 	if !pollDue(s.now, st, repo) && !inputChanged && !woken {
+		st.seenInput = s.input
 		return nil
 	}
 	release, err := r.slots.Take(repo.Namespace, r.Workers, "git fetch slots")
 	if err != nil {
+		// The namespace's slots are busy: the retry (in a second or two)
+		// polls for the same reasons, the wake and the changed input
+		// kept, rather than wait for the next interval.
+		if woken {
+			r.woken.Store(key, struct{}{})
+		}
 		return err
 	}
 	defer release()
+	st.seenInput = s.input
+	if inputChanged {
+		st.resync = true
+	}
 	// A poll of the interval, not a retry or a spec change, must learn
 	// something newer than the last.
 	s.renew = st.poll.Done && !st.poll.Retry && st.poll.Generation == repo.Generation
