@@ -55,9 +55,15 @@ type Fetcher interface {
 type Reconciler struct {
 	Client client.Client
 	// APIReader reads Secrets (clientSecretName or gitcredential,
-	// helmSecretName), the known-hosts ConfigMap and, on delete, Bundles,
-	// bypassing the cache; default mgr.GetAPIReader().
+	// helmSecretName, the OCI storage ones), the known-hosts ConfigMap and,
+	// on delete, Bundles, bypassing the cache; default
+	// mgr.GetAPIReader().
 	APIReader client.Reader
+	// SecretVersions, when set, tells whether a Secret changed since a
+	// GitRepo last read it (the manager's metadata watch of Secrets,
+	// *secretmeta.Watch): an unchanged one is not read again at every
+	// poll. Each GitRepo keeps the Secrets it read itself, none other's.
+	SecretVersions SecretVersions
 	// Fetcher talks to git; default a gitshare.Share of a gitfetch.Fetcher
 	// over CacheDir.
 	Fetcher Fetcher

@@ -101,6 +101,8 @@ type repoState struct {
 	// status is left as it is).
 	warnings     []string
 	warningsRead bool
+	// secrets are the Secrets the GitRepo read last (see getSecret).
+	secrets secretMemo
 }
 
 // failGit records the error of a git phase: a transient one asks for the
@@ -221,7 +223,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	if err := r.readBundles(ctx, s); err != nil {
 		return st.failSync(s, egress.ForTenant(ctx, err))
 	}
-	reg, err := r.registryFor(ctx, repo)
+	reg, err := r.registryFor(ctx, st, repo)
 	if err != nil {
 		return st.failSync(s, err)
 	}
@@ -248,7 +250,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 // repository with the same credentials, one question per polling interval,
 // or per webhook announcement.
 func (r *Reconciler) poll(ctx context.Context, s *scope) error {
-	o, err := r.fetchOptions(ctx, s.eff)
+	o, err := r.fetchOptions(ctx, s.state, s.eff)
 	if err != nil {
 		return err
 	}
@@ -272,7 +274,7 @@ func (r *Reconciler) checkout(ctx context.Context, s *scope) error {
 // readBundles reads the bundles of the checked-out commit.
 func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
 	repo, commit := s.eff, s.state.latest
-	ro, err := r.readOptions(ctx, repo, commit)
+	ro, err := r.readOptions(ctx, s.state, repo, commit)
 	if err != nil {
 		return err
 	}
@@ -311,7 +313,7 @@ func (r *Reconciler) readBundles(ctx context.Context, s *scope) error {
 }
 
 // fetchOptions are the git options of a GitRepo, with its credentials.
-func (r *Reconciler) fetchOptions(ctx context.Context, repo *fleet.GitRepo) (gitfetch.Options, error) {
+func (r *Reconciler) fetchOptions(ctx context.Context, st *repoState, repo *fleet.GitRepo) (gitfetch.Options, error) {
 	o := gitfetch.Options{
 		Key:                   cacheKey(repo),
 		URL:                   repo.Spec.Repo,
@@ -321,7 +323,7 @@ func (r *Reconciler) fetchOptions(ctx context.Context, repo *fleet.GitRepo) (git
 		InsecureSkipTLSVerify: repo.Spec.InsecureSkipTLSverify,
 	}
 	if repo.Spec.ClientSecretName != "" {
-		secret, err := r.secret(ctx, repo, repo.Spec.ClientSecretName, "clientSecretName")
+		secret, err := r.secret(ctx, st, repo, repo.Spec.ClientSecretName, "clientSecretName")
 		if err != nil {
 			return o, err
 		}
@@ -329,8 +331,7 @@ func (r *Reconciler) fetchOptions(ctx context.Context, repo *fleet.GitRepo) (git
 	} else {
 		// As in Fleet: without clientSecretName, the gitcredential Secret of
 		// the namespace is used when there is one; no credentials otherwise.
-		secret := &corev1.Secret{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: gitfetch.DefaultClientSecretName}, secret)
+		secret, err := r.getSecret(ctx, st, client.ObjectKey{Namespace: repo.Namespace, Name: gitfetch.DefaultClientSecretName})
 		switch {
 		case err == nil:
 			o.Secret = secret
@@ -368,7 +369,7 @@ func (r *Reconciler) systemNamespace() string {
 }
 
 // readOptions are the bundlereader options of a GitRepo at commit.
-func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commit string) (bundlereader.Options, error) {
+func (r *Reconciler) readOptions(ctx context.Context, st *repoState, repo *fleet.GitRepo, commit string) (bundlereader.Options, error) {
 	o := bundlereader.Options{
 		Name:                repo.Name,
 		Namespace:           repo.Namespace,
@@ -385,7 +386,7 @@ func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commi
 		Dialer:              r.dialer,
 	}
 	if repo.Spec.HelmSecretName != "" {
-		secret, err := r.secret(ctx, repo, repo.Spec.HelmSecretName, "helmSecretName")
+		secret, err := r.secret(ctx, st, repo, repo.Spec.HelmSecretName, "helmSecretName")
 		if err != nil {
 			return o, err
 		}
@@ -407,9 +408,10 @@ func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commi
 	return o, nil
 }
 
-func (r *Reconciler) secret(ctx context.Context, repo *fleet.GitRepo, name, field string) (*corev1.Secret, error) {
-	secret := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: name}, secret)
+// secret reads the Secret name of the GitRepo's namespace, which its spec
+// names in field: a Stalling error when it is missing.
+func (r *Reconciler) secret(ctx context.Context, st *repoState, repo *fleet.GitRepo, name, field string) (*corev1.Secret, error) {
+	secret, err := r.getSecret(ctx, st, client.ObjectKey{Namespace: repo.Namespace, Name: name})
 	if apierrors.IsNotFound(err) {
 		return nil, outcome.Stallf(fleet.ReasonSecretNotFound, "%s: Secret %s not found in namespace %s: create it or fix the name", field, name, repo.Namespace)
 	}
