@@ -186,9 +186,16 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 		if woken {
 			r.woken.Store(key, struct{}{})
 		}
+		r.slotWaiters.wait(key)
 		return err
 	}
-	defer release()
+	r.slotWaiters.taken(key)
+	defer func() {
+		release()
+		if next, ok := r.slotWaiters.next(repo.Namespace); ok {
+			r.enqueue(next)
+		}
+	}()
 	st.seenInput = s.input
 	if inputChanged {
 		st.resync = true
@@ -424,13 +431,13 @@ func (r *Reconciler) secret(ctx context.Context, st *repoState, repo *fleet.GitR
 // applyBundles creates or updates the bundles read from git, only where they
 // changed, then deletes the repo's Bundles that are no longer produced.
 func (r *Reconciler) applyBundles(ctx context.Context, repo *fleet.GitRepo, bundles []*fleet.Bundle) error {
-	existing := &fleet.BundleList{}
-	if err := r.Client.List(ctx, existing, client.InNamespace(repo.Namespace), client.MatchingLabels{fleet.RepoLabel: repo.Name}); err != nil {
-		return fmt.Errorf("listing the bundles of GitRepo %s: %w", repo.Name, err)
+	existing, err := r.bundlesOf(repo)
+	if err != nil {
+		return err
 	}
 	current := map[string]*fleet.Bundle{}
-	for i := range existing.Items {
-		current[existing.Items[i].Name] = &existing.Items[i]
+	for i := range existing {
+		current[existing[i].Name] = &existing[i]
 	}
 	produced := map[string]bool{}
 	for _, b := range bundles {
