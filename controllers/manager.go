@@ -406,7 +406,7 @@ func setupRegistration(ctx context.Context, d *deps) error {
 
 func setupGitRepo(_ context.Context, d *deps) error {
 	o := d.o
-	return (&gitrepo.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), CacheDir: o.GitCacheDir, Workers: o.GitWorkers,
+	return (&gitrepo.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), SecretVersions: d.secrets, CacheDir: o.GitCacheDir, Workers: o.GitWorkers,
 		AllowLocalRepos: o.AllowLocalRepos, FetchTimeout: o.GitFetchTimeout, MaxBundles: o.MaxBundlesPerGitRepo, GitLimits: o.GitLimits,
 		SystemNamespace: o.systemNamespace(), GitHubAPIURL: o.GitHubAPIURL, Egress: o.Egress, Recorder: d.recorder("fleet-gitrepo"),
 		Shard: o.ShardID, OCIStorage: o.ociStorage()}).SetupWithManager(d.mgr)

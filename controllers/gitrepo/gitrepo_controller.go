@@ -54,9 +54,15 @@ type Fetcher interface {
 type Reconciler struct {
 	Client client.Client
 	// APIReader reads Secrets (clientSecretName or gitcredential,
-	// helmSecretName), the known-hosts ConfigMap and, on delete, Bundles,
-	// bypassing the cache; default mgr.GetAPIReader().
+	// helmSecretName, the OCI storage ones), the known-hosts ConfigMap and,
+	// on delete, Bundles, bypassing the cache; default
+	// mgr.GetAPIReader().
 	APIReader client.Reader
+	// SecretVersions, when set, tells whether a Secret changed since a
+	// GitRepo last read it (the manager's metadata watch of Secrets,
+	// *secretmeta.Watch): an unchanged one is not read again at every
+	// poll. Each GitRepo keeps the Secrets it read itself, none other's.
+	SecretVersions SecretVersions
 	// Fetcher talks to git; default a gitshare.Share of a gitfetch.Fetcher
 	// over CacheDir.
 	Fetcher Fetcher
@@ -120,6 +126,10 @@ type Reconciler struct {
 	// deployments is the cache's index of BundleDeployments, with
 	// fleet.RepoIndex: status.resources is computed from them.
 	deployments toolscache.Indexer
+	// bundles is the cache's index of Bundles, with bundleIndex: a
+	// GitRepo's are found without matching the labels of every Bundle of
+	// its namespace, at each of its reconciles.
+	bundles toolscache.Indexer
 
 	// repos is what the last poll and sync of each GitRepo found.
 	repos sourcepoll.States[repoState]
@@ -130,6 +140,9 @@ type Reconciler struct {
 	// wake enqueues them.
 	woken sync.Map
 	wake  chan event.GenericEvent
+	// slotWaiters are the GitRepos waiting for a git fetch slot of their
+	// namespace.
+	slotWaiters slotWaiters
 }
 
 // RepoKey is the fleet.RepoIndex value of a BundleDeployment: "" when its
@@ -145,6 +158,10 @@ func RepoKey(bd client.Object) string {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var err error
 	r.deployments, err = sourcepoll.IndexDeployments(mgr, fleet.RepoIndex, fleet.RepoLabel)
+	if err != nil {
+		return err
+	}
+	r.bundles, err = cacheindex.For(context.Background(), mgr.GetCache(), &fleet.Bundle{}, toolscache.Indexers{bundleIndex: cacheindex.KeyIndex(bundleKey)})
 	if err != nil {
 		return err
 	}
@@ -199,10 +216,16 @@ func (r *Reconciler) wakeUp(keys []string) {
 		}
 		key := client.ObjectKey{Namespace: ns, Name: name}
 		r.woken.Store(key, struct{}{})
-		select {
-		case r.wake <- event.GenericEvent{Object: &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}:
-		default:
-		}
+		r.enqueue(key)
+	}
+}
+
+// enqueue reconciles the GitRepo key now, without blocking: with the
+// queue full, it comes back at its retry or interval as usual.
+func (r *Reconciler) enqueue(key client.ObjectKey) {
+	select {
+	case r.wake <- event.GenericEvent{Object: &fleet.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
+	default:
 	}
 }
 
@@ -252,15 +275,15 @@ var statusEvents = []outcome.Watch{{Condition: fleet.ConditionGitPolling, Action
 // writes the status once. A lost status write is retried, even after a
 // stall.
 func (r *Reconciler) end(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
-	bundles := &fleet.BundleList{}
-	if lerr := r.Client.List(ctx, bundles, client.InNamespace(s.repo.Namespace), client.MatchingLabels{fleet.RepoLabel: s.repo.Name}); lerr != nil {
-		return ctrl.Result{}, fmt.Errorf("listing the bundles of GitRepo %s: %w", s.repo.Name, lerr)
+	bundles, lerr := r.bundlesOf(s.repo)
+	if lerr != nil {
+		return ctrl.Result{}, lerr
 	}
 	bds, lerr := cacheindex.Objects[fleet.BundleDeployment](r.deployments, fleet.RepoIndex, s.repo.Namespace+"/"+s.repo.Name)
 	if lerr != nil {
 		return ctrl.Result{}, fmt.Errorf("reading the BundleDeployments of GitRepo %s: %w", s.repo.Name, lerr)
 	}
-	setStatus(s.repo, s.state, bundles.Items)
+	setStatus(s.repo, s.state, bundles)
 	s.repo.Status.Resources, s.repo.Status.ResourceCounts = summary.Resources(bds)
 	s.repo.Status.PerClusterResourceCounts = summary.PerClusterCounts(bds)
 	return outcome.Finish(ctx, r.Client, s.before, outcome.Input{Object: s.repo, Err: err, Recorder: r.Recorder,
@@ -277,6 +300,32 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, repo *fleet.GitRepo) e
 		}
 		return nil
 	})
+}
+
+// bundleIndex indexes the cache's Bundles by bundleKey.
+const bundleIndex = "gitrepo.bundles"
+
+// bundleKey is "<namespace>/<GitRepo name>" of a Bundle made from a GitRepo
+// (fleet.RepoLabel), "" for the others.
+func bundleKey(b client.Object) string {
+	if repo := b.GetLabels()[fleet.RepoLabel]; repo != "" {
+		return b.GetNamespace() + "/" + repo
+	}
+	return ""
+}
+
+// bundlesOf returns copies of the Bundles of repo (those of its namespace
+// labelled with its name), as the cache holds them.
+func (r *Reconciler) bundlesOf(repo *fleet.GitRepo) ([]fleet.Bundle, error) {
+	cached, err := cacheindex.Objects[fleet.Bundle](r.bundles, bundleIndex, repo.Namespace+"/"+repo.Name)
+	if err != nil {
+		return nil, fmt.Errorf("listing the bundles of GitRepo %s: %w", repo.Name, err)
+	}
+	out := make([]fleet.Bundle, len(cached))
+	for i, b := range cached {
+		b.DeepCopyInto(&out[i])
+	}
+	return out, nil
 }
 
 func cacheKey(repo *fleet.GitRepo) string {

@@ -116,3 +116,47 @@ func TestKnownHostsFromConfigMap(t *testing.T) {
 	g.Eventually(bundleCommits(g, ns, "ssh"), eventually, poll).Should(Equal(map[string]string{"ssh-apps-web": first}))
 	g.Expect(srv.Fetches()).To(BeNumerically(">", 0))
 }
+
+// A GitRepo reads its clientSecretName Secret again once it changed, and
+// reports it missing once it is deleted, although an unchanged Secret is
+// not read again at every poll: rotated credentials take effect at the next
+// poll, as when every poll read the Secret.
+func TestRotatedCredentials(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	name := ns + "-rotated"
+	repo, first := newGitRepo(g, name, appFiles("web", "1"))
+	srv := gittest.NewServer(gitRoot)
+	t.Cleanup(srv.Close)
+	srv.SetBasicAuth("fleet", "old")
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+		Type:       corev1.SecretTypeBasicAuth,
+		Data:       map[string][]byte{"username": []byte("fleet"), "password": []byte("old")},
+	}
+	g.Expect(env.Create(ctx, secret)).To(Succeed())
+	createGitRepo(g, ns, "rotated", fleet.GitRepoSpec{Repo: srv.RepoURL(name), ClientSecretName: "creds", PollingInterval: every(time.Second)})
+	g.Eventually(bundleCommits(g, ns, "rotated"), eventually, poll).Should(Equal(map[string]string{"rotated-apps-web": first}))
+
+	// The server takes only a new password: the Secret, unchanged, fails.
+	srv.SetBasicAuth("fleet", "new")
+	second := commit(g, repo, appFiles("web", "2"))
+	g.Eventually(getGitRepo(g, ns, "rotated"), eventually, poll).Should(
+		condition(fleet.ConditionGitPolling, metav1.ConditionFalse, "authentication failed for "+srv.RepoURL(name)))
+
+	// The Secret rotated: the next poll takes the new password.
+	g.Eventually(func() error {
+		if err := env.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+			return err
+		}
+		secret.Data["password"] = []byte("new")
+		return env.Update(ctx, secret)
+	}, eventually, poll).Should(Succeed())
+	g.Eventually(bundleCommits(g, ns, "rotated"), eventually, poll).Should(Equal(map[string]string{"rotated-apps-web": second}))
+	g.Eventually(getGitRepo(g, ns, "rotated"), eventually, poll).Should(condition(fleet.ConditionGitPolling, metav1.ConditionTrue, ""))
+
+	// Deleted: the GitRepo says so rather than poll with what it read.
+	g.Expect(env.Delete(ctx, secret)).To(Succeed())
+	g.Eventually(getGitRepo(g, ns, "rotated"), eventually, poll).Should(
+		condition(fleet.ConditionAccepted, metav1.ConditionFalse, "clientSecretName: Secret creds not found in namespace "+ns))
+}

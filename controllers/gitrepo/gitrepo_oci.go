@@ -35,16 +35,15 @@ type registry struct {
 // ociRegistrySecret, else its namespace's ocistorage Secret, else the
 // manager's; nil for none. A named Secret that is missing or invalid
 // stalls the GitRepo: there is no fallback to etcd, as in Fleet.
-func (r *Reconciler) registryFor(ctx context.Context, repo *fleet.GitRepo) (*registry, error) {
+func (r *Reconciler) registryFor(ctx context.Context, st *repoState, repo *fleet.GitRepo) (*registry, error) {
 	if name := repo.Spec.OCIRegistrySecret; name != "" {
-		s, err := r.secret(ctx, repo, name, "ociRegistrySecret")
+		s, err := r.secret(ctx, st, repo, name, "ociRegistrySecret")
 		if err != nil {
 			return nil, err
 		}
 		return r.tenantRegistry(s)
 	}
-	s := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: fleet.OCIStorageDefaultSecretName}, s)
+	s, err := r.getSecret(ctx, st, client.ObjectKey{Namespace: repo.Namespace, Name: fleet.OCIStorageDefaultSecretName})
 	switch {
 	case err == nil:
 		return r.tenantRegistry(s)
@@ -54,8 +53,8 @@ func (r *Reconciler) registryFor(ctx context.Context, repo *fleet.GitRepo) (*reg
 	if !r.OCIStorage.Configured() {
 		return nil, nil
 	}
-	s = &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, r.OCIStorage.Secret, s); err != nil {
+	s, err = r.getSecret(ctx, st, r.OCIStorage.Secret)
+	if err != nil {
 		return nil, fmt.Errorf("reading the manager's OCI storage Secret %s: %w", r.OCIStorage.Secret, err)
 	}
 	o, err := ocistorage.FromSecret(s)

@@ -101,6 +101,8 @@ type repoState struct {
 	// status is left as it is).
 	warnings     []string
 	warningsRead bool
+	// secrets are the Secrets the GitRepo read last (see getSecret).
+	secrets secretMemo
 }
 
 // failGit records the error of a git phase: a transient one asks for the
@@ -168,21 +170,36 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	// A changed restriction or Policy (a default, a namespace selector)
 	// is written to the Bundles at once, not at the next poll.
 	inputChanged := st.seenInput != "" && st.seenInput != s.input
-	st.seenInput = s.input
-	if inputChanged {
-		st.resync = true
-	}
 	// Woken: another GitRepo of its group found a new commit, which this
 	// poll takes from the group without asking the remote.
-	_, woken := r.woken.LoadAndDelete(client.ObjectKeyFromObject(repo))
+	key := client.ObjectKeyFromObject(repo)
+	_, woken := r.woken.LoadAndDelete(key)
 	if !pollDue(s.now, st, repo) && !inputChanged && !woken {
+		st.seenInput = s.input
 		return nil
 	}
 	release, err := r.slots.Take(repo.Namespace, r.Workers, "git fetch slots")
 	if err != nil {
+		// The namespace's slots are busy: the retry (in a second or two)
+		// polls for the same reasons, the wake and the changed input
+		// kept, rather than wait for the next interval.
+		if woken {
+			r.woken.Store(key, struct{}{})
+		}
+		r.slotWaiters.wait(key)
 		return err
 	}
-	defer release()
+	r.slotWaiters.taken(key)
+	defer func() {
+		release()
+		if next, ok := r.slotWaiters.next(repo.Namespace); ok {
+			r.enqueue(next)
+		}
+	}()
+	st.seenInput = s.input
+	if inputChanged {
+		st.resync = true
+	}
 	// A poll of the interval, not a retry or a spec change, must learn
 	// something newer than the last.
 	s.renew = st.poll.Done && !st.poll.Retry && st.poll.Generation == repo.Generation
@@ -212,7 +229,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	defer s.release()
 	// Where the contents go decides how large a bundle may be: the
 	// registry is found before the bundles are read.
-	reg, err := r.registryFor(ctx, repo)
+	reg, err := r.registryFor(ctx, st, repo)
 	if err != nil {
 		return st.failSync(s, err)
 	}
@@ -242,7 +259,7 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 // repository with the same credentials, one question per polling interval,
 // or per webhook announcement.
 func (r *Reconciler) poll(ctx context.Context, s *scope) error {
-	o, err := r.fetchOptions(ctx, s.eff)
+	o, err := r.fetchOptions(ctx, s.state, s.eff)
 	if err != nil {
 		return err
 	}
@@ -266,7 +283,7 @@ func (r *Reconciler) checkout(ctx context.Context, s *scope) error {
 // readBundles reads the bundles of the checked-out commit.
 func (r *Reconciler) readBundles(ctx context.Context, s *scope, reg *registry) error {
 	repo, commit := s.eff, s.state.latest
-	ro, err := r.readOptions(ctx, repo, commit)
+	ro, err := r.readOptions(ctx, s.state, repo, commit)
 	if err != nil {
 		return err
 	}
@@ -306,7 +323,7 @@ func (r *Reconciler) readBundles(ctx context.Context, s *scope, reg *registry) e
 }
 
 // fetchOptions are the git options of a GitRepo, with its credentials.
-func (r *Reconciler) fetchOptions(ctx context.Context, repo *fleet.GitRepo) (gitfetch.Options, error) {
+func (r *Reconciler) fetchOptions(ctx context.Context, st *repoState, repo *fleet.GitRepo) (gitfetch.Options, error) {
 	o := gitfetch.Options{
 		Key:                   cacheKey(repo),
 		URL:                   repo.Spec.Repo,
@@ -316,7 +333,7 @@ func (r *Reconciler) fetchOptions(ctx context.Context, repo *fleet.GitRepo) (git
 		InsecureSkipTLSVerify: repo.Spec.InsecureSkipTLSverify,
 	}
 	if repo.Spec.ClientSecretName != "" {
-		secret, err := r.secret(ctx, repo, repo.Spec.ClientSecretName, "clientSecretName")
+		secret, err := r.secret(ctx, st, repo, repo.Spec.ClientSecretName, "clientSecretName")
 		if err != nil {
 			return o, err
 		}
@@ -324,8 +341,7 @@ func (r *Reconciler) fetchOptions(ctx context.Context, repo *fleet.GitRepo) (git
 	} else {
 		// As in Fleet: without clientSecretName, the gitcredential Secret of
 		// the namespace is used when there is one; no credentials otherwise.
-		secret := &corev1.Secret{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: gitfetch.DefaultClientSecretName}, secret)
+		secret, err := r.getSecret(ctx, st, client.ObjectKey{Namespace: repo.Namespace, Name: gitfetch.DefaultClientSecretName})
 		switch {
 		case err == nil:
 			o.Secret = secret
@@ -363,7 +379,7 @@ func (r *Reconciler) systemNamespace() string {
 }
 
 // readOptions are the bundlereader options of a GitRepo at commit.
-func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commit string) (bundlereader.Options, error) {
+func (r *Reconciler) readOptions(ctx context.Context, st *repoState, repo *fleet.GitRepo, commit string) (bundlereader.Options, error) {
 	o := bundlereader.Options{
 		Name:                repo.Name,
 		Namespace:           repo.Namespace,
@@ -380,7 +396,7 @@ func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commi
 		Dialer:              r.dialer,
 	}
 	if repo.Spec.HelmSecretName != "" {
-		secret, err := r.secret(ctx, repo, repo.Spec.HelmSecretName, "helmSecretName")
+		secret, err := r.secret(ctx, st, repo, repo.Spec.HelmSecretName, "helmSecretName")
 		if err != nil {
 			return o, err
 		}
@@ -402,9 +418,10 @@ func (r *Reconciler) readOptions(ctx context.Context, repo *fleet.GitRepo, commi
 	return o, nil
 }
 
-func (r *Reconciler) secret(ctx context.Context, repo *fleet.GitRepo, name, field string) (*corev1.Secret, error) {
-	secret := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: name}, secret)
+// secret reads the Secret name of the GitRepo's namespace, which its spec
+// names in field: a Stalling error when it is missing.
+func (r *Reconciler) secret(ctx context.Context, st *repoState, repo *fleet.GitRepo, name, field string) (*corev1.Secret, error) {
+	secret, err := r.getSecret(ctx, st, client.ObjectKey{Namespace: repo.Namespace, Name: name})
 	if apierrors.IsNotFound(err) {
 		return nil, outcome.Stallf(fleet.ReasonSecretNotFound, "%s: Secret %s not found in namespace %s: create it or fix the name", field, name, repo.Namespace)
 	}
@@ -417,13 +434,13 @@ func (r *Reconciler) secret(ctx context.Context, repo *fleet.GitRepo, name, fiel
 // applyBundles creates or updates the bundles read from git, only where they
 // changed, then deletes the repo's Bundles that are no longer produced.
 func (r *Reconciler) applyBundles(ctx context.Context, repo *fleet.GitRepo, bundles []*fleet.Bundle) error {
-	existing := &fleet.BundleList{}
-	if err := r.Client.List(ctx, existing, client.InNamespace(repo.Namespace), client.MatchingLabels{fleet.RepoLabel: repo.Name}); err != nil {
-		return fmt.Errorf("listing the bundles of GitRepo %s: %w", repo.Name, err)
+	existing, err := r.bundlesOf(repo)
+	if err != nil {
+		return err
 	}
 	current := map[string]*fleet.Bundle{}
-	for i := range existing.Items {
-		current[existing.Items[i].Name] = &existing.Items[i]
+	for i := range existing {
+		current[existing[i].Name] = &existing[i]
 	}
 	produced := map[string]bool{}
 	for _, b := range bundles {

@@ -121,3 +121,43 @@ func TestGitReposShareOneRepository(t *testing.T) {
 	g.Expect(getGitRepo(g, mallory, "app0")()).To(condition(fleet.ConditionAccepted, metav1.ConditionFalse, "authentication failed"))
 	g.Expect(bundles(g, mallory, "app0")).To(BeEmpty())
 }
+
+// A commit that one GitRepo's poll finds reaches the other GitRepos of its
+// group at once, though they all wake together and their namespace may run
+// only half the git fetch slots (two here) at a time: a woken GitRepo that
+// finds the slots busy polls at its retry, a second or two later, not at its
+// next interval (an hour here).
+func TestWokenGitReposPollThroughBusySlots(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	name := ns + "-woken"
+	const n = 10
+	files := func(value string) map[string]string {
+		out := map[string]string{}
+		for i := range n {
+			out = merge(out, appFiles(fmt.Sprintf("app%d", i), value))
+		}
+		return out
+	}
+	repo, first := newGitRepo(g, name, files("1"))
+	url := gitServer.RepoURL(name)
+	spec := func(app int, interval time.Duration) fleet.GitRepoSpec {
+		return fleet.GitRepoSpec{Repo: url, Branch: "main", Paths: []string{fmt.Sprintf("apps/app%d", app)}, PollingInterval: every(interval)}
+	}
+	synced := func(commit string) {
+		for i := range n {
+			app := fmt.Sprintf("app%d", i)
+			g.Eventually(bundleCommits(g, ns, app), eventually, poll).Should(Equal(map[string]string{app + "-apps-" + app: commit}), app)
+		}
+	}
+	for i := range n {
+		createGitRepo(g, ns, fmt.Sprintf("app%d", i), spec(i, time.Hour))
+	}
+	synced(first)
+
+	// A GitRepo of the same group that polls often finds the push and
+	// wakes the others.
+	second := commit(g, repo, files("2"))
+	createGitRepo(g, ns, "poller", spec(0, time.Second))
+	synced(second)
+}

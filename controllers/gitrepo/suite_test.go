@@ -19,6 +19,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/gitrepo/webhook"
 	"github.com/gitfleet/fleet/internal/egress"
 	"github.com/gitfleet/fleet/internal/gitfetch/gittest"
+	"github.com/gitfleet/fleet/internal/secretmeta"
 	"github.com/gitfleet/fleet/test/envtest"
 )
 
@@ -58,7 +59,12 @@ func run(m *testing.M) int {
 		M:    m,
 		Name: "gitrepo",
 		SetupReconcilers: func(_ context.Context, mgr ctrl.Manager) error {
-			r := &gitrepo.Reconciler{Client: mgr.GetClient(), CacheDir: filepath.Join(gitRoot, ".cache"), Workers: 4, AllowLocalRepos: true,
+			// As the manager runs it: an unchanged Secret is not read again.
+			secrets, err := secretmeta.ForManager(mgr)
+			if err != nil {
+				return err
+			}
+			r := &gitrepo.Reconciler{Client: mgr.GetClient(), SecretVersions: secrets, CacheDir: filepath.Join(gitRoot, ".cache"), Workers: 4, AllowLocalRepos: true,
 				// The test git servers listen on loopback.
 				Egress: egress.AllowLoopback()}
 			webhookSrv = httptest.NewServer(webhook.NewHandler(mgr.GetClient(), webhook.Options{SecretReader: mgr.GetAPIReader()}))

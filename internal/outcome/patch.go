@@ -56,6 +56,9 @@ func PatchStatus(ctx context.Context, c client.Client, before, obj client.Object
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if statusUnchanged(before, obj) {
+		return nil
+	}
 	what := fmt.Sprintf("%s %s", kindOf(obj), client.ObjectKeyFromObject(obj))
 	data, err := client.MergeFrom(before).Data(obj)
 	if err != nil {
@@ -89,6 +92,21 @@ func PatchStatus(ctx context.Context, c client.Client, before, obj client.Object
 		return Wait(fleet.ReasonStaleRead, ConflictWait, fmt.Errorf("%s changed since it was read: its status is written again from a fresher read: %w", what, err))
 	}
 	return fmt.Errorf("writing the status of %s: %w", what, err)
+}
+
+// statusUnchanged says whether obj's Status field is before's, value for
+// value (reflect.DeepEqual: a nil list is not an empty one, a time is the
+// same instant in the same form), so that their JSON is the same and the
+// merge patch would hold no status: most reconciles change nothing, and
+// two JSON encodings and a diff of the whole object each cost more than
+// this comparison.
+func statusUnchanged(before, obj client.Object) bool {
+	b, o := reflect.ValueOf(before), reflect.ValueOf(obj)
+	if b.Kind() != reflect.Pointer || b.Type() != o.Type() || b.IsNil() || o.IsNil() || b.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	bStatus, oStatus := b.Elem().FieldByName("Status"), o.Elem().FieldByName("Status")
+	return bStatus.IsValid() && oStatus.IsValid() && reflect.DeepEqual(bStatus.Interface(), oStatus.Interface())
 }
 
 // Written combines a reconcile's result and error with the error of its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -11,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -49,10 +51,28 @@ func IndexDeployments(mgr ctrl.Manager, index, label string) (toolscache.Indexer
 func Watches(b *builder.Builder, c client.Reader, label string, newList func() client.ObjectList) *builder.Builder {
 	return b.
 		Watches(&fleet.Bundle{}, handler.EnqueueRequestsFromMapFunc(bundleRequests(label)),
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[label] != "" }))).
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[label] != "" }), rollupChanged(label))).
 		Watches(&fleet.GitRepoRestriction{}, handler.EnqueueRequestsFromMapFunc(namespaceRequests(c, newList))).
 		Watches(&fleet.Policy{}, handler.EnqueueRequestsFromMapFunc(namespaceRequests(c, newList))).
 		Watches(&fleet.BundleDeployment{}, enqueue.After(DeploymentCoalesce, deploymentRequests(label)))
+}
+
+// rollupChanged lets through the Bundle events that may change what the
+// object its label names shows of its Bundles (Rollup, which reads their
+// names and status, and which Bundles carry the label): all but the
+// updates that change neither the status, nor that label, nor the
+// deletion timestamp, such as the object's own sync writing a Bundle's
+// spec, whose status the bundle controller writes next.
+func rollupChanged(label string) predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*fleet.Bundle)
+		n, ok2 := e.ObjectNew.(*fleet.Bundle)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return o.Labels[label] != n.Labels[label] || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+			!equality.Semantic.DeepEqual(o.Status, n.Status)
+	}}
 }
 
 // bundleRequests maps a Bundle to the object its label names.

@@ -149,6 +149,9 @@ type Result struct {
 	ManagerCPUMsPerCommit float64 `json:"manager_cpu_ms_per_commit,omitempty"`
 	GitRatio              float64 `json:"git_bytes_ratio,omitempty"`
 	CPURatio              float64 `json:"manager_cpu_ratio,omitempty"`
+	// ReconcilesPerCommit are the manager's reconciles per commit, by
+	// controller (controller-runtime's controller_runtime_reconcile_total).
+	ReconcilesPerCommit map[string]float64 `json:"reconciles_per_commit,omitempty"`
 	// CPUScaleRatio is the API server's CPU per Ready BundleDeployment at
 	// the smallest size over that at the largest: the rate ratio to expect
 	// were its CPU the only limit, whatever the machine's load.

@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,7 +98,8 @@ func Monorepo(ctx context.Context, cp *controlplane.ControlPlane, apps, commits 
 			return Result{}, err
 		}
 		fmt.Fprintf(os.Stderr, "%s: %d GitRepos synced, %d bundles; now %d commits\n", name, n, len(bundles.Items), commits)
-		git0, cpu0, start := srv.CountsOf(name), cpuSeconds(mgr), time.Now()
+		git0, cpu0, rec0, start := srv.CountsOf(name), cpuSeconds(mgr), mgr.reconciles(), time.Now()
+		prof := startManagerProfile(ctx)
 		for range commits {
 			value++
 			head, err := repo.Commit(fmt.Sprintf("value %d", value), appFiles(value))
@@ -105,13 +110,24 @@ func Monorepo(ctx context.Context, cp *controlplane.ControlPlane, apps, commits 
 				return Result{}, fmt.Errorf("%s: commit %d: %w (manager log: %s)", name, value, err, mgr.Log)
 			}
 		}
-		git1, s := srv.CountsOf(name), since(start)
+		git1, cpu1, rec1, s := srv.CountsOf(name), cpuSeconds(mgr), mgr.reconciles(), since(start)
+		if path, err := prof.save("monorepo-" + name); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: the manager's CPU profile: %v\n", name, err)
+		} else if path != "" {
+			fmt.Fprintf(os.Stderr, "%s: the manager's CPU profile over the commits: %s\n", name, path)
+		}
 		per := func(a, b int64) float64 { return float64(b-a) / float64(commits) }
 		r := Result{Experiment: "monorepo-" + name, Objects: len(bundles.Items), Seconds: s, Rate: float64(commits) / s,
-			ManagerCPUS: cpuSeconds(mgr) - cpu0, ManagerRSSMB: peakRSSMB(mgr), Load1: loadAverage(),
+			ManagerCPUS: cpu1 - cpu0, ManagerRSSMB: peakRSSMB(mgr), Load1: loadAverage(),
 			GitRepos: n, GitListsPerCommit: per(git0.Lists-git0.Fetches, git1.Lists-git1.Fetches),
 			GitFetchesPerCommit: per(git0.Fetches, git1.Fetches), GitBytesPerCommit: per(git0.Bytes, git1.Bytes)}
 		r.ManagerCPUMsPerCommit = 1000 * r.ManagerCPUS / float64(commits)
+		r.ReconcilesPerCommit = map[string]float64{}
+		for k, v := range rec1 {
+			if d := v - rec0[k]; d > 0 {
+				r.ReconcilesPerCommit[k] = d / float64(commits)
+			}
+		}
 		if err := c.DeleteAllOf(ctx, &fleet.GitRepo{}, client.InNamespace(ns)); err != nil {
 			return r, err
 		}
@@ -160,4 +176,37 @@ func waitCommit(ctx context.Context, c client.Client, ns string, n int, commit s
 		}
 		return done == n, nil
 	})
+}
+
+// reconciles reads controller_runtime_reconcile_total from the manager's
+// metrics endpoint: the reconciles so far by controller, every result
+// summed (empty when it cannot be read).
+func (m *manager) reconciles() map[string]float64 {
+	out := map[string]float64{}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get(m.metricsURL)
+	if err != nil {
+		return out
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, `controller_runtime_reconcile_total{controller="`)
+		if !ok {
+			continue
+		}
+		name, rest, ok := strings.Cut(rest, `"`)
+		_, value, ok2 := strings.Cut(rest, "} ")
+		if !ok || !ok2 {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err == nil {
+			out[name] += v
+		}
+	}
+	return out
 }

@@ -262,6 +262,30 @@ func startManagerProfile(ctx context.Context) *managerProfiler {
 	return p
 }
 
+// save stops the profile and writes the merged chunks to a file named
+// after name in the temporary directory, whose path it returns ("" without
+// -pprof), for go tool pprof.
+func (p *managerProfiler) save(name string) (string, error) {
+	close(p.stop)
+	<-p.done
+	if len(p.chunks) == 0 {
+		return "", nil
+	}
+	merged, err := profile.Merge(p.chunks)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp("", "fleet-bench-"+name+"-*.pprof")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	if err := merged.Write(f); err != nil {
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
 // notifyMarkers are the packages whose work a Notification adds: the
 // reconciler (its event mapping included) and the senders.
 var notifyMarkers = []string{"gitfleet/fleet/controllers/notification.", "gitfleet/fleet/internal/notify."}
