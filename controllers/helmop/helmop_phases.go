@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -409,12 +410,18 @@ func (r *Reconciler) writeBundle(ctx context.Context, op *fleet.HelmOp, version 
 // HelmOp's repository only (auth's URLRegex).
 func (r *Reconciler) targetVersions(ctx context.Context, op *fleet.HelmOp, auth *bundlereader.HelmAuth) (map[int]string, error) {
 	h := op.Spec.Helm
+	if err := r.probeChartURL(ctx, bundlereader.ChartSource{Repo: h.Repo, Chart: h.Chart}); err != nil {
+		return nil, err
+	}
 	out := map[int]string{}
 	for i, t := range op.Spec.Targets {
 		if t.Helm == nil || (t.Helm.Repo == "" && t.Helm.Chart == "" && t.Helm.Version == "") {
 			continue
 		}
 		src := bundlereader.ChartSource{Repo: first(t.Helm.Repo, h.Repo), Chart: first(t.Helm.Chart, h.Chart), Version: first(t.Helm.Version, h.Version)}
+		if err := r.probeChartURL(ctx, src); err != nil {
+			return nil, fmt.Errorf("targets[%d] (%s): %w", i, t.Name, err)
+		}
 		v, err := bundlereader.ResolveChartVersion(ctx, src, auth, r.MaxDownloadBytes, r.dialer)
 		if err != nil {
 			return nil, fmt.Errorf("targets[%d] (%s): %w", i, t.Name, classify(err))
@@ -422,6 +429,30 @@ func (r *Reconciler) targetVersions(ctx context.Context, op *fleet.HelmOp, auth 
 		out[i] = v
 	}
 	return out, nil
+}
+
+// probeChartURL connects, under the manager's egress policy, to the host of
+// a chart URL (a source with no repository, which has no version to
+// resolve, so the manager reads nothing of it): a HelmOp whose chart is at
+// a refused address is refused as when the manager downloads it, with the
+// same message. Other sources were reached to resolve their version.
+func (r *Reconciler) probeChartURL(ctx context.Context, src bundlereader.ChartSource) error {
+	if src.Repo != "" || !strings.Contains(src.Chart, "://") || strings.HasPrefix(src.Chart, "oci://") {
+		return nil
+	}
+	u, err := url.Parse(src.Chart)
+	if err != nil {
+		return outcome.Stallf(fleet.ReasonInvalidOptions, "helm.chart %q is not a URL: %v", src.Chart, err)
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	conn, err := r.dialer.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return egress.ForTenant(ctx, fmt.Errorf("reaching chart %s: %w", src.Chart, err))
+	}
+	return conn.Close()
 }
 
 // agentBundle is the Bundle of a HelmOp whose agents download the chart,
