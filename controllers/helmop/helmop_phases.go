@@ -410,7 +410,7 @@ func (r *Reconciler) writeBundle(ctx context.Context, op *fleet.HelmOp, version 
 // HelmOp's repository only (auth's URLRegex).
 func (r *Reconciler) targetVersions(ctx context.Context, op *fleet.HelmOp, auth *bundlereader.HelmAuth) (map[int]string, error) {
 	h := op.Spec.Helm
-	if err := r.probeChartURL(ctx, bundlereader.ChartSource{Repo: h.Repo, Chart: h.Chart}); err != nil {
+	if err := r.probeChartURL(ctx, bundlereader.ChartSource{Repo: h.Repo, Chart: h.Chart, Version: h.Version}); err != nil {
 		return nil, err
 	}
 	out := map[int]string{}
@@ -432,25 +432,30 @@ func (r *Reconciler) targetVersions(ctx context.Context, op *fleet.HelmOp, auth 
 }
 
 // probeChartURL connects, under the manager's egress policy, to the host of
-// a chart URL (a source with no repository, which has no version to
-// resolve, so the manager reads nothing of it): a HelmOp whose chart is at
-// a refused address is refused as when the manager downloads it, with the
-// same message. Other sources were reached to resolve their version.
+// a chart the manager reads nothing of when the agents download it: a chart
+// URL (no version to resolve) or a chart in an OCI registry (an exact tag
+// is not looked up). A HelmOp whose chart is at a refused address is
+// refused as when the manager downloads the chart, with the same message.
+// A chart repository's index was read to resolve the version.
 func (r *Reconciler) probeChartURL(ctx context.Context, src bundlereader.ChartSource) error {
-	if src.Repo != "" || !strings.Contains(src.Chart, "://") || strings.HasPrefix(src.Chart, "oci://") {
+	raw := src.Chart
+	switch {
+	case strings.HasPrefix(src.Repo, "oci://"):
+		raw = src.Repo
+	case src.Repo != "" || !strings.Contains(src.Chart, "://"):
 		return nil
 	}
-	u, err := url.Parse(src.Chart)
+	u, err := url.Parse(raw)
 	if err != nil {
-		return outcome.Stallf(fleet.ReasonInvalidOptions, "helm.chart %q is not a URL: %v", src.Chart, err)
+		return outcome.Stallf(fleet.ReasonInvalidOptions, "%q is not a URL: %v", raw, err)
 	}
 	port := u.Port()
 	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		port = map[string]string{"http": "80", "https": "443", "oci": "443"}[u.Scheme]
 	}
 	conn, err := r.dialer.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
 	if err != nil {
-		return egress.ForTenant(ctx, fmt.Errorf("reaching chart %s: %w", src.Chart, err))
+		return egress.ForTenant(ctx, fmt.Errorf("reaching chart %s: %w", raw, err))
 	}
 	return conn.Close()
 }
