@@ -47,6 +47,28 @@ func TestHelmOpsBundleCopiesTheSecretPerDeployment(t *testing.T) {
 			g.Expect(s.OwnerReferences).To(ConsistOf(HaveField("UID", bd.UID)))
 		}).WithTimeout(timeout).Should(Succeed(), "the BundleDeployment in %s with helmChartOptions, and its Secret", clusterNS)
 	}
+	// The HelmOp drops its helmSecretName: the copies go, the
+	// BundleDeployments stay.
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+	b.Spec.HelmOpOptions.SecretName = ""
+	g.Expect(env.Update(ctx, b)).To(Succeed())
+	for _, clusterNS := range targeted {
+		g.Eventually(func(g Gomega) {
+			bd := &fleet.BundleDeployment{}
+			g.Expect(env.Get(ctx, client.ObjectKey{Namespace: clusterNS, Name: "pulled"}, bd)).To(Succeed())
+			g.Expect(bd.Spec.HelmChartOptions).To(Equal(&fleet.BundleHelmOptions{InsecureSkipTLSverify: true}))
+			g.Expect(apierrors.IsNotFound(env.Get(ctx, client.ObjectKey{Namespace: clusterNS, Name: "pulled"}, &corev1.Secret{}))).To(BeTrue())
+		}).WithTimeout(timeout).Should(Succeed(), "the Secret copy in %s deleted once no Secret is named", clusterNS)
+	}
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+	b.Spec.HelmOpOptions.SecretName = "repo-creds"
+	g.Expect(env.Update(ctx, b)).To(Succeed())
+	for _, clusterNS := range targeted {
+		g.Eventually(func() error {
+			return env.Get(ctx, client.ObjectKey{Namespace: clusterNS, Name: "pulled"}, &corev1.Secret{})
+		}).WithTimeout(timeout).Should(Succeed(), "the Secret copy in %s back", clusterNS)
+	}
+
 	g.Expect(env.Delete(ctx, b)).To(Succeed())
 	for _, clusterNS := range targeted {
 		g.Eventually(func() bool {

@@ -103,6 +103,25 @@ func helmOpsSecret(bd *fleet.BundleDeployment, src map[string][]byte) *corev1.Se
 	}
 }
 
+// dropHelmOpsSecrets deletes the HelmOps access Secrets this controller
+// wrote next to the BundleDeployments of a HelmOp's bundle that names no
+// Secret any more (its helmSecretName was removed): the agents no longer
+// use them. Only those it remembers writing are looked at, so a steady pass
+// reads nothing.
+func (r *Reconciler) dropHelmOpsSecrets(ctx context.Context, s *scope) error {
+	if s.bundle.Spec.HelmOpOptions == nil {
+		return nil
+	}
+	var fns []func() error
+	for _, bd := range s.existing {
+		v, ok := r.ociSecrets.Load(bd.Namespace + "/" + bd.Name)
+		if stamp, isString := v.(string); ok && isString && strings.Contains(stamp, "|"+fleet.HelmOpsAccessSecretType+"|") {
+			fns = append(fns, func() error { return r.deleteHelmOpsSecret(ctx, bd) })
+		}
+	}
+	return r.runParallel(fns)
+}
+
 // deleteHelmOpsSecret deletes the HelmOps access Secret next to bd, gone:
 // its owner reference lets the garbage collector delete it too, but not at
 // once, and a credential should not outlive its use.

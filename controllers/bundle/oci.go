@@ -60,7 +60,7 @@ func (r *Reconciler) registryOf(ctx context.Context, b *fleet.Bundle) (*ocistora
 // was written is remembered.
 func (r *Reconciler) writeOCISecrets(ctx context.Context, s *scope) error {
 	if s.agentSecret == nil {
-		return nil
+		return r.dropHelmOpsSecrets(ctx, s)
 	}
 	var fns []func() error
 	for _, t := range s.targets {
