@@ -128,6 +128,11 @@ type Options struct {
 	// registry; default ocistorage.DefaultMaxBytes. Bundles that land in
 	// etcd keep its limit (bundlereader.DefaultMaxResourceBytes).
 	OCIStorageMaxBytes int
+	// HelmOpChartsInBundle makes the manager download HelmOps' charts into
+	// their Bundles (etcd) instead of letting each agent download its
+	// chart (Fleet's behaviour, the default): for clusters that can reach
+	// the manager but not the chart repositories.
+	HelmOpChartsInBundle bool
 	// GitLimits bound each git fetch and checkout (pack size, object count,
 	// file and commit sizes, path depth and length); zero fields take
 	// gitfetch's defaults.
@@ -425,7 +430,7 @@ func (o Options) ociStorage() ocistorage.Default {
 // once.
 func setupHelmOp(_ context.Context, d *deps) error {
 	return (&helmop.Reconciler{Client: d.mgr.GetClient(), APIReader: d.mgr.GetAPIReader(), Workers: d.o.GitWorkers, Egress: d.o.Egress,
-		Recorder: d.recorder("fleet-helmop"), Shard: d.o.ShardID}).SetupWithManager(d.mgr)
+		Recorder: d.recorder("fleet-helmop"), Shard: d.o.ShardID, ChartsInBundle: d.o.HelmOpChartsInBundle}).SetupWithManager(d.mgr)
 }
 
 func setupWebhook(_ context.Context, d *deps) error {

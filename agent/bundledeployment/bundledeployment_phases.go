@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -258,10 +259,15 @@ func (r *Reconciler) deploy(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
+	chart, err := r.chartSource(ctx, bd)
+	if err != nil {
+		s.deployErr = err
+		return err
+	}
 	log.Info("Deploying", "deploymentID", bd.Spec.DeploymentID)
 	// ctx's logger, not log: the deploy names the release on its lines.
-	err := r.Downstream.Deploy(ctx, deployrpc.Deploy{
-		Name: bd.Name, DeploymentID: bd.Spec.DeploymentID, Options: bd.Spec.Options, Resources: s.resources,
+	err = r.Downstream.Deploy(ctx, deployrpc.Deploy{
+		Name: bd.Name, DeploymentID: bd.Spec.DeploymentID, Options: bd.Spec.Options, Resources: s.resources, Chart: chart,
 	})
 	err = r.noteDeploy(bd, err, time.Now())
 	// Whatever happened, the release's records changed: read them again.
@@ -488,6 +494,10 @@ func (c *contentCache) put(name string, f []fleet.BundleResource) {
 // a direct get and checked (size and sha256), or, with ociContents, pulled
 // by digest from its registry with the Secret next to it.
 func (r *Reconciler) content(ctx context.Context, bd *fleet.BundleDeployment) ([]fleet.BundleResource, error) {
+	if bd.Spec.HelmChartOptions != nil {
+		// A HelmOp's: no Content, the deploy binary downloads the chart.
+		return nil, nil
+	}
 	name, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
 	if f := r.contents.get(name); f != nil {
 		return f, nil
@@ -512,6 +522,47 @@ func (r *Reconciler) content(ctx context.Context, bd *fleet.BundleDeployment) ([
 	}
 	r.contents.put(name, f)
 	return f, nil
+}
+
+// secretRetry is how long a deploy waits for a Secret the manager has not
+// written yet.
+const secretRetry = 5 * time.Second
+
+// chartSource is, for a BundleDeployment with helmChartOptions (a HelmOp's),
+// the chart the deploy binary downloads, as Fleet's agent downloads it: the
+// one options.helm names, with the credentials of the Secret
+// helmChartOptions.secretName names in the BundleDeployment's own (cluster)
+// namespace, which the manager copies there; nil for any other
+// BundleDeployment.
+func (r *Reconciler) chartSource(ctx context.Context, bd *fleet.BundleDeployment) (*deployrpc.ChartSource, error) {
+	o := bd.Spec.HelmChartOptions
+	if o == nil {
+		return nil, nil
+	}
+	h := bd.Spec.Options.Helm
+	if h == nil {
+		return nil, outcome.Stallf(fleet.ReasonInvalidBundle, "helmChartOptions is set but options.helm names no chart to download")
+	}
+	src := &deployrpc.ChartSource{Repo: h.Repo, Chart: h.Chart, Version: h.Version, InsecureSkipTLSVerify: o.InsecureSkipTLSverify}
+	if o.SecretName == "" {
+		return src, nil
+	}
+	sec := &corev1.Secret{}
+	gctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	key := client.ObjectKey{Namespace: bd.Namespace, Name: o.SecretName}
+	if err := r.APIReader.Get(gctx, key, sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, outcome.Waitf(fleet.ReasonSecretNotFound, secretRetry,
+				"the chart's credentials, Secret %s of helmChartOptions.secretName, are not there yet: the manager copies the HelmOp's helmSecretName there; check the Bundle's status if it stays missing", key)
+		}
+		return nil, fmt.Errorf("reading the chart's credentials, Secret %s: %w", key, err)
+	}
+	src.Username = string(sec.Data[corev1.BasicAuthUsernameKey])
+	src.Password = string(sec.Data[corev1.BasicAuthPasswordKey])
+	src.CABundle = sec.Data[fleet.HelmOpsCACertsKey]
+	src.SecretName = key.String()
+	return src, nil
 }
 
 // pullTimeout bounds one pull of a content from a registry.

@@ -54,7 +54,15 @@ func serve(ctx context.Context, req *deployrpc.Request) error {
 		if err != nil {
 			return outcome.Stall(fleet.ReasonInvalidBundle, err)
 		}
-		_, err = d.Deploy(ctx, Input{Name: req.Deploy.Name, DeploymentID: req.Deploy.DeploymentID, Options: req.Deploy.Options, Files: files})
+		opts := req.Deploy.Options
+		if req.Deploy.Chart != nil {
+			// A HelmOp's BundleDeployment: no Content, the chart is
+			// downloaded here, as Fleet's agent downloads it.
+			if files, opts, err = PullChart(ctx, *req.Deploy.Chart, opts); err != nil {
+				return err
+			}
+		}
+		_, err = d.Deploy(ctx, Input{Name: req.Deploy.Name, DeploymentID: req.Deploy.DeploymentID, Options: opts, Files: files})
 		return err
 	case req.Op == deployrpc.OpUninstall && req.Uninstall != nil:
 		return d.Uninstall(ctx, req.Uninstall)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -124,7 +125,7 @@ cat >/dev/null
 echo '{"level":"info","ts":1.5,"msg":"Rolling back a release left pending","release":"apps/web","status":"pending-upgrade","toRevision":2}' >&2
 echo '{"level":"info","ts":1.6,"msg":"Looking at another release","release":"other/db"}' >&2
 echo 'not JSON' >&2
-echo '{"version":2}'
+echo '{"version":` + strconv.Itoa(Version) + `}'
 `
 	g.Expect(os.WriteFile(script, []byte(child), 0o755)).To(Succeed())
 	var mu sync.Mutex

@@ -15,8 +15,9 @@ import (
 
 // Version is the protocol's version; a child refuses a Request of another
 // version (the agent and its deploy binary ship together). Version 2 added
-// MemoryLimit: a child that would ignore it is refused.
-const Version = 2
+// MemoryLimit: a child that would ignore it is refused; version 3 added
+// Deploy.Chart, likewise.
+const Version = 3
 
 // Op is what a Request asks for.
 type Op string
@@ -74,6 +75,34 @@ type Deploy struct {
 	Options fleet.BundleDeploymentOptions `json:"options"`
 	// Resources are the bundle's files, from its Content (checked).
 	Resources []fleet.BundleResource `json:"resources,omitempty"`
+	// Chart, for a BundleDeployment with helmChartOptions (a HelmOp's),
+	// is the chart the child downloads and deploys instead of Resources.
+	Chart *ChartSource `json:"chart,omitempty"`
+}
+
+// ChartSource is the chart a HelmOp's BundleDeployment names (its
+// options.helm repo, chart and version) and how to reach it: the
+// helmChartOptions and the Secret they name, which the resident agent read
+// in its cluster namespace. The credentials travel on the child's standard
+// input only.
+type ChartSource struct {
+	// Repo, Chart and Version are options.helm's: a chart repository URL
+	// and a chart name, an oci:// reference (in Repo, or in Chart with
+	// Repo empty), or a chart URL in Chart; Version exact.
+	Repo    string `json:"repo,omitempty"`
+	Chart   string `json:"chart,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Username and Password are sent as basic auth to the host of the
+	// repository, registry or chart URL only.
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+	// CABundle holds PEM CAs to trust besides the system's.
+	CABundle []byte `json:"caBundle,omitempty"`
+	// InsecureSkipTLSVerify turns off TLS verification.
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
+	// SecretName is the Secret the credentials came from
+	// ("namespace/name"), for messages; empty for none.
+	SecretName string `json:"secretName,omitempty"`
 }
 
 // Response is the outcome of a Request.

@@ -110,6 +110,28 @@ type BundleSpec struct {
 	// manifest, which is also the digest of the artifact's one layer. The
 	// registry is the one of the Secret OCIStorageSecretAnnotation names.
 	ContentsID string `json:"contentsId,omitempty"`
+	// HelmOpOptions, set on the Bundle of a HelmOp (Fleet's field), says
+	// that the bundle has no resources: its chart is the one helm.repo,
+	// helm.chart and helm.version name (the version exact, as the HelmOp
+	// resolved it), which each agent downloads itself. The bundle
+	// controller writes no Content for it, copies the Secret SecretName
+	// names next to each BundleDeployment, and sets their
+	// helmChartOptions.
+	HelmOpOptions *BundleHelmOptions `json:"helmOpOptions,omitempty"`
+}
+
+// BundleHelmOptions say how an agent reaches the chart repository or
+// registry of a HelmOp's bundle (Fleet's type): on a Bundle
+// (spec.helmOpOptions) SecretName is the HelmOp's helmSecretName in the
+// Bundle's namespace; on a BundleDeployment (spec.helmChartOptions) it is
+// the manager's copy of that Secret in the cluster namespace, which only
+// that cluster's agent may read.
+type BundleHelmOptions struct {
+	// SecretName names a Secret with keys username and password (basic
+	// auth) and cacerts (PEM CAs to trust); empty for none.
+	SecretName string `json:"secretName,omitempty"`
+	// InsecureSkipTLSverify turns off TLS verification of the repository.
+	InsecureSkipTLSverify bool `json:"insecureSkipTLSVerify,omitempty"`
 }
 
 // BundleResource is one file of a bundle.

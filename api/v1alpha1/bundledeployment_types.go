@@ -87,6 +87,13 @@ type BundleDeploymentSpec struct {
 	// the same name as this BundleDeployment, in its namespace, which the
 	// manager writes there (OCIStorageSecretType).
 	OCIContents bool `json:"ociContents,omitempty"`
+	// HelmChartOptions says that the deployment has no Content (Fleet's
+	// field): the agent downloads the chart options.helm names (repo,
+	// chart and an exact version; an oci:// reference; or a chart URL)
+	// itself, with the Secret secretName names in this BundleDeployment's
+	// namespace (type HelmOpsAccessSecretType, written by the manager), and
+	// deploys it like any bundle's chart.
+	HelmChartOptions *BundleHelmOptions `json:"helmChartOptions,omitempty"`
 }
 
 // SealedResources carry the Secrets and ConfigMaps a BundleDeployment's

@@ -94,6 +94,10 @@ const (
 	// ReasonVersionNotFound: the repository has no such chart, or no version
 	// of it matches helm.version.
 	ReasonVersionNotFound = "VersionNotFound"
+	// ReasonChartDownloadFailed: the agent could not download the chart of
+	// a BundleDeployment with helmChartOptions from its repository (it
+	// retries).
+	ReasonChartDownloadFailed = "ChartDownloadFailed"
 )
 
 // Git errors (GitRepo GitPolling and Accepted): what the remote refused.

@@ -166,6 +166,20 @@ const (
 	ForceNamespaceAnnotation = "fleet.cattle.io/force-namespace"
 )
 
+// HelmOps whose chart the agent downloads (Fleet's): the bundle controller
+// copies the HelmOp's helmSecretName Secret next to each BundleDeployment of
+// the HelmOp's bundle, under the BundleDeployment's name and with this type,
+// owned by the BundleDeployment; only the keys the agent uses are copied
+// (corev1.BasicAuthUsernameKey, corev1.BasicAuthPasswordKey and
+// HelmOpsCACertsKey).
+const (
+	// HelmOpsAccessSecretType is the type of those copies, Fleet's
+	// SecretTypeHelmOpsAccess.
+	HelmOpsAccessSecretType = "fleet.cattle.io/bundle-helmops-access/v1alpha1" //nolint:gosec // G101: a Secret type name, not a credential
+	// HelmOpsCACertsKey holds PEM CAs to trust for the repository.
+	HelmOpsCACertsKey = "cacerts"
+)
+
 // OCI storage (Fleet's): a bundle's content pushed to an OCI registry
 // instead of a Content. The manager reads the registry Secret in the
 // GitRepo's namespace; it writes, next to each BundleDeployment of such a

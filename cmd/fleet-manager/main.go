@@ -143,6 +143,7 @@ func (fl *flags) bindGit(f *pflag.FlagSet) {
 	f.DurationVar(&o.GitFetchTimeout, "git-fetch-timeout", gitfetch.DefaultFetchTimeout, "time limit of one git fetch")
 	f.IntVar(&o.MaxBundlesPerGitRepo, "max-bundles-per-gitrepo", gitrepo.DefaultMaxBundles, "most bundles one GitRepo may produce")
 	f.StringVar(&o.OCIStorageSecret, "oci-storage-secret", "", "an OCI storage Secret (type "+fleet.OCIStorageSecretType+") in the manager's namespace: the manager-wide registry for bundle contents above --oci-storage-threshold, for GitRepos whose namespace has no registry of its own (ociRegistrySecret, an ocistorage Secret)")
+	f.BoolVar(&o.HelmOpChartsInBundle, "helmop-charts-in-bundle", false, "download each HelmOp's chart on the manager and store it in its Bundle, for clusters that cannot reach the chart repositories; by default, as in Fleet, each agent downloads the chart itself")
 	f.IntVar(&o.OCIStorageThreshold, "oci-storage-threshold", ocistorage.DefaultThreshold, "size in bytes of a bundle's content above which it goes to the --oci-storage-secret registry instead of etcd")
 	f.IntVar(&o.OCIStorageMaxBytes, "oci-storage-max-bytes", ocistorage.DefaultMaxBytes, "largest bundle (bytes of resources, uncompressed) read from git when its content goes to a registry (its GitRepo's, or --oci-storage-secret's with a threshold under etcd's 1.5 MiB); bundles that land in etcd stay under 1.5 MiB")
 	f.Int64Var(&o.GitLimits.PackBytes, "git-max-pack-bytes", gitfetch.DefaultMaxPackBytes, "most bytes one git fetch may receive (the compressed pack)")

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -121,10 +122,14 @@ type scope struct {
 	compiled    *target.CompiledBundle
 	contentName string
 	// oci is the registry of a bundle in OCI storage, nil for a Content.
-	oci      *ocistorage.Options
-	existing map[string]*fleet.BundleDeployment // by cluster namespace
-	targets  []target.Deployment
-	plan     *Plan
+	oci *ocistorage.Options
+	// agentSecret, for a bundle in OCI storage or a HelmOp's bundle with a
+	// helmOpOptions.secretName, is the Secret next to a BundleDeployment
+	// that its agent reads; nil for none.
+	agentSecret func(*fleet.BundleDeployment) *corev1.Secret
+	existing    map[string]*fleet.BundleDeployment // by cluster namespace
+	targets     []target.Deployment
+	plan        *Plan
 	// errs are the clusters whose options could not be worked out (a Helm
 	// values template that fails for them): the others are still targeted.
 	errs []error
@@ -228,8 +233,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *fleet.Bundle) error
 	}
 	fns := make([]func() error, 0, len(bds))
 	for _, bd := range bds {
-		gone := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: bd.Name, Namespace: bd.Namespace}}
-		fns = append(fns, func() error { return client.IgnoreNotFound(r.Client.Delete(ctx, gone)) })
+		gone := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: bd.Name, Namespace: bd.Namespace, UID: bd.UID}}
+		fns = append(fns, func() error {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, gone)); err != nil {
+				return err
+			}
+			return r.deleteHelmOpsSecret(ctx, gone)
+		})
 	}
 	if err := r.runParallel(fns); err != nil {
 		return err

@@ -212,8 +212,8 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 				// yet; its event brings this bundle back with a fresher view.
 				if err == nil || apierrors.IsAlreadyExists(err) {
 					r.mem.created(s.bundle.UID, desired, time.Now())
-					if err == nil && s.oci != nil {
-						return r.ensureOCISecret(ctx, s.oci, desired)
+					if err == nil && s.agentSecret != nil {
+						return r.ensureAgentSecret(ctx, s.agentSecret(desired), desired)
 					}
 					return nil
 				}
@@ -226,6 +226,7 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 				// Stage only: the cluster keeps what it runs.
 				desired.Spec.DeploymentID, desired.Spec.Options = existing.Spec.DeploymentID, *existing.Spec.Options.DeepCopy()
 				desired.Spec.OCIContents = existing.Spec.OCIContents
+				desired.Spec.HelmChartOptions = existing.Spec.HelmChartOptions
 			}
 			// A merge patch of spec and labels: the agent patches status all the
 			// time, and an update would conflict with it.
@@ -253,7 +254,12 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 				continue
 			}
 			bd := bd.DeepCopy()
-			writes = append(writes, func() error { return client.IgnoreNotFound(r.Client.Delete(ctx, bd)) })
+			writes = append(writes, func() error {
+				if err := client.IgnoreNotFound(r.Client.Delete(ctx, bd)); err != nil {
+					return err
+				}
+				return r.deleteHelmOpsSecret(ctx, bd)
+			})
 		}
 	}
 	err := r.runParallel(writes)

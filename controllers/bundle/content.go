@@ -17,7 +17,10 @@ import (
 // A bundle in OCI storage has none: its contentsId names the artifact,
 // whose registry is read instead.
 func (r *Reconciler) reconcileContent(ctx context.Context, s *scope) error {
-	s.oci = nil
+	s.oci, s.agentSecret = nil, nil
+	if s.bundle.Spec.HelmOpOptions != nil {
+		return r.helmOpsContent(ctx, s)
+	}
 	if id := s.bundle.Spec.ContentsID; id != "" {
 		if _, err := ocistorage.Digest(id); err != nil {
 			return outcome.Stall(fleet.ReasonInvalidBundle, fmt.Errorf("spec.contentsId: %w", err))
@@ -27,6 +30,7 @@ func (r *Reconciler) reconcileContent(ctx context.Context, s *scope) error {
 			return err
 		}
 		s.contentName, s.oci = id, o
+		s.agentSecret = o.AgentSecret
 		return nil
 	}
 	name, build, err := content.Encode(s.bundle.Spec.Resources)

@@ -54,27 +54,30 @@ func (r *Reconciler) registryOf(ctx context.Context, b *fleet.Bundle) (*ocistora
 }
 
 // writeOCISecrets puts, next to each BundleDeployment of a bundle in OCI
-// storage, the Secret its agent pulls the content with. Steady passes write
-// nothing: what was written is remembered.
+// storage, the Secret its agent pulls the content with; next to each of a
+// HelmOp's bundle with a helmOpOptions.secretName, the copy of that Secret
+// its agent downloads the chart with. Steady passes write nothing: what
+// was written is remembered.
 func (r *Reconciler) writeOCISecrets(ctx context.Context, s *scope) error {
-	if s.oci == nil {
-		return nil
+	if s.agentSecret == nil {
+		return r.dropHelmOpsSecrets(ctx, s)
 	}
 	var fns []func() error
 	for _, t := range s.targets {
 		if bd := s.existing[t.Namespace]; bd != nil && bd.UID != "" {
-			fns = append(fns, func() error { return r.ensureOCISecret(ctx, s.oci, bd) })
+			fns = append(fns, func() error { return r.ensureAgentSecret(ctx, s.agentSecret(bd), bd) })
 		}
 	}
 	return r.runParallel(fns)
 }
 
-// ensureOCISecret writes bd's agent Secret, unless already written. A
-// Secret of that name that is not an OCI storage Secret is left alone.
-func (r *Reconciler) ensureOCISecret(ctx context.Context, o *ocistorage.Options, bd *fleet.BundleDeployment) error {
-	want := o.AgentSecret(bd)
+// ensureAgentSecret writes want, the Secret bd's agent reads (an OCI storage
+// or a HelmOps access Secret, named after bd), unless already written. A
+// Secret of that name of another type is left alone, unless bd owns it
+// (the bundle moved from one storage to the other): it is replaced.
+func (r *Reconciler) ensureAgentSecret(ctx context.Context, want *corev1.Secret, bd *fleet.BundleDeployment) error {
 	key := bd.Namespace + "/" + bd.Name
-	stamp := string(bd.UID) + "|" + dataHash(want.Data)
+	stamp := string(bd.UID) + "|" + string(want.Type) + "|" + dataHash(want.Data)
 	if v, ok := r.ociSecrets.Load(key); ok && v == stamp {
 		return nil
 	}
@@ -82,23 +85,39 @@ func (r *Reconciler) ensureOCISecret(ctx context.Context, o *ocistorage.Options,
 	if apierrors.IsAlreadyExists(err) {
 		cur := &corev1.Secret{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), cur); err != nil {
-			return fmt.Errorf("reading OCI storage Secret %s: %w", key, err)
+			return fmt.Errorf("reading agent Secret %s: %w", key, err)
 		}
-		if cur.Type != fleet.OCIStorageSecretType {
-			return outcome.Stallf(fleet.ReasonNotOwned, "Secret %s exists and is not an OCI storage Secret: rename bundle %s, whose BundleDeployment needs that name", key, bd.Name)
-		}
-		if maps.EqualFunc(cur.Data, want.Data, slices.Equal) && slices.Equal(cur.OwnerReferences, want.OwnerReferences) {
+		switch {
+		case cur.Type != want.Type && !ownedBy(cur, bd):
+			return outcome.Stallf(fleet.ReasonNotOwned, "Secret %s exists and is not a %s Secret: rename bundle %s, whose BundleDeployment needs that name", key, want.Type, bd.Name)
+		case cur.Type != want.Type:
+			// The type of a Secret cannot change.
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, cur)); err != nil {
+				return fmt.Errorf("replacing agent Secret %s: %w", key, err)
+			}
+			err = r.Client.Create(ctx, want)
+		case maps.EqualFunc(cur.Data, want.Data, slices.Equal) && slices.Equal(cur.OwnerReferences, want.OwnerReferences):
 			err = nil
-		} else {
+		default:
 			cur.Data, cur.OwnerReferences, cur.Labels = want.Data, want.OwnerReferences, want.Labels
 			err = r.Client.Update(ctx, cur)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("writing OCI storage Secret %s: %w", key, err)
+		return fmt.Errorf("writing agent Secret %s: %w", key, err)
 	}
 	r.ociSecrets.Store(key, stamp)
 	return nil
+}
+
+// ownedBy tells whether bd is the controller owner of s.
+func ownedBy(s *corev1.Secret, bd *fleet.BundleDeployment) bool {
+	for _, o := range s.OwnerReferences {
+		if o.UID == bd.UID && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
 }
 
 func dataHash(data map[string][]byte) string {

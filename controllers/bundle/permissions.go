@@ -10,4 +10,4 @@ package bundle
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=clusters;clustergroups;bundlenamespacemappings;policies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=fleet.cattle.io,resources=bundles/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;delete

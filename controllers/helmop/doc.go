@@ -7,11 +7,18 @@
 //
 // The manager resolves helm.version (an exact version or a semver
 // constraint) against the repository's index.yaml or the registry's tags,
-// so every cluster gets the same version, then fetches that chart and puts
-// it in the Bundle, exactly as a fleet.yaml naming a remote chart is read
-// (internal/bundlereader): agents never reach chart repositories, and the
-// helmSecretName credentials stay in the manager, sent only to the host of
-// the chart's URL; no Secret is copied anywhere.
+// so every cluster gets the same version, and so does each target naming a
+// chart of its own. By default, as in Fleet, the Bundle then holds no
+// chart: helm.version is the resolved version and spec.helmOpOptions
+// (secretName: helmSecretName, insecureSkipTLSVerify) tell the bundle
+// controller to copy that Secret next to each BundleDeployment and each
+// agent to download the chart itself; the manager reads only the index (or
+// the tags), with the helmSecretName credentials sent only to the host of
+// the chart's URL. With ChartsInBundle (the manager's
+// --helmop-charts-in-bundle) the manager fetches the chart and puts it in
+// the Bundle, exactly as a fleet.yaml naming a remote chart is read
+// (internal/bundlereader): agents never reach chart repositories, and no
+// Secret is copied anywhere.
 //
 // As in Fleet, a HelmOp whose pollingInterval is set (not "0") and whose
 // version is a constraint is polled: at each interval the constraint is

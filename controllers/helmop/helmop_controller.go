@@ -58,6 +58,13 @@ type Reconciler struct {
 	// with a new reason or recovers; default
 	// mgr.GetEventRecorder("fleet-helmop").
 	Recorder events.EventRecorder
+	// ChartsInBundle makes the manager download each HelmOp's chart and put
+	// it in its Bundle (a Content in etcd), so that agents never reach
+	// chart repositories: for clusters that can reach only the manager.
+	// By default, as in Fleet, the Bundle carries no chart but
+	// helmOpOptions, and each agent downloads the chart itself with a copy
+	// of helmSecretName in its cluster namespace.
+	ChartsInBundle bool
 	// Shard is the shard this manager serves: it handles only the HelmOps
 	// labelled fleet.cattle.io/shard-ref with it, or, when empty, those
 	// without the label (internal/sharding), and labels their Bundles alike.

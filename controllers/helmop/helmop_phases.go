@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -159,7 +160,9 @@ func (r *Reconciler) reconcileChart(ctx context.Context, s *scope) error {
 	if err != nil {
 		return r.fail(s, false, err)
 	}
-	if have && !writeNeeded(op, version) && !st.rewrite {
+	// A Bundle written in the other mode (ChartsInBundle changed) is
+	// written again.
+	if have && !writeNeeded(op, version) && !st.rewrite && r.sameMode(ctx, op) {
 		st.acceptErr, st.applied = nil, version
 		return nil
 	}
@@ -340,11 +343,11 @@ func (r *Reconciler) helmAuth(ctx context.Context, op *fleet.HelmOp) (*bundlerea
 	return auth, nil
 }
 
-// writeBundle fetches the chart at version and creates or updates the
-// HelmOp's Bundle with it, where it differs.
+// writeBundle creates or updates the HelmOp's Bundle for version, where it
+// differs: by default a Bundle without resources whose helmOpOptions tell
+// the agents to download the chart themselves (agentBundle), as Fleet does;
+// with ChartsInBundle the chart fetched by the manager, in the Bundle.
 func (r *Reconciler) writeBundle(ctx context.Context, op *fleet.HelmOp, version string, auth *bundlereader.HelmAuth) error {
-	spec := *op.Spec.BundleSpec.DeepCopy()
-	spec.Helm.Version = version
 	labels := map[string]string{}
 	for k, v := range op.Spec.Labels {
 		labels[k] = v
@@ -354,14 +357,27 @@ func (r *Reconciler) writeBundle(ctx context.Context, op *fleet.HelmOp, version 
 	if shard, ok := op.Labels[fleet.ShardRefLabel]; ok {
 		labels[fleet.ShardRefLabel] = shard
 	}
-	want, err := bundlereader.ReadRemoteChart(ctx, spec, bundlereader.Options{
-		Name: op.Name, Namespace: op.Namespace, Labels: labels, HelmAuth: auth, MaxDownloadBytes: r.MaxDownloadBytes, Dialer: r.dialer,
-	})
-	if err != nil {
-		return fmt.Errorf("reading chart %s %s: %w", chartURL(op.Spec.Helm), displayVersion(version), classify(err))
+	var want *fleet.Bundle
+	if r.ChartsInBundle {
+		spec := *op.Spec.BundleSpec.DeepCopy()
+		spec.Helm.Version = version
+		spec.HelmOpOptions = nil
+		b, err := bundlereader.ReadRemoteChart(ctx, spec, bundlereader.Options{
+			Name: op.Name, Namespace: op.Namespace, Labels: labels, HelmAuth: auth, MaxDownloadBytes: r.MaxDownloadBytes, Dialer: r.dialer,
+		})
+		if err != nil {
+			return fmt.Errorf("reading chart %s %s: %w", chartURL(op.Spec.Helm), displayVersion(version), classify(err))
+		}
+		want = b
+	} else {
+		versions, err := r.targetVersions(ctx, op, auth)
+		if err != nil {
+			return err
+		}
+		want = agentBundle(op, version, versions, labels)
 	}
 	cur := &fleet.Bundle{}
-	err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), cur)
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), cur)
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := controllerutil.SetControllerReference(op, want, r.Client.Scheme()); err != nil {
@@ -387,6 +403,91 @@ func (r *Reconciler) writeBundle(ctx context.Context, op *fleet.HelmOp, version 
 	return wrapWrite(r.Client.Update(ctx, upd), want.Name)
 }
 
+// targetVersions resolves, for each target of op that names a chart of its
+// own (helm.repo, helm.chart or helm.version), the exact version its
+// agents download, as the HelmOp's own version is resolved: every cluster of
+// a target gets the same version. The helmSecretName credentials go to the
+// HelmOp's repository only (auth's URLRegex).
+func (r *Reconciler) targetVersions(ctx context.Context, op *fleet.HelmOp, auth *bundlereader.HelmAuth) (map[int]string, error) {
+	h := op.Spec.Helm
+	if err := r.probeChartURL(ctx, bundlereader.ChartSource{Repo: h.Repo, Chart: h.Chart, Version: h.Version}); err != nil {
+		return nil, err
+	}
+	out := map[int]string{}
+	for i, t := range op.Spec.Targets {
+		if t.Helm == nil || (t.Helm.Repo == "" && t.Helm.Chart == "" && t.Helm.Version == "") {
+			continue
+		}
+		src := bundlereader.ChartSource{Repo: first(t.Helm.Repo, h.Repo), Chart: first(t.Helm.Chart, h.Chart), Version: first(t.Helm.Version, h.Version)}
+		if err := r.probeChartURL(ctx, src); err != nil {
+			return nil, fmt.Errorf("targets[%d] (%s): %w", i, t.Name, err)
+		}
+		v, err := bundlereader.ResolveChartVersion(ctx, src, auth, r.MaxDownloadBytes, r.dialer)
+		if err != nil {
+			return nil, fmt.Errorf("targets[%d] (%s): %w", i, t.Name, classify(err))
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// probeChartURL connects, under the manager's egress policy, to the host of
+// a chart the manager reads nothing of when the agents download it: a chart
+// URL (no version to resolve) or a chart in an OCI registry (an exact tag
+// is not looked up). A HelmOp whose chart is at a refused address is
+// refused as when the manager downloads the chart, with the same message.
+// A chart repository's index was read to resolve the version.
+func (r *Reconciler) probeChartURL(ctx context.Context, src bundlereader.ChartSource) error {
+	raw := src.Chart
+	switch {
+	case strings.HasPrefix(src.Repo, "oci://"):
+		raw = src.Repo
+	case src.Repo != "" || !strings.Contains(src.Chart, "://"):
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return outcome.Stallf(fleet.ReasonInvalidOptions, "%q is not a URL: %v", raw, err)
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443", "oci": "443"}[u.Scheme]
+	}
+	conn, err := r.dialer.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return egress.ForTenant(ctx, fmt.Errorf("reaching chart %s: %w", raw, err))
+	}
+	return conn.Close()
+}
+
+// agentBundle is the Bundle of a HelmOp whose agents download the chart,
+// as Fleet writes it: the HelmOp's bundle spec without resources, helm.version
+// the resolved version (and each target's chart its resolved version, from
+// versions by target index), unnamed targets named target000, ... or the
+// default target when there is none, and helmOpOptions carrying
+// helmSecretName and insecureSkipTLSVerify.
+func agentBundle(op *fleet.HelmOp, version string, versions map[int]string, labels map[string]string) *fleet.Bundle {
+	spec := *op.Spec.BundleSpec.DeepCopy()
+	spec.Resources, spec.ContentsID = nil, ""
+	spec.Helm.Version = version
+	for i := range spec.Targets {
+		if spec.Targets[i].Name == "" {
+			spec.Targets[i].Name = fmt.Sprintf("target%03d", i)
+		}
+		if v, ok := versions[i]; ok && v != "" {
+			spec.Targets[i].Helm.Version = v
+		}
+	}
+	if len(spec.Targets) == 0 {
+		spec.Targets = []fleet.BundleTarget{bundlereader.DefaultTarget()}
+	}
+	spec.HelmOpOptions = &fleet.BundleHelmOptions{SecretName: op.Spec.HelmSecretName, InsecureSkipTLSverify: op.Spec.InsecureSkipTLSverify}
+	b := &fleet.Bundle{Spec: spec}
+	b.APIVersion, b.Kind = fleet.GroupVersion.String(), "Bundle"
+	b.Name, b.Namespace, b.Labels = op.Name, op.Namespace, labels
+	return b
+}
+
 // haveBundle says whether the HelmOp's Bundle exists; it fails when a
 // Bundle of that name is someone else's.
 func (r *Reconciler) haveBundle(ctx context.Context, op *fleet.HelmOp) (bool, error) {
@@ -399,6 +500,17 @@ func (r *Reconciler) haveBundle(ctx context.Context, op *fleet.HelmOp) (bool, er
 		return false, err
 	}
 	return true, checkOwned(cur, op)
+}
+
+// sameMode tells whether the HelmOp's Bundle, as the cache has it, holds
+// the chart (ChartsInBundle) or lets the agents download it, as this
+// manager writes it now.
+func (r *Reconciler) sameMode(ctx context.Context, op *fleet.HelmOp) bool {
+	cur := &fleet.Bundle{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(op), cur); err != nil {
+		return true
+	}
+	return (cur.Spec.HelmOpOptions == nil) == r.ChartsInBundle
 }
 
 // checkOwned refuses to take over a Bundle that another GitRepo or HelmOp

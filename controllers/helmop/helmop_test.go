@@ -284,3 +284,35 @@ func TestHelmOpFromOCIRegistry(t *testing.T) {
 		condition(fleet.ConditionAccepted, metav1.ConditionTrue, fleet.ReasonChartApplied, "1.3.0"),
 	))
 }
+
+// By default, as in Fleet, the Bundle holds no chart: helm.version is the
+// resolved version, and helmOpOptions carry helmSecretName and
+// insecureSkipTLSVerify for the agents; a target naming another repository
+// gets the version resolved there.
+func TestHelmOpBundleForAgentPull(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	private := newRepo(t, chartrepo.Options{Username: "tenant", Password: "pw"}, "1.0.0", "1.2.0")
+	other := newRepo(t, chartrepo.Options{}, "1.0.0", "1.5.0")
+	g.Expect(env.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "helm"}, Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{"username": []byte("tenant"), "password": []byte("pw")}})).To(Succeed())
+	op := newHelmOp(ns, "pulled", fleet.HelmOptions{Repo: private.URL, Chart: "app", Version: "1.x"})
+	op.Spec.HelmSecretName = "helm"
+	op.Spec.Targets = []fleet.BundleTarget{
+		{Name: "elsewhere", ClusterName: "x", BundleDeploymentOptions: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Repo: other.URL}}},
+		{ClusterGroup: "default"},
+	}
+	g.Expect(env.Create(ctx, op)).To(Succeed())
+	g.Eventually(bundleChartVersion(g, ns, "pulled", "app")).WithTimeout(eventually).WithPolling(poll).Should(Equal("1.2.0"))
+	b := &fleet.Bundle{}
+	g.Expect(env.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pulled"}, b)).To(Succeed())
+	g.Expect(b.Spec.Resources).To(BeEmpty())
+	g.Expect(b.Spec.HelmOpOptions).To(Equal(&fleet.BundleHelmOptions{SecretName: "helm"}))
+	g.Expect(b.Spec.Helm.Repo).To(Equal(private.URL))
+	g.Expect(b.Spec.Targets[0].Helm.Version).To(Equal("1.5.0"), "the target's version resolved in its own repository")
+	g.Expect(b.Spec.Targets[1].Name).To(Equal("target001"))
+	_, auths := other.Requests()
+	g.Expect(auths).To(BeEmpty(), "no credentials sent to the target's repository")
+	_, auths = private.Requests()
+	g.Expect(auths).NotTo(BeEmpty(), "the version resolved with the credentials")
+}

@@ -69,13 +69,19 @@ func getHelmOp(g Gomega, ns, name string) func() *fleet.HelmOp {
 	}
 }
 
-// bundleChartVersion returns the version in the Chart.yaml of chart in the
-// HelmOp's Bundle, "" when there is no Bundle.
+// bundleChartVersion returns the version of chart in the HelmOp's Bundle,
+// "" when there is no Bundle: the version its agents download (helm.version
+// of a Bundle with helmOpOptions, which holds no chart), or the one in the
+// Chart.yaml of the chart it holds.
 func bundleChartVersion(g Gomega, ns, name, chart string) func() string {
 	return func() string {
 		b := &fleet.Bundle{}
 		if err := env.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
 			return ""
+		}
+		if b.Spec.HelmOpOptions != nil {
+			g.Expect(b.Spec.Resources).To(BeEmpty(), "a bundle whose agents download the chart holds none")
+			return b.Spec.Helm.Version
 		}
 		for _, r := range b.Spec.Resources {
 			if r.Name == chart+"/Chart.yaml" {

@@ -218,6 +218,7 @@ func BundleDeployment(b *fleet.Bundle, contentName string, d *Deployment) *fleet
 			DependsOn:          b.Spec.DependsOn,
 			CorrectDrift:       d.Options.CorrectDrift,
 			OCIContents:        b.Spec.ContentsID != "",
+			HelmChartOptions:   HelmChartOptions(b),
 		},
 	}
 	for k, v := range b.Labels {
@@ -226,6 +227,23 @@ func BundleDeployment(b *fleet.Bundle, contentName string, d *Deployment) *fleet
 		}
 	}
 	return bd
+}
+
+// HelmChartOptions are the helmChartOptions of the BundleDeployments of b:
+// for a HelmOp's bundle (helmOpOptions), its insecureSkipTLSVerify, and as
+// secretName the copy of its Secret that the manager writes next to each
+// BundleDeployment, under the BundleDeployment's name (which is b's); nil
+// for any other bundle.
+func HelmChartOptions(b *fleet.Bundle) *fleet.BundleHelmOptions {
+	o := b.Spec.HelmOpOptions
+	if o == nil {
+		return nil
+	}
+	out := &fleet.BundleHelmOptions{InsecureSkipTLSverify: o.InsecureSkipTLSverify}
+	if o.SecretName != "" {
+		out.SecretName = b.Name
+	}
+	return out
 }
 
 // OffSchedule tells whether a cluster is outside its deployment windows: a
@@ -249,7 +267,8 @@ func Unchanged(b *fleet.Bundle, contentName string, d *Deployment, existing *fle
 		(deploy && !equality.Semantic.DeepEqual(&spec.Options, d.Options)) ||
 		!equality.Semantic.DeepEqual(spec.DependsOn, b.Spec.DependsOn) ||
 		!equality.Semantic.DeepEqual(spec.CorrectDrift, d.Options.CorrectDrift) ||
-		(deploy && spec.OCIContents != (b.Spec.ContentsID != "")) {
+		(deploy && spec.OCIContents != (b.Spec.ContentsID != "")) ||
+		(deploy && !equality.Semantic.DeepEqual(spec.HelmChartOptions, HelmChartOptions(b))) {
 		return false
 	}
 	own := ownLabels(b, contentName, d)

@@ -1,0 +1,94 @@
+package deployer
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/gitfleet/fleet/agent/deployrpc"
+	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/test/chartrepo"
+)
+
+func pullChart(version string) chartrepo.Chart {
+	return chartrepo.Chart{Name: "app", Version: version, Values: "x: 1\n",
+		Templates: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {v: \"" + version + "\"}\n"}}
+}
+
+// The chart of a HelmOp's BundleDeployment, downloaded from an HTTPS
+// repository with basic auth and its CA: the files the deploy gets hold the
+// chart at the version asked, and helm.chart points at it.
+func TestPullChartFromAuthenticatedRepository(t *testing.T) {
+	g := NewWithT(t)
+	repo, err := chartrepo.New([]chartrepo.Chart{pullChart("1.0.0"), pullChart("1.1.0")}, chartrepo.Options{TLS: true, Username: "u", Password: "pw"})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(repo.Close)
+	opts := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Repo: repo.URL, Chart: "app", Version: "1.0.0", ReleaseName: "rel"}}
+	src := deployrpc.ChartSource{Repo: repo.URL, Chart: "app", Version: "1.0.0", Username: "u", Password: "pw", CABundle: repo.CA}
+
+	files, got, err := PullChart(context.Background(), src, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Helm.Chart).To(Equal(PulledChartFile))
+	g.Expect(got.Helm.ReleaseName).To(Equal("rel"))
+	g.Expect(opts.Helm.Chart).To(Equal("app"), "the options given are not changed")
+	l, err := Detect(files, got)
+	g.Expect(err).NotTo(HaveOccurred())
+	ch, err := BuildChart(files, l, got, "rel")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ch.Metadata.Version).To(Equal("1.0.0"))
+
+	for name, tc := range map[string]struct {
+		src  deployrpc.ChartSource
+		want string
+	}{
+		"wrong password": {deployrpc.ChartSource{Repo: repo.URL, Chart: "app", Version: "1.0.0", Username: "u", Password: "no", CABundle: repo.CA, SecretName: "cluster-ns/app"},
+			"401 Unauthorized"},
+		"no CA":         {deployrpc.ChartSource{Repo: repo.URL, Chart: "app", Version: "1.0.0", Username: "u", Password: "pw"}, "certificate"},
+		"no such chart": {deployrpc.ChartSource{Repo: repo.URL, Chart: "app", Version: "9.9.9", Username: "u", Password: "pw", CABundle: repo.CA}, "no chart app version 9.9.9"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, _, err := PullChart(context.Background(), tc.src, opts)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonChartDownloadFailed))
+			g.Expect(outcome.IsWaiting(err)).To(BeTrue(), "tried again after a while")
+			g.Expect(err.Error()).To(And(ContainSubstring(tc.want), ContainSubstring("from "+repo.URL), ContainSubstring("check that the repository is reachable")))
+			if tc.src.SecretName != "" {
+				g.Expect(err.Error()).To(ContainSubstring("Secret cluster-ns/app"))
+			}
+		})
+	}
+}
+
+// A chart URL on another host than the credentials' gets none; an OCI
+// registry is pulled by tag, with insecureSkipTLSVerify for its
+// self-signed certificate.
+func TestPullChartCredentialsAndOCI(t *testing.T) {
+	g := NewWithT(t)
+	open, err := chartrepo.New([]chartrepo.Chart{pullChart("1.0.0")}, chartrepo.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(open.Close)
+	src := deployrpc.ChartSource{Repo: open.URL, Chart: "app", Version: "1.0.0", Username: "u", Password: "pw"}
+	_, _, err = PullChart(context.Background(), src, fleet.BundleDeploymentOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, auths := open.Requests()
+	g.Expect(auths).To(HaveLen(2), "index and chart, on the repository's host, with the credentials")
+
+	g.Expect(sameHost("https://a.example:443/charts", "https://a.example:443/x.tgz")).To(BeTrue())
+	g.Expect(sameHost("https://a.example/charts", "https://b.example/x.tgz")).To(BeFalse())
+
+	reg := chartrepo.NewRegistry()
+	t.Cleanup(reg.Close)
+	g.Expect(reg.Push("charts/app", pullChart("1.3.0"))).To(Succeed())
+	_, _, err = PullChart(context.Background(), deployrpc.ChartSource{Repo: reg.Ref("charts/app"), Version: "1.3.0"}, fleet.BundleDeploymentOptions{})
+	g.Expect(err).To(MatchError(ContainSubstring("certificate")), "refused without trust")
+	files, got, err := PullChart(context.Background(), deployrpc.ChartSource{Repo: reg.Ref("charts/app"), Version: "1.3.0", InsecureSkipTLSVerify: true}, fleet.BundleDeploymentOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	l, err := Detect(files, got)
+	g.Expect(err).NotTo(HaveOccurred())
+	ch, err := BuildChart(files, l, got, "rel")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ch.Metadata.Version).To(Equal("1.3.0"))
+}
