@@ -55,9 +55,10 @@ const DefaultLastSeenRefresh = time.Hour
 const DefaultSummaryInterval = 10 * time.Second
 
 // DefaultSummaryHold is how long at most a Cluster's summary waits while
-// the summary it shows already says deployments are in flight (WaitApplied:
-// given a deploymentID their agent has not applied yet) and still does:
-// during a rollout the counts move with every deployment patched and
+// the summary it shows already says a rollout is under way and still does
+// (deployments WaitApplied: given a deploymentID their agent has not
+// applied yet, or OutOfSync: staged, waiting for their turn): during a
+// rollout the counts move with every deployment staged, patched and
 // applied, and the summary written once they land says what the steps in
 // between would have said, one write instead of one every SummaryInterval.
 const DefaultSummaryHold = time.Minute
@@ -95,9 +96,8 @@ type Reconciler struct {
 	// DefaultSummaryInterval); the first check-in, Offline and failures
 	// are written at once.
 	SummaryInterval time.Duration
-	// SummaryHold is how long at most a summary that shows deployments in
-	// flight is held back while they are still in flight (default
-	// DefaultSummaryHold).
+	// SummaryHold is how long at most a summary that shows a rollout under
+	// way is held back while it still is (default DefaultSummaryHold).
 	SummaryHold time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -313,7 +313,7 @@ func (r *Reconciler) end(ctx context.Context, s *scope, before *fleet.Cluster, e
 // waits SummaryInterval from when it was first held, and from the last
 // write: deployments updated and Ready again within it leave the summary
 // as it was, and nothing is written. While the summary written and the one
-// computed both show deployments in flight, it waits until they land, or
+// computed both show a rollout under way, it waits until it lands, or
 // SummaryHold after the last write.
 func (r *Reconciler) summaryWait(key client.ObjectKey, was, owned status, now time.Time) time.Duration {
 	if !summaryOnly(was, owned) {
@@ -326,16 +326,17 @@ func (r *Reconciler) summaryWait(key client.ObjectKey, was, owned status, now ti
 		return wait
 	}
 	every := r.summaryInterval()
-	if inFlight(was) && inFlight(owned) {
+	if rollingOut(was) && rollingOut(owned) {
 		every = max(every, r.summaryHold())
 	}
 	return max(wait, last.(time.Time).Add(every).Sub(now))
 }
 
-// inFlight tells whether a summary shows deployments their agents have not
-// applied yet, and have not failed to (WaitApplied).
-func inFlight(st status) bool {
-	return st.Summary.WaitApplied > 0
+// rollingOut tells whether a summary shows a rollout under way: deployments
+// their agents have not applied yet, and have not failed to (WaitApplied),
+// or staged and waiting for their turn (OutOfSync).
+func rollingOut(st status) bool {
+	return st.Summary.WaitApplied > 0 || st.Summary.OutOfSync > 0
 }
 
 // summaryOnly tells whether was and owned differ only in what sums up the

@@ -218,7 +218,7 @@ func TestOfflineFromLease(t *testing.T) {
 // TestSummaryWritesCoalesced: a change of the deployments' summary alone
 // (their counts, and the state they decide) is held back SummaryInterval
 // from when it was first held and from the cluster's last write, and while
-// the summary written and the new one both show deployments in flight,
+// the summary written and the new one both show a rollout under way,
 // SummaryHold from the last write; a first check-in, Offline or a failure
 // is written at once.
 func TestSummaryWritesCoalesced(t *testing.T) {
@@ -265,6 +265,9 @@ func TestSummaryWritesCoalesced(t *testing.T) {
 	step.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 2, WaitApplied: 1}
 	step.Status.Display.ReadyBundles = "2/3"
 	g.Expect(r.summaryWait(key, ownedStatus(rolling), ownedStatus(step), now)).To(Equal(58*time.Second), "a step of the rollout: until it lands or the hold is over")
+	staged := rolling.DeepCopy()
+	staged.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 1, OutOfSync: 2}
+	g.Expect(r.summaryWait(key, ownedStatus(staged), ownedStatus(step), now)).To(Equal(58*time.Second), "staged deployments deployed: still rolling out")
 	g.Expect(r.summaryWait(key, ownedStatus(rolling), ownedStatus(ready), now)).To(Equal(3*time.Second), "the rollout landed")
 
 	offline := counted.DeepCopy()
