@@ -46,8 +46,7 @@ type Reconciler struct {
 	// cache may not have seen a new one yet. Default mgr.GetAPIReader().
 	APIReader client.Reader
 	// CountHold is how long at most a reference count that keeps moving is
-	// held back (default DefaultCountHold); whether a Content is
-	// referenced at all is written at once.
+	// held back (default DefaultCountHold).
 	CountHold time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time

@@ -21,19 +21,14 @@ type held struct {
 
 // countDue tells whether a Content's reference count refs is written over
 // written, the count in its status, at now. prev is the change held back
-// at an earlier look (nil: none). Whether the Content is referenced at all
-// is written at once; a count that moved is written once it stays the
-// same from one look to the next, or hold after it was first held back
-// while it keeps moving: during a rollout to thousands of clusters it
-// moves with every deployment updated, and a write for each step says
-// nothing the last one will not.
+// at an earlier look (nil: none). A count that moved is written once it
+// stays the same from one look to the next, or hold after it was first
+// held back while it keeps moving: during a rollout to thousands of
+// clusters it moves with every deployment updated, and a write for each
+// step says nothing the last one will not. Collection does not read it (it
+// counts from the index), so it may lag.
 func countDue(written, refs int, prev *held, hold time.Duration, now time.Time) bool {
-	switch {
-	case refs == written:
-		return false
-	case (refs == 0) != (written == 0):
-		return true
-	case prev == nil:
+	if refs == written || prev == nil {
 		return false
 	}
 	return prev.refs == refs || !now.Before(prev.since.Add(hold))

@@ -42,9 +42,9 @@ func TestCountDue(t *testing.T) {
 		want          bool
 	}{
 		{name: "unchanged", written: 5, refs: 5},
-		{name: "first referenced: at once", written: 0, refs: 3, want: true},
-		{name: "no longer referenced: at once", written: 300, refs: 0, want: true},
 		{name: "a count that moved, first seen: held", written: 5, refs: 7},
+		{name: "first referenced, first seen: held too", written: 0, refs: 3},
+		{name: "no longer referenced, settled", written: 300, refs: 0, prev: &held{refs: 0, since: now}, now: now, want: true},
 		{name: "still moving within the hold", written: 5, refs: 60, prev: moving, now: now},
 		{name: "the same as at the last look: settled", written: 5, refs: 40, prev: moving, now: now, want: true},
 		{name: "still moving at the end of the hold", written: 5, refs: 90, prev: moving, now: now.Add(40 * time.Second), want: true},
