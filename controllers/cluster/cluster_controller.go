@@ -46,10 +46,22 @@ const DefaultLastSeenRefresh = time.Hour
 // deployments is written while they change: during a fan-out to thousands of
 // clusters each one's counts and state move with every deployment created
 // and reported Ready, and writing each step cost the API server about as
-// much as the deployments themselves. What the summary shows lags by up to
-// this much; the last state is always written, and what its agent decides
-// (a first check-in, Offline) or a failure to process is written at once.
+// much as the deployments themselves. A change waits this long from when
+// it is first seen too, so that deployments updated and Ready again within
+// it cost their Cluster no write at all. What the summary shows lags by up
+// to this much (SummaryHold during a rollout); the last state is always
+// written, and what its agent decides (a first check-in, Offline) or a
+// failure to process is written at once.
 const DefaultSummaryInterval = 10 * time.Second
+
+// DefaultSummaryHold is how long at most a Cluster's summary waits while
+// the summary it shows already says a rollout is under way and still does
+// (deployments WaitApplied: given a deploymentID their agent has not
+// applied yet, or OutOfSync: staged, waiting for their turn): during a
+// rollout the counts move with every deployment staged, patched and
+// applied, and the summary written once they land says what the steps in
+// between would have said, one write instead of one every SummaryInterval.
+const DefaultSummaryHold = time.Minute
 
 // FieldOwner is the field manager of the status fields this controller owns
 // (namespace, summary, display, and the Ready and Processed conditions): the
@@ -79,16 +91,31 @@ type Reconciler struct {
 	// deletes those of its agents, revoking their credentials. Empty: none.
 	AgentNamespace string
 	// SummaryInterval is the least time between two writes of a Cluster's
-	// status that change only its summary of deployments (default
+	// status that change only its summary of deployments, and how long
+	// such a change waits from when it is first seen (default
 	// DefaultSummaryInterval); the first check-in, Offline and failures
 	// are written at once.
 	SummaryInterval time.Duration
+	// SummaryHold is how long at most a summary that shows a rollout under
+	// way is held back while it still is (default DefaultSummaryHold).
+	SummaryHold time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
 	// written is when each Cluster's status was last written by this
 	// process (types.NamespacedName to time.Time).
 	written sync.Map
+	// held is when a change of each Cluster's summary not yet written was
+	// first held back (types.NamespacedName to time.Time); gone once it is
+	// written, or once the summary is back to what was written.
+	held sync.Map
+}
+
+func (r *Reconciler) summaryHold() time.Duration {
+	if r.SummaryHold > 0 {
+		return r.SummaryHold
+	}
+	return DefaultSummaryHold
 }
 
 func (r *Reconciler) summaryInterval() time.Duration {
@@ -241,13 +268,17 @@ func (r *Reconciler) end(ctx context.Context, s *scope, before *fleet.Cluster, e
 	}
 	result, rerr := outcome.Compute(ctx, in)
 	was, owned := ownedStatus(before), ownedStatus(c)
+	key := client.ObjectKeyFromObject(c)
 	if equality.Semantic.DeepEqual(was, owned) {
+		// Back to what was written (deployments updated and Ready again
+		// within the interval): nothing held any more.
+		r.held.Delete(key)
 		return result, rerr
 	}
-	key := client.ObjectKeyFromObject(c)
 	if wait := r.summaryWait(key, was, owned, s.now); wait > 0 {
-		// Only the summary moved, and it was written moments ago: the
-		// next write, in wait, shows where it got to by then.
+		// Only the summary moved, moments ago or while deployments are
+		// in flight: the next write, in wait, shows where it got to by
+		// then.
 		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 			result.RequeueAfter = wait
 		}
@@ -271,23 +302,41 @@ func (r *Reconciler) end(ctx context.Context, s *scope, before *fleet.Cluster, e
 	}
 	if werr == nil {
 		r.written.Store(key, s.now)
+		r.held.Delete(key)
 	}
 	return outcome.Written(result, rerr, werr)
 }
 
-// summaryWait is how long to hold back a status change from was to owned:
-// a change of the summary alone waits until SummaryInterval has passed
-// since the last write; anything else (a first check-in, a lastSeen
-// refresh, Offline, a failure to process) is written at once.
+// summaryWait is how long to hold back a status change from was to owned.
+// Anything but the summary (a first check-in, a lastSeen refresh, Offline,
+// a failure to process) is written at once. A change of the summary alone
+// waits SummaryInterval from when it was first held, and from the last
+// write: deployments updated and Ready again within it leave the summary
+// as it was, and nothing is written. While the summary written and the one
+// computed both show a rollout under way, it waits until it lands, or
+// SummaryHold after the last write.
 func (r *Reconciler) summaryWait(key client.ObjectKey, was, owned status, now time.Time) time.Duration {
 	if !summaryOnly(was, owned) {
 		return 0
 	}
+	first, _ := r.held.LoadOrStore(key, now)
+	wait := first.(time.Time).Add(r.summaryInterval()).Sub(now)
 	last, ok := r.written.Load(key)
 	if !ok {
-		return 0
+		return wait
 	}
-	return last.(time.Time).Add(r.summaryInterval()).Sub(now)
+	every := r.summaryInterval()
+	if rollingOut(was) && rollingOut(owned) {
+		every = max(every, r.summaryHold())
+	}
+	return max(wait, last.(time.Time).Add(every).Sub(now))
+}
+
+// rollingOut tells whether a summary shows a rollout under way: deployments
+// their agents have not applied yet, and have not failed to (WaitApplied),
+// or staged and waiting for their turn (OutOfSync).
+func rollingOut(st status) bool {
+	return st.Summary.WaitApplied > 0 || st.Summary.OutOfSync > 0
 }
 
 // summaryOnly tells whether was and owned differ only in what sums up the
@@ -390,5 +439,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	}
 	controllerutil.RemoveFinalizer(cluster, fleet.ClusterFinalizer)
 	r.written.Delete(client.ObjectKeyFromObject(cluster))
+	r.held.Delete(client.ObjectKeyFromObject(cluster))
 	return client.IgnoreNotFound(r.Client.Update(ctx, cluster))
 }

@@ -216,13 +216,15 @@ func TestOfflineFromLease(t *testing.T) {
 }
 
 // TestSummaryWritesCoalesced: a change of the deployments' summary alone
-// (their counts, and the state they decide) is held back until
-// SummaryInterval has passed since the cluster's last write; a first
-// check-in, Offline or a failure is written at once.
+// (their counts, and the state they decide) is held back SummaryInterval
+// from when it was first held and from the cluster's last write, and while
+// the summary written and the new one both show a rollout under way,
+// SummaryHold from the last write; a first check-in, Offline or a failure
+// is written at once.
 func TestSummaryWritesCoalesced(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Unix(1000, 0)
-	r := &Reconciler{SummaryInterval: 5 * time.Second}
+	r := &Reconciler{SummaryInterval: 5 * time.Second, SummaryHold: time.Minute}
 	key := types.NamespacedName{Namespace: "ws", Name: "edge"}
 	base := &fleet.Cluster{}
 	base.Status.Namespace = "cluster-ns"
@@ -236,10 +238,15 @@ func TestSummaryWritesCoalesced(t *testing.T) {
 	counted.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 2, NotReady: 1}
 	counted.Status.Display.ReadyBundles = "2/3"
 	meta.SetStatusCondition(&counted.Status.Conditions, metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: "NotReady", Message: "NotReady(1)"})
-	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(counted), now)).To(BeZero(), "never written by this process: at once")
+	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(counted), now)).To(Equal(5*time.Second), "never written by this process: the interval from when it was first held")
+	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(counted), now.Add(2*time.Second))).To(Equal(3*time.Second), "held 2s ago: 3s more")
+	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(counted), now.Add(5*time.Second))).To(BeNumerically("<=", 0), "held for the interval")
+	r.held.Delete(key)
 
 	r.written.Store(key, now.Add(-2*time.Second))
-	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(counted), now)).To(Equal(3*time.Second), "counts written 2s ago: 3s more")
+	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(counted), now)).To(Equal(5*time.Second), "first held now")
+	r.held.Store(key, now.Add(-time.Minute))
+	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(counted), now)).To(Equal(3*time.Second), "held long, written 2s ago: 3s more")
 	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(counted), now.Add(4*time.Second))).To(BeNumerically("<=", 0), "once the interval is over")
 
 	ready := counted.DeepCopy()
@@ -247,6 +254,22 @@ func TestSummaryWritesCoalesced(t *testing.T) {
 	ready.Status.Display = fleet.ClusterDisplay{ReadyBundles: "3/3", State: string(fleet.Ready)}
 	meta.SetStatusCondition(&ready.Status.Conditions, metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready"})
 	g.Expect(r.summaryWait(key, ownedStatus(counted), ownedStatus(ready), now)).To(Equal(3*time.Second), "turning Ready: its deployments decide it too")
+
+	// A rollout: the summary written shows deployments in flight.
+	rolling := ready.DeepCopy()
+	rolling.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 1, WaitApplied: 2}
+	rolling.Status.Display = fleet.ClusterDisplay{ReadyBundles: "1/3", State: string(fleet.WaitApplied)}
+	meta.SetStatusCondition(&rolling.Status.Conditions, metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitApplied", Message: "WaitApplied(2)"})
+	g.Expect(r.summaryWait(key, ownedStatus(ready), ownedStatus(rolling), now)).To(Equal(3*time.Second), "a rollout starting: within the interval")
+	step := rolling.DeepCopy()
+	step.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 2, WaitApplied: 1}
+	step.Status.Display.ReadyBundles = "2/3"
+	g.Expect(r.summaryWait(key, ownedStatus(rolling), ownedStatus(step), now)).To(Equal(58*time.Second), "a step of the rollout: until it lands or the hold is over")
+	staged := rolling.DeepCopy()
+	staged.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 1, OutOfSync: 2}
+	g.Expect(r.summaryWait(key, ownedStatus(staged), ownedStatus(step), now)).To(Equal(58*time.Second), "staged deployments deployed: still rolling out")
+	g.Expect(r.summaryWait(key, ownedStatus(rolling), ownedStatus(ready), now)).To(Equal(3*time.Second), "the rollout landed")
+
 	offline := counted.DeepCopy()
 	offline.Status.Display.State = fleet.ClusterStateOffline
 	g.Expect(r.summaryWait(key, ownedStatus(base), ownedStatus(offline), now)).To(BeZero(), "turning Offline")

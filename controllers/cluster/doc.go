@@ -9,4 +9,11 @@
 // computes Offline from the Lease itself (internal/checkin): a steady
 // heartbeat costs a cache read and no write. Deleting a Cluster deletes its
 // namespace and its agents' ServiceAccounts, revoking their credentials.
+//
+// The summary of a Cluster's deployments is written at most once per
+// SummaryInterval, a change of it only once it has lasted that long, and
+// while a rollout is under way on the cluster (deployments staged or not yet
+// applied) once it lands or SummaryHold has passed (summaryWait): a commit
+// to a thousand clusters costs each Cluster about one write or two, not one
+// per step of its deployments.
 package cluster

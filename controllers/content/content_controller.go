@@ -3,8 +3,10 @@ package content
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,8 +24,14 @@ import (
 )
 
 // countDelay is how long a change of a Content's references waits before it
-// is counted: the changes in between are counted with it.
+// is counted: the changes in between are counted with it. A count that
+// moved is looked at again after as long, and written once it stayed the
+// same in between (countDue).
 const countDelay = 5 * time.Second
+
+// DefaultCountHold is how long at most a Content's reference count that
+// keeps moving is held back before it is written anyway.
+const DefaultCountHold = time.Minute
 
 // Reconciler garbage-collects Contents by reference count.
 type Reconciler struct {
@@ -37,11 +45,17 @@ type Reconciler struct {
 	// server itself is asked whether a deployment references it, since the
 	// cache may not have seen a new one yet. Default mgr.GetAPIReader().
 	APIReader client.Reader
+	// CountHold is how long at most a reference count that keeps moving is
+	// held back (default DefaultCountHold).
+	CountHold time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
 	// refs is the cache's index of BundleDeployments by Content.
 	refs toolscache.Indexer
+	// held is the count change held back for each Content (its name to a
+	// *held).
+	held sync.Map
 }
 
 // SetupWithManager registers the controller and its index.
@@ -51,6 +65,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	if r.Now == nil {
 		r.Now = time.Now
+	}
+	if r.CountHold == 0 {
+		r.CountHold = DefaultCountHold
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
@@ -72,7 +89,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	r.refs = refs
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&fleet.Content{}).
+		// Its own status writes do not wake a Content: while its count
+		// moves, each would be counted and written again at once.
+		For(&fleet.Content{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// Only what moves a reference: a deployment created, deleted or
 		// pointed at another Content. Its agent's status writes (one per
 		// deployment during a fan-out) do not; and while a fan-out creates
@@ -105,24 +125,61 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	content := &fleet.Content{}
 	if err := r.Client.Get(ctx, req.NamespacedName, content); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.held.Delete(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{content: content}
 	before := content.DeepCopy()
 	defer func() {
+		if s.deleted {
+			r.held.Delete(req.Name)
+		}
+		due := reterr == nil && !s.deleted && r.countDue(s, &result)
 		in := outcome.Input{Object: content, Err: reterr, After: result.RequeueAfter}
-		if reterr != nil || s.deleted {
-			// Nothing new to say, or nobody to say it to.
+		if !due {
+			// Nothing new to say, nobody to say it to, or not yet.
 			result, reterr = outcome.Compute(ctx, in)
 			return
 		}
 		computeStatus(content, s.refs)
 		result, reterr = outcome.Finish(ctx, r.Client, before, in)
+		if reterr == nil {
+			r.held.Delete(req.Name)
+		}
 	}()
 	if err := r.countReferences(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.collect(ctx, s)
+}
+
+// countDue tells whether the count is written now (countDue); if not, and
+// it moved, the change is held back and looked at again after countDelay.
+func (r *Reconciler) countDue(s *scope, result *ctrl.Result) bool {
+	name := s.content.Name
+	var prev *held
+	if v, ok := r.held.Load(name); ok {
+		prev = v.(*held)
+	}
+	now := r.Now()
+	if countDue(s.content.Status.ReferenceCount, s.refs, prev, r.CountHold, now) {
+		return true
+	}
+	if s.refs == s.content.Status.ReferenceCount {
+		r.held.Delete(name)
+		return false
+	}
+	since := now
+	if prev != nil {
+		since = prev.since
+	}
+	r.held.Store(name, &held{refs: s.refs, since: since})
+	if result.RequeueAfter == 0 || countDelay < result.RequeueAfter {
+		result.RequeueAfter = countDelay
+	}
+	return false
 }
 
 // countReferences counts the BundleDeployments that reference the Content,

@@ -30,3 +30,28 @@ func TestUntilCollected(t *testing.T) {
 		})
 	}
 }
+
+func TestCountDue(t *testing.T) {
+	now := time.Unix(1000, 0)
+	moving := &held{refs: 40, since: now.Add(-20 * time.Second)}
+	cases := []struct {
+		name          string
+		written, refs int
+		prev          *held
+		now           time.Time
+		want          bool
+	}{
+		{name: "unchanged", written: 5, refs: 5},
+		{name: "a count that moved, first seen: held", written: 5, refs: 7},
+		{name: "first referenced, first seen: held too", written: 0, refs: 3},
+		{name: "no longer referenced, settled", written: 300, refs: 0, prev: &held{refs: 0, since: now}, now: now, want: true},
+		{name: "still moving within the hold", written: 5, refs: 60, prev: moving, now: now},
+		{name: "the same as at the last look: settled", written: 5, refs: 40, prev: moving, now: now, want: true},
+		{name: "still moving at the end of the hold", written: 5, refs: 90, prev: moving, now: now.Add(40 * time.Second), want: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(countDue(tc.written, tc.refs, tc.prev, time.Minute, tc.now)).To(Equal(tc.want))
+		})
+	}
+}

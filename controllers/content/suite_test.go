@@ -68,6 +68,16 @@ func TestReferencedContentStays(t *testing.T) {
 		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
 		g.Expect(got.Status.ReferenceCount).To(Equal(1))
 	}).WithTimeout(20*time.Second).Should(Succeed(), "the reference counted")
+
+	// A count that moved and then stays is written once it settled.
+	second := &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns.Name,
+		Labels: map[string]string{fleet.ContentNameLabel: c.Name}}}
+	g.Expect(env.CreateAndWait(ctx, second)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &fleet.Content{}
+		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+		g.Expect(got.Status.ReferenceCount).To(Equal(2))
+	}).WithTimeout(30*time.Second).Should(Succeed(), "the second reference counted")
 	g.Consistently(func() error {
 		return env.Get(ctx, client.ObjectKeyFromObject(c), &fleet.Content{})
 	}).WithTimeout(grace+time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), "the referenced Content kept past its grace")
