@@ -55,8 +55,8 @@ func (p pacing) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.StatusCode != http.StatusTooManyRequests {
 		return resp, err
 	}
-	seconds, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After")))
-	if err != nil || seconds < 1 {
+	seconds, ok := retryAfter(resp.Header)
+	if !ok {
 		return resp, nil
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
@@ -65,7 +65,7 @@ func (p pacing) RoundTrip(req *http.Request) (*http.Response, error) {
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusFailure, Code: http.StatusTooManyRequests, Reason: metav1.StatusReasonTooManyRequests,
 		Message: fmt.Sprintf("the manager's API server is busy (429 Too Many Requests): it asks to retry after %ds", seconds),
-		Details: &metav1.StatusDetails{RetryAfterSeconds: int32(min(seconds, 3600))}, //nolint:gosec // G115: bounded above
+		Details: &metav1.StatusDetails{RetryAfterSeconds: int32(seconds)},
 	}
 	body, err := json.Marshal(status)
 	if err != nil {
@@ -78,6 +78,15 @@ func (p pacing) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.ContentLength = int64(len(body))
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
+}
+
+// retryAfter reads a Retry-After of whole seconds, at most an hour.
+func retryAfter(h http.Header) (int, bool) {
+	seconds, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After")))
+	if err != nil || seconds < 1 {
+		return 0, false
+	}
+	return min(seconds, 3600), true
 }
 
 // retryWait is the wait before trying again after err: what the server

@@ -84,6 +84,7 @@ func scalingRun(parent context.Context, n, b int) ([]Result, error) {
 		return nil, err
 	}
 	defer f.mgr.Stop()
+	f.progress = startProgress(ctx, f)
 	start := time.Now()
 	err = f.Register(ctx)
 	if err == nil {
