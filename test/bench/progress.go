@@ -16,8 +16,9 @@ import (
 	"github.com/gitfleet/fleet/test/simagent"
 )
 
-// progressEvery is how often a scaling run prints where it is.
-const progressEvery = 30 * time.Second
+// progressEvery is how often a scaling run prints where it is
+// (-progress-every).
+var progressEvery = 30 * time.Second
 
 // progress prints, while a scaling run goes on, the figures it has so far
 // (one JSON line on stderr, "progress" in it, every progressEvery): a run
@@ -78,7 +79,7 @@ func startProgress(ctx context.Context, f *fleetRun) *progress {
 	p := &progress{f: f}
 	p.enter("start")
 	go func() {
-		t := time.NewTicker(progressEvery)
+		t := time.NewTicker(max(progressEvery, time.Second))
 		defer t.Stop()
 		for {
 			select {
