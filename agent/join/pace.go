@@ -50,6 +50,10 @@ func withPacing(cfg *rest.Config) *rest.Config {
 // details hold it, without the header client-go retries by.
 type pacing struct{ next http.RoundTripper }
 
+// WrappedRoundTripper lets client-go reach the transport underneath (to
+// cancel a request that timed out).
+func (p pacing) WrappedRoundTripper() http.RoundTripper { return p.next }
+
 func (p pacing) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := p.next.RoundTrip(req)
 	if err != nil || resp.StatusCode != http.StatusTooManyRequests {

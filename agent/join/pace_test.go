@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/gitfleet/fleet/agent/upstream"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -72,4 +73,13 @@ func TestRetryWaitSpreadsTheServersAdvice(t *testing.T) {
 	}
 	g.Expect(len(seen)).To(BeNumerically(">", 16), "spread over the seconds after the advice")
 	g.Expect(retryWait(apierrors.NewInternalError(context.Canceled), time.Second)).To(Equal(time.Second), "no advice: the fallback")
+}
+
+// client-go finds the transport underneath, to cancel what timed out.
+func TestPacingWrapsItsTransport(t *testing.T) {
+	var rt http.RoundTripper = pacing{next: http.DefaultTransport}
+	w, ok := rt.(utilnet.RoundTripperWrapper)
+	if !ok || w.WrappedRoundTripper() != http.DefaultTransport {
+		t.Fatalf("pacing does not expose the transport it wraps")
+	}
 }
