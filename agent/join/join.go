@@ -208,7 +208,9 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 	if err != nil {
 		return nil, err
 	}
-	manager, err := upstream.NewClient(upstream.WithTLSMode(upstream.Config(boot.APIServerURL, []byte(boot.APIServerCA), boot.Token), cfg.AgentTLSMode))
+	// The API server's 429s come back to these loops, which spread their
+	// retries (withPacing, retryWait).
+	manager, err := upstream.NewClient(withPacing(upstream.WithTLSMode(upstream.Config(boot.APIServerURL, []byte(boot.APIServerCA), boot.Token), cfg.AgentTLSMode)))
 	if err != nil {
 		return nil, fmt.Errorf("manager API server %s: %w", boot.APIServerURL, err)
 	}
@@ -247,15 +249,7 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 	// Proves that this request was made with the token its label names
 	// (any token may name any other).
 	registration.Prove(boot.Token, reg)
-	create := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 6, Cap: 10 * time.Second}
-	err = retry.OnError(create, transient, func() error {
-		err := manager.Create(ctx, reg.DeepCopy())
-		if apierrors.IsAlreadyExists(err) {
-			return nil // ours: an earlier try was made after all
-		}
-		return err
-	})
-	if err != nil {
+	if err := createRequest(ctx, manager, reg); err != nil {
 		return nil, explain("creating the cluster registration", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Created cluster registration, waiting for the manager to grant it", "registration", reg.Namespace+"/"+reg.Name, "clientID", clientID)
@@ -265,9 +259,14 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 	// it takes longer, thousands of clusters are registering at once: the
 	// polls thin out rather than slow the grants down further (pollWait).
 	b := &backoff.Backoff{Min: 250 * time.Millisecond, Max: 3 * time.Second}
-	deadline := time.Now().Add(5 * time.Minute)
+	// The request is waited for as long as it is there and the bootstrap
+	// it was made with is too: a new request would wait in the same queue
+	// and cost the manager a second grant (see stillWaiting).
+	check := time.Now().Add(stillWaitingEvery)
+	var missingSince time.Time
 	refused := ""
 	for {
+		var throttled error
 		got := &fleet.ClusterRegistration{}
 		// Served from the API server's watch cache (resourceVersion 0): many
 		// agents waiting at once must not each reach etcd on every poll. The
@@ -303,23 +302,108 @@ func register(ctx context.Context, o Options, boot *agentinstall.Bootstrap, proo
 		case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
 			return nil, explain("waiting for the grant", err)
 		case apierrors.IsNotFound(err):
-			// Not in the watch cache yet.
+			// Not in the watch cache yet, or deleted (stillWaiting).
+			if missingSince.IsZero() {
+				missingSince = time.Now()
+			}
 		default:
 			// The API server is busy (429) or unreachable for a moment: keep
 			// waiting for this registration rather than make another one,
 			// which would only add to the manager's work.
+			throttled = err
 			ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the grant", "reason", err.Error())
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("registration %s/%s was not granted within 5 minutes: is the manager running?", reg.Namespace, reg.Name)
+		if err == nil {
+			missingSince = time.Time{}
+		}
+		if time.Now().After(check) {
+			if err := stillWaiting(ctx, o, manager, reg, boot, missingSince, refused); err != nil {
+				return nil, err
+			}
+			check = time.Now().Add(stillWaitingEvery)
+		}
+		wait := pollWait(b, time.Since(started))
+		if throttled != nil {
+			wait = max(wait, retryWait(throttled, 0))
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(pollWait(b, time.Since(started))):
+		case <-time.After(wait):
 		}
 	}
 }
+
+// stillWaitingEvery is how often a registration waiting for its grant
+// checks that it is worth waiting for (stillWaiting).
+const stillWaitingEvery = 5 * time.Minute
+
+// stillWaiting tells whether to go on waiting for the grant of reg: an
+// error (start again from the bootstrap) when the bootstrap Secret it was
+// made with was replaced or removed, or when reg is gone (missing from the
+// watch cache since missingSince, and from etcd); else it logs that the
+// request is still waiting. A grant that is merely slow (thousands of
+// clusters registering at once, the manager granting them one after the
+// other) is waited for: giving up on it for a new request would put the
+// agent at the back of the queue and have the manager grant both.
+func stillWaiting(ctx context.Context, o Options, manager client.Client, reg *fleet.ClusterRegistration, boot *agentinstall.Bootstrap, missingSince time.Time, refused string) error {
+	secret := &corev1.Secret{}
+	err := o.Local.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: fleet.AgentBootstrapSecretName}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("the %s/%s secret was removed while registration %s/%s waited for its grant: registering again from what is there now", o.Namespace, fleet.AgentBootstrapSecretName, reg.Namespace, reg.Name)
+	case err == nil:
+		now, err := agentinstall.ReadBootstrap(secret)
+		if err != nil || *now != *boot {
+			return fmt.Errorf("the %s/%s secret changed while registration %s/%s waited for its grant: registering with the new one", o.Namespace, fleet.AgentBootstrapSecretName, reg.Namespace, reg.Name)
+		}
+	}
+	if !missingSince.IsZero() && time.Since(missingSince) > time.Minute {
+		// Not in the watch cache for a minute: ask etcd.
+		err := manager.Get(ctx, client.ObjectKeyFromObject(reg), &fleet.ClusterRegistration{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("registration %s/%s is gone (deleted before it was granted): making a new one", reg.Namespace, reg.Name)
+		}
+	}
+	kv := []any{"registration", reg.Namespace + "/" + reg.Name}
+	if refused != "" {
+		kv = append(kv, "refused", refused)
+	}
+	ctrl.LoggerFrom(ctx).Info("Still waiting for the manager to grant the registration: is the manager running? (many clusters registering at once are granted one after the other)", kv...)
+	return nil
+}
+
+// createRequest creates reg, retrying what is transient: a 429 after the
+// wait the API server asked for, spread out (retryWait), for as long as it
+// keeps asking, within createPatience; other transient errors up to six
+// times, with a growing backoff.
+func createRequest(ctx context.Context, manager client.Client, reg *fleet.ClusterRegistration) error {
+	b := &backoff.Backoff{Min: 500 * time.Millisecond, Max: 10 * time.Second}
+	deadline := time.Now().Add(createPatience)
+	failures := 0
+	for {
+		err := manager.Create(ctx, reg.DeepCopy())
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return nil // AlreadyExists: ours, an earlier try was made after all
+		}
+		if !transient(err) {
+			return err
+		}
+		if _, paced := apierrors.SuggestsClientDelay(err); !paced {
+			failures++
+		}
+		if failures >= 6 || time.Now().After(deadline) {
+			return err
+		}
+		if !backoff.Sleep(ctx, retryWait(err, b.Next())) {
+			return ctx.Err()
+		}
+	}
+}
+
+// createPatience bounds how long a registration's create is retried while
+// the API server asks to wait.
+const createPatience = 15 * time.Minute
 
 // pollWait is the wait before the next look at a registration that has
 // taken so long so far (its request's create included): b's short, growing

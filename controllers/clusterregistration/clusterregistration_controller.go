@@ -156,6 +156,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return outcome.Result(r.reconcileDelete(ctx, s), 0)
 	}
 
+	if !reg.Status.Granted {
+		if dropped, err := r.dropAbandoned(ctx, reg); dropped || err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
 	before := reg.DeepCopy()
 	var err error
 	defer func() { res, retErr = r.end(ctx, s, before, err) }()

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -425,6 +426,46 @@ func (r *Reconciler) replaceOlder(ctx context.Context, s *scope) error {
 		}
 	}
 	return nil
+}
+
+// dropAbandoned deletes reg, not granted, when its agent has given up
+// waiting for it: a request of the same identity with the same token was
+// made after it (an agent waits for its latest request only). Granting it
+// would cost a ServiceAccount, its token and RoleBinding, and the status
+// write, all deleted again when the newer one is granted: when thousands
+// of clusters register at once and the grants come slowly, agents that
+// gave up on their first request had the manager grant each of them
+// several times over. It tells whether reg was deleted.
+func (r *Reconciler) dropAbandoned(ctx context.Context, reg *fleet.ClusterRegistration) (bool, error) {
+	list := &fleet.ClusterRegistrationList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(reg.Namespace), client.MatchingFields{fleet.ClientIDIndex: reg.Spec.ClientID}); err != nil {
+		return false, err
+	}
+	newer := abandonedFor(reg, list.Items)
+	if newer == "" {
+		return false, nil
+	}
+	if err := r.Client.Delete(ctx, reg, client.Preconditions{UID: &reg.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Deleted a registration its agent gave up waiting for", "registration", reg.Name, "newer", newer)
+	return true, nil
+}
+
+// abandonedFor is the name of the request among others that makes reg,
+// not granted, one its agent gave up: of the same identity and token, made
+// a whole second or more after it ("" if none). Requests of the same
+// second are left to supersedes.
+func abandonedFor(reg *fleet.ClusterRegistration, others []fleet.ClusterRegistration) string {
+	token := reg.Labels[fleet.RegistrationTokenLabel]
+	for i := range others {
+		o := &others[i]
+		if o.UID != reg.UID && o.Spec.ClientID == reg.Spec.ClientID && o.Labels[fleet.RegistrationTokenLabel] == token &&
+			o.DeletionTimestamp.IsZero() && reg.CreationTimestamp.Before(&o.CreationTimestamp) {
+			return o.Name
+		}
+	}
+	return ""
 }
 
 // supersedes tells whether granting reg, not granted yet, replaces old, a

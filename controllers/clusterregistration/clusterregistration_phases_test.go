@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/outcome"
@@ -151,6 +152,38 @@ func TestSupersedes(t *testing.T) {
 					t.Errorf("created at %v, a sees b granted %v, b sees a granted %v: each deletes the other", secs, aSeesBGranted, bSeesAGranted)
 				}
 			}
+		}
+	}
+}
+
+// TestAbandonedFor checks which pending requests count as given up by their
+// agent: one of the same identity and token was made a second or more
+// after them.
+func TestAbandonedFor(t *testing.T) {
+	at := func(sec int64) metav1.Time { return metav1.NewTime(time.Unix(1_800_000_000+sec, 0)) }
+	reg := func(name, clientID, token string, sec int64) fleet.ClusterRegistration {
+		return fleet.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), CreationTimestamp: at(sec),
+			Labels: map[string]string{fleet.RegistrationTokenLabel: token}}, Spec: fleet.ClusterRegistrationSpec{ClientID: clientID}}
+	}
+	first := reg("request-1", "edge-1", "token", 0)
+	deleting := reg("request-4", "edge-1", "token", 9)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Unix(1_800_000_100, 0)}
+	cases := []struct {
+		name   string
+		others []fleet.ClusterRegistration
+		want   string
+	}{
+		{"alone", []fleet.ClusterRegistration{first}, ""},
+		{"a newer one of its agent", []fleet.ClusterRegistration{first, reg("request-2", "edge-1", "token", 40)}, "request-2"},
+		{"a newer one of another identity", []fleet.ClusterRegistration{first, reg("request-2", "edge-2", "token", 40)}, ""},
+		{"a newer one with another token", []fleet.ClusterRegistration{first, reg("request-2", "edge-1", "other", 40)}, ""},
+		{"one of the same second", []fleet.ClusterRegistration{first, reg("request-2", "edge-1", "token", 0)}, ""},
+		{"an older one", []fleet.ClusterRegistration{reg("request-0", "edge-1", "token", -40), first}, ""},
+		{"a newer one being deleted", []fleet.ClusterRegistration{first, deleting}, ""},
+	}
+	for _, c := range cases {
+		if got := abandonedFor(&first, c.others); got != c.want {
+			t.Errorf("%s: abandonedFor = %q, want %q", c.name, got, c.want)
 		}
 	}
 }

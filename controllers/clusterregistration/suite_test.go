@@ -436,3 +436,30 @@ func TestTokenValuesReissuedRevokeTheOldOnes(t *testing.T) {
 		g.Expect(reg.Status.Granted).To(BeTrue())
 	}).WithTimeout(30*time.Second).Should(Succeed(), "granted with the new values")
 }
+
+// A request its agent gave up waiting for (it made a newer one, of the same
+// identity and token, after it) is deleted when the manager gets to it, not
+// granted: granting it would only be undone by the newer one's grant.
+func TestAbandonedRequestIsDeletedNotGranted(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	ns, _ := workspace(ctx, g, "abandoned")
+	// A token that does not exist yet keeps both requests waiting.
+	first := request(ns.Name, "later-token", "gave-up", nil)
+	g.Expect(env.Create(ctx, first)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(accepted(ctx, g, first)).NotTo(BeNil())
+	}).WithTimeout(30*time.Second).Should(Succeed(), "the first request looked at")
+	// Creation times count whole seconds.
+	time.Sleep(1100 * time.Millisecond)
+	second := request(ns.Name, "later-token", "gave-up", nil)
+	g.Expect(env.Create(ctx, second)).To(Succeed())
+	// The manager gets to the first request again (any change of it).
+	patch := client.MergeFrom(first.DeepCopy())
+	first.Annotations = map[string]string{"test": "again"}
+	g.Expect(env.Patch(ctx, first, patch)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Get(ctx, client.ObjectKeyFromObject(first), &fleet.ClusterRegistration{}))
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "the request given up is deleted")
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(second), &fleet.ClusterRegistration{})).To(Succeed(), "the newer one stays")
+}

@@ -50,6 +50,8 @@ type fleetRun struct {
 	// self this process's (the simulated agents' CPU).
 	prof *apiProfiler
 	self *selfProfiler
+	// progress prints interim figures while the run goes on (nil: none).
+	progress *progress
 }
 
 // finishProfiles ends the profiles markProfiled started, recording them in
@@ -225,13 +227,16 @@ func (f *fleetRun) Register(ctx context.Context) error {
 	f.markProfiled(ctx)
 	cpu := cpuSeconds(f.mgr)
 	start := time.Now()
-	agents, took, err := simagent.RegisterPrepared(ctx, host, f.n)
+	f.progress.enter("register")
+	agents, took, err := simagent.RegisterPreparedCounting(ctx, host, f.n, f.progress.counter())
 	if err != nil {
 		f.finishProfiles(nil)
 		return err
 	}
 	s := since(start)
 	f.agents = agents
+	f.progress.setAgents(agents)
+	f.progress.enter("settle")
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	// The manager finishes its part (the Clusters' status) after the last
 	// agent holds its credential: the writes are counted until they settle.
@@ -337,6 +342,7 @@ func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) 
 	limit := max(30*time.Minute, time.Duration(want/20)*time.Second)
 	fmt.Fprintf(os.Stderr, "Creating %d bundles of 10 KB for %d clusters\n", f.b, f.n)
 	start := time.Now()
+	f.progress.enter("ready")
 	if err := createBundles(ctx, f.c, f.b); err != nil {
 		return err
 	}

@@ -200,6 +200,7 @@ func main() {
 	bundles := flag.Int("bundles", 10, "bundles (B)")
 	experiments := flag.String("experiments", "all", "comma-separated: "+experimentNames+" (all = every one but notify, scaling, monorepo and content; scaling starts its own control planes)")
 	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
+	flag.DurationVar(&progressEvery, "progress-every", progressEvery, "scaling experiment: how often to print the figures so far (a line with \"progress\" on stderr)")
 	flag.IntVar(&monorepoApps, "monorepo-gitrepos", 100, "monorepo experiment: the GitRepos (one app directory each) compared with one GitRepo reading every directory")
 	flag.IntVar(&monorepoCommits, "monorepo-commits", 3, "monorepo experiment: the commits measured")
 	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")

@@ -84,6 +84,10 @@ func scalingRun(parent context.Context, n, b int) ([]Result, error) {
 		return nil, err
 	}
 	defer f.mgr.Stop()
+	// The progress ends before the manager and the control plane stop.
+	progressCtx, stopProgress := context.WithCancel(ctx)
+	defer stopProgress()
+	f.progress = startProgress(progressCtx, f)
 	start := time.Now()
 	err = f.Register(ctx)
 	if err == nil {

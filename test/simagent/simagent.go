@@ -84,7 +84,10 @@ func Prepare(ctx context.Context, host client.Client, i int, boot *agentinstall.
 // Register runs the real registration of the agent whose system namespace
 // in the host cluster is ns.
 func Register(ctx context.Context, host client.Client, ns string) (*Agent, error) {
-	cred, err := join.Ensure(ctx, join.Options{Namespace: ns, Local: host, MinBackoff: 50 * time.Millisecond, MaxBackoff: 2 * time.Second})
+	// The real agent's backoff between attempts (its flags' defaults, 1s to
+	// a minute): a faster one would make thousands of simulated agents
+	// retry harder than real ones when registration is slow.
+	cred, err := join.Ensure(ctx, join.Options{Namespace: ns, Local: host})
 	if err != nil {
 		return nil, err
 	}
@@ -315,6 +318,13 @@ func PrepareAll(ctx context.Context, host client.Client, n int, boot *agentinsta
 // RegisterPrepared registers the prepared agents 0 to n-1 at once,
 // returning them and how long each took.
 func RegisterPrepared(ctx context.Context, host client.Client, n int) ([]*Agent, []time.Duration, error) {
+	return RegisterPreparedCounting(ctx, host, n, nil)
+}
+
+// RegisterPreparedCounting is RegisterPrepared, adding one to registered
+// (when not nil) as each agent holds its credential: how far a long
+// registration has got while it runs.
+func RegisterPreparedCounting(ctx context.Context, host client.Client, n int, registered *atomic.Int64) ([]*Agent, []time.Duration, error) {
 	agents := make([]*Agent, n)
 	took := make([]time.Duration, n)
 	errs := make([]error, n)
@@ -326,6 +336,9 @@ func RegisterPrepared(ctx context.Context, host client.Client, n int) ([]*Agent,
 			defer wg.Done()
 			agents[i], errs[i] = Register(ctx, host, fmt.Sprintf("sim-%d", i))
 			took[i] = time.Since(start)
+			if registered != nil && errs[i] == nil {
+				registered.Add(1)
+			}
 		}()
 	}
 	wg.Wait()
