@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -49,9 +50,7 @@ func TestHelmOpsBundleCopiesTheSecretPerDeployment(t *testing.T) {
 	}
 	// The HelmOp drops its helmSecretName: the copies go, the
 	// BundleDeployments stay.
-	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
-	b.Spec.HelmOpOptions.SecretName = ""
-	g.Expect(env.Update(ctx, b)).To(Succeed())
+	setSecretName(ctx, g, b, "")
 	for _, clusterNS := range targeted {
 		g.Eventually(func(g Gomega) {
 			bd := &fleet.BundleDeployment{}
@@ -60,9 +59,7 @@ func TestHelmOpsBundleCopiesTheSecretPerDeployment(t *testing.T) {
 			g.Expect(apierrors.IsNotFound(env.Get(ctx, client.ObjectKey{Namespace: clusterNS, Name: "pulled"}, &corev1.Secret{}))).To(BeTrue())
 		}).WithTimeout(timeout).Should(Succeed(), "the Secret copy in %s deleted once no Secret is named", clusterNS)
 	}
-	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
-	b.Spec.HelmOpOptions.SecretName = "repo-creds"
-	g.Expect(env.Update(ctx, b)).To(Succeed())
+	setSecretName(ctx, g, b, "repo-creds")
 	for _, clusterNS := range targeted {
 		g.Eventually(func() error {
 			return env.Get(ctx, client.ObjectKey{Namespace: clusterNS, Name: "pulled"}, &corev1.Secret{})
@@ -75,6 +72,19 @@ func TestHelmOpsBundleCopiesTheSecretPerDeployment(t *testing.T) {
 			return apierrors.IsNotFound(env.Get(ctx, client.ObjectKey{Namespace: clusterNS, Name: "pulled"}, &corev1.Secret{}))
 		}).WithTimeout(timeout).Should(BeTrue(), "the Secret copy in %s deleted with its BundleDeployment", clusterNS)
 	}
+}
+
+// setSecretName writes the Bundle's helmOpOptions.secretName, as the
+// HelmOp controller does, again when the bundle controller wrote the Bundle
+// meanwhile.
+func setSecretName(ctx context.Context, g Gomega, b *fleet.Bundle, name string) {
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return err
+		}
+		b.Spec.HelmOpOptions.SecretName = name
+		return env.Update(ctx, b)
+	})).To(Succeed())
 }
 
 // A HelmOp's bundle naming a version constraint, or a missing Secret, is
