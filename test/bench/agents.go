@@ -113,6 +113,10 @@ func (e *bdEvents) total() int64 { return e.adds.Load() + e.updates.Load() + e.d
 // pprofAddr, when set, is where the manager serves Go profiles.
 var pprofAddr string
 
+// managerMemLimit, when set, is the manager's GOMEMLIMIT, as a memory limit
+// on its container would set it (internal/memlimit: 80% of the limit).
+var managerMemLimit string
+
 func startManager(cp *controlplane.ControlPlane, extra ...string) (*manager, error) {
 	logDir, _ := os.MkdirTemp("", "fleet-bench-")
 	fmt.Fprintf(os.Stderr, "Starting fleet-manager (log in %s)\n", logDir)
@@ -147,7 +151,11 @@ func startManager(cp *controlplane.ControlPlane, extra ...string) (*manager, err
 		fmt.Fprintf(os.Stderr, "The manager serves profiles at http://%s/debug/pprof/\n", pprofAddr)
 		args = append(args, "--pprof-bind-address", pprofAddr)
 	}
-	p, err := framework.StartManagerProcess(logDir, "manager", args...)
+	var env []string
+	if managerMemLimit != "" {
+		env = []string{"GOMEMLIMIT=" + managerMemLimit}
+	}
+	p, err := framework.StartManagerProcessEnv(logDir, "manager", env, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -203,6 +203,7 @@ func main() {
 	flag.DurationVar(&progressEvery, "progress-every", progressEvery, "scaling experiment: how often to print the figures so far (a line with \"progress\" on stderr)")
 	flag.IntVar(&monorepoApps, "monorepo-gitrepos", 100, "monorepo experiment: the GitRepos (one app directory each) compared with one GitRepo reading every directory")
 	flag.IntVar(&monorepoCommits, "monorepo-commits", 3, "monorepo experiment: the commits measured")
+	flag.StringVar(&managerMemLimit, "manager-gomemlimit", "", "the manager's GOMEMLIMIT (e.g. 800MiB, what a 1000Mi container limit gives it); default none, as without a container limit")
 	flag.StringVar(&pprofAddr, "pprof", "", "serve the manager's Go profiles at this address (e.g. 127.0.0.1:6060)")
 	flag.BoolVar(&profileEnabled, "apiserver-profile", true, "read the API server's CPU profile during registration and fan-out")
 	flag.StringVar(&profileDir, "apiserver-profile-dir", "", "also write the API server's CPU profiles into this directory")

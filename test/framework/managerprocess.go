@@ -20,11 +20,22 @@ func FreeAddr() (string, error) { return localcluster.FreeAddr() }
 // namespaces it creates exist. On failure the process is killed and the error
 // holds the tail of its log.
 func StartManagerProcess(dir, logName string, args ...string) (*Process, error) {
+	return StartManagerProcessEnv(dir, logName, nil, args...)
+}
+
+// StartManagerProcessEnv is StartManagerProcess with env ("NAME=value")
+// added to this process's environment, e.g. the GOMEMLIMIT a Deployment's
+// memory limit would give it.
+func StartManagerProcessEnv(dir, logName string, env []string, args ...string) (*Process, error) {
 	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	p, err := Start(dir, logName, "fleet-manager", append(args, "--health-probe-bind-address", addr)...)
+	bin, err := Binary("fleet-manager")
+	if err != nil {
+		return nil, err
+	}
+	p, err := localcluster.StartFile(dir, logName, bin, env, append(args, "--health-probe-bind-address", addr)...)
 	if err != nil {
 		return nil, err
 	}
