@@ -523,7 +523,7 @@ func setupManagerAddress(_ context.Context, d *deps) error {
 
 func setupBundle(ctx context.Context, d *deps) error {
 	return (&bundle.Reconciler{Client: d.mgr.GetClient(), Workers: d.o.Workers, Recorder: d.recorder("fleet-bundle"),
-		Shard: d.o.ShardID, OCIStorageSecret: d.o.ociStorage().Secret}).SetupWithManager(ctx, d.mgr)
+		Shard: d.o.ShardID, OCIStorageSecret: d.o.ociStorage().Secret, Secrets: d.secrets}).SetupWithManager(ctx, d.mgr)
 }
 
 func setupCluster(_ context.Context, d *deps) error {

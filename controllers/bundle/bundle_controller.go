@@ -22,6 +22,7 @@ import (
 	"github.com/gitfleet/fleet/internal/cacheindex"
 	"github.com/gitfleet/fleet/internal/ocistorage"
 	"github.com/gitfleet/fleet/internal/outcome"
+	"github.com/gitfleet/fleet/internal/secretmeta"
 	"github.com/gitfleet/fleet/internal/sharding"
 	"github.com/gitfleet/fleet/internal/target"
 )
@@ -49,6 +50,10 @@ type Reconciler struct {
 	// name it (fleet.OCIStorageSecretAnnotation) besides Secrets of their
 	// own namespace.
 	OCIStorageSecret types.NamespacedName
+	// Secrets is the manager's metadata watch of Secrets: a change of the
+	// Secret a bundle's agent Secrets come from rewrites them. Nil: they
+	// follow at the bundle's next full pass.
+	Secrets *secretmeta.Watch
 
 	// ociSecrets remembers the agent Secrets written next to the
 	// BundleDeployments of bundles in OCI storage (see ensureOCISecret).
@@ -103,15 +108,21 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	groupChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
 	// A Cluster's deployment window opening or closing is in its status.
 	clusterChanged := predicate.Or(groupChanged, windowChanged)
-	return ctrl.NewControllerManagedBy(mgr).
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleet.Bundle{}, agentSecretIndex, indexAgentSecretSource); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Bundle{}, builder.WithPredicates(sharding.Predicate(r.Shard))).
 		// Status changes of many deployments coalesce into one pass.
 		Watches(&fleet.BundleDeployment{}, r.deploymentEvents(), builder.WithPredicates(sharding.Predicate(r.Shard))).
 		Watches(&fleet.Cluster{}, r.retargetOn(r.bundlesForCluster, nil), builder.WithPredicates(clusterChanged)).
 		Watches(&fleet.ClusterGroup{}, r.retargetOn(r.bundlesInNamespace, r.mem.forgetGroup), builder.WithPredicates(groupChanged)).
 		Watches(&fleet.BundleNamespaceMapping{}, r.retargetOn(r.bundlesInNamespace, nil)).
-		Watches(&fleet.Policy{}, r.retargetOn(r.bundlesInNamespace, nil)).
-		Named("bundle").
+		Watches(&fleet.Policy{}, r.retargetOn(r.bundlesInNamespace, nil))
+	if r.Secrets != nil {
+		b = b.WatchesRawSource(r.Secrets.Source(r.secretEvents()))
+	}
+	return b.Named("bundle").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }

@@ -66,6 +66,20 @@ func TestHelmOpsBundleCopiesTheSecretPerDeployment(t *testing.T) {
 		}).WithTimeout(timeout).Should(Succeed(), "the Secret copy in %s back", clusterNS)
 	}
 
+	// The HelmOp's Secret changes (a rotated password), the Bundle does
+	// not: every copy follows at once, not at the bundle's next change.
+	src := &corev1.Secret{}
+	g.Expect(env.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "repo-creds"}, src)).To(Succeed())
+	src.Data["password"] = []byte("rotated")
+	g.Expect(env.Update(ctx, src)).To(Succeed())
+	for _, clusterNS := range targeted {
+		g.Eventually(func(g Gomega) {
+			s := &corev1.Secret{}
+			g.Expect(env.Get(ctx, client.ObjectKey{Namespace: clusterNS, Name: "pulled"}, s)).To(Succeed())
+			g.Expect(string(s.Data["password"])).To(Equal("rotated"))
+		}).WithTimeout(timeout).Should(Succeed(), "the Secret copy in %s with the rotated password", clusterNS)
+	}
+
 	g.Expect(env.Delete(ctx, b)).To(Succeed())
 	for _, clusterNS := range targeted {
 		g.Eventually(func() bool {

@@ -17,6 +17,7 @@ import (
 	"github.com/gitfleet/fleet/controllers/bundle"
 	"github.com/gitfleet/fleet/internal/conditions"
 	"github.com/gitfleet/fleet/internal/names"
+	"github.com/gitfleet/fleet/internal/secretmeta"
 	"github.com/gitfleet/fleet/test/envtest"
 )
 
@@ -29,7 +30,11 @@ func TestMain(m *testing.M) {
 		// Only the bundle controller runs: the tests make the cluster
 		// namespaces the cluster controller would.
 		SetupReconcilers: func(ctx context.Context, mgr ctrl.Manager) error {
-			return (&bundle.Reconciler{Client: mgr.GetClient(), Workers: 2}).SetupWithManager(ctx, mgr)
+			secrets, err := secretmeta.ForManager(mgr)
+			if err != nil {
+				return err
+			}
+			return (&bundle.Reconciler{Client: mgr.GetClient(), Workers: 2, Secrets: secrets}).SetupWithManager(ctx, mgr)
 		},
 		SetupEnv: func(e *envtest.Environment) { env = e },
 	}))
