@@ -1,16 +1,14 @@
 package registration
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/ecdh"
-	"crypto/hkdf"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/gitfleet/fleet/internal/sealing"
 )
 
 // Sealing: the credential a grant issues travels in the ClusterRegistration's
@@ -30,10 +28,6 @@ import (
 // Anyone else who reads the registration, another holder of the same token
 // among them, sees only ciphertext. Both private keys are dropped once used,
 // so the ciphertext left in the status cannot be opened later either.
-
-// sealVersion prefixes a sealed credential, so that another scheme could be
-// told apart.
-const sealVersion = "v1."
 
 // SealedCredential is what a grant seals to the agent.
 type SealedCredential struct {
@@ -76,84 +70,40 @@ func ParsePublicKey(s string) (*ecdh.PublicKey, error) {
 	return key, nil
 }
 
+// registrationBox is the sealing.Box of the registration namespace/name.
+func registrationBox(namespace, name string) sealing.Box {
+	return sealing.Box{
+		Info:           "fleet.cattle.io/clusterregistration " + namespace + "/" + name,
+		AdditionalData: []byte(namespace + "/" + name),
+		What:           "the sealed credential",
+	}
+}
+
 // Seal encrypts cred to the agent's public key for the registration
 // namespace/name.
 func Seal(agentKey *ecdh.PublicKey, namespace, name string, cred SealedCredential) (string, error) {
-	eph, err := NewKey()
-	if err != nil {
-		return "", err
-	}
-	shared, err := eph.ECDH(agentKey)
-	if err != nil {
-		return "", fmt.Errorf("sealing the credential: %w", err)
-	}
-	aead, err := sealingAEAD(shared, eph.PublicKey().Bytes(), agentKey.Bytes(), namespace, name)
-	if err != nil {
-		return "", err
-	}
 	plain, err := json.Marshal(cred)
 	if err != nil {
 		return "", err
 	}
-	nonce := make([]byte, aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return "", err
-	}
-	out := append(eph.PublicKey().Bytes(), nonce...)
-	out = aead.Seal(out, nonce, plain, additionalData(namespace, name))
-	return sealVersion + base64.StdEncoding.EncodeToString(out), nil
+	defer clear(plain)
+	return registrationBox(namespace, name).Seal(agentKey, plain)
 }
 
 // Open decrypts what Seal sealed to key for the registration
 // namespace/name.
 func Open(key *ecdh.PrivateKey, namespace, name, sealed string) (SealedCredential, error) {
 	var cred SealedCredential
-	if len(sealed) < len(sealVersion) || sealed[:len(sealVersion)] != sealVersion {
-		return cred, errors.New("the sealed credential is of an unknown version: upgrade the agent")
+	plain, err := registrationBox(namespace, name).Open([]*ecdh.PrivateKey{key}, sealed)
+	if errors.Is(err, sealing.ErrNotForThisKey) {
+		return cred, errors.New("the sealed credential does not open with this request's key: it was not sealed for this request")
 	}
-	raw, err := base64.StdEncoding.DecodeString(sealed[len(sealVersion):])
-	if err != nil {
-		return cred, fmt.Errorf("the sealed credential is not base64: %v", err)
-	}
-	const keyLen, nonceLen = 32, 12
-	if len(raw) < keyLen+nonceLen {
-		return cred, errors.New("the sealed credential is too short")
-	}
-	eph, err := ecdh.X25519().NewPublicKey(raw[:keyLen])
-	if err != nil {
-		return cred, fmt.Errorf("the sealed credential's key: %v", err)
-	}
-	shared, err := key.ECDH(eph)
-	if err != nil {
-		return cred, fmt.Errorf("opening the sealed credential: %w", err)
-	}
-	aead, err := sealingAEAD(shared, eph.Bytes(), key.PublicKey().Bytes(), namespace, name)
 	if err != nil {
 		return cred, err
 	}
-	plain, err := aead.Open(nil, raw[keyLen:keyLen+nonceLen], raw[keyLen+nonceLen:], additionalData(namespace, name))
-	if err != nil {
-		return cred, errors.New("the sealed credential does not open with this request's key: it was not sealed for this request")
-	}
+	defer clear(plain)
 	if err := json.Unmarshal(plain, &cred); err != nil {
 		return cred, fmt.Errorf("the sealed credential is unreadable: %v", err)
 	}
 	return cred, nil
-}
-
-func sealingAEAD(shared, managerPub, agentPub []byte, namespace, name string) (cipher.AEAD, error) {
-	salt := append(append([]byte{}, managerPub...), agentPub...)
-	key, err := hkdf.Key(sha256.New, shared, salt, "fleet.cattle.io/clusterregistration "+namespace+"/"+name, 32)
-	if err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
-}
-
-func additionalData(namespace, name string) []byte {
-	return []byte(namespace + "/" + name)
 }

@@ -1,6 +1,7 @@
 package registration_test
 
 import (
+	"crypto/ecdh"
 	"encoding/base64"
 	"strings"
 	"testing"
@@ -56,4 +57,21 @@ func TestSealRefusesOthers(t *testing.T) {
 		_, err := registration.ParsePublicKey(bad)
 		g.Expect(err).To(MatchError(ContainSubstring("spec.publicKey")), "%q", bad)
 	}
+}
+
+// A credential sealed by an earlier manager still opens: the sealed form is
+// the wire format between versions of manager and agent (this one was
+// sealed before the scheme moved to sealing.Box).
+func TestOpenReadsTheWireFormat(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := base64.StdEncoding.DecodeString("9Xr3DthZTfdyPnlxGnJprtR4o0ohbF8sI/DNO90mkWI=")
+	g.Expect(err).NotTo(HaveOccurred())
+	key, err := ecdh.X25519().NewPrivateKey(raw)
+	g.Expect(err).NotTo(HaveOccurred())
+	const sealed = "v1.A5vdAYAQSZXtX/Y+Ckb57qDgUP2TvuauSrXrctc0hEci6LziMKiY6hIbGZ2emouUuwHj+CWqfBQSj10RanXkW5g8ZmGSXa1OdzRtSg1+HN14V5OOp4j/3Y4Rmh3S3IiZrjBoF9ZSx+RIe/BgZmncSYAhfLL+OM7Z7G2qBlKA4rZPXvwttKyemU4RXoxOLFbgxZnnD7Bp49/XgT+iVh9O6Y2G"
+	cred, err := registration.Open(key, "fleet-default", "request-1", sealed)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cred).To(Equal(registration.SealedCredential{Token: "a-token", ClusterName: "edge-1", ClusterNamespace: "cluster-ns", Namespace: "fleet-default"}))
+	_, err = registration.Open(key, "fleet-default", "request-2", sealed)
+	g.Expect(err).To(MatchError(ContainSubstring("not sealed for this request")))
 }

@@ -1,10 +1,7 @@
 package sealing
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/ecdh"
-	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -12,15 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 )
-
-// version prefixes sealed data, so that another scheme can be told apart.
-const version = "v1."
-
-// keyLen and nonceLen are the sizes of an X25519 public key and of an
-// AES-GCM nonce.
-const keyLen, nonceLen = 32, 12
 
 // Resource is one Secret or ConfigMap as it is created downstream.
 type Resource struct {
@@ -93,32 +82,23 @@ func Fingerprint(k *ecdh.PublicKey) string {
 	return hex.EncodeToString(sum[:12])
 }
 
+// bundleDeploymentBox is the Box of the BundleDeployment namespace/name.
+func bundleDeploymentBox(namespace, name string) Box {
+	return Box{
+		Info:           "fleet.cattle.io/bundledeployment " + namespace + "/" + name,
+		AdditionalData: []byte("bundledeployment/" + namespace + "/" + name),
+		What:           "the seal of BundleDeployment " + namespace + "/" + name,
+	}
+}
+
 // Seal seals p to the agent key to for the BundleDeployment namespace/name.
 func Seal(to *ecdh.PublicKey, namespace, name string, p Payload) (string, error) {
-	eph, err := NewKey()
-	if err != nil {
-		return "", err
-	}
-	shared, err := eph.ECDH(to)
-	if err != nil {
-		return "", fmt.Errorf("sealing: %w", err)
-	}
-	aead, err := newAEAD(shared, eph.PublicKey().Bytes(), to.Bytes(), namespace, name)
-	if err != nil {
-		return "", err
-	}
 	plain, err := json.Marshal(p)
 	if err != nil {
 		return "", err
 	}
-	nonce := make([]byte, nonceLen)
-	if _, err := rand.Read(nonce); err != nil {
-		return "", err
-	}
-	out := append(eph.PublicKey().Bytes(), nonce...)
-	out = aead.Seal(out, nonce, plain, additionalData(namespace, name))
-	clear(plain)
-	return version + base64.StdEncoding.EncodeToString(out), nil
+	defer clear(plain)
+	return bundleDeploymentBox(namespace, name).Seal(to, plain)
 }
 
 // Open opens what Seal sealed for the BundleDeployment namespace/name, with
@@ -126,60 +106,17 @@ func Seal(to *ecdh.PublicKey, namespace, name string, p Payload) (string, error)
 // sealed content.
 func Open(keys []*ecdh.PrivateKey, namespace, name, sealed string) (Payload, error) {
 	var p Payload
-	rest, ok := strings.CutPrefix(sealed, version)
-	if !ok {
-		return p, errors.New("the sealed resources are of an unknown version: upgrade the agent")
+	plain, err := bundleDeploymentBox(namespace, name).Open(keys, sealed)
+	if errors.Is(err, ErrNotForThisKey) {
+		return p, fmt.Errorf("the sealed resources do not open with this agent's keys for BundleDeployment %s/%s: they were sealed to another key or for another BundleDeployment", namespace, name)
 	}
-	raw, err := base64.StdEncoding.DecodeString(rest)
 	if err != nil {
-		return p, errors.New("the sealed resources are not base64")
+		return p, err
 	}
-	if len(raw) < keyLen+nonceLen {
-		return p, errors.New("the sealed resources are too short")
-	}
-	eph, err := ecdh.X25519().NewPublicKey(raw[:keyLen])
+	err = json.Unmarshal(plain, &p)
+	clear(plain)
 	if err != nil {
-		return p, errors.New("the sealed resources' key is not an X25519 key")
+		return Payload{}, errors.New("the sealed resources open but do not decode")
 	}
-	for _, k := range keys {
-		if k == nil {
-			continue
-		}
-		shared, err := k.ECDH(eph)
-		if err != nil {
-			continue
-		}
-		aead, err := newAEAD(shared, eph.Bytes(), k.PublicKey().Bytes(), namespace, name)
-		if err != nil {
-			return p, err
-		}
-		plain, err := aead.Open(nil, raw[keyLen:keyLen+nonceLen], raw[keyLen+nonceLen:], additionalData(namespace, name))
-		if err != nil {
-			continue
-		}
-		err = json.Unmarshal(plain, &p)
-		clear(plain)
-		if err != nil {
-			return Payload{}, errors.New("the sealed resources open but do not decode")
-		}
-		return p, nil
-	}
-	return p, fmt.Errorf("the sealed resources do not open with this agent's keys for BundleDeployment %s/%s: they were sealed to another key or for another BundleDeployment", namespace, name)
-}
-
-func newAEAD(shared, ephPub, agentPub []byte, namespace, name string) (cipher.AEAD, error) {
-	salt := append(append([]byte{}, ephPub...), agentPub...)
-	key, err := hkdf.Key(sha256.New, shared, salt, "fleet.cattle.io/bundledeployment "+namespace+"/"+name, 32)
-	if err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
-}
-
-func additionalData(namespace, name string) []byte {
-	return []byte("bundledeployment/" + namespace + "/" + name)
+	return p, nil
 }
