@@ -78,6 +78,10 @@ type Options struct {
 	// deployrpc.DefaultMemoryLimit).
 	DeployTimeout     time.Duration
 	DeployMemoryLimit int64
+	// ChartCacheDir is where the deploy binaries keep the charts they
+	// download for HelmOps, to deploy them again without downloading them;
+	// empty keeps none.
+	ChartCacheDir string
 	// DebugAddress, when set, is where the agent serves Go's profiles and
 	// its metrics (Go memory figures, requests to the manager by verb).
 	DebugAddress string

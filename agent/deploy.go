@@ -88,7 +88,7 @@ func startDeployer(ctx context.Context, o Options, cred *upstream.Credential, ke
 	runner := &deployrpc.Runner{
 		Binary: o.DeployBinary, Config: o.Local, Concurrency: o.DeployConcurrency,
 		ClusterNamespace: cred.ClusterNamespace, SystemNamespace: o.Namespace,
-		Timeout: o.DeployTimeout, MemoryLimit: o.DeployMemoryLimit,
+		Timeout: o.DeployTimeout, MemoryLimit: o.DeployMemoryLimit, ChartCacheDir: o.ChartCacheDir,
 	}
 	down, err := downstream.New(o.Local, local, cred.ClusterNamespace, runner)
 	if err != nil {

@@ -45,19 +45,32 @@ const downloadRetry = 30 * time.Second
 // files with opts pointing helm.chart at it (opts is not changed). A failed
 // download is a Waiting error with fleet.ReasonChartDownloadFailed naming
 // the repository and what to check: it is tried again after a while.
-func PullChart(ctx context.Context, src deployrpc.ChartSource, opts fleet.BundleDeploymentOptions) (Files, fleet.BundleDeploymentOptions, error) {
-	ctx, cancel := context.WithTimeout(ctx, pullTimeout)
-	defer cancel()
-	tgz, err := download(ctx, src)
-	if err == nil {
-		// A chart that does not load is not deployed: the same error as
-		// a bundle's own broken chart, but naming where it came from.
-		if _, lerr := loader.LoadArchive(bytes.NewReader(tgz)); lerr != nil {
+//
+// With cacheDir set, the chart is kept there and taken from there the next
+// time (see chartCache); "" downloads every time.
+func PullChart(ctx context.Context, src deployrpc.ChartSource, opts fleet.BundleDeploymentOptions, cacheDir string) (Files, fleet.BundleDeploymentOptions, error) {
+	cache := chartCache{dir: cacheDir}
+	tgz, ok := cache.get(src)
+	if ok && !loads(tgz) {
+		cache.drop(src)
+		ok = false
+	}
+	if !ok {
+		ctx, cancel := context.WithTimeout(ctx, pullTimeout)
+		defer cancel()
+		var err error
+		tgz, err = download(ctx, src)
+		if err == nil && !loads(tgz) {
+			// A chart that does not load is not deployed: the same error
+			// as a bundle's own broken chart, but naming where it came
+			// from.
+			_, lerr := loader.LoadArchive(bytes.NewReader(tgz))
 			err = fmt.Errorf("not a packaged chart: %w", lerr)
 		}
-	}
-	if err != nil {
-		return nil, opts, downloadFailed(src, err)
+		if err != nil {
+			return nil, opts, downloadFailed(src, err)
+		}
+		cache.put(src, tgz)
 	}
 	out := *opts.DeepCopy()
 	if out.Helm == nil {
@@ -65,6 +78,12 @@ func PullChart(ctx context.Context, src deployrpc.ChartSource, opts fleet.Bundle
 	}
 	out.Helm.Chart, out.Helm.Repo, out.Helm.Version = PulledChartFile, "", ""
 	return Files{PulledChartFile: tgz}, out, nil
+}
+
+// loads tells whether tgz is a packaged chart Helm loads.
+func loads(tgz []byte) bool {
+	_, err := loader.LoadArchive(bytes.NewReader(tgz))
+	return err == nil
 }
 
 // downloadFailed says which chart could not be downloaded, from where, and

@@ -2,7 +2,11 @@ package deployer
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -28,7 +32,7 @@ func TestPullChartFromAuthenticatedRepository(t *testing.T) {
 	opts := fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{Repo: repo.URL, Chart: "app", Version: "1.0.0", ReleaseName: "rel"}}
 	src := deployrpc.ChartSource{Repo: repo.URL, Chart: "app", Version: "1.0.0", Username: "u", Password: "pw", CABundle: repo.CA}
 
-	files, got, err := PullChart(context.Background(), src, opts)
+	files, got, err := PullChart(context.Background(), src, opts, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.Helm.Chart).To(Equal(PulledChartFile))
 	g.Expect(got.Helm.ReleaseName).To(Equal("rel"))
@@ -50,7 +54,7 @@ func TestPullChartFromAuthenticatedRepository(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, _, err := PullChart(context.Background(), tc.src, opts)
+			_, _, err := PullChart(context.Background(), tc.src, opts, "")
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonChartDownloadFailed))
 			g.Expect(outcome.IsWaiting(err)).To(BeTrue(), "tried again after a while")
@@ -71,7 +75,7 @@ func TestPullChartCredentialsAndOCI(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(open.Close)
 	src := deployrpc.ChartSource{Repo: open.URL, Chart: "app", Version: "1.0.0", Username: "u", Password: "pw"}
-	_, _, err = PullChart(context.Background(), src, fleet.BundleDeploymentOptions{})
+	_, _, err = PullChart(context.Background(), src, fleet.BundleDeploymentOptions{}, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	_, auths := open.Requests()
 	g.Expect(auths).To(HaveLen(2), "index and chart, on the repository's host, with the credentials")
@@ -82,13 +86,89 @@ func TestPullChartCredentialsAndOCI(t *testing.T) {
 	reg := chartrepo.NewRegistry()
 	t.Cleanup(reg.Close)
 	g.Expect(reg.Push("charts/app", pullChart("1.3.0"))).To(Succeed())
-	_, _, err = PullChart(context.Background(), deployrpc.ChartSource{Repo: reg.Ref("charts/app"), Version: "1.3.0"}, fleet.BundleDeploymentOptions{})
+	_, _, err = PullChart(context.Background(), deployrpc.ChartSource{Repo: reg.Ref("charts/app"), Version: "1.3.0"}, fleet.BundleDeploymentOptions{}, "")
 	g.Expect(err).To(MatchError(ContainSubstring("certificate")), "refused without trust")
-	files, got, err := PullChart(context.Background(), deployrpc.ChartSource{Repo: reg.Ref("charts/app"), Version: "1.3.0", InsecureSkipTLSVerify: true}, fleet.BundleDeploymentOptions{})
+	files, got, err := PullChart(context.Background(), deployrpc.ChartSource{Repo: reg.Ref("charts/app"), Version: "1.3.0", InsecureSkipTLSVerify: true}, fleet.BundleDeploymentOptions{}, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	l, err := Detect(files, got)
 	g.Expect(err).NotTo(HaveOccurred())
 	ch, err := BuildChart(files, l, got, "rel")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ch.Metadata.Version).To(Equal("1.3.0"))
+}
+
+// A chart downloaded once is deployed again from the agent's cache, without
+// a request to its repository; other credentials download it themselves
+// (and are refused when wrong), and a kept chart that no longer loads is
+// downloaded again.
+func TestPullChartKeepsTheChart(t *testing.T) {
+	g := NewWithT(t)
+	repo, err := chartrepo.New([]chartrepo.Chart{pullChart("1.0.0")}, chartrepo.Options{Username: "u", Password: "pw"})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(repo.Close)
+	dir := filepath.Join(t.TempDir(), "charts")
+	src := deployrpc.ChartSource{Repo: repo.URL, Chart: "app", Version: "1.0.0", Username: "u", Password: "pw"}
+	pull := func(src deployrpc.ChartSource) (Files, error) {
+		files, _, err := PullChart(context.Background(), src, fleet.BundleDeploymentOptions{}, dir)
+		return files, err
+	}
+
+	first, err := pull(src)
+	g.Expect(err).NotTo(HaveOccurred())
+	downloads, _ := repo.Requests()
+	g.Expect(downloads).To(BeNumerically(">", 0))
+	again, err := pull(src)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(Equal(first))
+	after, _ := repo.Requests()
+	g.Expect(after).To(Equal(downloads), "the second deploy reads the kept chart")
+
+	entries, err := os.ReadDir(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(1))
+	info, err := os.Stat(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o700)), "only the agent reads its charts")
+
+	wrong := src
+	wrong.Password = "guess"
+	_, err = pull(wrong)
+	g.Expect(err).To(MatchError(ContainSubstring("401")), "other credentials are never served the kept chart")
+	none := src
+	none.Username, none.Password = "", ""
+	_, err = pull(none)
+	g.Expect(err).To(MatchError(ContainSubstring("401")), "nor are no credentials")
+
+	g.Expect(os.WriteFile(filepath.Join(dir, entries[0].Name()), []byte("truncated"), 0o600)).To(Succeed())
+	before, _ := repo.Requests()
+	again, err = pull(src)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(Equal(first))
+	after, _ = repo.Requests()
+	g.Expect(after).To(BeNumerically(">", before), "a kept chart that does not load is downloaded again")
+}
+
+// The cache keeps the most recently used charts within its bounds.
+func TestChartCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
+	g := NewWithT(t)
+	c := chartCache{dir: t.TempDir()}
+	src := func(i int) deployrpc.ChartSource {
+		return deployrpc.ChartSource{Repo: "https://charts.example.com", Chart: "app", Version: fmt.Sprintf("1.0.%d", i)}
+	}
+	for i := range chartCacheMaxFiles + 5 {
+		c.put(src(i), []byte{byte(i)})
+		// Use the first one each time: it stays.
+		_, ok := c.get(src(0))
+		g.Expect(ok).To(BeTrue())
+		time.Sleep(2 * time.Millisecond)
+	}
+	entries, err := os.ReadDir(c.dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(chartCacheMaxFiles))
+	_, ok := c.get(src(0))
+	g.Expect(ok).To(BeTrue(), "the chart used most recently is kept")
+	_, ok = c.get(src(1))
+	g.Expect(ok).To(BeFalse(), "the least recently used is evicted")
+	_, ok = c.get(src(chartCacheMaxFiles + 4))
+	g.Expect(ok).To(BeTrue())
 }

@@ -58,7 +58,7 @@ func serve(ctx context.Context, req *deployrpc.Request) error {
 		if req.Deploy.Chart != nil {
 			// A HelmOp's BundleDeployment: no Content, the chart is
 			// downloaded here, as Fleet's agent downloads it.
-			if files, opts, err = PullChart(ctx, *req.Deploy.Chart, opts); err != nil {
+			if files, opts, err = PullChart(ctx, *req.Deploy.Chart, opts, req.ChartCacheDir); err != nil {
 				return err
 			}
 		}

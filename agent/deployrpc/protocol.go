@@ -47,6 +47,10 @@ type Request struct {
 	// MemoryLimit bounds the memory the child maps, in bytes (see
 	// LimitMemory); 0 sets no bound.
 	MemoryLimit int64 `json:"memoryLimit,omitempty"`
+	// ChartCacheDir is where the child keeps the charts it downloads for
+	// HelmOps' BundleDeployments, to deploy them again without downloading
+	// them (the agent's own directory); empty: none are kept.
+	ChartCacheDir string `json:"chartCacheDir,omitempty"`
 	// Deploy is the deployment to make, with OpDeploy.
 	Deploy *Deploy `json:"deploy,omitempty"`
 	// Uninstall is the latest revision of the release to remove, with

@@ -61,6 +61,9 @@ type Runner struct {
 	// LimitMemory): one that needs more fails with
 	// fleet.ReasonDeployOutOfMemory (default DefaultMemoryLimit).
 	MemoryLimit int64
+	// ChartCacheDir is handed to each Request: where the children keep the
+	// charts they download (empty: none are kept).
+	ChartCacheDir string
 
 	once sync.Once
 	sem  chan struct{}
@@ -126,7 +129,7 @@ func (r *Runner) Run(ctx context.Context, req *Request) error {
 	}
 	req.Version, req.Connection = Version, conn
 	req.ClusterNamespace, req.SystemNamespace, req.NamespaceMissingRetry = r.ClusterNamespace, r.SystemNamespace, r.NamespaceMissingRetry
-	req.MemoryLimit = r.memoryLimit()
+	req.MemoryLimit, req.ChartCacheDir = r.memoryLimit(), r.ChartCacheDir
 	in, err := json.Marshal(req)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -69,6 +70,8 @@ func main() {
 		"how long one deploy may run, Helm's wait included, before it is stopped and its bundle reports DeployTimedOut (or $"+deployrpc.TimeoutEnv+")")
 	f.StringVar(&deployMemory, "deploy-memory-limit", resource.NewQuantity(deployrpc.DefaultMemoryLimit, resource.BinarySI).String(),
 		"how much memory one deploy may map before it is stopped and its bundle reports DeployOutOfMemory (or $"+deployrpc.MemoryLimitEnv+")")
+	f.StringVar(&o.ChartCacheDir, "chart-cache-dir", filepath.Join(os.TempDir(), "fleet-agent-charts"),
+		"where the charts of HelmOps downloaded by this agent are kept, to deploy them again without downloading (bounded to 32 charts and 128 MiB; empty keeps none)")
 	f.StringVar(&o.DebugAddress, "debug-bind-address", "", "serve Go profiles (/debug/pprof/) and metrics (/metrics) at this address, e.g. 127.0.0.1:6060 (default off)")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
