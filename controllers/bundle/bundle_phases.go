@@ -241,6 +241,7 @@ func (r *Reconciler) writeDeployments(ctx context.Context, s *scope) error {
 				if err := r.Client.Patch(ctx, after, client.MergeFrom(before)); err != nil {
 					return client.IgnoreNotFound(err)
 				}
+				r.mem.patched(s.bundle.UID, after, time.Now())
 				patched[slot] = after
 				return nil
 			})

@@ -53,8 +53,9 @@ func (r *Reconciler) retargetOn(fn handler.MapFunc, onDelete func(types.UID)) ha
 }
 
 // deploymentEvents enqueues a BundleDeployment's bundle after statusDelay. A
-// change of its spec or labels (by someone else) marks the bundle for a full
-// pass, which is why this is an event handler and not a MapFunc; a new or
+// change of its spec or labels by someone else marks the bundle for a full
+// pass, which is why this is an event handler and not a MapFunc; the
+// version a pass patched itself does not (memory.ownWrite), and a new or
 // deleted deployment is caught by the status pass itself.
 func (r *Reconciler) deploymentEvents() handler.EventHandler {
 	add := func(o client.Object, q queue, full bool) {
@@ -70,8 +71,9 @@ func (r *Reconciler) deploymentEvents() handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { add(e.Object, q, false) },
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
-			full := e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-				!maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+			own := r.mem.ownWrite(e.ObjectNew) // asked of every version: a later one ends the record
+			full := !own && (e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+				!maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()))
 			add(e.ObjectOld, q, full)
 			add(e.ObjectNew, q, full)
 		},

@@ -5,13 +5,16 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/target"
 )
 
-// expectationTTL bounds how long a created BundleDeployment is assumed to
-// exist without the cache showing it. The cache shows it once the watch
+// expectationTTL bounds how long a BundleDeployment a pass wrote is trusted
+// over the cache: assumed to exist without the cache showing it, or taken
+// for the cache's older version. The cache shows it once the watch
 // delivers its creation, which under a saturated API server took up to 47 s
 // at 1000 clusters x 10 bundles: with 30 s, a third of the creates were
 // sent again and refused as already there. A deployment deleted before the
@@ -37,15 +40,22 @@ const expectationTTL = 5 * time.Minute
 //   - the Bundles due for a full pass (by name): marked by the event
 //     handlers of the watches whose events change targeting, taken (and so
 //     dropped) by the next Reconcile of that Bundle;
-//   - the BundleDeployments a pass created that the cache does not show
-//     yet (by Bundle UID, then cluster namespace): written by the pass that
-//     created them, read by the next passes.
+//   - the BundleDeployments a pass created or patched, as the API server
+//     returned them, while the cache does not show them yet, or shows an
+//     older version (by Bundle UID, then cluster namespace): written by the
+//     pass that wrote them, read by the next passes;
+//   - the resourceVersion of each BundleDeployment a pass patched (by
+//     name), until the watch delivers that version: written by the pass,
+//     read by the BundleDeployment event handler, which does not take the
+//     manager's own writes for someone else's.
 //
 // When it is dropped: a Bundle's entries when its deletion has removed its
 // deployments (forget); a full pass that fails drops the last pass
 // (forgetPass); a retarget mark when it is taken or the Bundle is gone; a
 // ClusterGroup when its delete event comes (forgetGroup); an expectation
-// when the cache shows the deployment or after expectationTTL. A Bundle
+// when the cache shows the deployment at the version written or a later one,
+// or after expectationTTL; an own write's resourceVersion when the watch
+// delivers it, a later version, or the deletion. A Bundle
 // deleted without its finalizer running leaves its entries behind until the
 // process restarts.
 //
@@ -57,6 +67,7 @@ type memory struct {
 	groups   sync.Map // types.UID -> *target.CompiledGroup
 	passes   sync.Map // types.UID -> *pass
 	retarget sync.Map // types.NamespacedName -> struct{}
+	own      sync.Map // types.NamespacedName (BundleDeployment) -> resourceVersion written
 
 	mu       sync.Mutex
 	expected map[types.UID]map[string]expected // bundle -> cluster namespace
@@ -158,6 +169,43 @@ func (m *memory) forget(uid types.UID) {
 // it, and would otherwise create it again only to be told it exists: at
 // 1000 clusters that was 3 creates in 4 wasted.
 func (m *memory) created(bundle types.UID, bd *fleet.BundleDeployment, now time.Time) {
+	m.expect(bundle, bd, now)
+}
+
+// patched records a BundleDeployment a pass of bundle patched, as the API
+// server returned it. Until the watch delivers that version, the next
+// passes (the agents' status writes and the bundle's own status bring them
+// within a second) would find the cache's older spec, take it for a change
+// still to make, and patch it again with the same content: at 300 clusters
+// under load, 0.03 to 2 patches per BundleDeployment besides the one a
+// commit needs. Nor is that version, once the watch delivers it, a change
+// by someone else (see ownWrite).
+func (m *memory) patched(bundle types.UID, bd *fleet.BundleDeployment, now time.Time) {
+	bd.ManagedFields = nil // never read, and the larger part of the object
+	m.expect(bundle, bd, now)
+	if rv := bd.ResourceVersion; rv != "" {
+		m.own.Store(types.NamespacedName{Namespace: bd.Namespace, Name: bd.Name}, rv)
+	}
+}
+
+// ownWrite tells whether bd is the version of a BundleDeployment that a
+// pass patched. That version, or any later one, ends the record.
+func (m *memory) ownWrite(bd client.Object) bool {
+	key := types.NamespacedName{Namespace: bd.GetNamespace(), Name: bd.GetName()}
+	v, ok := m.own.Load(key)
+	if !ok {
+		return false
+	}
+	written, _ := v.(string)
+	if c, err := resourceversion.CompareResourceVersion(bd.GetResourceVersion(), written); err == nil && c < 0 {
+		return false // an older version: the record waits for its own
+	}
+	m.own.CompareAndDelete(key, v)
+	return bd.GetResourceVersion() == written
+}
+
+// expect keeps bd, written by a pass of bundle, for the next passes.
+func (m *memory) expect(bundle types.UID, bd *fleet.BundleDeployment, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.expected == nil {
@@ -171,19 +219,24 @@ func (m *memory) created(bundle types.UID, bd *fleet.BundleDeployment, now time.
 	e[bd.Namespace] = expected{bd: bd, at: now}
 }
 
-// fill adds to existing (by cluster namespace, read from the cache) the
-// BundleDeployments created but not in the cache yet, and forgets those the
-// cache shows or that are older than expectationTTL.
+// fill brings existing (by cluster namespace, read from the cache) up to
+// what the bundle's passes wrote: it adds the BundleDeployments created but
+// not in the cache yet, and puts those patched in place of the cache's
+// older versions. It forgets those the cache shows at the version written
+// or a later one (or as another object: re-created), and those older than
+// expectationTTL.
 func (m *memory) fill(bundle types.UID, existing map[string]*fleet.BundleDeployment, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.expected[bundle]
 	for ns, exp := range e {
-		switch {
-		case existing[ns] != nil || now.Sub(exp.at) > expectationTTL:
+		switch have := existing[ns]; {
+		case now.Sub(exp.at) > expectationTTL:
 			delete(e, ns)
-		default:
+		case have == nil || olderThan(have, exp.bd):
 			existing[ns] = exp.bd
+		default:
+			delete(e, ns)
 		}
 	}
 	if len(e) == 0 {
@@ -191,9 +244,22 @@ func (m *memory) fill(bundle types.UID, existing map[string]*fleet.BundleDeploym
 	}
 }
 
-// deleted drops the expectation of a BundleDeployment whose deletion the
+// olderThan tells whether cached is an older version of the object written.
+// Resource versions of one resource compare as integers
+// (resourceversion.CompareResourceVersion); one that does not counts as not
+// older: the cache wins.
+func olderThan(cached, written *fleet.BundleDeployment) bool {
+	if written.UID == "" || cached.UID != written.UID {
+		return false
+	}
+	c, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, written.ResourceVersion)
+	return err == nil && c < 0
+}
+
+// deleted drops what is remembered of a BundleDeployment whose deletion the
 // watch delivered: a pass must not count it as existing any more.
 func (m *memory) deleted(bd types.NamespacedName) {
+	m.own.Delete(bd)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for uid, e := range m.expected {

@@ -138,3 +138,73 @@ func TestMemoryExpectations(t *testing.T) {
 	g.Expect(existing).To(BeEmpty())
 	g.Expect(m.expected).NotTo(HaveKey(types.UID("other")))
 }
+
+func TestMemoryPatchedVersionsOverTheCache(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Unix(1000, 0)
+	version := func(rv, id string) *fleet.BundleDeployment {
+		return &fleet.BundleDeployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "b", UID: "bd1", ResourceVersion: rv,
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "fleet-manager"}}},
+			Spec: fleet.BundleDeploymentSpec{DeploymentID: id},
+		}
+	}
+	var m memory
+	written := version("20", "new")
+	m.patched("bundle", written, now)
+	g.Expect(written.ManagedFields).To(BeNil(), "kept without its managed fields")
+
+	existing := map[string]*fleet.BundleDeployment{"c1": version("9", "old")}
+	m.fill("bundle", existing, now.Add(time.Second))
+	g.Expect(existing["c1"]).To(BeIdenticalTo(written), "the cache's older version is not what the API server holds")
+
+	caught := version("20", "new")
+	existing = map[string]*fleet.BundleDeployment{"c1": caught}
+	m.fill("bundle", existing, now.Add(time.Second))
+	g.Expect(existing["c1"]).To(BeIdenticalTo(caught), "the cache shows the version written")
+	existing = map[string]*fleet.BundleDeployment{"c1": version("9", "old")}
+	m.fill("bundle", existing, now.Add(time.Second))
+	g.Expect(existing["c1"].Spec.DeploymentID).To(Equal("old"), "once the cache showed it, the record is gone")
+
+	m.patched("bundle", version("30", "new"), now)
+	later := version("31", "someone else's")
+	existing = map[string]*fleet.BundleDeployment{"c1": later}
+	m.fill("bundle", existing, now.Add(time.Second))
+	g.Expect(existing["c1"]).To(BeIdenticalTo(later), "a later version, someone else's change, wins")
+
+	m.patched("bundle", version("40", "new"), now)
+	recreated := version("5", "new")
+	recreated.UID = "bd2"
+	existing = map[string]*fleet.BundleDeployment{"c1": recreated}
+	m.fill("bundle", existing, now.Add(time.Second))
+	g.Expect(existing["c1"]).To(BeIdenticalTo(recreated), "another object under the name is not older")
+
+	m.patched("bundle", version("50", "new"), now)
+	existing = map[string]*fleet.BundleDeployment{"c1": version("9", "old")}
+	m.fill("bundle", existing, now.Add(expectationTTL+time.Second))
+	g.Expect(existing["c1"].Spec.DeploymentID).To(Equal("old"), "records expire")
+
+	m.patched("bundle", version("60", "new"), now)
+	m.deleted(types.NamespacedName{Namespace: "c1", Name: "b"})
+	existing = map[string]*fleet.BundleDeployment{}
+	m.fill("bundle", existing, now)
+	g.Expect(existing).To(BeEmpty(), "deleted since it was written")
+	g.Expect(m.ownWrite(version("60", "new"))).To(BeFalse(), "nor is its version an own write any more")
+}
+
+func TestMemoryOwnWrites(t *testing.T) {
+	g := NewWithT(t)
+	bd := func(rv string) *fleet.BundleDeployment {
+		return &fleet.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "c1", Name: "b", UID: "bd1", ResourceVersion: rv}}
+	}
+	var m memory
+	g.Expect(m.ownWrite(bd("10"))).To(BeFalse(), "nothing written")
+	m.patched("bundle", bd("20"), time.Unix(1000, 0))
+	g.Expect(m.ownWrite(bd("15"))).To(BeFalse(), "an older version is someone else's")
+	g.Expect(m.ownWrite(bd("20"))).To(BeTrue(), "the version written")
+	g.Expect(m.ownWrite(bd("20"))).To(BeFalse(), "told once")
+
+	m.patched("bundle", bd("30"), time.Unix(1000, 0))
+	g.Expect(m.ownWrite(bd("31"))).To(BeFalse(), "a later version is someone else's")
+	g.Expect(m.ownWrite(bd("30"))).To(BeFalse(), "and ends the record")
+}
