@@ -343,6 +343,7 @@ func startFleetRun(ctx context.Context, f *fleetRun) (*fleetRun, error) {
 // (0: not measured). The API server's CPU profile covers both.
 func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) error {
 	want := int64(f.n * f.b)
+	idle := f.idleCores(ctx)
 	f.markProfiled(ctx)
 	cpu := cpuSeconds(f.mgr)
 	// At 10,000 x 10 on a loaded machine the fan-out alone takes longer
@@ -390,11 +391,37 @@ func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) 
 		r.Note += fmt.Sprintf("; %.0f%% of the floor (cr-floor)", 100*r.FloorRatio)
 	}
 	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(want)
+	if idle > 0 {
+		r.APIServerIdleCores = idle
+		r.APIServerCPUMsPerBDNet = 1000 * max(0, r.APIServerCPUS-idle*ready) / float64(want)
+		r.Note += fmt.Sprintf("; the API server's standing cost with %d agents joined: %.2f cores (%.1f ms per BundleDeployment over this rollout, %.1f ms net of it)",
+			f.n, idle, 1000*idle*ready/float64(want), r.APIServerCPUMsPerBDNet)
+	}
 	cpuNote(&r, f.floorResult)
 	countObjects(ctx, f.cp.Config, &r)
 	f.results = append(f.results, r)
 	printJSON(r)
 	return nil
+}
+
+// idleWindow is how long idleCores measures (-idle-window).
+var idleWindow = 20 * time.Second
+
+// idleCores is the API server's CPU, in cores, over idleWindow with the
+// agents joined and nothing rolling out (0 when not measured): what N
+// clusters cost it standing still, which any rollout pays for as long as
+// it lasts.
+func (f *fleetRun) idleCores(ctx context.Context) float64 {
+	if idleWindow <= 0 {
+		return 0
+	}
+	before, start := apiServerCPU(f), time.Now()
+	select {
+	case <-ctx.Done():
+		return 0
+	case <-time.After(idleWindow):
+	}
+	return (apiServerCPU(f) - before) / time.Since(start).Seconds()
 }
 
 // ratios sets r's rate over the ceilings that were measured.

@@ -107,6 +107,13 @@ type Result struct {
 	// registration.
 	APIServerCPUMsPerBD  float64 `json:"apiserver_cpu_ms_per_bd,omitempty"`
 	APIServerCPUMsPerReg float64 `json:"apiserver_cpu_ms_per_registration,omitempty"`
+	// APIServerIdleCores is the API server's CPU (cores) with N agents
+	// joined and nothing rolling out: their watches, check-ins and Leases,
+	// measured over -idle-window before the rollout. APIServerCPUMsPerBDNet
+	// is APIServerCPUMsPerBD less that standing cost over the rollout's
+	// time: what the rollout itself cost per BundleDeployment.
+	APIServerIdleCores     float64 `json:"apiserver_idle_cores,omitempty"`
+	APIServerCPUMsPerBDNet float64 `json:"apiserver_cpu_ms_per_bd_net,omitempty"`
 	// APIServerCPUMsPerBeat is its CPU per heartbeat (agent check-in and
 	// whatever the manager makes of it).
 	APIServerCPUMsPerBeat float64 `json:"apiserver_cpu_ms_per_heartbeat,omitempty"`
@@ -156,6 +163,8 @@ type Result struct {
 	// the smallest size over that at the largest: the rate ratio to expect
 	// were its CPU the only limit, whatever the machine's load.
 	CPUScaleRatio float64 `json:"cpu_scale_ratio,omitempty"`
+	// CPUScaleRatioNet is CPUScaleRatio with APIServerCPUMsPerBDNet.
+	CPUScaleRatioNet float64 `json:"cpu_scale_ratio_net,omitempty"`
 	// Sealing: the bytes spec.sealedResources adds to a BundleDeployment,
 	// and after a change of one source the BundleDeployments written again
 	// that name it (Resealed) and that do not (ResealedOther).
@@ -200,6 +209,7 @@ func main() {
 	bundles := flag.Int("bundles", 10, "bundles (B)")
 	experiments := flag.String("experiments", "all", "comma-separated: "+experimentNames+" (all = every one but notify, scaling, monorepo and content; scaling starts its own control planes)")
 	sizes := flag.String("scaling-sizes", "500,5000", "scaling experiment: the numbers of clusters to compare, each on a fresh control plane and manager")
+	flag.DurationVar(&idleWindow, "idle-window", idleWindow, "ready and scaling experiments: how long to measure the API server's CPU with the agents joined and nothing rolling out, before the rollout (0: not measured)")
 	flag.DurationVar(&progressEvery, "progress-every", progressEvery, "scaling experiment: how often to print the figures so far (a line with \"progress\" on stderr)")
 	flag.IntVar(&monorepoApps, "monorepo-gitrepos", 100, "monorepo experiment: the GitRepos (one app directory each) compared with one GitRepo reading every directory")
 	flag.IntVar(&monorepoCommits, "monorepo-commits", 3, "monorepo experiment: the commits measured")

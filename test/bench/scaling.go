@@ -57,6 +57,11 @@ func Scaling(ctx context.Context, sizes []int, b int) ([]Result, error) {
 		last.Clusters, 100*sum.ScaleRatio, first.Clusters, last.Rate, first.Rate, verdict, 100*first.CRCeilingRatio, 100*last.CRCeilingRatio)
 	sum.Note += fmt.Sprintf("; API server CPU per Ready BundleDeployment %.1f ms at N=%d, %.1f ms at N=%d (ratio %.2f)",
 		first.APIServerCPUMsPerBD, first.Clusters, last.APIServerCPUMsPerBD, last.Clusters, sum.CPUScaleRatio)
+	if last.APIServerCPUMsPerBDNet > 0 {
+		sum.CPUScaleRatioNet = first.APIServerCPUMsPerBDNet / last.APIServerCPUMsPerBDNet
+		sum.Note += fmt.Sprintf("; net of the standing cost of N agents joined (%.2f and %.2f cores): %.1f ms and %.1f ms (ratio %.2f)",
+			first.APIServerIdleCores, last.APIServerIdleCores, first.APIServerCPUMsPerBDNet, last.APIServerCPUMsPerBDNet, sum.CPUScaleRatioNet)
+	}
 	printJSON(sum)
 	return append(results, sum), nil
 }
