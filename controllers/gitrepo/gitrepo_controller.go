@@ -41,10 +41,11 @@ const DefaultMaxBundles = 1000
 // Fetcher asks git remotes for commits and checks them out, sharing both
 // among the GitRepos that follow one repository with the same credentials;
 // *gitshare.Share is the implementation. Checkout's release ends the read
-// of the directory it returned.
+// of the directory it returned. The gates (Query.Gate, Checkout's gate) are
+// asked before each call to the remote, and only then.
 type Fetcher interface {
 	LatestCommit(ctx context.Context, o gitfetch.Options, q gitshare.Query) (string, error)
-	Checkout(ctx context.Context, o gitfetch.Options, commit string) (dir string, release func(), err error)
+	Checkout(ctx context.Context, o gitfetch.Options, commit string, gate gitshare.Gate) (dir string, release func(), err error)
 	Remove(key string) error
 }
 
@@ -78,7 +79,9 @@ type Reconciler struct {
 	// Workers is the number of GitRepos reconciled at once, and so the
 	// number of git fetch slots; the GitRepos of one namespace hold at most
 	// half of them (rounded up) at once, so one tenant's slow git server
-	// cannot stall the others.
+	// cannot stall the others. A slot is held only while the remote is
+	// called (an ls-remote, a fetch): a GitRepo whose group has its commit
+	// already syncs without one.
 	Workers int
 	// AllowLocalRepos lets GitRepos name local paths and file:// URLs (for
 	// demos and tests): they read whatever the manager can read.

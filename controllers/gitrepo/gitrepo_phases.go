@@ -48,7 +48,11 @@ type scope struct {
 	// renew says this poll is one of the interval (sourcepoll.Poll): the
 	// answer of the last does not do again.
 	renew bool
-	dir   string
+	// gate takes a git fetch slot around each call to the remote; busy
+	// says it found none free.
+	gate gitshare.Gate
+	busy bool
+	dir  string
 	// release ends the read of dir.
 	release func()
 	bundles []*fleet.Bundle
@@ -103,6 +107,25 @@ type repoState struct {
 	warningsRead bool
 	// secrets are the Secrets the GitRepo read last (see getSecret).
 	secrets secretMemo
+}
+
+// pollMark is what a poll changes in a repoState before it asks the
+// remote: a poll that could not ask (no git fetch slot free) is undone.
+type pollMark struct {
+	poll          sourcepoll.Poll
+	webhookCommit string
+	gitErr        error
+	seenInput     string
+	resync        bool
+}
+
+func (st *repoState) mark() pollMark {
+	return pollMark{poll: st.poll, webhookCommit: st.webhookCommit, gitErr: st.gitErr, seenInput: st.seenInput, resync: st.resync}
+}
+
+// reset undoes the poll that made m.
+func (st *repoState) reset(m pollMark) {
+	st.poll, st.webhookCommit, st.gitErr, st.seenInput, st.resync = m.poll, m.webhookCommit, m.gitErr, m.seenInput, m.resync
 }
 
 // failGit records the error of a git phase: a transient one asks for the
@@ -178,24 +201,12 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 		st.seenInput = s.input
 		return nil
 	}
-	release, err := r.slots.Take(repo.Namespace, r.Workers, "git fetch slots")
-	if err != nil {
-		// The namespace's slots are busy: the retry (in a second or two)
-		// polls for the same reasons, the wake and the changed input
-		// kept, rather than wait for the next interval.
-		if woken {
-			r.woken.Store(key, struct{}{})
-		}
-		r.slotWaiters.wait(key)
-		return err
-	}
+	// The namespace's git fetch slots are taken only around calls to the
+	// remote (fetchGate): a GitRepo that takes its group's answer and
+	// files neither waits for one nor holds one while it syncs.
+	s.gate = r.fetchGate(s, key)
 	r.slotWaiters.taken(key)
-	defer func() {
-		release()
-		if next, ok := r.slotWaiters.next(repo.Namespace); ok {
-			r.enqueue(next)
-		}
-	}()
+	mark := st.mark()
 	st.seenInput = s.input
 	if inputChanged {
 		st.resync = true
@@ -213,6 +224,17 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	// A refused destination shows the tenant one fixed message; its detail
 	// goes to the manager's log.
 	if err := r.poll(ctx, s); err != nil {
+		if s.busy {
+			// The namespace's slots are busy: the retry (in a second or
+			// two, or as a slot is given back) polls for the same
+			// reasons, the wake and the changed input kept, rather than
+			// wait for the next interval.
+			st.reset(mark)
+			if woken {
+				r.woken.Store(key, struct{}{})
+			}
+			return err
+		}
 		return st.failGit(egress.ForTenant(ctx, err))
 	}
 	if !syncNeeded(st, repo, st.latest) && !st.resync {
@@ -222,6 +244,12 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 	ctx, cancel := context.WithTimeout(ctx, orDefault(r.SyncTimeout, DefaultSyncTimeout))
 	defer cancel()
 	if err := r.checkout(ctx, s); err != nil {
+		if s.busy {
+			// The commit is known, its files are not: the retry polls
+			// again, answered by the group, and fetches it.
+			st.poll.Retry = true
+			return err
+		}
 		// Not marked synced, even when stalled: the commit is fetched again
 		// at the next poll, so that GitPolling keeps reporting the failure.
 		return st.failGit(egress.ForTenant(ctx, err))
@@ -265,8 +293,12 @@ func (r *Reconciler) poll(ctx context.Context, s *scope) error {
 	}
 	s.opts = o
 	start := time.Now()
-	q := gitshare.Query{MaxAge: pollInterval(s.repo), Renew: s.renew, Want: s.want}
-	s.state.latest, err = r.Fetcher.LatestCommit(ctx, o, q)
+	q := gitshare.Query{MaxAge: pollInterval(s.repo), Renew: s.renew, Want: s.want, Gate: s.gate}
+	latest, err := r.Fetcher.LatestCommit(ctx, o, q)
+	if s.busy {
+		return err
+	}
+	s.state.latest = latest
 	metrics.ObserveSince(metrics.FetchLatestCommit, s.repo.Namespace, start, err)
 	return err
 }
@@ -274,10 +306,35 @@ func (r *Reconciler) poll(ctx context.Context, s *scope) error {
 // checkout fetches the latest commit into the git cache.
 func (r *Reconciler) checkout(ctx context.Context, s *scope) error {
 	start := time.Now()
-	dir, release, err := r.Fetcher.Checkout(ctx, s.opts, s.state.latest)
+	dir, release, err := r.Fetcher.Checkout(ctx, s.opts, s.state.latest, s.gate)
+	if s.busy {
+		return err
+	}
 	metrics.ObserveSince(metrics.Checkout, s.repo.Namespace, start, err)
 	s.dir, s.release = dir, release
 	return err
+}
+
+// fetchGate takes a git fetch slot of the GitRepo key's namespace for each
+// call to the remote the share makes on its behalf, and gives it back when
+// the call is over, waking the next GitRepo of the namespace waiting for
+// one. When the namespace holds its share of the slots, it puts key in line
+// and marks s busy.
+func (r *Reconciler) fetchGate(s *scope, key client.ObjectKey) gitshare.Gate {
+	return func() (func(), error) {
+		release, err := r.slots.Take(key.Namespace, r.Workers, "git fetch slots")
+		if err != nil {
+			s.busy = true
+			r.slotWaiters.wait(key)
+			return nil, err
+		}
+		return func() {
+			release()
+			if next, ok := r.slotWaiters.next(key.Namespace); ok {
+				r.enqueue(next)
+			}
+		}, nil
+	}
 }
 
 // readBundles reads the bundles of the checked-out commit.

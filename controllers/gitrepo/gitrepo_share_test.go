@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,4 +162,46 @@ func TestWokenGitReposPollThroughBusySlots(t *testing.T) {
 	second := commit(g, repo, files("2"))
 	createGitRepo(g, ns, "poller", spec(0, time.Second))
 	synced(second)
+}
+
+// A woken GitRepo whose commit its group has already fetched syncs without
+// a git fetch slot: here both slots of its namespace are held by polls of
+// a git server that does not answer (for 30 s, the ls-remote timeout), and
+// it syncs the commit another namespace's GitRepo found meanwhile.
+func TestWokenGitRepoNeedsNoSlotForSharedCommit(t *testing.T) {
+	g := NewWithT(t)
+	red, blue := newNamespace(t), newNamespace(t)
+	name := red + "-shared"
+	repo, first := newGitRepo(g, name, appFiles("app0", "1"))
+	url := gitServer.RepoURL(name)
+	spec := func(interval time.Duration) fleet.GitRepoSpec {
+		return fleet.GitRepoSpec{Repo: url, Branch: "main", Paths: []string{"apps/app0"}, PollingInterval: every(interval)}
+	}
+	createGitRepo(g, red, "follow", spec(time.Hour))
+	createGitRepo(g, blue, "lead", spec(time.Second))
+	g.Eventually(bundleCommits(g, red, "follow"), eventually, poll).Should(Equal(map[string]string{"follow-apps-app0": first}))
+	g.Eventually(bundleCommits(g, blue, "lead"), eventually, poll).Should(Equal(map[string]string{"lead-apps-app0": first}))
+
+	// A git server that answers nothing until the test ends holds red's
+	// two slots (four workers, half each namespace).
+	var hanging atomic.Int32
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		hanging.Add(1)
+		defer hanging.Add(-1)
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(stop); hang.Close() })
+	for i := range 2 {
+		createGitRepo(g, red, fmt.Sprintf("hang%d", i), fleet.GitRepoSpec{Repo: fmt.Sprintf("%s/hang%d", hang.URL, i), Branch: "main", PollingInterval: every(time.Hour)})
+	}
+	g.Eventually(hanging.Load, eventually, poll).Should(BeNumerically("==", 2))
+
+	second := commit(g, repo, appFiles("app0", "2"))
+	g.Eventually(bundleCommits(g, blue, "lead"), eventually, poll).Should(Equal(map[string]string{"lead-apps-app0": second}))
+	g.Eventually(bundleCommits(g, red, "follow"), eventually, poll).Should(Equal(map[string]string{"follow-apps-app0": second}))
+	g.Expect(hanging.Load()).To(BeNumerically("==", 2), "red's slots were held throughout")
 }

@@ -19,5 +19,7 @@
 // read it, and evicted (least recently used, unleased only) beyond a byte
 // budget or when a newer commit of the same group arrives. Concurrent
 // requests for the same answer or the same commit are made once, and every
-// caller waits for that one result.
+// caller waits for that one result. A caller's Gate (its namespace's fetch
+// slots) is asked only when the Share calls the remote on its behalf: one
+// that takes its group's answer and files waits for no slot.
 package gitshare

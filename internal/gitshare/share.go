@@ -43,7 +43,19 @@ type Query struct {
 	// reused only when the remote was asked after the group first heard of
 	// it, so that N GitRepos told of one push ask the remote once.
 	Want string
+	// Gate, when set, is asked before the remote is (see Gate).
+	Gate Gate
 }
+
+// Gate is asked for leave before the Share calls its Source on a caller's
+// behalf (an ls-remote, a fetch, a checkout into the tree directory): it
+// returns the function that gives the leave back once that call is over, or
+// an error, which the Share returns to the caller at once without calling
+// the Source. An answer or a tree the group has already, and a call of the
+// group already under way (the caller waits for its result), need no leave:
+// a caller is held back by its own network work only, not by its group's.
+// A Gate must not block.
+type Gate func() (release func(), err error)
 
 // Share answers LatestCommit and Checkout for many callers (Options.Key:
 // one GitRepo each), asking its Source once per group (see Group). It is
@@ -128,7 +140,7 @@ func (s *Share) LatestCommit(ctx context.Context, o gitfetch.Options, q Query) (
 	}
 	s.mu.Unlock()
 	key := o.Key
-	c, err := s.lists.do(ctx, id, func() (string, error) {
+	c, err := s.lists.do(ctx, id, q.Gate, func() (string, error) {
 		asked := s.now()
 		o.Key = id
 		c, err := s.Source.LatestCommit(ctx, o)
@@ -179,8 +191,9 @@ func (g *group) fresh(q Query, now, taken time.Time) bool {
 
 // Checkout returns a directory holding the files of commit, fetched with
 // o's credentials unless the group has them already, and a release to call
-// once done reading it: the directory is not deleted before.
-func (s *Share) Checkout(ctx context.Context, o gitfetch.Options, commit string) (string, func(), error) {
+// once done reading it: the directory is not deleted before. gate, when
+// set, is asked before the files are fetched or written (see Gate).
+func (s *Share) Checkout(ctx context.Context, o gitfetch.Options, commit string, gate Gate) (string, func(), error) {
 	if err := s.init(); err != nil {
 		return "", nil, err
 	}
@@ -195,7 +208,7 @@ func (s *Share) Checkout(ctx context.Context, o gitfetch.Options, commit string)
 		if dir, release, ok := s.lease(k); ok {
 			return dir, release, nil
 		}
-		if _, err := s.checkouts.do(ctx, k, func() (string, error) { return s.checkout(ctx, o, k) }); err != nil {
+		if _, err := s.checkouts.do(ctx, k, gate, func() (string, error) { return s.checkout(ctx, o, k) }); err != nil {
 			return "", nil, err
 		}
 	}
@@ -499,9 +512,11 @@ type flight struct {
 	err  error
 }
 
-// do runs fn for k, or waits for the run already under way. A waiter whose
-// ctx ends stops waiting; the run goes on for the others.
-func (f *flights[K]) do(ctx context.Context, k K, fn func() (string, error)) (string, error) {
+// do runs fn for k, or waits for the run already under way. Only a run
+// asks gate (when set) for leave first: when it refuses, its error is
+// returned and nothing runs. A waiter whose ctx ends stops waiting; the run
+// goes on for the others.
+func (f *flights[K]) do(ctx context.Context, k K, gate Gate, fn func() (string, error)) (string, error) {
 	f.mu.Lock()
 	if c, ok := f.m[k]; ok {
 		f.mu.Unlock()
@@ -510,6 +525,19 @@ func (f *flights[K]) do(ctx context.Context, k K, fn func() (string, error)) (st
 			return c.val, c.err
 		case <-ctx.Done():
 			return "", ctx.Err()
+		}
+	}
+	leave := func() {}
+	if gate != nil {
+		// Under f.mu, so that no run of k starts meanwhile and the
+		// caller holds a leave it does not need; a Gate does not block.
+		release, err := gate()
+		if err != nil {
+			f.mu.Unlock()
+			return "", err
+		}
+		if release != nil {
+			leave = release
 		}
 	}
 	if f.m == nil {
@@ -523,6 +551,7 @@ func (f *flights[K]) do(ctx context.Context, k K, fn func() (string, error)) (st
 		delete(f.m, k)
 		f.mu.Unlock()
 		close(c.done)
+		leave()
 	}()
 	c.val, c.err = fn()
 	return c.val, c.err

@@ -112,7 +112,7 @@ func TestOneListAndFetchPerGroup(t *testing.T) {
 	solo := e.opts("solo/r", "solo")
 	_, err := e.share.LatestCommit(ctx, solo, q)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, release, err := e.share.Checkout(ctx, solo, first)
+	_, release, err := e.share.Checkout(ctx, solo, first, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	release()
 	alone := e.srv.CountsOf("solo")
@@ -126,7 +126,7 @@ func TestOneListAndFetchPerGroup(t *testing.T) {
 				latest, err := e.share.LatestCommit(ctx, o, q)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(latest).To(Equal(want))
-				dir, release, err := e.share.Checkout(ctx, o, latest)
+				dir, release, err := e.share.Checkout(ctx, o, latest, nil)
 				g.Expect(err).NotTo(HaveOccurred())
 				defer release()
 				check(i, dir)
@@ -201,7 +201,7 @@ func TestCredentialsDoNotShare(t *testing.T) {
 			latest, err := e.share.LatestCommit(ctx, o, q)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(latest).To(Equal(first))
-			dir, release, err := e.share.Checkout(ctx, o, latest)
+			dir, release, err := e.share.Checkout(ctx, o, latest, nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(read(g, dir, "x.yaml")).To(Equal("1"))
 			release()
@@ -218,7 +218,7 @@ func TestCredentialsDoNotShare(t *testing.T) {
 	bad := e.opts("mallory/r", "red", "guess")
 	_, err := e.share.LatestCommit(ctx, bad, q)
 	g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonAuthFailed))
-	_, _, err = e.share.Checkout(ctx, bad, first)
+	_, _, err = e.share.Checkout(ctx, bad, first, nil)
 	g.Expect(outcome.ReasonOf(err, "")).To(Equal(fleet.ReasonAuthFailed))
 	// No credentials at all: refused as well.
 	_, err = e.share.LatestCommit(ctx, e.opts("anon/r", ""), q)
@@ -265,10 +265,10 @@ func TestTreesAreBounded(t *testing.T) {
 	first := e.commit(g, map[string]string{"x.yaml": strings.Repeat("x", 1000)})
 
 	red, blue := e.opts("red/r", "red"), e.opts("blue/r", "blue")
-	redDir, redRelease, err := e.share.Checkout(ctx, red, first)
+	redDir, redRelease, err := e.share.Checkout(ctx, red, first, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	// blue's tree goes beyond the budget: red's is leased and stays.
-	blueDir, blueRelease, err := e.share.Checkout(ctx, blue, first)
+	blueDir, blueRelease, err := e.share.Checkout(ctx, blue, first, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(blueDir).NotTo(Equal(redDir))
 	g.Expect(redDir).To(BeADirectory())
@@ -279,7 +279,7 @@ func TestTreesAreBounded(t *testing.T) {
 	g.Expect(blueDir).To(BeADirectory())
 	// Read again, red's tree is written from its object store, not
 	// fetched, and blue's goes.
-	againDir, again, err := e.share.Checkout(ctx, red, first)
+	againDir, again, err := e.share.Checkout(ctx, red, first, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	again()
 	g.Expect(blueDir).NotTo(BeADirectory())
@@ -289,17 +289,17 @@ func TestTreesAreBounded(t *testing.T) {
 	// A tree deleted under the Share (a cleaner of temporary
 	// directories) is written again from the object store.
 	g.Expect(os.RemoveAll(againDir)).To(Succeed())
-	rewritten, again, err := e.share.Checkout(ctx, red, first)
+	rewritten, again, err := e.share.Checkout(ctx, red, first, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(read(g, rewritten, "x.yaml")).To(HaveLen(1000))
 	again()
 	g.Expect(e.srv.CountsOf("red").Fetches).To(Equal(redFetches))
 
 	// A new commit of red's group replaces its tree once released.
-	dir, hold, err := e.share.Checkout(ctx, red, first)
+	dir, hold, err := e.share.Checkout(ctx, red, first, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	second := e.commit(g, map[string]string{"x.yaml": "small"})
-	newDir, release, err := e.share.Checkout(ctx, red, second)
+	newDir, release, err := e.share.Checkout(ctx, red, second, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(read(g, newDir, "x.yaml")).To(Equal("small"))
 	g.Expect(dir).To(BeADirectory())
@@ -311,4 +311,82 @@ func TestTreesAreBounded(t *testing.T) {
 	// The last reader of red's group goes: its trees go too.
 	g.Expect(e.share.Remove("red/r")).To(Succeed())
 	g.Expect(newDir).NotTo(BeADirectory())
+}
+
+// gate counts the leaves a Share asks for and holds, and refuses them
+// while closed.
+type gate struct {
+	mu             sync.Mutex
+	asked, holding int
+	closed         bool
+}
+
+var errBusy = fmt.Errorf("no slot free")
+
+func (gt *gate) take() (func(), error) {
+	gt.mu.Lock()
+	defer gt.mu.Unlock()
+	gt.asked++
+	if gt.closed {
+		return nil, errBusy
+	}
+	gt.holding++
+	return func() {
+		gt.mu.Lock()
+		defer gt.mu.Unlock()
+		gt.holding--
+	}, nil
+}
+
+func (gt *gate) state() (asked, holding int) {
+	gt.mu.Lock()
+	defer gt.mu.Unlock()
+	return gt.asked, gt.holding
+}
+
+// The gate is asked only before the remote is: a GitRepo that takes its
+// group's answer and tree needs no leave, and one refused leave asks
+// nothing of the remote.
+func TestGateOnlyAroundRemoteCalls(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t, g, "team")
+	first := e.commit(g, map[string]string{"x.yaml": "1"})
+	lead, follow := e.opts("red/lead", "team"), e.opts("blue/follow", "team")
+	open, closed := &gate{}, &gate{closed: true}
+
+	latest, err := e.share.LatestCommit(ctx, lead, gitshare.Query{MaxAge: time.Minute, Gate: open.take})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(latest).To(Equal(first))
+	dir, release, err := e.share.Checkout(ctx, lead, latest, open.take)
+	g.Expect(err).NotTo(HaveOccurred())
+	release()
+	g.Expect(read(g, dir, "x.yaml")).To(Equal("1"))
+	asked, holding := open.state()
+	g.Expect(asked).To(Equal(2), "one leave for the ls-remote, one for the fetch")
+	g.Expect(holding).To(BeZero(), "each given back once its call is over")
+	counts := e.srv.CountsOf("team")
+
+	// The group has both: no leave asked, none needed.
+	latest, err = e.share.LatestCommit(ctx, follow, gitshare.Query{MaxAge: time.Minute, Gate: closed.take})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(latest).To(Equal(first))
+	dir, release, err = e.share.Checkout(ctx, follow, latest, closed.take)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(read(g, dir, "x.yaml")).To(Equal("1"))
+	release()
+	asked, _ = closed.state()
+	g.Expect(asked).To(BeZero())
+
+	// The answer is too old: the remote must be asked, the leave is
+	// refused, and the caller gets the refusal; the remote hears nothing.
+	second := e.commit(g, map[string]string{"x.yaml": "2"})
+	e.clock.Add(2 * time.Minute)
+	_, err = e.share.LatestCommit(ctx, follow, gitshare.Query{MaxAge: time.Minute, Gate: closed.take})
+	g.Expect(err).To(MatchError(errBusy))
+	_, _, err = e.share.Checkout(ctx, follow, second, closed.take)
+	g.Expect(err).To(MatchError(errBusy))
+	g.Expect(e.srv.CountsOf("team")).To(Equal(counts))
+	asked, _ = closed.state()
+	g.Expect(asked).To(Equal(2))
 }

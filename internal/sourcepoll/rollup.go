@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -56,8 +57,23 @@ func BundleError(b *fleet.Bundle) (string, bool) {
 	return c.Message, true
 }
 
+// RollupInputChanged says whether what RollupBundles reads of a Bundle's
+// status (its summary, and its Ready condition's status and message)
+// differs between o and n: when it does not, no rollup changes.
+func RollupInputChanged(o, n *fleet.Bundle) bool {
+	if !equality.Semantic.DeepEqual(o.Status.Summary, n.Status.Summary) {
+		return true
+	}
+	oc, nc := meta.FindStatusCondition(o.Status.Conditions, fleet.ConditionReady), meta.FindStatusCondition(n.Status.Conditions, fleet.ConditionReady)
+	if oc == nil || nc == nil {
+		return oc != nc
+	}
+	return oc.Status != nc.Status || oc.Message != nc.Message
+}
+
 // RollupBundles sums the summaries of an object's Bundles; it sorts them
-// by name.
+// by name. What it reads of their status is what RollupInputChanged
+// compares: a change of one must go with the other.
 func RollupBundles(bundles []fleet.Bundle) Rollup {
 	r := Rollup{Bundles: len(bundles)}
 	sort.Slice(bundles, func(i, j int) bool { return bundles[i].Name < bundles[j].Name })

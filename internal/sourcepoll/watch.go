@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -59,10 +58,12 @@ func Watches(b *builder.Builder, c client.Reader, label string, newList func() c
 
 // rollupChanged lets through the Bundle events that may change what the
 // object its label names shows of its Bundles (Rollup, which reads their
-// names and status, and which Bundles carry the label): all but the
-// updates that change neither the status, nor that label, nor the
-// deletion timestamp, such as the object's own sync writing a Bundle's
-// spec, whose status the bundle controller writes next.
+// names, summaries and Ready conditions, and which Bundles carry the
+// label): all but the updates that change neither what Rollup reads, nor
+// that label, nor the deletion timestamp, such as the object's own sync
+// writing a Bundle's spec, or the bundle controller then writing the
+// Bundle's observedGeneration and content hash. A commit that changes a
+// hundred GitRepos' Bundles brings each GitRepo back once, for its sync.
 func rollupChanged(label string) predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*fleet.Bundle)
@@ -70,8 +71,7 @@ func rollupChanged(label string) predicate.Funcs {
 		if !ok1 || !ok2 {
 			return true
 		}
-		return o.Labels[label] != n.Labels[label] || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
-			!equality.Semantic.DeepEqual(o.Status, n.Status)
+		return o.Labels[label] != n.Labels[label] || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) || RollupInputChanged(o, n)
 	}}
 }
 
