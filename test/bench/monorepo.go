@@ -64,6 +64,9 @@ func Monorepo(ctx context.Context, cp *controlplane.ControlPlane, apps, commits 
 		return nil, err
 	}
 	defer mgr.Stop()
+	// The manager's start (the local cluster's import, the token) is not
+	// the first side's: both sides begin with the manager idle.
+	waitManagerIdle(ctx, mgr)
 
 	interval := 5 * time.Second
 	value := 0
@@ -209,4 +212,21 @@ func (m *manager) reconciles() map[string]float64 {
 		}
 	}
 	return out
+}
+
+// waitManagerIdle waits, up to a minute, until the manager spends less than
+// a twentieth of a core over 3 s.
+func waitManagerIdle(ctx context.Context, mgr *manager) {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		before := cpuSeconds(mgr)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(3 * time.Second):
+		}
+		if cpuSeconds(mgr)-before < 0.15 {
+			return
+		}
+	}
 }
