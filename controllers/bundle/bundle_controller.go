@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,6 +59,9 @@ type Reconciler struct {
 	// ociSecrets remembers the agent Secrets written next to the
 	// BundleDeployments of bundles in OCI storage (see ensureOCISecret).
 	ociSecrets sync.Map
+	// lastStatus is when each bundle's status was last written
+	// (types.NamespacedName -> time.Time), for holdStatus.
+	lastStatus sync.Map
 	// mem is what the controller keeps between reconciles (see memory).
 	mem memory
 	// The cache's own objects, read in place (see cacheindex).
@@ -160,6 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Client.Get(ctx, req.NamespacedName, bundle); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.mem.forgetKey(req.NamespacedName)
+			r.lastStatus.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -186,8 +191,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		// event when that is news. A lost status write is retried, whatever
 		// the reconcile's outcome.
 		setStatus(bundle, statusView(s), reterr)
+		now := time.Now()
+		if wait := holdStatus(&before.Status, &bundle.Status, r.lastStatusWrite(req.NamespacedName), now); wait > 0 && reterr == nil {
+			// Counts during a rollout: written with the next ones, or
+			// when it lands; the pass after wait writes them.
+			bundle.Status = before.Status
+			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+				result.RequeueAfter = wait
+			}
+		} else if !equality.Semantic.DeepEqual(before.Status, bundle.Status) {
+			r.statusWritten(req.NamespacedName, now)
+		}
 		in := outcome.Input{Object: bundle, Err: reterr, Recorder: r.Recorder, Action: "Target", FallbackReason: fleet.ReasonError,
-			After: result.RequeueAfter} // maxNew held creations back
+			After: result.RequeueAfter} // maxNew held creations back, or counts held
 		if reterr != nil {
 			in.Condition = fleet.ConditionReady
 		}
