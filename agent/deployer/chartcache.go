@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gitfleet/fleet/agent/deployrpc"
@@ -33,6 +34,29 @@ type chartCache struct {
 	dir string
 }
 
+// cacheable tells whether src's chart may be kept: only a chart of an
+// exact version. One without (a chart URL, "latest") may change at its
+// source, and each deploy downloads it again.
+func cacheable(src deployrpc.ChartSource) bool {
+	return src.Version != ""
+}
+
+// ownDir makes the cache directory, and tells whether it is the agent's
+// own: a directory (not a link) of this user that nobody else may read or
+// write. A directory someone else could write is not used: a chart planted
+// there would be deployed.
+func (c chartCache) ownDir() bool {
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return false
+	}
+	info, err := os.Lstat(c.dir)
+	if err != nil || !info.IsDir() || info.Mode().Perm()&0o077 != 0 {
+		return false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return !ok || int(st.Uid) == os.Getuid()
+}
+
 // key is the file name of src's chart.
 func (c chartCache) key(src deployrpc.ChartSource) string {
 	src.SecretName = ""           // for messages only: the credentials themselves are in the key
@@ -46,7 +70,7 @@ func (c chartCache) key(src deployrpc.ChartSource) string {
 
 // get is src's chart, if kept; a chart read is marked as used now.
 func (c chartCache) get(src deployrpc.ChartSource) ([]byte, bool) {
-	if c.dir == "" || c.key(src) == "" {
+	if c.dir == "" || !cacheable(src) || c.key(src) == "" || !c.ownDir() {
 		return nil, false
 	}
 	p := filepath.Join(c.dir, c.key(src))
@@ -65,10 +89,7 @@ func (c chartCache) get(src deployrpc.ChartSource) ([]byte, bool) {
 // downloaded anyway.
 func (c chartCache) put(src deployrpc.ChartSource, tgz []byte) {
 	key := c.key(src)
-	if c.dir == "" || key == "" || len(tgz) > chartCacheMaxBytes {
-		return
-	}
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+	if c.dir == "" || !cacheable(src) || key == "" || len(tgz) > chartCacheMaxBytes || !c.ownDir() {
 		return
 	}
 	f, err := os.CreateTemp(c.dir, ".partial-*")

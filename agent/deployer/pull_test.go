@@ -151,7 +151,7 @@ func TestPullChartKeepsTheChart(t *testing.T) {
 // The cache keeps the most recently used charts within its bounds.
 func TestChartCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 	g := NewWithT(t)
-	c := chartCache{dir: t.TempDir()}
+	c := chartCache{dir: filepath.Join(t.TempDir(), "charts")}
 	src := func(i int) deployrpc.ChartSource {
 		return deployrpc.ChartSource{Repo: "https://charts.example.com", Chart: "app", Version: fmt.Sprintf("1.0.%d", i)}
 	}
@@ -171,4 +171,27 @@ func TestChartCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 	g.Expect(ok).To(BeFalse(), "the least recently used is evicted")
 	_, ok = c.get(src(chartCacheMaxFiles + 4))
 	g.Expect(ok).To(BeTrue())
+}
+
+// A chart of no exact version is downloaded at each deploy, and a cache
+// directory others may write is not used.
+func TestChartCacheKeepsOnlyWhatItMay(t *testing.T) {
+	g := NewWithT(t)
+	c := chartCache{dir: filepath.Join(t.TempDir(), "charts")}
+	latest := deployrpc.ChartSource{Chart: "https://charts.example.com/app-latest.tgz"}
+	c.put(latest, []byte("chart"))
+	_, ok := c.get(latest)
+	g.Expect(ok).To(BeFalse(), "no version: not kept")
+
+	exact := deployrpc.ChartSource{Repo: "https://charts.example.com", Chart: "app", Version: "1.0.0"}
+	c.put(exact, []byte("chart"))
+	_, ok = c.get(exact)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(os.Chmod(c.dir, 0o777)).To(Succeed())
+	_, ok = c.get(exact)
+	g.Expect(ok).To(BeFalse(), "a directory others may write is not read")
+	c.put(deployrpc.ChartSource{Repo: "https://charts.example.com", Chart: "app", Version: "2.0.0"}, []byte("chart"))
+	entries, err := os.ReadDir(c.dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(1), "nor written")
 }

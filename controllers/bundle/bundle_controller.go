@@ -173,6 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !sharding.Owns(r.Shard, bundle) {
 		r.mem.forgetKey(req.NamespacedName)
 		r.mem.forget(bundle.UID)
+		r.lastStatus.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if !bundle.DeletionTimestamp.IsZero() {

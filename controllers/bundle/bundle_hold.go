@@ -16,7 +16,9 @@ import (
 // and its watches: during a commit to 1000 clusters the bundles' status was
 // written every two seconds, 0.04 writes per BundleDeployment weighing as
 // much as a tenth of the BundleDeployments' own. Counts held back are
-// written when the rollout lands, at once.
+// written when the rollout lands, at once; so is a change of the Ready
+// condition's status or reason (a first error), while further counts of
+// an error wait like the others.
 const summaryHold = 5 * time.Second
 
 // holdStatus tells how long to hold back the status change from was to

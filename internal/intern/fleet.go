@@ -8,7 +8,7 @@ import (
 )
 
 // Transform is a cache transform interning the strings that repeat across
-// objects: of any object its namespace, labels, annotations and owners; of
+// objects: of any object its namespace, labels, annotation keys and owners; of
 // BundleDeployments and Clusters their IDs, conditions and display too.
 // Other values pass through as they are.
 func (p *Pool) Transform(obj any) (any, error) {
@@ -30,7 +30,7 @@ func (p *Pool) meta(o metav1.Object) {
 		o.SetLabels(p.Map(l))
 	}
 	if a := o.GetAnnotations(); len(a) > 0 {
-		o.SetAnnotations(p.Map(a))
+		o.SetAnnotations(p.Keys(a))
 	}
 	if refs := o.GetOwnerReferences(); len(refs) > 0 {
 		for i := range refs {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	. "github.com/onsi/gomega"
@@ -37,16 +38,51 @@ func TestPoolSharesEqualStrings(t *testing.T) {
 }
 
 // Strings no object asks for any more leave the pool after two
-// generations; those asked for stay.
+// generations; those asked for stay; the pool is bounded whatever is
+// written, and long strings are never held.
 func TestPoolForgetsUnusedStrings(t *testing.T) {
 	g := NewWithT(t)
 	p := NewPool()
+	clock := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	p.now, p.started = func() time.Time { return clock }, clock
 	kept := p.String(fresh("kept"))
 	for i := range 10 * minGeneration {
 		p.String(fmt.Sprintf("commit-%d", i))
 		g.Expect(same(p.String(fresh("kept")), kept)).To(BeTrue(), "a string in use keeps its copy")
+		if i%minGeneration == 0 {
+			clock = clock.Add(generationAge)
+		}
 	}
 	g.Expect(p.Len()).To(BeNumerically("<=", 4*minGeneration), "old commits are gone")
+
+	// Without time passing, the bound by count.
+	for i := range 3 * maxGeneration {
+		p.String(fmt.Sprintf("flood-%d", i))
+	}
+	g.Expect(p.Len()).To(BeNumerically("<=", 2*maxGeneration))
+
+	long := strings.Repeat("x", maxLen+1)
+	g.Expect(same(p.String(long), long)).To(BeTrue())
+	g.Expect(same(p.String(fresh(long)), long)).To(BeFalse(), "a long string is not held")
+}
+
+// With more distinct strings in use than a generation's minimum, those
+// looked up again stay shared: cluster namespaces at 10,000 clusters.
+func TestPoolKeepsALargeWorkingSet(t *testing.T) {
+	g := NewWithT(t)
+	p := NewPool()
+	const n = 20000
+	first := make([]string, n)
+	for i := range first {
+		first[i] = p.String(fmt.Sprintf("cluster-ns-%05d", i))
+	}
+	shared := 0
+	for i := range first {
+		if same(p.String(fmt.Sprintf("cluster-ns-%05d", i)), first[i]) {
+			shared++
+		}
+	}
+	g.Expect(shared).To(Equal(n))
 }
 
 // A transformed BundleDeployment equals the one decoded, and two of them
@@ -58,7 +94,7 @@ func TestTransformKeepsValues(t *testing.T) {
 		bd := &fleet.BundleDeployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "cluster-ns-" + cluster,
 				Labels:          map[string]string{fleet.BundleNameLabel: "app", fleet.ClusterLabel: cluster},
-				Annotations:     map[string]string{"a": "b"},
+				Annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "X", Name: "owner"}},
 				Finalizers:      []string{"fleet.cattle.io/f"}},
 			Spec: fleet.BundleDeploymentSpec{DeploymentID: "s-abc:123", StagedDeploymentID: "s-abc:123"},
