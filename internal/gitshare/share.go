@@ -138,9 +138,21 @@ func (s *Share) LatestCommit(ctx context.Context, o gitfetch.Options, q Query) (
 	if q.Want != "" && q.Want != g.want {
 		g.want, g.wantAt = q.Want, now
 	}
+	seen := g.at
 	s.mu.Unlock()
 	key := o.Key
 	c, err := s.lists.do(ctx, id, q.Gate, func() (string, error) {
+		// Another caller's run may have ended between the check above and
+		// this one (the caller was not there to wait for it): its new
+		// answer does, as it would have had the caller waited. Without this, a
+		// push told to a group asked the remote twice.
+		s.mu.Lock()
+		if !g.at.Equal(seen) && g.fresh(q, s.now(), g.members[key]) {
+			c := g.latest
+			s.mu.Unlock()
+			return c, nil
+		}
+		s.mu.Unlock()
 		asked := s.now()
 		o.Key = id
 		c, err := s.Source.LatestCommit(ctx, o)
