@@ -57,19 +57,25 @@ type clusterEntry struct {
 // set). The deployments are read, never changed (they may be the cache's).
 func Resources(bds []*fleet.BundleDeployment) ([]fleet.GitRepoResource, fleet.ResourceCounts) {
 	var counts fleet.ResourceCounts
-	sorted := make([]*fleet.BundleDeployment, len(bds))
-	copy(sorted, bds)
+	// The cluster of each deployment is read once, not at every comparison:
+	// a GitRepo of many clusters sorts thousands.
+	sorted := make([]clusterDeployment, len(bds))
+	for i, bd := range bds {
+		sorted[i] = clusterDeployment{cluster: clusterID(bd), bd: bd}
+	}
 	sort.Slice(sorted, func(i, j int) bool {
-		ci, cj := clusterID(sorted[i]), clusterID(sorted[j])
-		if ci != cj {
-			return ci < cj
+		if sorted[i].cluster != sorted[j].cluster {
+			return sorted[i].cluster < sorted[j].cluster
 		}
-		return sorted[i].Name < sorted[j].Name
+		return sorted[i].bd.Name < sorted[j].bd.Name
 	})
 	byKey := map[resourceKey][]clusterEntry{}
-	for _, bd := range sorted {
-		AddCounts(&counts, bd.Status.ResourceCounts)
-		for k, e := range deploymentEntries(bd) {
+	entries := map[resourceKey]clusterEntry{}
+	for _, d := range sorted {
+		AddCounts(&counts, d.bd.Status.ResourceCounts)
+		clear(entries)
+		deploymentEntries(entries, d.cluster, d.bd)
+		for k, e := range entries {
 			byKey[k] = append(byKey[k], e)
 		}
 	}
@@ -92,12 +98,17 @@ func Resources(bds []*fleet.BundleDeployment) ([]fleet.GitRepoResource, fleet.Re
 	return out, counts
 }
 
-// deploymentEntries is the state of each object of one deployment.
-func deploymentEntries(bd *fleet.BundleDeployment) map[resourceKey]clusterEntry {
-	cluster := clusterID(bd)
+// clusterDeployment is a deployment with the id of its cluster.
+type clusterDeployment struct {
+	cluster string
+	bd      *fleet.BundleDeployment
+}
+
+// deploymentEntries puts into out the state of each object of one
+// deployment on its cluster.
+func deploymentEntries(out map[resourceKey]clusterEntry, cluster string, bd *fleet.BundleDeployment) {
 	incomplete := bd.Status.IncompleteState
 	def := defaultState(bd)
-	out := make(map[resourceKey]clusterEntry, len(bd.Status.Resources))
 	for _, r := range bd.Status.Resources {
 		out[resourceKey{r.APIVersion, r.Kind, r.Namespace, r.Name}] = clusterEntry{cluster: cluster, state: def, shown: def, incomplete: incomplete}
 	}
@@ -120,7 +131,6 @@ func deploymentEntries(bd *fleet.BundleDeployment) map[resourceKey]clusterEntry 
 		}
 		out[resourceKey{m.APIVersion, m.Kind, m.Namespace, m.Name}] = clusterEntry{cluster: cluster, state: st, shown: st, incomplete: incomplete}
 	}
-	return out
 }
 
 // defaultState is the state of a deployment's objects that its

@@ -154,3 +154,22 @@ func TestResourcesBounds(t *testing.T) {
 	g.Expect(counts.DesiredReady).To(Equal((maxResources + 200) * (maxClustersPerState + 5)))
 	g.Expect(counts.Ready).To(Equal(counts.DesiredReady))
 }
+
+// BenchmarkResources is a GitRepo's status over 1000 clusters of 10
+// bundles, each deploying one ConfigMap: what the GitRepo controller
+// computes at every reconcile during a rollout.
+func BenchmarkResources(b *testing.B) {
+	bds := make([]*fleet.BundleDeployment, 0, 10000)
+	for c := range 1000 {
+		for i := range 10 {
+			bd := deployment(fmt.Sprintf("c%04d", (c*7919)%1000), nil,
+				fleet.BundleDeploymentResource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: fmt.Sprintf("b-%d", i)})
+			bd.Name = fmt.Sprintf("b-%d", i)
+			bds = append(bds, bd)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Resources(bds)
+	}
+}

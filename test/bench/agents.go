@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,8 +37,12 @@ type fleetRun struct {
 	floor float64
 	// floorResult is the cr-floor experiment's result (zero: not run).
 	floorResult Result
-	events      *bdEvents
-	results     []Result
+	// events counts the manager's BundleDeployment writes (watchBDs; nil
+	// until Retarget starts it).
+	events *bdEvents
+	// seen counts the BundleDeployments the agents have seen (FanoutReady).
+	seen    atomic.Int64
+	results []Result
 	// started is the usage when the running experiment started.
 	started usage
 	// metricsBefore is fleet_metrics_update_seconds_total then.
@@ -163,7 +168,14 @@ func startManager(cp *controlplane.ControlPlane, extra ...string) (*manager, err
 		webhookURL: "http://" + webhookAddr + "/", webhookSecret: secret}, nil
 }
 
-func watchBDs(ctx context.Context, f *fleetRun) error {
+// watchBDs starts, once, the metadata watch of every BundleDeployment that
+// counts the manager's writes to them (Retarget). It is not kept during the
+// rollouts, whose BundleDeployments the agents count (observeAgents): one
+// more watcher of every write would be the measurement's cost.
+func (f *fleetRun) watchBDs(ctx context.Context) error {
+	if f.events != nil {
+		return nil
+	}
 	c, err := cache.New(f.cp.Config, cache.Options{Scheme: controllers.Scheme()})
 	if err != nil {
 		return err
@@ -174,33 +186,43 @@ func watchBDs(ctx context.Context, f *fleetRun) error {
 	if err != nil {
 		return err
 	}
-	f.events = &bdEvents{}
+	events := &bdEvents{}
 	managed := func(o interface{}) bool {
 		m, ok := o.(*metav1.PartialObjectMetadata)
 		return ok && m.Labels[fleet.ManagedLabel] == "true"
 	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(o interface{}) {
 			if managed(o) {
-				f.events.adds.Add(1)
+				events.adds.Add(1)
 			}
 		},
 		UpdateFunc: func(old, o interface{}) {
 			// Spec writes only: the agents' status writes are not the manager's.
 			if managed(o) && old.(*metav1.PartialObjectMetadata).Generation != o.(*metav1.PartialObjectMetadata).Generation {
-				f.events.updates.Add(1)
+				events.updates.Add(1)
 			}
 		},
-		DeleteFunc: func(o interface{}) { f.events.deletes.Add(1) },
+		DeleteFunc: func(o interface{}) { events.deletes.Add(1) },
 	})
 	if err != nil {
 		return err
 	}
 	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return fmt.Errorf("informer did not sync")
+	// Synced once the handler has had the list: its adds are not writes.
+	if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return fmt.Errorf("the BundleDeployment watch did not sync")
 	}
+	f.events = events
 	return nil
+}
+
+// observeAgents has every agent tell fn of the deployments it sees and the
+// Ready status it writes (simagent.Agent.SetObserver; nil: none).
+func (f *fleetRun) observeAgents(fn func(*fleet.BundleDeployment)) {
+	for _, a := range f.agents {
+		a.SetObserver(fn)
+	}
 }
 
 func (f *fleetRun) measure(r Result, cpuBefore float64) Result {
@@ -320,18 +342,14 @@ func (f *fleetRun) registrationTimeline(ctx context.Context, start time.Time) st
 	return fmt.Sprintf("requests created: %s; grants started (Clusters made): %s", quantiles(requested), quantiles(granting))
 }
 
-// startFleetRun gives f its client, starts the manager and the watch that
-// counts BundleDeployments; the caller stops f.mgr.
-func startFleetRun(ctx context.Context, f *fleetRun) (*fleetRun, error) {
+// startFleetRun gives f its client and starts the manager; the caller
+// stops f.mgr.
+func startFleetRun(f *fleetRun) (*fleetRun, error) {
 	var err error
 	if f.c, err = newClient(f.cp.Config); err != nil {
 		return nil, err
 	}
 	if f.mgr, err = startManager(f.cp); err != nil {
-		return nil, err
-	}
-	if err := watchBDs(ctx, f); err != nil {
-		f.mgr.Stop()
 		return nil, err
 	}
 	return f, nil
@@ -349,14 +367,29 @@ func (f *fleetRun) FanoutReady(ctx context.Context, ceiling, crCeiling float64) 
 	// At 10,000 x 10 on a loaded machine the fan-out alone takes longer
 	// than half an hour: the waits allow 20 BundleDeployments a second.
 	limit := max(30*time.Minute, time.Duration(want/20)*time.Second)
+	// The fan-out is counted as the agents see the BundleDeployments.
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	f.observeAgents(func(bd *fleet.BundleDeployment) {
+		if bd.Labels[fleet.ManagedLabel] != "true" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if key := bd.Namespace + "/" + bd.Name; !seen[key] {
+			seen[key] = true
+			f.seen.Add(1)
+		}
+	})
+	defer f.observeAgents(nil)
 	fmt.Fprintf(os.Stderr, "Creating %d bundles of 10 KB for %d clusters\n", f.b, f.n)
 	start := time.Now()
 	f.progress.enter("ready")
 	if err := createBundles(ctx, f.c, f.b); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, limit, func() (bool, error) { return f.events.adds.Load() >= want, nil }); err != nil {
-		return fmt.Errorf("%d of %d BundleDeployments: %w", f.events.adds.Load(), want, err)
+	if err := waitFor(ctx, limit, func() (bool, error) { return f.seen.Load() >= want, nil }); err != nil {
+		return fmt.Errorf("%d of %d BundleDeployments seen by their agents: %w", f.seen.Load(), want, err)
 	}
 	fan := since(start)
 	r := f.measure(Result{Experiment: "fanout", Objects: int(want), Seconds: fan, Rate: float64(want) / fan}, cpu)
@@ -441,6 +474,9 @@ func (f *fleetRun) Retarget(ctx context.Context) error {
 	a := f.agents[0]
 	cluster := &fleet.Cluster{}
 	if err := f.c.Get(ctx, types.NamespacedName{Namespace: a.Cred.Namespace, Name: a.Cred.ClusterName}, cluster); err != nil {
+		return err
+	}
+	if err := f.watchBDs(ctx); err != nil {
 		return err
 	}
 	f.mark(ctx)

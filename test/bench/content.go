@@ -198,7 +198,7 @@ func (f *fleetRun) contentRun(ctx context.Context, env contentEnv, storage strin
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	tr := newBDTracker()
-	if err := trackBDs(runCtx, f.cp, name, tr); err != nil {
+	if err := f.track(runCtx, name, tr); err != nil {
 		return r, err
 	}
 	fmt.Fprintf(os.Stderr, "Content: a bundle of %d bytes of files in %s for %d clusters\n", fig.FileBytes, storage, f.n)

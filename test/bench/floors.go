@@ -43,6 +43,7 @@ func CRFloor(ctx context.Context, cp *controlplane.ControlPlane, clients, count 
 		return Result{}, err
 	}
 	id := "s-4aa1b66c7f4661cc9d4e95a29f4164d8e9528ebb61971567f4cd3b7-cb704:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+	prof := startAPIProfile(ctx, cp.Config)
 	before := takeUsage(ctx, cp)
 	start := time.Now()
 	err = parallel(clients, count, func(i int) error {
@@ -61,7 +62,7 @@ func CRFloor(ctx context.Context, cp *controlplane.ControlPlane, clients, count 
 	})
 	return floorResult(ctx, cp, c, ns, "cr-floor",
 		"BundleDeployments created and their Ready status written directly: the least a Ready BundleDeployment costs",
-		count, start, before, crCeiling, err)
+		count, start, before, prof, crCeiling, err)
 }
 
 // RegistrationFloor measures the least a registration costs the API server:
@@ -183,13 +184,15 @@ func writeReady(ctx context.Context, c client.Client, bd *fleet.BundleDeployment
 }
 
 // floorResult is a floor experiment's result: count BundleDeployments
-// written since start, the API server's usage since before, against the
-// custom-resource ceiling; the BundleDeployments of ns are deleted after.
+// written since start, the API server's usage since before and its CPU
+// profile (prof: profiled as the rollouts set beside the floor are), against
+// the custom-resource ceiling; the BundleDeployments of ns are deleted after.
 func floorResult(ctx context.Context, cp *controlplane.ControlPlane, c client.Client, ns, name, note string,
-	count int, start time.Time, before usage, crCeiling float64, err error) (Result, error) {
+	count int, start time.Time, before usage, prof *apiProfiler, crCeiling float64, err error) (Result, error) {
 	s := since(start)
 	r := Result{Experiment: name, Objects: count, Seconds: s, Rate: float64(count) / s, Note: note}
 	before.since(ctx, cp, &r)
+	finishProfile(prof, &r)
 	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(count)
 	if crCeiling > 0 {
 		r.CRCeilingRatio = r.Rate / crCeiling

@@ -472,7 +472,7 @@ func runMain(ctx context.Context, n, b int, want map[string]bool) ([]Result, err
 		// Everything after registration needs the agents and their bundles,
 		// so register always runs here, and fanout and ready unless only
 		// register was asked for.
-		f, err := startFleetRun(ctx, &fleetRun{cp: cp, n: n, b: b, audit: audit, floor: floor, floorResult: floorResult})
+		f, err := startFleetRun(&fleetRun{cp: cp, n: n, b: b, audit: audit, floor: floor, floorResult: floorResult})
 		if err != nil {
 			return nil, err
 		}

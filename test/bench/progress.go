@@ -56,9 +56,10 @@ type progressLine struct {
 	Registered     int64   `json:"registered,omitempty"`
 	RegisterRate   float64 `json:"registered_per_s,omitempty"`
 	RegisterRecent float64 `json:"registered_per_s_recent,omitempty"`
-	// BDsCreated are the BundleDeployments made; BDsReady those the agents
-	// reported Ready (their status written), and BundlesReady the Ready the
-	// Bundles' summaries count (what the ready experiment waits for).
+	// BDsCreated are the BundleDeployments made, as their agents saw them;
+	// BDsReady those the agents reported Ready (their status written), and
+	// BundlesReady the Ready the Bundles' summaries count (what the ready
+	// experiment waits for).
 	BDsCreated   int64   `json:"bds_created,omitempty"`
 	BDsReady     int64   `json:"bds_ready,omitempty"`
 	ReadyRate    float64 `json:"ready_per_s,omitempty"`
@@ -142,9 +143,7 @@ func (p *progress) print(ctx context.Context) {
 			l.APIServerCPUMsRg = 1000 * l.APIServerCPUS / float64(l.Registered)
 		}
 	case "ready":
-		if p.f.events != nil {
-			l.BDsCreated = p.f.events.adds.Load()
-		}
+		l.BDsCreated = p.f.seen.Load()
 		if agents := p.agents.Load(); agents != nil {
 			for _, a := range *agents {
 				l.BDsReady += a.Applied.Load()

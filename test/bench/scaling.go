@@ -84,7 +84,7 @@ func scalingRun(parent context.Context, n, b int) ([]Result, error) {
 	}
 	cr.Clusters = n
 	printJSON(cr)
-	f, err := startFleetRun(ctx, &fleetRun{cp: cp, n: n, b: b})
+	f, err := startFleetRun(&fleetRun{cp: cp, n: n, b: b})
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,8 @@ type Agent struct {
 
 	// fetched are the contents it read (only Run's goroutine uses it).
 	fetched map[string]bool
+	// observe is told of deployments as the agent sees them (SetObserver).
+	observe atomic.Pointer[func(*fleet.BundleDeployment)]
 
 	c  client.WithWatch
 	hb *agent.Heartbeat
@@ -155,7 +157,27 @@ func (a *Agent) Run(ctx context.Context) {
 	}
 }
 
+// SetObserver has fn told, on the agent's goroutine, of each deployment
+// the agent sees in its watch or list (its status as read) and of each
+// Ready status it wrote, once the API server took it (the status as
+// written); nil stops it. A bench times rollouts by these, as the agents
+// see and report them, without a watch of its own on the API server.
+func (a *Agent) SetObserver(fn func(*fleet.BundleDeployment)) {
+	if fn == nil {
+		a.observe.Store(nil)
+		return
+	}
+	a.observe.Store(&fn)
+}
+
+func (a *Agent) observed(bd *fleet.BundleDeployment) {
+	if fn := a.observe.Load(); fn != nil {
+		(*fn)(bd)
+	}
+}
+
 func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
+	a.observed(bd)
 	if bd.Spec.DeploymentID == "" || bd.Spec.Paused || (bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID && bd.Status.Ready) {
 		return
 	}
@@ -192,6 +214,7 @@ func (a *Agent) apply(ctx context.Context, bd *fleet.BundleDeployment) {
 	})
 	if err == nil {
 		a.Applied.Add(1)
+		a.observed(bd)
 	}
 }
 
