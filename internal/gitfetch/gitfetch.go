@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -315,6 +316,7 @@ func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (strin
 	repo, err := fc.fetch(ctx, shallow)
 	if err == nil {
 		err = writeTree(ctx, repo, hash, work+".tmp", limits)
+		closeRepo(repo)
 	}
 	if errors.Is(err, errIncomplete) {
 		if err := os.RemoveAll(repoDir); err != nil {
@@ -322,6 +324,7 @@ func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (strin
 		}
 		if repo, err = fc.fetch(ctx, false); err == nil {
 			err = writeTree(ctx, repo, hash, work+".tmp", limits)
+			closeRepo(repo)
 		}
 	}
 	if err = stallOnLimit(o.URL, commit, err); outcome.ReasonOf(err, "") == fleet.ReasonGitLimitExceeded {
@@ -418,11 +421,32 @@ type fetchCall struct {
 
 // fetch opens (or creates) the cached repository and fetches into it unless
 // it already has the commit. A shallow fetch is tried for a new or still
-// shallow repository; errIncomplete asks for a full one instead.
-func (c fetchCall) fetch(ctx context.Context, shallow bool) (*git.Repository, error) {
+// shallow repository; errIncomplete asks for a full one instead. The
+// caller closes the repository it returns (closeRepo).
+func (c fetchCall) fetch(ctx context.Context, shallow bool) (_ *git.Repository, err error) {
 	repo, fresh, err := openOrInit(ctx, c.dir, c.o.URL, c.limits)
 	if err != nil {
 		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			closeRepo(repo)
+		}
+	}()
+	if hasCommit(repo, c.hash) {
+		return repo, nil
+	}
+	// Each fetch adds a pack, and every pack's index is read when the
+	// cache is opened: past maxPacks the cache starts over, with a shallow
+	// fetch where the remote allows one, rather than grow without end.
+	if ps, ok := repo.Storer.(storer.PackedObjectStorer); ok && tooManyPacks(ps) {
+		closeRepo(repo)
+		if err := os.RemoveAll(c.dir); err != nil {
+			return nil, err
+		}
+		if repo, fresh, err = openOrInit(ctx, c.dir, c.o.URL, c.limits); err != nil {
+			return nil, err
+		}
 	}
 	if hasCommit(repo, c.hash) {
 		return repo, nil
@@ -483,20 +507,27 @@ func (c fetchCall) fetch(ctx context.Context, shallow bool) (*git.Repository, er
 }
 
 // Bounds of the object store of a cached repository: objects above
-// largeObjectBytes are read as they inflate, never whole, and at most
-// objectCacheBytes of decoded objects are kept while it is open.
+// largeObjectBytes are read as they inflate, never whole, at most
+// objectCacheBytes of decoded objects are kept while it is open, and at most
+// openPacks of its packs stay open while it is (not one open per object
+// read). Past maxPacks packs (one per fetch) it is fetched anew.
 const (
 	largeObjectBytes = 1 << 20
 	objectCacheBytes = 16 << 20
+	openPacks        = 16
+	maxPacks         = 64
 )
 
 // openOrInit opens the cached bare repository in dir, or creates it anew
 // when missing or for another URL. Its object store takes packs only
-// through a packGuard with limits, and stops with ctx.
+// through a packGuard with limits, and stops with ctx. Only the fetcher
+// writes the cache, under its lock (ExclusiveAccess: the lists of packs and
+// loose objects are read once, not at each object). The caller closes it
+// (closeRepo).
 func openOrInit(ctx context.Context, dir, url string, limits Limits) (*git.Repository, bool, error) {
 	open := func() *guardedStorage {
 		st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(objectCacheBytes),
-			filesystem.Options{LargeObjectThreshold: largeObjectBytes})
+			filesystem.Options{LargeObjectThreshold: largeObjectBytes, ExclusiveAccess: true, MaxOpenDescriptors: openPacks})
 		return &guardedStorage{Storage: st, ctx: ctx, limits: limits}
 	}
 	repo, err := git.Open(open(), nil)
@@ -504,6 +535,7 @@ func openOrInit(ctx context.Context, dir, url string, limits Limits) (*git.Repos
 		if remote, err := repo.Remote(git.DefaultRemoteName); err == nil && len(remote.Config().URLs) == 1 && remote.Config().URLs[0] == url {
 			return repo, false, nil
 		}
+		closeRepo(repo)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, false, err
@@ -519,6 +551,20 @@ func openOrInit(ctx context.Context, dir, url string, limits Limits) (*git.Repos
 		return nil, false, fmt.Errorf("creating the git cache in %s: %w", dir, err)
 	}
 	return repo, true, nil
+}
+
+// tooManyPacks says whether a cached repository holds more than maxPacks
+// packs.
+func tooManyPacks(ps storer.PackedObjectStorer) bool {
+	packs, err := ps.ObjectPacks()
+	return err == nil && len(packs) > maxPacks
+}
+
+// closeRepo closes the files a cached repository holds open.
+func closeRepo(repo *git.Repository) {
+	if c, ok := repo.Storer.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // removeTempPacks deletes the temporary packs of failed fetches in the

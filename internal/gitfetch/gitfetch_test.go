@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -356,4 +357,43 @@ func TestHistoryReplacedAtSameURL(t *testing.T) {
 			g.Expect(readFile(g, dir, "cm.yaml")).To(Equal("new"))
 		})
 	}
+}
+
+// Each fetch into the cache adds a pack, and every pack's index is read when
+// the cache is opened: a repository followed for thousands of commits must
+// not make each checkout read thousands. Past its bound the cache starts
+// over, and checks out the right files all along.
+func TestCachePacksBounded(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	repo := newRepo(t, g, root, "src")
+	commit(g, repo, map[string]string{"a/cm.yaml": "0", "b/cm.yaml": "same"})
+	srv := gittest.NewServer(root)
+	defer srv.Close()
+	cache := filepath.Join(root, "cache")
+	f := &gitfetch.Fetcher{CacheDir: cache}
+	o := gitfetch.Options{Key: "ns/repo", URL: srv.RepoURL("src")}
+	packs := func() int {
+		n := 0
+		g.Expect(filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "pack-") && strings.HasSuffix(d.Name(), ".pack") {
+				n++
+			}
+			return err
+		})).To(Succeed())
+		return n
+	}
+	most := 0
+	for i := 1; i <= 80; i++ {
+		sha := commit(g, repo, map[string]string{"a/cm.yaml": strconv.Itoa(i)})
+		dir, err := f.Checkout(ctx, o, sha)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(readFile(g, dir, "a/cm.yaml")).To(Equal(strconv.Itoa(i)))
+		g.Expect(readFile(g, dir, "b/cm.yaml")).To(Equal("same"))
+		most = max(most, packs())
+	}
+	g.Expect(most).To(BeNumerically(">", 32), "one pack per fetch")
+	g.Expect(most).To(BeNumerically("<=", 65), "the cache started over past its bound")
+	g.Expect(packs()).To(BeNumerically("<", 30))
 }
