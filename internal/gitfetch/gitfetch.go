@@ -441,6 +441,7 @@ func (c fetchCall) fetch(ctx context.Context, shallow bool) (_ *git.Repository, 
 	// fetch where the remote allows one, rather than grow without end.
 	if ps, ok := repo.Storer.(storer.PackedObjectStorer); ok && tooManyPacks(ps) {
 		closeRepo(repo)
+		repo = nil
 		if err := os.RemoveAll(c.dir); err != nil {
 			return nil, err
 		}
@@ -560,8 +561,11 @@ func tooManyPacks(ps storer.PackedObjectStorer) bool {
 	return err == nil && len(packs) > maxPacks
 }
 
-// closeRepo closes the files a cached repository holds open.
+// closeRepo closes the files a cached repository holds open (nil: none).
 func closeRepo(repo *git.Repository) {
+	if repo == nil {
+		return
+	}
 	if c, ok := repo.Storer.(io.Closer); ok {
 		_ = c.Close()
 	}

@@ -168,10 +168,11 @@ func startManager(cp *controlplane.ControlPlane, extra ...string) (*manager, err
 		webhookURL: "http://" + webhookAddr + "/", webhookSecret: secret}, nil
 }
 
-// watchBDs starts, once, the metadata watch of every BundleDeployment that
-// counts the manager's writes to them (Retarget). It is not kept during the
-// rollouts, whose BundleDeployments the agents count (observeAgents): one
-// more watcher of every write would be the measurement's cost.
+// watchBDs starts, until ctx ends, the metadata watch of every
+// BundleDeployment that counts the manager's writes to them (Retarget). It is
+// not kept during the rollouts, whose BundleDeployments the agents count
+// (observeAgents): one more watcher of every write would be the
+// measurement's cost.
 func (f *fleetRun) watchBDs(ctx context.Context) error {
 	if f.events != nil {
 		return nil
@@ -502,7 +503,11 @@ func (f *fleetRun) Retarget(ctx context.Context) error {
 	if err := f.c.Get(ctx, types.NamespacedName{Namespace: a.Cred.Namespace, Name: a.Cred.ClusterName}, cluster); err != nil {
 		return err
 	}
-	if err := f.watchBDs(ctx); err != nil {
+	// The watch of every BundleDeployment ends with the experiment: the
+	// experiments after it are measured without it.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer func() { stopWatch(); f.events = nil }()
+	if err := f.watchBDs(watchCtx); err != nil {
 		return err
 	}
 	f.mark(ctx)

@@ -162,13 +162,14 @@ func (t *bdTracker) clusterTimes() []time.Duration {
 // Bundles for their new generations. The bench keeps no watch of its own on
 // the BundleDeployments: one more watcher of every write would be a cost of
 // the measurement the API server, and the two cores, pay during the rollout.
+// The caller stops the agents' reports (observeAgents(nil)) before it tracks
+// anything else.
 func (f *fleetRun) track(ctx context.Context, repo string, t *bdTracker) error {
 	f.observeAgents(func(bd *fleet.BundleDeployment) {
 		if bd.Labels[fleet.RepoLabel] == repo {
 			t.observe(bd)
 		}
 	})
-	context.AfterFunc(ctx, func() { f.observeAgents(nil) })
 	sel := labels.SelectorFromSet(labels.Set{fleet.RepoLabel: repo})
 	c, err := cache.New(f.cp.Config, cache.Options{Scheme: controllers.Scheme(),
 		DefaultLabelSelector: sel, DefaultTransform: cache.TransformStripManagedFields()})
@@ -255,6 +256,7 @@ func (f *fleetRun) Commit(ctx context.Context, floor Result) error {
 	tr := newBDTracker()
 	trackCtx, stopTracking := context.WithCancel(ctx)
 	defer stopTracking()
+	defer f.observeAgents(nil)
 	if err := f.track(trackCtx, commitRepo, tr); err != nil {
 		return err
 	}

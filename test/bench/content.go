@@ -198,6 +198,7 @@ func (f *fleetRun) contentRun(ctx context.Context, env contentEnv, storage strin
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	tr := newBDTracker()
+	defer f.observeAgents(nil)
 	if err := f.track(runCtx, name, tr); err != nil {
 		return r, err
 	}
