@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,15 +61,10 @@ func PatchStatus(ctx context.Context, c client.Client, before, obj client.Object
 		return nil
 	}
 	what := fmt.Sprintf("%s %s", kindOf(obj), client.ObjectKeyFromObject(obj))
-	data, err := client.MergeFrom(before).Data(obj)
+	status, changed, err := statusPatch(before, obj)
 	if err != nil {
 		return fmt.Errorf("computing the status patch of %s: %w", what, err)
 	}
-	var diff map[string]json.RawMessage
-	if err := json.Unmarshal(data, &diff); err != nil {
-		return fmt.Errorf("computing the status patch of %s: %w", what, err)
-	}
-	status, changed := diff["status"]
 	if !changed {
 		return nil
 	}
@@ -94,6 +90,70 @@ func PatchStatus(ctx context.Context, c client.Client, before, obj client.Object
 	return fmt.Errorf("writing the status of %s: %w", what, err)
 }
 
+// statusPatch is the JSON merge patch of what obj's status changed since
+// before's, and whether there is any. Only the two statuses are encoded
+// and compared, not the whole objects: the patch is the same (a merge
+// patch of the objects holds, under "status", the merge patch of their
+// statuses), and a reconcile that writes its status at every change would
+// otherwise encode and diff the spec and metadata each time too.
+func statusPatch(before, obj client.Object) (json.RawMessage, bool, error) {
+	b, o, ok := statusValues(before, obj)
+	if !ok {
+		// Not a typed object with a Status field: the whole objects.
+		return wholeStatusPatch(before, obj)
+	}
+	bj, err := json.Marshal(b.Interface())
+	if err != nil {
+		return nil, false, err
+	}
+	oj, err := json.Marshal(o.Interface())
+	if err != nil {
+		return nil, false, err
+	}
+	if len(bj) == 0 || bj[0] != '{' || len(oj) == 0 || oj[0] != '{' {
+		// A status that is not a JSON object (a nil pointer): the whole
+		// objects say what to write.
+		return wholeStatusPatch(before, obj)
+	}
+	diff, err := jsonpatch.CreateMergePatch(bj, oj)
+	if err != nil {
+		return nil, false, err
+	}
+	if string(diff) == "{}" {
+		return nil, false, nil
+	}
+	return diff, true, nil
+}
+
+// wholeStatusPatch is statusPatch from the merge patch of the whole
+// objects.
+func wholeStatusPatch(before, obj client.Object) (json.RawMessage, bool, error) {
+	data, err := client.MergeFrom(before).Data(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	var diff map[string]json.RawMessage
+	if err := json.Unmarshal(data, &diff); err != nil {
+		return nil, false, err
+	}
+	status, changed := diff["status"]
+	return status, changed, nil
+}
+
+// statusValues are the Status fields of before and obj, when both are
+// pointers to the same struct type with one.
+func statusValues(before, obj client.Object) (reflect.Value, reflect.Value, bool) {
+	b, o := reflect.ValueOf(before), reflect.ValueOf(obj)
+	if b.Kind() != reflect.Pointer || b.Type() != o.Type() || b.IsNil() || o.IsNil() || b.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, reflect.Value{}, false
+	}
+	bStatus, oStatus := b.Elem().FieldByName("Status"), o.Elem().FieldByName("Status")
+	if !bStatus.IsValid() || !oStatus.IsValid() {
+		return reflect.Value{}, reflect.Value{}, false
+	}
+	return bStatus, oStatus, true
+}
+
 // statusUnchanged says whether obj's Status field is before's, value for
 // value (reflect.DeepEqual: a nil list is not an empty one, a time is the
 // same instant in the same form), so that their JSON is the same and the
@@ -101,12 +161,8 @@ func PatchStatus(ctx context.Context, c client.Client, before, obj client.Object
 // two JSON encodings and a diff of the whole object each cost more than
 // this comparison.
 func statusUnchanged(before, obj client.Object) bool {
-	b, o := reflect.ValueOf(before), reflect.ValueOf(obj)
-	if b.Kind() != reflect.Pointer || b.Type() != o.Type() || b.IsNil() || o.IsNil() || b.Elem().Kind() != reflect.Struct {
-		return false
-	}
-	bStatus, oStatus := b.Elem().FieldByName("Status"), o.Elem().FieldByName("Status")
-	return bStatus.IsValid() && oStatus.IsValid() && reflect.DeepEqual(bStatus.Interface(), oStatus.Interface())
+	b, o, ok := statusValues(before, obj)
+	return ok && reflect.DeepEqual(b.Interface(), o.Interface())
 }
 
 // Written combines a reconcile's result and error with the error of its

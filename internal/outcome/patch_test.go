@@ -111,6 +111,18 @@ func TestPatchStatus(t *testing.T) {
 			g.Expect(live.Labels).NotTo(HaveKey("in"), "metadata is not the status patch's")
 		},
 	}, {
+		name: "what the status no longer has is removed on the server",
+		change: func(_ Gomega, group *fleet.ClusterGroup) {
+			group.Status.Conditions = nil
+			group.Status.ClusterCount = 0
+		},
+		patches: 1,
+		check: func(g Gomega, err error, live *fleet.ClusterGroup, _ bool) {
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(live.Status.Conditions).To(BeEmpty())
+			g.Expect(live.Status.ClusterCount).To(BeZero())
+		},
+	}, {
 		name: "an object gone is no error",
 		change: func(g Gomega, group *fleet.ClusterGroup) {
 			g.Expect(c.Delete(ctx, group.DeepCopy())).To(Succeed())
