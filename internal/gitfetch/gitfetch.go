@@ -274,6 +274,19 @@ var errIncomplete = errors.New("incomplete fetch")
 // files (without .git). The directory stays valid until the next Checkout or
 // Remove with the same Key and URL.
 func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (string, error) {
+	return f.CheckoutOver(ctx, o, commit, Base{})
+}
+
+// CheckoutOver is Checkout writing over over, an earlier checkout of the
+// same repository handed over by the caller (see Base): the files the two
+// commits share are not written again. over's directory is gone when it
+// returns, used or deleted, whatever the outcome.
+func (f *Fetcher) CheckoutOver(ctx context.Context, o Options, commit string, over Base) (string, error) {
+	if over.Dir != "" {
+		// Moved into the checkout when it is used: then there is nothing
+		// left to delete.
+		defer func() { _ = os.RemoveAll(over.Dir) }()
+	}
 	if !isFullSHA(commit) {
 		return "", fmt.Errorf("checkout of %s: %q is not a full commit sha", o.URL, commit)
 	}
@@ -315,7 +328,7 @@ func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (strin
 	fc := fetchCall{dir: repoDir, o: o, auth: auth, hash: hash, refspecs: refspecs, limits: limits}
 	repo, err := fc.fetch(ctx, shallow)
 	if err == nil {
-		err = writeTree(ctx, repo, hash, work+".tmp", limits)
+		err = writeTree(ctx, repo, hash, work+".tmp", limits, over)
 		closeRepo(repo)
 	}
 	if errors.Is(err, errIncomplete) {
@@ -323,7 +336,7 @@ func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (strin
 			return "", err
 		}
 		if repo, err = fc.fetch(ctx, false); err == nil {
-			err = writeTree(ctx, repo, hash, work+".tmp", limits)
+			err = writeTree(ctx, repo, hash, work+".tmp", limits, Base{})
 			closeRepo(repo)
 		}
 	}

@@ -17,14 +17,24 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// writeTree writes the files of commit into dir, which it creates afresh.
-// Writing a fresh directory, rather than checking out over the previous
-// commit, leaves nothing behind from it: no removed file, no empty directory.
+// Base is an earlier checkout a new one may be written over, so that a
+// commit costs the files it changed rather than every file of the
+// repository: Dir holds exactly the files of Commit as Checkout wrote them,
+// and nothing reads or writes it any more. Checkout takes it over: it
+// becomes the new checkout, or is deleted.
+type Base struct {
+	Dir    string
+	Commit string
+}
+
+// writeTree writes the files of commit into dir, which it creates afresh,
+// or makes from base's directory. Either way dir holds the commit's files
+// and nothing else: no file a commit removed, no directory left empty.
 // Submodules are left out. The whole tree is checked against the limits
 // before the first file is written, from the sizes in the objects' headers;
 // each file is then copied as it inflates. A missing object means the cache
 // is incomplete (errIncomplete).
-func writeTree(ctx context.Context, repo *git.Repository, commit plumbing.Hash, dir string, limits Limits) error {
+func writeTree(ctx context.Context, repo *git.Repository, commit plumbing.Hash, dir string, limits Limits, base Base) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -40,6 +50,9 @@ func writeTree(ctx context.Context, repo *git.Repository, commit plumbing.Hash, 
 	if err := pl.walk(ctx, tree, "", 0); err != nil {
 		return missing(err)
 	}
+	if base.Dir != "" && writeOver(ctx, repo, pl.files, base, dir, limits) {
+		return nil
+	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
@@ -53,6 +66,96 @@ func writeTree(ctx context.Context, repo *git.Repository, commit plumbing.Hash, 
 		}
 	}
 	return nil
+}
+
+// writeOver makes dir from base's directory, holding the files of the
+// earlier commit: it moves it to dir, deletes what the new commit does not
+// have (files, and directories none of its files are in), and writes the
+// files that are new or changed (content or mode); the others stay as they
+// are. It reports whether dir holds the new commit's files; when it does
+// not, dir is gone and the caller writes it afresh.
+func writeOver(ctx context.Context, repo *git.Repository, files []treeFile, base Base, dir string, limits Limits) bool {
+	if !isFullSHA(base.Commit) {
+		return false
+	}
+	prev, err := repo.CommitObject(plumbing.NewHash(base.Commit))
+	if err != nil {
+		return false
+	}
+	prevTree, err := prev.Tree()
+	if err != nil {
+		return false
+	}
+	old := &planner{repo: repo, limits: limits}
+	if err := old.walk(ctx, prevTree, "", 0); err != nil {
+		return false
+	}
+	if err := os.Rename(base.Dir, dir); err != nil {
+		return false
+	}
+	if err := updateTree(ctx, repo, old.files, files, dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return false
+	}
+	return true
+}
+
+// updateTree turns dir, holding the files was, into one holding the files
+// want.
+func updateTree(ctx context.Context, repo *git.Repository, was, want []treeFile, dir string) error {
+	wantDirs, wasDirs := parents(want), parents(was)
+	kept := make(map[string]treeFile, len(was))
+	for _, f := range was {
+		kept[f.path] = f
+	}
+	// Directories first: a directory the new commit has no file in goes
+	// whole (a file of the same name may take its place).
+	for d := range wasDirs {
+		if !wantDirs[d] {
+			if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(d))); err != nil {
+				return err
+			}
+		}
+	}
+	var write []treeFile
+	for _, f := range want {
+		if k, ok := kept[f.path]; ok && k.hash == f.hash && k.mode == f.mode {
+			delete(kept, f.path)
+			continue
+		}
+		write = append(write, f)
+	}
+	// Then the files that changed or went; os.Remove takes a symlink
+	// itself, never what it points to.
+	for _, f := range kept {
+		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(f.path))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	made := map[string]bool{dir: true}
+	for d := range wantDirs {
+		if wasDirs[d] {
+			made[filepath.Join(dir, filepath.FromSlash(d))] = true
+		}
+	}
+	for _, f := range write {
+		if err := writeFile(ctx, repo, f, dir, made); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parents are the directories files are in, every level of them, but the
+// root.
+func parents(files []treeFile) map[string]bool {
+	dirs := map[string]bool{}
+	for _, f := range files {
+		for d := path.Dir(f.path); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	return dirs
 }
 
 // treeFile is a file of a commit to write.

@@ -17,7 +17,9 @@
 // directory of it, and each fetched commit's files are kept in a tree
 // directory keyed by group and commit, leased to the readers while they
 // read it, and evicted (least recently used, unleased only) beyond a byte
-// budget or when a newer commit of the same group arrives. Concurrent
+// budget or when a newer commit of the same group arrives. A newer commit
+// is written over the group's last tree when nobody reads it, so that it
+// costs the files it changed, not every file of the repository. Concurrent
 // requests for the same answer or the same commit are made once, and every
 // caller waits for that one result. A caller's Gate (its namespace's fetch
 // slots) is asked only when the Share calls the remote on its behalf: one

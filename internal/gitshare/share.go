@@ -27,6 +27,14 @@ type Source interface {
 	Remove(key string) error
 }
 
+// OverSource is a Source that can write a commit's files over an earlier
+// tree of the group (gitfetch.Base), writing only the files that differ:
+// the Share hands it the group's last tree when nobody reads it.
+type OverSource interface {
+	Source
+	CheckoutOver(ctx context.Context, o gitfetch.Options, commit string, over gitfetch.Base) (string, error)
+}
+
 // Query says how fresh an answer of LatestCommit must be.
 type Query struct {
 	// MaxAge is how old an answer the group already has may be to be
@@ -236,7 +244,13 @@ func (s *Share) checkout(ctx context.Context, o gitfetch.Options, k treeKey) (st
 		return "", nil
 	}
 	o.Key = k.group
-	work, err := s.Source.Checkout(ctx, o, k.commit)
+	var work string
+	var err error
+	if over, ok := s.Source.(OverSource); ok {
+		work, err = over.CheckoutOver(ctx, o, k.commit, s.takeBase(k))
+	} else {
+		work, err = s.Source.Checkout(ctx, o, k.commit)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -339,6 +353,25 @@ func (s *Share) dropSource(id string) error {
 		return fmt.Errorf("removing the git cache of an unused repository: %w", err)
 	}
 	return nil
+}
+
+// takeBase hands over a tree of k's group that nobody reads, for k's files
+// to be written over: it is forgotten, and its directory is the Source's
+// now. None (a zero Base) when it is read, or there is none (the group
+// keeps one commit's tree: add evicts the others).
+func (s *Share) takeBase(k treeKey) gitfetch.Base {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tk, t := range s.trees {
+		if tk.group != k.group || tk.commit == k.commit || t.leases > 0 || t.gone {
+			continue
+		}
+		delete(s.trees, tk)
+		s.treeBytes -= t.bytes
+		t.gone = true
+		return gitfetch.Base{Dir: t.dir, Commit: tk.commit}
+	}
+	return gitfetch.Base{}
 }
 
 // lease takes a lease on the tree of k, if it is there.

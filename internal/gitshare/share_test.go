@@ -390,3 +390,40 @@ func TestGateOnlyAroundRemoteCalls(t *testing.T) {
 	asked, _ = closed.state()
 	g.Expect(asked).To(Equal(2))
 }
+
+// A new commit of a group is written over the group's last tree when
+// nobody reads it, rewriting only the files that changed; a tree someone
+// reads is never written over.
+func TestANewCommitIsWrittenOverTheLastTreeNobodyReads(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t, g, "team")
+	o := e.opts("team/r", "team")
+	first := e.commit(g, map[string]string{"a/x.yaml": "a1", "b/x.yaml": "b1"})
+	firstDir, release, err := e.share.Checkout(ctx, o, first, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	unchanged, err := os.Stat(filepath.Join(firstDir, "b", "x.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	release()
+
+	second := e.commit(g, map[string]string{"a/x.yaml": "a2"})
+	secondDir, hold, err := e.share.Checkout(ctx, o, second, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(read(g, secondDir, "a/x.yaml")).To(Equal("a2"))
+	g.Expect(read(g, secondDir, "b/x.yaml")).To(Equal("b1"))
+	g.Expect(firstDir).NotTo(BeADirectory(), "the first tree became the second")
+	now, err := os.Stat(filepath.Join(secondDir, "b", "x.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.SameFile(unchanged, now)).To(BeTrue(), "a file no commit changed is not written again")
+
+	// Read while the next commit arrives: written afresh, the read one
+	// left as it is.
+	third := e.commit(g, map[string]string{"a/x.yaml": "a3"})
+	thirdDir, release, err := e.share.Checkout(ctx, o, third, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(read(g, thirdDir, "a/x.yaml")).To(Equal("a3"))
+	g.Expect(read(g, secondDir, "a/x.yaml")).To(Equal("a2"), "a tree being read is not written over")
+	hold()
+	g.Expect(secondDir).NotTo(BeADirectory())
+	release()
+}
