@@ -257,7 +257,7 @@ func (r *Reconciler) send(ctx context.Context, s *scope, rollouts []rollout, tar
 						return err
 					}
 					s.before = s.n.DeepCopy()
-					// The patch decoded the answer into s.n.
+					// The patch gave s.n its new resourceVersion.
 					rec = &s.n.Status.Rollouts[i]
 				}
 				t := target

@@ -10,9 +10,11 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -49,6 +51,9 @@ func WithFieldOwner(owner string) PatchOption {
 // writers share one status, each applies its own fields instead
 // (conditions.ApplyStatus).
 //
+// obj keeps the status it was given and takes the resourceVersion of the
+// write: the answer is read as metadata only.
+//
 // A missing object is not an error: it is gone, and so is its status. A
 // conflict (WithOptimisticLock, or a cache behind) is a Wait of ConflictWait
 // with reason StaleRead. Other errors name the object, for backoff.
@@ -80,7 +85,20 @@ func PatchStatus(ctx context.Context, c client.Client, before, obj client.Object
 	if o.owner != "" {
 		popts = append(popts, client.FieldOwner(o.owner))
 	}
-	err = c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, raw), popts...)
+	patch := client.RawPatch(types.MergePatchType, raw)
+	if target, ok := metadataOf(c, obj); ok {
+		// The API server answers with the object's metadata alone: the
+		// status was just computed here, and decoding it back whole (at
+		// every status write of every reconciler) costs as much as the
+		// request. obj takes the new resourceVersion, for a later write
+		// under the optimistic lock.
+		err = c.Status().Patch(ctx, target, patch, popts...)
+		if err == nil {
+			obj.SetResourceVersion(target.GetResourceVersion())
+		}
+	} else {
+		err = c.Status().Patch(ctx, obj, patch, popts...)
+	}
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 		return nil
@@ -88,6 +106,18 @@ func PatchStatus(ctx context.Context, c client.Client, before, obj client.Object
 		return Wait(fleet.ReasonStaleRead, ConflictWait, fmt.Errorf("%s changed since it was read: its status is written again from a fresher read: %w", what, err))
 	}
 	return fmt.Errorf("writing the status of %s: %w", what, err)
+}
+
+// metadataOf is obj as metadata alone, for a write whose answer is read as
+// such: false when its kind is not known to c's scheme.
+func metadataOf(c client.Client, obj client.Object) (*metav1.PartialObjectMetadata, bool) {
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return nil, false
+	}
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}}
+	m.SetGroupVersionKind(gvk)
+	return m, true
 }
 
 // statusPatch is the JSON merge patch of what obj's status changed since

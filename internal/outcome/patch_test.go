@@ -154,6 +154,26 @@ func TestPatchStatus(t *testing.T) {
 			g.Expect(live.Status.ClusterCount).To(Equal(7), "the other writer's status stays")
 		},
 	}, {
+		name: "a write gives the object its new resourceVersion: a second write under the lock follows it",
+		change: func(g Gomega, group *fleet.ClusterGroup) {
+			before := group.DeepCopy()
+			group.Status.ClusterCount = 4
+			g.Expect(outcome.PatchStatus(ctx, c, before, group, outcome.WithOptimisticLock(true))).To(Succeed())
+			g.Expect(group.ResourceVersion).NotTo(Equal(before.ResourceVersion))
+			g.Expect(group.Status.ClusterCount).To(Equal(4), "the status written stays")
+			// The reconcile goes on from what it wrote.
+			*before = *group.DeepCopy()
+			group.Status.ClusterCount = 6
+			g.Expect(outcome.PatchStatus(ctx, c, before, group, outcome.WithOptimisticLock(true))).To(Succeed())
+			group.Status.ClusterCount = 8
+		},
+		opts:    []outcome.PatchOption{outcome.WithOptimisticLock(true)},
+		patches: 1,
+		check: func(g Gomega, err error, live *fleet.ClusterGroup, _ bool) {
+			g.Expect(outcome.IsWaiting(err)).To(BeTrue(), "the test's before is the first read: its resourceVersion is stale, got %v", err)
+			g.Expect(live.Status.ClusterCount).To(Equal(6))
+		},
+	}, {
 		name: "without the lock the last writer wins",
 		change: func(g Gomega, group *fleet.ClusterGroup) {
 			other := group.DeepCopy()

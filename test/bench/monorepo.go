@@ -101,6 +101,7 @@ func Monorepo(ctx context.Context, cp *controlplane.ControlPlane, apps, commits 
 			return Result{}, err
 		}
 		fmt.Fprintf(os.Stderr, "%s: %d GitRepos synced, %d bundles; now %d commits\n", name, n, len(bundles.Items), commits)
+		req0, _ := apiRequests(ctx, cp.Config)
 		git0, cpu0, rec0, start := srv.CountsOf(name), cpuSeconds(mgr), mgr.reconciles(), time.Now()
 		prof := startManagerProfile(ctx)
 		for range commits {
@@ -114,6 +115,11 @@ func Monorepo(ctx context.Context, cp *controlplane.ControlPlane, apps, commits 
 			}
 		}
 		git1, cpu1, rec1, s := srv.CountsOf(name), cpuSeconds(mgr), mgr.reconciles(), since(start)
+		if req1, err := apiRequests(ctx, cp.Config); err == nil && req0 != nil {
+			// The writes of every writer (the manager's, and none other
+			// here): what each commit costs the API server.
+			fmt.Fprintf(os.Stderr, "%s: over %d commits, %s\n", name, commits, writesSince(req0, req1))
+		}
 		if path, err := prof.save("monorepo-" + name); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: the manager's CPU profile: %v\n", name, err)
 		} else if path != "" {
@@ -134,9 +140,19 @@ func Monorepo(ctx context.Context, cp *controlplane.ControlPlane, apps, commits 
 		if err := c.DeleteAllOf(ctx, &fleet.GitRepo{}, client.InNamespace(ns)); err != nil {
 			return r, err
 		}
-		return r, waitFor(ctx, 2*time.Minute, func() (bool, error) {
+		if err := waitFor(ctx, 2*time.Minute, func() (bool, error) {
 			list := &fleet.BundleList{}
 			err := c.List(ctx, list, client.InNamespace(ns))
+			return err == nil && len(list.Items) == 0, err
+		}); err != nil {
+			return r, err
+		}
+		// The Contents of this side's commits are collected a grace
+		// period after their last use: the next side starts once they
+		// are, so that it does not pay for this one's.
+		return r, waitFor(ctx, 4*time.Minute, func() (bool, error) {
+			list := &fleet.ContentList{}
+			err := c.List(ctx, list)
 			return err == nil && len(list.Items) == 0, err
 		})
 	}
