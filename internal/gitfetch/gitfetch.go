@@ -274,19 +274,24 @@ var errIncomplete = errors.New("incomplete fetch")
 // files (without .git). The directory stays valid until the next Checkout or
 // Remove with the same Key and URL.
 func (f *Fetcher) Checkout(ctx context.Context, o Options, commit string) (string, error) {
-	return f.CheckoutOver(ctx, o, commit, Base{})
+	return f.CheckoutOver(ctx, o, commit, nil)
 }
 
-// CheckoutOver is Checkout writing over over, an earlier checkout of the
-// same repository handed over by the caller (see Base): the files the two
-// commits share are not written again. over's directory is gone when it
-// returns, used or deleted, whatever the outcome.
-func (f *Fetcher) CheckoutOver(ctx context.Context, o Options, commit string, over Base) (string, error) {
-	if over.Dir != "" {
-		// Moved into the checkout when it is used: then there is nothing
-		// left to delete.
-		defer func() { _ = os.RemoveAll(over.Dir) }()
-	}
+// CheckoutOver is Checkout writing over an earlier checkout of the same
+// repository, which takeBase hands over (see Base) once the commit is
+// fetched and its files are about to be written, and not before: the files
+// the two commits share are not written again. A Base handed over is gone
+// when CheckoutOver returns, used or deleted, whatever the outcome;
+// takeBase is called at most once.
+func (f *Fetcher) CheckoutOver(ctx context.Context, o Options, commit string, takeBase func() Base) (string, error) {
+	var over Base
+	defer func() {
+		// Moved into the checkout when it was used: then there is
+		// nothing left to delete.
+		if over.Dir != "" {
+			_ = os.RemoveAll(over.Dir)
+		}
+	}()
 	if !isFullSHA(commit) {
 		return "", fmt.Errorf("checkout of %s: %q is not a full commit sha", o.URL, commit)
 	}
@@ -327,8 +332,17 @@ func (f *Fetcher) CheckoutOver(ctx context.Context, o Options, commit string, ov
 	repoDir := filepath.Join(base, "repo.git")
 	fc := fetchCall{dir: repoDir, o: o, auth: auth, hash: hash, refspecs: refspecs, limits: limits}
 	repo, err := fc.fetch(ctx, shallow)
+	// The earlier checkout is taken only now the commit is here: a failed
+	// fetch leaves it to its readers.
+	taken := false
+	take := func() Base {
+		if !taken && takeBase != nil {
+			taken, over = true, takeBase()
+		}
+		return over
+	}
 	if err == nil {
-		err = writeTree(ctx, repo, hash, work+".tmp", limits, over)
+		err = writeTree(ctx, repo, hash, work+".tmp", limits, take())
 		closeRepo(repo)
 	}
 	if errors.Is(err, errIncomplete) {
@@ -336,7 +350,7 @@ func (f *Fetcher) CheckoutOver(ctx context.Context, o Options, commit string, ov
 			return "", err
 		}
 		if repo, err = fc.fetch(ctx, false); err == nil {
-			err = writeTree(ctx, repo, hash, work+".tmp", limits, Base{})
+			err = writeTree(ctx, repo, hash, work+".tmp", limits, take())
 			closeRepo(repo)
 		}
 	}

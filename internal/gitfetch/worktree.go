@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -101,12 +102,26 @@ func writeOver(ctx context.Context, repo *git.Repository, files []treeFile, base
 }
 
 // updateTree turns dir, holding the files was, into one holding the files
-// want.
+// want. The files it keeps are checked first (their kind, size and
+// executable bit): a tree changed under the cache, by a cleaner of
+// temporary directories say, is not carried into the next commit, it is
+// written afresh.
 func updateTree(ctx context.Context, repo *git.Repository, was, want []treeFile, dir string) error {
 	wantDirs, wasDirs := parents(want), parents(was)
-	kept := make(map[string]treeFile, len(was))
+	gone := make(map[string]treeFile, len(was))
 	for _, f := range was {
-		kept[f.path] = f
+		gone[f.path] = f
+	}
+	var write []treeFile
+	for _, f := range want {
+		if k, ok := gone[f.path]; ok && k.hash == f.hash && k.mode == f.mode {
+			if err := intact(filepath.Join(dir, filepath.FromSlash(f.path)), f); err != nil {
+				return err
+			}
+			delete(gone, f.path)
+			continue
+		}
+		write = append(write, f)
 	}
 	// Directories first: a directory the new commit has no file in goes
 	// whole (a file of the same name may take its place).
@@ -117,17 +132,9 @@ func updateTree(ctx context.Context, repo *git.Repository, was, want []treeFile,
 			}
 		}
 	}
-	var write []treeFile
-	for _, f := range want {
-		if k, ok := kept[f.path]; ok && k.hash == f.hash && k.mode == f.mode {
-			delete(kept, f.path)
-			continue
-		}
-		write = append(write, f)
-	}
 	// Then the files that changed or went; os.Remove takes a symlink
 	// itself, never what it points to.
-	for _, f := range kept {
+	for _, f := range gone {
 		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(f.path))); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
@@ -142,6 +149,25 @@ func updateTree(ctx context.Context, repo *git.Repository, was, want []treeFile,
 		if err := writeFile(ctx, repo, f, dir, made); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// intact says whether the file at p is still f as writeFile wrote it: a
+// symlink or a regular file, of f's size, executable when f is.
+func intact(p string, f treeFile) error {
+	info, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	symlink := info.Mode()&fs.ModeSymlink != 0
+	switch {
+	case symlink != (f.mode == filemode.Symlink), !symlink && !info.Mode().IsRegular():
+		return fmt.Errorf("%s is no longer the file that was written", f.path)
+	case info.Size() != f.size:
+		return fmt.Errorf("%s is no longer the size it was written", f.path)
+	case !symlink && (info.Mode().Perm()&0o100 != 0) != (f.mode == filemode.Executable):
+		return fmt.Errorf("%s is no longer of the mode it was written", f.path)
 	}
 	return nil
 }

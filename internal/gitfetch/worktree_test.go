@@ -216,5 +216,39 @@ func TestCheckoutOverAnUnknownBaseWritesAfresh(t *testing.T) {
 	dir := filepath.Join(base, "checkout")
 	g.Expect(writeTree(context.Background(), repo, commit, dir, Limits{}.withDefaults(),
 		Base{Dir: stale, Commit: strings.Repeat("ab", 20)})).To(Succeed())
-	g.Expect(snapshot(g, dir)).To(Equal(map[string]string{"fleet.yaml": "file -rw-r--r-- a"}))
+	fresh := filepath.Join(base, "fresh")
+	g.Expect(writeTree(context.Background(), repo, commit, fresh, Limits{}.withDefaults(), Base{})).To(Succeed())
+	g.Expect(snapshot(g, dir)).To(Equal(snapshot(g, fresh)))
+	g.Expect(snapshot(g, dir)).To(HaveKey("fleet.yaml"))
+	g.Expect(snapshot(g, dir)).NotTo(HaveKey("left-behind"))
+}
+
+// A base changed under the cache (a file of it deleted, emptied or made
+// executable by a cleaner or by hand) is not carried into the next commit:
+// it is written afresh.
+func TestCheckoutOverADamagedBaseWritesAfresh(t *testing.T) {
+	for name, damage := range map[string]func(p string) error{
+		"deleted":    os.Remove,
+		"emptied":    func(p string) error { return os.Truncate(p, 0) },
+		"executable": func(p string) error { return os.Chmod(p, 0o755) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			base := t.TempDir()
+			repo, err := git.PlainInit(filepath.Join(base, "repo"), true)
+			g.Expect(err).NotTo(HaveOccurred())
+			limits := Limits{}.withDefaults()
+			first := commitOf(g, repo, map[string]entry{"kept/fleet.yaml": {filemode.Regular, "kept"}, "changed.yaml": {filemode.Regular, "1"}})
+			second := commitOf(g, repo, map[string]entry{"kept/fleet.yaml": {filemode.Regular, "kept"}, "changed.yaml": {filemode.Regular, "2"}})
+			earlier := filepath.Join(base, "earlier")
+			g.Expect(writeTree(context.Background(), repo, first, earlier, limits, Base{})).To(Succeed())
+			g.Expect(damage(filepath.Join(earlier, "kept", "fleet.yaml"))).To(Succeed())
+
+			dir := filepath.Join(base, "checkout")
+			g.Expect(writeTree(context.Background(), repo, second, dir, limits, Base{Dir: earlier, Commit: first.String()})).To(Succeed())
+			fresh := filepath.Join(base, "fresh")
+			g.Expect(writeTree(context.Background(), repo, second, fresh, limits, Base{})).To(Succeed())
+			g.Expect(snapshot(g, dir)).To(Equal(snapshot(g, fresh)))
+		})
+	}
 }

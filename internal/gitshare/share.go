@@ -29,10 +29,11 @@ type Source interface {
 
 // OverSource is a Source that can write a commit's files over an earlier
 // tree of the group (gitfetch.Base), writing only the files that differ:
-// the Share hands it the group's last tree when nobody reads it.
+// the Share hands it the group's last tree when nobody reads it, once the
+// commit is fetched (a failed fetch leaves the tree to its readers).
 type OverSource interface {
 	Source
-	CheckoutOver(ctx context.Context, o gitfetch.Options, commit string, over gitfetch.Base) (string, error)
+	CheckoutOver(ctx context.Context, o gitfetch.Options, commit string, base func() gitfetch.Base) (string, error)
 }
 
 // Query says how fresh an answer of LatestCommit must be.
@@ -247,7 +248,7 @@ func (s *Share) checkout(ctx context.Context, o gitfetch.Options, k treeKey) (st
 	var work string
 	var err error
 	if over, ok := s.Source.(OverSource); ok {
-		work, err = over.CheckoutOver(ctx, o, k.commit, s.takeBase(k))
+		work, err = over.CheckoutOver(ctx, o, k.commit, func() gitfetch.Base { return s.takeBase(k) })
 	} else {
 		work, err = s.Source.Checkout(ctx, o, k.commit)
 	}

@@ -416,6 +416,18 @@ func TestANewCommitIsWrittenOverTheLastTreeNobodyReads(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(os.SameFile(unchanged, now)).To(BeTrue(), "a file no commit changed is not written again")
 
+	// A commit that cannot be fetched leaves the group's tree to its
+	// readers: read again, it is the same tree, not fetched again.
+	hold()
+	fetches := e.srv.CountsOf("team").Fetches
+	_, _, err = e.share.Checkout(ctx, o, strings.Repeat("ab", 20), nil)
+	g.Expect(err).To(HaveOccurred())
+	againDir, hold, err := e.share.Checkout(ctx, o, second, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(againDir).To(Equal(secondDir))
+	g.Expect(read(g, againDir, "a/x.yaml")).To(Equal("a2"))
+	g.Expect(e.srv.CountsOf("team").Fetches-fetches).To(BeNumerically("<=", 1), "only the failed fetch")
+
 	// Read while the next commit arrives: written afresh, the read one
 	// left as it is.
 	third := e.commit(g, map[string]string{"a/x.yaml": "a3"})

@@ -132,11 +132,11 @@ func statusPatch(before, obj client.Object) (json.RawMessage, bool, error) {
 		// Not a typed object with a Status field: the whole objects.
 		return wholeStatusPatch(before, obj)
 	}
-	bj, err := json.Marshal(b.Interface())
+	bj, err := json.Marshal(addr(b))
 	if err != nil {
 		return nil, false, err
 	}
-	oj, err := json.Marshal(o.Interface())
+	oj, err := json.Marshal(addr(o))
 	if err != nil {
 		return nil, false, err
 	}
@@ -168,6 +168,15 @@ func wholeStatusPatch(before, obj client.Object) (json.RawMessage, bool, error) 
 	}
 	status, changed := diff["status"]
 	return status, changed, nil
+}
+
+// addr is v's address when it has one, so that it encodes as it does
+// inside its object (a MarshalJSON of a pointer receiver included).
+func addr(v reflect.Value) any {
+	if v.CanAddr() {
+		return v.Addr().Interface()
+	}
+	return v.Interface()
 }
 
 // statusValues are the Status fields of before and obj, when both are
