@@ -20,20 +20,14 @@ const DefaultMaxTreeBytes = 512 << 20
 
 // Source asks the remote and fetches: *gitfetch.Fetcher. The Share calls it
 // with the group as Options.Key, so the group's object store is one cache
-// directory of it.
+// directory of it. CheckoutOver writes a commit's files over an earlier tree
+// of the group (gitfetch.Base), writing only the files that differ: the
+// Share hands it the group's last tree when nobody reads it, once the commit
+// is fetched (a failed fetch leaves the tree to its readers).
 type Source interface {
 	LatestCommit(ctx context.Context, o gitfetch.Options) (string, error)
-	Checkout(ctx context.Context, o gitfetch.Options, commit string) (string, error)
-	Remove(key string) error
-}
-
-// OverSource is a Source that can write a commit's files over an earlier
-// tree of the group (gitfetch.Base), writing only the files that differ:
-// the Share hands it the group's last tree when nobody reads it, once the
-// commit is fetched (a failed fetch leaves the tree to its readers).
-type OverSource interface {
-	Source
 	CheckoutOver(ctx context.Context, o gitfetch.Options, commit string, base func() gitfetch.Base) (string, error)
+	Remove(key string) error
 }
 
 // Query says how fresh an answer of LatestCommit must be.
@@ -245,13 +239,7 @@ func (s *Share) checkout(ctx context.Context, o gitfetch.Options, k treeKey) (st
 		return "", nil
 	}
 	o.Key = k.group
-	var work string
-	var err error
-	if over, ok := s.Source.(OverSource); ok {
-		work, err = over.CheckoutOver(ctx, o, k.commit, func() gitfetch.Base { return s.takeBase(k) })
-	} else {
-		work, err = s.Source.Checkout(ctx, o, k.commit)
-	}
+	work, err := s.Source.CheckoutOver(ctx, o, k.commit, func() gitfetch.Base { return s.takeBase(k) })
 	if err != nil {
 		return "", err
 	}
