@@ -55,12 +55,18 @@ const DefaultLastSeenRefresh = time.Hour
 const DefaultSummaryInterval = 10 * time.Second
 
 // DefaultSummaryHold is how long at most a Cluster's summary waits while
-// the summary it shows already says a rollout is under way and still does
-// (deployments WaitApplied: given a deploymentID their agent has not
-// applied yet, or OutOfSync: staged, waiting for their turn): during a
-// rollout the counts move with every deployment staged, patched and
-// applied, and the summary written once they land says what the steps in
-// between would have said, one write instead of one every SummaryInterval.
+// it says a rollout is under way (deployments WaitApplied: given a
+// deploymentID their agent has not applied yet, or OutOfSync: staged,
+// waiting for their turn), from when the rollout was first seen and from
+// the last write: during a rollout the counts move with every deployment
+// staged, patched and applied, and the summary written once they land says
+// what the steps in between would have said, one write instead of one every
+// SummaryInterval. A commit rolled out to a cluster that is Ready before and
+// after, within this time, costs its Cluster no write (a thousand clusters,
+// a thousand status writes fewer per commit); what its deployments do in
+// the meantime shows on the Bundles and the GitRepo, whose counts are
+// written every few seconds. Errors and anything the agent decides are not
+// held by it.
 const DefaultSummaryHold = time.Minute
 
 // FieldOwner is the field manager of the status fields this controller owns
@@ -97,7 +103,8 @@ type Reconciler struct {
 	// are written at once.
 	SummaryInterval time.Duration
 	// SummaryHold is how long at most a summary that shows a rollout under
-	// way is held back while it still is (default DefaultSummaryHold).
+	// way is held back while it still is, from when the rollout was first
+	// seen and from the last write (default DefaultSummaryHold).
 	SummaryHold time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -312,15 +319,24 @@ func (r *Reconciler) end(ctx context.Context, s *scope, before *fleet.Cluster, e
 // a failure to process) is written at once. A change of the summary alone
 // waits SummaryInterval from when it was first held, and from the last
 // write: deployments updated and Ready again within it leave the summary
-// as it was, and nothing is written. While the summary written and the one
-// computed both show a rollout under way, it waits until it lands, or
-// SummaryHold after the last write.
+// as it was, and nothing is written. A rollout that starts (the summary
+// computed shows one under way, the one written does not) waits until it
+// lands, or SummaryHold from when it was first held: a rollout that lands
+// within it, back to what was written, costs the Cluster no write at all,
+// and one that lands later is written once it does and as it goes at most
+// every SummaryHold. While the summary written and the one computed both
+// show a rollout under way, it waits until it lands, or SummaryHold after
+// the last write.
 func (r *Reconciler) summaryWait(key client.ObjectKey, was, owned status, now time.Time) time.Duration {
 	if !summaryOnly(was, owned) {
 		return 0
 	}
 	first, _ := r.held.LoadOrStore(key, now)
-	wait := first.(time.Time).Add(r.summaryInterval()).Sub(now)
+	hold := r.summaryInterval()
+	if rollingOut(owned) && !rollingOut(was) {
+		hold = max(hold, r.summaryHold())
+	}
+	wait := first.(time.Time).Add(hold).Sub(now)
 	last, ok := r.written.Load(key)
 	if !ok {
 		return wait

@@ -217,8 +217,9 @@ func TestOfflineFromLease(t *testing.T) {
 
 // TestSummaryWritesCoalesced: a change of the deployments' summary alone
 // (their counts, and the state they decide) is held back SummaryInterval
-// from when it was first held and from the cluster's last write, and while
-// the summary written and the new one both show a rollout under way,
+// from when it was first held and from the cluster's last write; a rollout
+// that starts, SummaryHold from when it was first held, and while the
+// summary written and the new one both show a rollout under way,
 // SummaryHold from the last write; a first check-in, Offline or a failure
 // is written at once.
 func TestSummaryWritesCoalesced(t *testing.T) {
@@ -260,7 +261,13 @@ func TestSummaryWritesCoalesced(t *testing.T) {
 	rolling.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 1, WaitApplied: 2}
 	rolling.Status.Display = fleet.ClusterDisplay{ReadyBundles: "1/3", State: string(fleet.WaitApplied)}
 	meta.SetStatusCondition(&rolling.Status.Conditions, metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitApplied", Message: "WaitApplied(2)"})
-	g.Expect(r.summaryWait(key, ownedStatus(ready), ownedStatus(rolling), now)).To(Equal(3*time.Second), "a rollout starting: within the interval")
+	r.held.Delete(key)
+	g.Expect(r.summaryWait(key, ownedStatus(ready), ownedStatus(rolling), now)).To(Equal(time.Minute), "a rollout starting: until it lands or the hold is over")
+	r.held.Store(key, now.Add(-59*time.Second))
+	g.Expect(r.summaryWait(key, ownedStatus(ready), ownedStatus(rolling), now)).To(Equal(3*time.Second), "a rollout held nearly SummaryHold: no sooner than the interval from the last write")
+	r.held.Store(key, now.Add(-time.Minute))
+	g.Expect(r.summaryWait(key, ownedStatus(ready), ownedStatus(rolling), now.Add(3*time.Second))).To(BeNumerically("<=", 0), "a rollout held for SummaryHold, the interval over: written")
+	r.held.Store(key, now.Add(-time.Minute))
 	step := rolling.DeepCopy()
 	step.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 2, WaitApplied: 1}
 	step.Status.Display.ReadyBundles = "2/3"

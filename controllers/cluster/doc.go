@@ -14,6 +14,7 @@
 // SummaryInterval, a change of it only once it has lasted that long, and
 // while a rollout is under way on the cluster (deployments staged or not yet
 // applied) once it lands or SummaryHold has passed (summaryWait): a commit
-// to a thousand clusters costs each Cluster about one write or two, not one
-// per step of its deployments.
+// to a thousand clusters that lands on each within SummaryHold costs their
+// Clusters no write (Ready before, Ready after), not one per step of its
+// deployments.
 package cluster

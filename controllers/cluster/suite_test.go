@@ -28,7 +28,10 @@ func TestMain(m *testing.M) {
 		Name:       "cluster",
 		Namespaces: []string{agentNS},
 		SetupReconcilers: func(_ context.Context, mgr ctrl.Manager) error {
-			return (&cluster.Reconciler{Client: mgr.GetClient(), Workers: 2, AgentNamespace: agentNS}).SetupWithManager(mgr)
+			// What is written, not when (TestSummaryWritesCoalesced): a
+			// rollout starting is held SummaryInterval here, not a minute.
+			return (&cluster.Reconciler{Client: mgr.GetClient(), Workers: 2, AgentNamespace: agentNS,
+				SummaryHold: time.Second}).SetupWithManager(mgr)
 		},
 		SetupEnv: func(e *envtest.Environment) { env = e },
 	}))
