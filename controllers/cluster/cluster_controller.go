@@ -62,11 +62,11 @@ const DefaultSummaryInterval = 10 * time.Second
 // staged, patched and applied, and the summary written once they land says
 // what the steps in between would have said, one write instead of one every
 // SummaryInterval. A commit rolled out to a cluster that is Ready before and
-// after, within this time, costs its Cluster no write (a thousand clusters,
-// a thousand status writes fewer per commit); what its deployments do in
+// after, within this time, costs its Cluster no write (1.6-1.8 writes per
+// cluster before, at 1000 clusters); what its deployments do in
 // the meantime shows on the Bundles and the GitRepo, whose counts are
-// written every few seconds. Errors and anything the agent decides are not
-// held by it.
+// written every few seconds. A rollout that starts with a deployment failed
+// or modified (failing), and anything the agent decides, are not held by it.
 const DefaultSummaryHold = time.Minute
 
 // FieldOwner is the field manager of the status fields this controller owns
@@ -320,8 +320,8 @@ func (r *Reconciler) end(ctx context.Context, s *scope, before *fleet.Cluster, e
 // waits SummaryInterval from when it was first held, and from the last
 // write: deployments updated and Ready again within it leave the summary
 // as it was, and nothing is written. A rollout that starts (the summary
-// computed shows one under way, the one written does not) waits until it
-// lands, or SummaryHold from when it was first held: a rollout that lands
+// computed shows one under way and no failure, the one written no rollout)
+// waits until it lands, or SummaryHold from when it was first held: a rollout that lands
 // within it, back to what was written, costs the Cluster no write at all,
 // and one that lands later is written once it does and as it goes at most
 // every SummaryHold. While the summary written and the one computed both
@@ -333,7 +333,7 @@ func (r *Reconciler) summaryWait(key client.ObjectKey, was, owned status, now ti
 	}
 	first, _ := r.held.LoadOrStore(key, now)
 	hold := r.summaryInterval()
-	if rollingOut(owned) && !rollingOut(was) {
+	if rollingOut(owned) && !rollingOut(was) && !failing(owned) {
 		hold = max(hold, r.summaryHold())
 	}
 	wait := first.(time.Time).Add(hold).Sub(now)
@@ -353,6 +353,13 @@ func (r *Reconciler) summaryWait(key client.ObjectKey, was, owned status, now ti
 // or staged and waiting for their turn (OutOfSync).
 func rollingOut(st status) bool {
 	return st.Summary.WaitApplied > 0 || st.Summary.OutOfSync > 0
+}
+
+// failing tells whether a summary shows deployments that failed to apply
+// or drifted: a rollout that starts with those is not held past the
+// interval.
+func failing(st status) bool {
+	return st.Summary.ErrApplied > 0 || st.Summary.Modified > 0
 }
 
 // summaryOnly tells whether was and owned differ only in what sums up the

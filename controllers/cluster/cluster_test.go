@@ -263,6 +263,10 @@ func TestSummaryWritesCoalesced(t *testing.T) {
 	meta.SetStatusCondition(&rolling.Status.Conditions, metav1.Condition{Type: fleet.ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitApplied", Message: "WaitApplied(2)"})
 	r.held.Delete(key)
 	g.Expect(r.summaryWait(key, ownedStatus(ready), ownedStatus(rolling), now)).To(Equal(time.Minute), "a rollout starting: until it lands or the hold is over")
+	erring := rolling.DeepCopy()
+	erring.Status.Summary = fleet.BundleSummary{DesiredReady: 3, Ready: 1, WaitApplied: 1, ErrApplied: 1}
+	erring.Status.Display = fleet.ClusterDisplay{ReadyBundles: "1/3", State: string(fleet.ErrApplied)}
+	g.Expect(r.summaryWait(key, ownedStatus(ready), ownedStatus(erring), now)).To(Equal(5*time.Second), "a rollout starting with a failure: the interval from when it was first held")
 	r.held.Store(key, now.Add(-59*time.Second))
 	g.Expect(r.summaryWait(key, ownedStatus(ready), ownedStatus(rolling), now)).To(Equal(3*time.Second), "a rollout held nearly SummaryHold: no sooner than the interval from the last write")
 	r.held.Store(key, now.Add(-time.Minute))
