@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -54,7 +55,12 @@ func Encode(resources []fleet.BundleResource) (string, func() (*fleet.Content, e
 // header), so that the same content always has the same digest.
 func Compress(raw []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	// Reset makes it what gzip.NewWriter returns, writing to buf: the
+	// same bytes out, without allocating and clearing a compressor's
+	// state (most of the cost of compressing a small manifest) each time.
+	zw.Reset(&buf)
 	if _, err := zw.Write(raw); err != nil {
 		return nil, err
 	}
@@ -63,6 +69,9 @@ func Compress(raw []byte) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// gzipWriters are the gzip writers of Compress, reused.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
 
 // Decode unpacks a Content, checks it against its sha256sum and returns its
 // resources. A Content larger than MaxSize unpacked, not gzip, or whose sum

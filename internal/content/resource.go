@@ -30,17 +30,13 @@ func EncodeResource(name string, data []byte) (fleet.BundleResource, error) {
 	if len(data) <= CompressAbove && utf8.Valid(data) {
 		return fleet.BundleResource{Name: name, Content: string(data)}, nil
 	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(data); err != nil {
-		return fleet.BundleResource{}, err
-	}
-	if err := zw.Close(); err != nil {
+	gz, err := Compress(data)
+	if err != nil {
 		return fleet.BundleResource{}, err
 	}
 	return fleet.BundleResource{
 		Name:     name,
-		Content:  base64.StdEncoding.EncodeToString(buf.Bytes()),
+		Content:  base64.StdEncoding.EncodeToString(gz),
 		Encoding: EncodingBase64Gz,
 	}, nil
 }
