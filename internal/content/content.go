@@ -56,7 +56,11 @@ func Encode(resources []fleet.BundleResource) (string, func() (*fleet.Content, e
 func Compress(raw []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(zw)
+	defer func() {
+		// Back to the pool without holding buf (a large artifact's bytes).
+		zw.Reset(io.Discard)
+		gzipWriters.Put(zw)
+	}()
 	// Reset makes it what gzip.NewWriter returns, writing to buf: the
 	// same bytes out, without allocating and clearing a compressor's
 	// state (most of the cost of compressing a small manifest) each time.
