@@ -80,10 +80,14 @@ func TestPollingPicksUpAPushOverHTTP(t *testing.T) {
 	g.Eventually(bundleCommits(g, ns, "polled"), eventually, poll).Should(Equal(map[string]string{"polled-apps-polled": first}))
 
 	// Just after a poll, so that the push waits for a whole interval at
-	// most; the deadline is the interval, its jitter and a margin.
+	// most; the deadline is the interval, its jitter and a margin for the
+	// poll's own work (an ls-remote and a fetch through git's CGI backend,
+	// the Bundle's update), seconds on a loaded machine. The deadline stays
+	// under two intervals at their shortest (2 × 13.5 s): the poll after the
+	// next one would be too late.
 	second := pushFiles(t, clone, appFiles("polled", "2"))
 	pushed := time.Now()
-	deadline := sourcepoll.Jitter(interval, 1) + 5*time.Second
+	deadline := sourcepoll.Jitter(interval, 1) + 10*time.Second
 	g.Eventually(bundleCommits(g, ns, "polled"), deadline, poll).Should(Equal(map[string]string{"polled-apps-polled": second}),
 		"the pushed commit %s within %s", second, deadline)
 	t.Logf("the push was picked up after %s", time.Since(pushed).Round(100*time.Millisecond))
