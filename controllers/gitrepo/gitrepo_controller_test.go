@@ -290,7 +290,7 @@ func TestCredentialsAndWebhook(t *testing.T) {
 	g.Expect(resp.Triggered).To(Equal(1), "the GitRepo on another branch is not triggered")
 	// Well under the interval: the call, not a poll, brought the commit. It
 	// takes a few hundred milliseconds (an ls-remote, a fetch, the Bundle's
-	// update), longer on a loaded machine: a tighter bound made this flaky.
+	// update), longer on a loaded machine, where 3 s was too tight a bound.
 	g.Eventually(bundleCommits(g, ns, "hooked"), eventually, 50*time.Millisecond).Should(Equal(map[string]string{"hooked-apps-web": second}))
 	t.Logf("the webhook's commit was synced %s after the call", time.Since(called).Round(10*time.Millisecond))
 	g.Eventually(getGitRepo(g, ns, "hooked"), eventually, poll).Should(And(
