@@ -303,6 +303,7 @@ func (f *fleetRun) Commit(ctx context.Context, floor Result) error {
 	fmt.Fprintf(os.Stderr, "Commit: pushing %s and delivering the webhook\n", sha[:8])
 	f.markProfiled(ctx)
 	cpu = cpuSeconds(f.mgr)
+	mprof := startManagerProfile(ctx)
 	start = time.Now()
 	tr.arm(start)
 	triggered, err := pushWebhook(ctx, f.mgr.webhookURL, f.mgr.webhookSecret, repoURL, sha)
@@ -331,6 +332,11 @@ func (f *fleetRun) Commit(ctx context.Context, floor Result) error {
 			answered, bundlesWritten, firstBD, lastBD, f.b)}
 	r = f.measure(r, cpu)
 	f.finishProfiles(&r)
+	if path, err := mprof.save("commit"); err != nil {
+		fmt.Fprintf(os.Stderr, "Commit: the manager's CPU profile: %v\n", err)
+	} else if path != "" {
+		fmt.Fprintf(os.Stderr, "Commit: the manager's CPU profile over the rollout of the push: %s\n", path)
+	}
 	r.APIServerCPUMsPerBD = 1000 * r.APIServerCPUS / float64(want)
 	if floor.Rate > 0 {
 		// The floor's time for as many BundleDeployments as the commit moved.
