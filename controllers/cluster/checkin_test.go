@@ -12,10 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
+	"github.com/gitfleet/fleet/controllers/cluster"
 	"github.com/gitfleet/fleet/internal/checkin"
+	"github.com/gitfleet/fleet/internal/conditions"
 )
 
 // renew writes the agent's check-in Lease as the agent's heartbeat does.
@@ -116,4 +119,67 @@ func TestDeletingAClusterRevokesItsAgents(t *testing.T) {
 	for _, o := range theirs {
 		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object))).To(Succeed(), "%T %s of another Cluster stays", o, o.GetName())
 	}
+}
+
+// laggingLeases is a client whose check-in Leases read lag behind the API
+// server, as a manager's cache does while its informer relists: each renewal
+// reads as if it were made lag earlier.
+type laggingLeases struct {
+	client.Client
+	lag time.Duration
+}
+
+func (l laggingLeases) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := l.Client.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Spec.RenewTime != nil {
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: lease.Spec.RenewTime.Add(-l.lag)}
+	}
+	return nil
+}
+
+// A cache that lags behind the agent's last check-in does not show its
+// Cluster Offline: the Lease is read again from the API server before the
+// alarm is raised. Without that read, the same lag would.
+func TestOfflineConfirmedPastTheCache(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := env.CreateNamespace(ctx, "confirm")
+	g.Expect(err).NotTo(HaveOccurred())
+	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns.Name}}
+	g.Expect(env.CreateAndWait(ctx, c)).To(Succeed())
+	ready(ctx, g, c, metav1.ConditionFalse, fleet.ClusterStateWaitCheckIn)
+	got := &fleet.Cluster{}
+	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+	clusterNS := got.Status.Namespace
+
+	// The first check-in two minutes ago is written into lastSeen; the
+	// renewal now is not (it is within the manager's lastSeen refresh):
+	// only the Lease says the agent is alive.
+	holder := "fleet-system/fleet-agent"
+	first := metav1.NewMicroTime(time.Now().Add(-2 * time.Minute))
+	g.Expect(checkin.Write(ctx, env.Client, clusterNS, coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &first}, nil)).To(Succeed())
+	ready(ctx, g, c, metav1.ConditionTrue, fleet.ReasonReady)
+	g.Expect(renew(ctx, clusterNS)).To(Succeed())
+
+	// A reconciler whose cache still has the first check-in, with an
+	// Offline limit of 30s: the cached Lease says two minutes of silence.
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+	lagging := laggingLeases{Client: env.Client, lag: 2 * time.Minute}
+	state := func() string {
+		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+		return got.Status.Display.State
+	}
+	r := &cluster.Reconciler{Client: lagging, APIReader: env.Client, OfflineAfter: 30 * time.Second}
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(state()).NotTo(Equal(fleet.ClusterStateOffline), "the API server has the renewal")
+	g.Expect(conditions.IsTrue(got, fleet.ConditionReady)).To(BeTrue())
+
+	// The control: the same lag, no read past it.
+	blind := &cluster.Reconciler{Client: lagging, OfflineAfter: 30 * time.Second}
+	_, err = blind.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(state()).To(Equal(fleet.ClusterStateOffline), "the lag alone raises the alarm")
 }

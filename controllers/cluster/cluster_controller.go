@@ -78,6 +78,10 @@ const FieldOwner = "fleet-cluster"
 // Reconciler keeps Cluster namespaces and status.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads past the cache: a check-in Lease that would turn a
+	// Cluster Offline is read again from the API server first (default
+	// mgr.GetAPIReader(); nil reads only the cache).
+	APIReader client.Reader
 	// Recorder records an event when a Cluster's Processed condition turns
 	// to a new failure or recovers; default
 	// mgr.GetEventRecorder("fleet-cluster").
@@ -153,6 +157,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("fleet-cluster")
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&fleet.Cluster{}, builder.WithPredicates(CheckInPredicate())).
@@ -263,6 +270,9 @@ func (r *Reconciler) now() time.Time {
 // changed and are not held back (summaryWait).
 func (r *Reconciler) end(ctx context.Context, s *scope, before *fleet.Cluster, err error) (ctrl.Result, error) {
 	c := s.cluster
+	if err == nil {
+		r.confirmOffline(ctx, s)
+	}
 	c.Status.Agent = foldCheckIn(c.Status, s.lease, r.lastSeenRefresh())
 	checkIn := checkin.Last(c, s.lease)
 	if s.deployments != nil {

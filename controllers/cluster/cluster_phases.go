@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -35,6 +36,28 @@ func (r *Reconciler) readCheckIn(ctx context.Context, s *scope) error {
 	}
 	s.lease = lease
 	return nil
+}
+
+// confirmOffline reads the check-in Lease again from the API server when the
+// cached one would turn a cluster Offline that is not: Offline is an alarm,
+// raised at once, and the cache may lag behind the agent's last renewal (its
+// informer relisting after an API server restart, a loaded manager). A cluster
+// already Offline, or never checked in, costs no read; nor does a steady
+// heartbeat. When the read fails, the cached Lease decides.
+func (r *Reconciler) confirmOffline(ctx context.Context, s *scope) {
+	checkIn := checkin.Last(s.cluster, s.lease)
+	if r.APIReader == nil || s.deployments == nil || checkIn.IsZero() ||
+		s.cluster.Status.Display.State == fleet.ClusterStateOffline || s.now.Sub(checkIn) <= r.offlineAfter() {
+		return
+	}
+	lease, err := checkin.Lease(ctx, r.APIReader, s.cluster)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Could not read the check-in Lease past the cache; the cached one says the cluster is Offline", "error", err.Error())
+		return
+	}
+	if lease != nil {
+		s.lease = lease
+	}
 }
 
 // revokeAgents deletes the ServiceAccounts of the Cluster's agents, and

@@ -7,7 +7,10 @@
 // shown changes (foldCheckIn: the first check-in, the return of an Offline
 // cluster, lastSeen older than LastSeenRefresh, the agent's namespace), and
 // computes Offline from the Lease itself (internal/checkin): a steady
-// heartbeat costs a cache read and no write. Deleting a Cluster deletes its
+// heartbeat costs a cache read and no write. Before it shows a cluster
+// Offline, it reads the Lease once more from the API server
+// (confirmOffline): a cache lagging behind the last renewal raises no false
+// alarm. Deleting a Cluster deletes its
 // namespace and its agents' ServiceAccounts, revoking their credentials.
 //
 // The summary of a Cluster's deployments is written at most once per

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -69,6 +70,26 @@ func clusterState(j *cluster) string {
 	c := &fleet.Cluster{}
 	Expect(j.Admin.Get(j.ctx, client.ObjectKeyFromObject(j.Cluster), c)).To(Succeed())
 	return c.Status.Display.State
+}
+
+// checkInReport says, for a failure message, what the manager shows of a
+// joined cluster's check-ins: its Ready condition and its agent's Lease as
+// the API server has it now, and the agent's last lines.
+func checkInReport(j *cluster) string {
+	GinkgoHelper()
+	c := &fleet.Cluster{}
+	Expect(j.Admin.Get(j.ctx, client.ObjectKeyFromObject(j.Cluster), c)).To(Succeed())
+	out := fmt.Sprintf("at %s: state %q, lastSeen %s", time.Now().UTC().Format(time.RFC3339Nano), c.Status.Display.State, c.Status.Agent.LastSeen.UTC().Format(time.RFC3339))
+	if ready := meta.FindStatusCondition(c.Status.Conditions, fleet.ConditionReady); ready != nil {
+		out += fmt.Sprintf(", Ready %s since %s: %s", ready.Status, ready.LastTransitionTime.UTC().Format(time.RFC3339), ready.Message)
+	}
+	lease := &coordinationv1.Lease{}
+	if err := j.Admin.Get(j.ctx, types.NamespacedName{Namespace: c.Status.Namespace, Name: fleet.AgentLeaseName}, lease); err != nil {
+		out += fmt.Sprintf("\ncheck-in Lease: %v", err)
+	} else if lease.Spec.RenewTime != nil {
+		out += fmt.Sprintf("\ncheck-in Lease renewed at %s", lease.Spec.RenewTime.UTC().Format(time.RFC3339Nano))
+	}
+	return out + "\nagent log:\n" + j.Agent.Tail(6000)
 }
 
 // faultSpecs stop the manager's API server and kill an agent mid-install, and
@@ -167,7 +188,9 @@ func connectionFaultSpecs(f *fixture) {
 			g.Expect(ready.Message).To(ContainSubstring("has not checked in since"))
 		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 		GinkgoWriter.Printf("prod was shown Offline %s after the cut\n", time.Since(cut).Round(time.Second))
-		Expect(clusterState(dev)).NotTo(Equal(fleet.ClusterStateOffline), "the other cluster is unaffected")
+		Expect(clusterState(dev)).NotTo(Equal(fleet.ClusterStateOffline), func() string {
+			return "the other cluster is unaffected; dev " + checkInReport(dev)
+		})
 		Expect(configMap(prod, "cut", "made-during-cut")).To(BeNil(), "nothing reaches a cluster cut off")
 		Expect(prod.Agent.Exited()).To(BeFalse(), "the agent waits out the cut; log:\n%s", prod.Agent.Tail(6000))
 
