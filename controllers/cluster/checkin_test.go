@@ -29,20 +29,28 @@ func renew(ctx context.Context, clusterNS string) error {
 		map[string]string{fleet.AgentNamespaceAnnotation: "fleet-system"})
 }
 
-// The agent's Lease reaches the Cluster's status at the first check-in; the
-// heartbeats after it cost the Cluster no write.
-func TestCheckInsFoldedFromTheLease(t *testing.T) {
-	g := NewWithT(t)
-	ctx := t.Context()
-	ns, err := env.CreateNamespace(ctx, "checkin")
+// waitingCluster makes a Cluster in a new workspace namespace and waits for
+// the manager to make its cluster namespace and show it waiting for its
+// agent's first check-in.
+func waitingCluster(ctx context.Context, g *WithT, prefix string) (*fleet.Cluster, string) {
+	ns, err := env.CreateNamespace(ctx, prefix)
 	g.Expect(err).NotTo(HaveOccurred())
 	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns.Name}}
 	g.Expect(env.CreateAndWait(ctx, c)).To(Succeed())
 	ready(ctx, g, c, metav1.ConditionFalse, fleet.ClusterStateWaitCheckIn)
 	got := &fleet.Cluster{}
 	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
-	clusterNS := got.Status.Namespace
-	g.Expect(clusterNS).NotTo(BeEmpty())
+	g.Expect(got.Status.Namespace).NotTo(BeEmpty())
+	return c, got.Status.Namespace
+}
+
+// The agent's Lease reaches the Cluster's status at the first check-in; the
+// heartbeats after it cost the Cluster no write.
+func TestCheckInsFoldedFromTheLease(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	c, clusterNS := waitingCluster(ctx, g, "checkin")
+	got := &fleet.Cluster{}
 
 	g.Expect(renew(ctx, clusterNS)).To(Succeed())
 	ready(ctx, g, c, metav1.ConditionTrue, fleet.ReasonReady)
@@ -145,14 +153,8 @@ func (l laggingLeases) Get(ctx context.Context, key client.ObjectKey, obj client
 func TestOfflineConfirmedPastTheCache(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns, err := env.CreateNamespace(ctx, "confirm")
-	g.Expect(err).NotTo(HaveOccurred())
-	c := &fleet.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns.Name}}
-	g.Expect(env.CreateAndWait(ctx, c)).To(Succeed())
-	ready(ctx, g, c, metav1.ConditionFalse, fleet.ClusterStateWaitCheckIn)
+	c, clusterNS := waitingCluster(ctx, g, "confirm")
 	got := &fleet.Cluster{}
-	g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
-	clusterNS := got.Status.Namespace
 
 	// The first check-in two minutes ago is written into lastSeen; the
 	// renewal now is not (it is within the manager's lastSeen refresh):
@@ -172,7 +174,7 @@ func TestOfflineConfirmedPastTheCache(t *testing.T) {
 		return got.Status.Display.State
 	}
 	r := &cluster.Reconciler{Client: lagging, APIReader: env.Client, OfflineAfter: 30 * time.Second}
-	_, err = r.Reconcile(ctx, req)
+	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(state()).NotTo(Equal(fleet.ClusterStateOffline), "the API server has the renewal")
 	g.Expect(conditions.IsTrue(got, fleet.ConditionReady)).To(BeTrue())
