@@ -45,5 +45,9 @@
 // Status is computed once per reconcile and patched only when it changed:
 // commit and observedGeneration (after a successful sync), the Accepted,
 // GitPolling and Ready conditions, and a rollup of the Bundles' summaries.
+// lastPollingTriggered is the time of the last poll, written with any other
+// change of the status, and alone only once the time it holds is a minute
+// old: a fleet of GitRepos polling every 15 s does not write their statuses
+// four times a minute for a time alone.
 // A finalizer deletes the GitRepo's Bundles and git cache before it goes.
 package gitrepo

@@ -289,6 +289,7 @@ func (r *Reconciler) end(ctx context.Context, s *scope, err error) (ctrl.Result,
 	setStatus(s.repo, s.state, bundles)
 	s.repo.Status.Resources, s.repo.Status.ResourceCounts = summary.Resources(bds)
 	s.repo.Status.PerClusterResourceCounts = summary.PerClusterCounts(bds)
+	recordPoll(&s.before.Status, &s.repo.Status, s.polled)
 	return outcome.Finish(ctx, r.Client, s.before, outcome.Input{Object: s.repo, Err: err, Recorder: r.Recorder,
 		Poll: s.state.poll.Until(r.Now(), !s.repo.Spec.DisablePolling), Before: s.before.Status.Conditions, Events: statusEvents})
 }

@@ -52,7 +52,10 @@ type scope struct {
 	// says it found none free.
 	gate gitshare.Gate
 	busy bool
-	dir  string
+	// polled is when this reconcile polled (asked the remote, or took its
+	// group's answer), zero when it did not.
+	polled time.Time
+	dir    string
 	// release ends the read of dir.
 	release func()
 	bundles []*fleet.Bundle
@@ -235,8 +238,10 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 			}
 			return err
 		}
+		s.polled = s.now
 		return st.failGit(egress.ForTenant(ctx, err))
 	}
+	s.polled = s.now
 	if !syncNeeded(st, repo, st.latest) && !st.resync {
 		return nil
 	}

@@ -78,6 +78,15 @@ func TestPollingPicksUpAPushOverHTTP(t *testing.T) {
 	interval := fleet.DefaultPollingInterval
 	createGitRepo(g, ns, "polled", fleet.GitRepoSpec{Repo: url, Paths: []string{"apps"}, PollingInterval: every(interval)})
 	g.Eventually(bundleCommits(g, ns, "polled"), eventually, poll).Should(Equal(map[string]string{"polled-apps-polled": first}))
+	// lastPollingTriggered says when it polled, as Fleet's does: what the
+	// dashboard shows and fleet analyze's gitrepo-behind check reads.
+	var polledFirst time.Time
+	g.Eventually(func(g Gomega) {
+		repo := getGitRepo(g, ns, "polled")()
+		g.Expect(repo.Status.Commit).To(Equal(first))
+		polledFirst = repo.Status.LastPollingTriggered.Time
+		g.Expect(polledFirst).To(BeTemporally("~", time.Now(), time.Minute))
+	}, eventually, poll).Should(Succeed())
 
 	// Just after a poll, so that the push waits for a whole interval at
 	// most; the deadline is the interval, its jitter and a margin for the
@@ -92,5 +101,7 @@ func TestPollingPicksUpAPushOverHTTP(t *testing.T) {
 		"the pushed commit %s within %s", second, deadline)
 	t.Logf("the push was picked up after %s", time.Since(pushed).Round(100*time.Millisecond))
 	g.Expect(bundles(g, ns, "polled")["polled-apps-polled"].Spec.Resources).To(ContainElement(HaveField("Content", ContainSubstring("key: 2"))))
-	g.Eventually(getGitRepo(g, ns, "polled"), eventually, poll).Should(HaveField("Status.Commit", second))
+	g.Eventually(getGitRepo(g, ns, "polled"), eventually, poll).Should(And(HaveField("Status.Commit", second),
+		HaveField("Status.LastPollingTriggered.Time", BeTemporally(">=", pushed.Truncate(time.Second)))),
+		"the poll that found %s is recorded (first recorded %s)", second, polledFirst)
 }

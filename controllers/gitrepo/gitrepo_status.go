@@ -3,7 +3,9 @@ package gitrepo
 import (
 	"fmt"
 	"strings"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -104,6 +106,25 @@ func setStatus(repo *fleet.GitRepo, st *repoState, bundles []fleet.Bundle) {
 	s.ReadyClusters = r.ReadyClusters
 	s.DesiredReadyClusters = r.DesiredReadyClusters
 	s.Display = r.Display(s.Conditions, fleet.ConditionAccepted, fleet.ConditionGitPolling)
+}
+
+// pollRecordEvery is how old status.lastPollingTriggered may grow while
+// polls change nothing else in the status: recording every poll would write
+// the status of every GitRepo at every interval (15 s by default) for a
+// time alone. It stays well inside what the gitrepo-behind check of fleet
+// analyze allows (three intervals and a minute).
+const pollRecordEvery = time.Minute
+
+// recordPoll sets after.lastPollingTriggered to polled, the time of the
+// poll this reconcile made (zero: it made none), when the status changes
+// anyway, or when the time before holds is pollRecordEvery old.
+func recordPoll(before, after *fleet.GitRepoStatus, polled time.Time) {
+	if polled.IsZero() {
+		return
+	}
+	if polled.Sub(before.LastPollingTriggered.Time) >= pollRecordEvery || !equality.Semantic.DeepEqual(before, after) {
+		after.LastPollingTriggered = metav1.NewTime(polled)
+	}
 }
 
 func shortSHA(sha string) string {

@@ -301,3 +301,36 @@ type recorder struct{ events []recordedEvent }
 func (r *recorder) Eventf(_, _ runtime.Object, kind, reason, action, note string, args ...interface{}) {
 	r.events = append(r.events, recordedEvent{kind, reason, action, fmt.Sprintf(note, args...)})
 }
+
+// TestRecordPoll: status.lastPollingTriggered follows each poll that writes
+// the status anyway, and a poll that changes nothing else only once it is a
+// minute old; a reconcile that did not poll leaves it.
+func TestRecordPoll(t *testing.T) {
+	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	status := func(commit string, polled time.Time) *fleet.GitRepoStatus {
+		return &fleet.GitRepoStatus{Commit: commit, LastPollingTriggered: metav1.NewTime(polled),
+			Conditions: []metav1.Condition{{Type: fleet.ConditionReady, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}}
+	}
+	for _, tc := range []struct {
+		name         string
+		before       *fleet.GitRepoStatus
+		after        *fleet.GitRepoStatus
+		polled, want time.Time
+	}{
+		{"the first poll", &fleet.GitRepoStatus{}, &fleet.GitRepoStatus{}, at, at},
+		{"no poll", status("a", at), status("a", at), time.Time{}, at},
+		{"nothing changed, recorded 59 s ago", status("a", at), status("a", at), at.Add(59 * time.Second), at},
+		{"nothing changed, recorded a minute ago", status("a", at), status("a", at), at.Add(time.Minute), at.Add(time.Minute)},
+		{"a new commit", status("a", at), status("b", at), at.Add(15 * time.Second), at.Add(15 * time.Second)},
+		{"a condition changed", status("a", at), func() *fleet.GitRepoStatus {
+			s := status("a", at)
+			s.Conditions[0].Status = metav1.ConditionFalse
+			return s
+		}(), at.Add(15 * time.Second), at.Add(15 * time.Second)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recordPoll(tc.before, tc.after, tc.polled)
+			NewWithT(t).Expect(tc.after.LastPollingTriggered.Time).To(BeTemporally("==", tc.want))
+		})
+	}
+}
