@@ -409,6 +409,14 @@ func helmReleases(ctx context.Context, g Gomega, clusters []*agentCluster) map[s
 
 // sampler reads every cluster's agent Deployment again and again and keeps
 // the most that were in flight at once.
+//
+// One sweep reads the clusters one after the other, so the clusters it
+// finds in flight were not all in flight at one moment: on a loaded machine
+// one may finish and the next start during the sweep. A cluster counts as
+// in flight in a sample when two consecutive sweeps found it so; a cluster
+// rolls once, so it was in flight all along between its two reads, and the
+// clusters two sweeps agree on were all in flight at one moment (the later
+// of their first reads).
 type sampler struct {
 	mu          sync.Mutex
 	samples     int
@@ -420,8 +428,10 @@ type sampler struct {
 func (s *sampler) run(ctx context.Context, clusters []*agentCluster, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var last map[string]bool
 	for {
 		var flying []string
+		now := map[string]bool{}
 		noAgent, complete := false, true
 		for _, c := range clusters {
 			dep := &appsv1.Deployment{}
@@ -430,15 +440,19 @@ func (s *sampler) run(ctx context.Context, clusters []*agentCluster, every time.
 				break
 			}
 			if inFlight(dep) {
-				flying = append(flying, fmt.Sprintf("%s(%s gen %d/%d updated %d replicas %d available %d)", c.cp.Name,
-					strings.TrimPrefix(dep.Spec.Template.Spec.Containers[0].Image, "registry.test/"), dep.Status.ObservedGeneration, dep.Generation,
-					dep.Status.UpdatedReplicas, dep.Status.Replicas, dep.Status.AvailableReplicas))
+				now[c.cp.Name] = true
+				if last[c.cp.Name] {
+					flying = append(flying, fmt.Sprintf("%s(%s gen %d/%d updated %d replicas %d available %d)", c.cp.Name,
+						strings.TrimPrefix(dep.Spec.Template.Spec.Containers[0].Image, "registry.test/"), dep.Status.ObservedGeneration, dep.Generation,
+						dep.Status.UpdatedReplicas, dep.Status.Replicas, dep.Status.AvailableReplicas))
+				}
 			}
 			if dep.Status.AvailableReplicas == 0 {
 				noAgent = true
 			}
 		}
 		if complete {
+			last = now
 			s.mu.Lock()
 			s.samples++
 			if len(flying) > s.maxInFlight {
@@ -448,6 +462,8 @@ func (s *sampler) run(ctx context.Context, clusters []*agentCluster, every time.
 				s.noAgent++
 			}
 			s.mu.Unlock()
+		} else {
+			last = nil
 		}
 		select {
 		case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -258,6 +259,42 @@ func (f *fixture) analyze(args ...string) (analysis, int) {
 	var a analysis
 	Expect(json.Unmarshal([]byte(r.stdout), &a)).To(Succeed(), "fleet analyze -o json printed:\n%s%s", r.stdout, r.stderr)
 	return a, r.code
+}
+
+// dumps counts the archives liveAndDump writes.
+var dumps int
+
+// liveAndDump runs analyze with args on the live fleet, takes a dump archive
+// right after and runs analyze with args on it; both must exit 1 (something
+// needs attention) and give the same findings. It returns the two analyses
+// and the archive's name (under f.dir).
+//
+// The two are taken a moment apart, and a live fleet may move in that
+// moment (a deployment passing a --stuck-after threshold, another being
+// applied): when they disagree, all three are taken again, a few times, and
+// each disagreement is logged. A dump that loses or changes a finding
+// disagrees every time.
+func (f *fixture) liveAndDump(args ...string) (live, offline analysis, archive string) {
+	GinkgoHelper()
+	const tries = 3
+	for try := 1; ; try++ {
+		var code int
+		live, code = f.analyze(append([]string{"-k", f.kubeconfig}, args...)...)
+		Expect(code).To(Equal(1), "the exit code says something needs attention")
+		dumps++
+		archive = fmt.Sprintf("dump-%d.tgz", dumps)
+		d := f.fleetCmd("dump", "-k", f.kubeconfig, "-o", archive)
+		Expect(d.code).To(Equal(0), d.stderr)
+		offline, code = f.analyze(append([]string{"--dump", archive}, args...)...)
+		Expect(code).To(Equal(1), "analyze of the dump exits 1 as well")
+		liveKeys, offKeys := keys(live.Findings), keys(offline.Findings)
+		if try < tries && !slices.Equal(liveKeys, offKeys) {
+			GinkgoWriter.Printf("try %d: the live fleet and its dump disagree, taking both again:\nlive: %v\ndump: %v\n", try, liveKeys, offKeys)
+			continue
+		}
+		Expect(offKeys).To(Equal(liveKeys), "the dump gives the findings the live fleet gave (try %d of %d)", try, tries)
+		return live, offline, archive
+	}
 }
 
 // keys are findings as "check severity object", sorted: what two analyses

@@ -2,7 +2,6 @@ package day2
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -112,45 +111,20 @@ func (f *fixture) relabel(obj client.Object, key, value string) {
 	})
 }
 
-// dumps counts the archives expectFinding writes.
-var dumps int
-
 // expectFinding runs analyze with args on the live fleet and on a dump
-// archive taken right after, and returns the live finding of check about
-// object, having checked that both exit 1, both report it alike, its
-// action says action, and that the two analyses agree on every finding.
-//
-// The two are taken a moment apart, and a live fleet may move in that
-// moment (a deployment passing a --stuck-after threshold, another being
-// applied): when they disagree, both are taken again, a few times, and
-// each disagreement is logged. A dump that loses or changes a finding
-// disagrees every time.
+// archive taken right after (liveAndDump), and returns the live finding of
+// check about object, having checked that both exit 1, both report it
+// alike, its action says action, and that the two analyses agree on every
+// finding.
 func (f *fixture) expectFinding(args []string, check, object, action string) diagnose.Finding {
 	GinkgoHelper()
-	const tries = 3
-	for try := 1; ; try++ {
-		live, code := f.analyze(append([]string{"-k", f.kubeconfig}, args...)...)
-		Expect(code).To(Equal(1), "the exit code says something needs attention")
-		fd := finding(live, check, object)
-		Expect(fd.Action).To(ContainSubstring(action))
-
-		dumps++
-		archive := fmt.Sprintf("planted-%d.tgz", dumps)
-		d := f.fleetCmd("dump", "-k", f.kubeconfig, "-o", archive)
-		Expect(d.code).To(Equal(0), d.stderr)
-		offline, code := f.analyze(append([]string{"--dump", archive}, args...)...)
-		Expect(code).To(Equal(1), "analyze of the dump exits 1 as well")
-		off := finding(offline, check, object)
-		Expect(off.Severity).To(Equal(fd.Severity))
-		Expect(off.Action).To(Equal(fd.Action))
-		liveKeys, offKeys := keys(live.Findings), keys(offline.Findings)
-		if try < tries && !slices.Equal(liveKeys, offKeys) {
-			GinkgoWriter.Printf("try %d: the live fleet and its dump disagree, taking both again:\nlive: %v\ndump: %v\n", try, liveKeys, offKeys)
-			continue
-		}
-		Expect(offKeys).To(Equal(liveKeys), "the dump gives the findings the live fleet gave (try %d of %d)", try, tries)
-		return fd
-	}
+	live, offline, _ := f.liveAndDump(args...)
+	fd := finding(live, check, object)
+	Expect(fd.Action).To(ContainSubstring(action))
+	off := finding(offline, check, object)
+	Expect(off.Severity).To(Equal(fd.Severity))
+	Expect(off.Action).To(Equal(fd.Action))
+	return fd
 }
 
 // waitBD waits for the cluster's BundleDeployment of a bundle to satisfy

@@ -98,6 +98,11 @@ func downstreamResources(f *fixture) {
 
 	// With keepResources, un-targeting c0 leaves its copies in place.
 	f.updateBundle("secrets", func(b *fleet.Bundle) { b.Spec.KeepResources = true })
+	// The BundleDeployment read before the manager wrote keepResources is
+	// Ready already: wait for the one that carries it, then for the agent
+	// to have applied it (the release is kept only when installed so).
+	Eventually(func() bool { bd := f.clusters[0].bd("secrets"); return bd != nil && bd.Spec.Options.KeepResources }, 60*time.Second, 250*time.Millisecond).
+		Should(BeTrue(), "keepResources reaches %s's BundleDeployment", f.clusters[0].name)
 	f.clusters[0].waitState("secrets", fleet.Ready, 60*time.Second)
 	f.updateBundle("secrets", func(b *fleet.Bundle) { b.Spec.Targets = targetName("nobody") })
 	Eventually(func() *fleet.BundleDeployment { return f.clusters[0].bd("secrets") }, 60*time.Second, 250*time.Millisecond).Should(BeNil())
