@@ -206,6 +206,11 @@ func Start(opts Options) (*ControlPlane, error) {
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: timeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
+		// envtest waits 10s by default for the CRDs to be served; a
+		// machine starting several control planes at once (make test runs
+		// two suites side by side, each with two or more) can take longer
+		// to publish forty of them in discovery.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: timeout},
 	}
 	// etcd keeps its data in a directory of ours, so RestartEtcd finds it.
 	cp.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(cp.dir, "etcd")}
