@@ -305,3 +305,16 @@ func TestParseFleetYAMLAliasIntoIgnoredField(t *testing.T) {
 	_, _, err = ParseFleetYAML([]byte("x: &x {image: [y]}\nimageScans: [*x]\n"), "fleet.yaml")
 	g.Expect(err).To(MatchError(ContainSubstring("line 1: field imageScans.image: cannot use a array as a string")))
 }
+
+// BenchmarkParseFleetYAML parses a one-line fleet.yaml, as each directory
+// of a monorepo has: what reading a GitRepo's bundles costs per file before
+// any manifest is read (docs/scale.md, the monorepo bench).
+func BenchmarkParseFleetYAML(b *testing.B) {
+	data := []byte("defaultNamespace: monorepo\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := ParseFleetYAML(data, "apps/app000/fleet.yaml"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
