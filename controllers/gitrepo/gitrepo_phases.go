@@ -215,8 +215,10 @@ func (r *Reconciler) reconcileGit(ctx context.Context, s *scope) error {
 		st.resync = true
 	}
 	// A poll of the interval, not a retry or a spec change, must learn
-	// something newer than the last.
-	s.renew = st.poll.Done && !st.poll.Retry && st.poll.Generation == repo.Generation
+	// something newer than the last. A wake is not one: the group's answer
+	// that woke it is the news, though this GitRepo may have taken it in
+	// the same flight already (renewing then asked the remote once more).
+	s.renew = !woken && st.poll.Done && !st.poll.Retry && st.poll.Generation == repo.Generation
 	st.poll.Start(s.now, repo.Generation, sourcepoll.Jittered(pollInterval(repo)))
 	if repo.Status.WebhookCommit != st.webhookCommit {
 		s.want = repo.Status.WebhookCommit
