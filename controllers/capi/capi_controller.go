@@ -337,6 +337,11 @@ func (r *Reconciler) end(ctx context.Context, s *scope, err error) (ctrl.Result,
 				return ctrl.Result{}, errors.Join(fmt.Errorf("reading the agent's check-in: %w", cerr), err)
 			}
 			o.CheckIn = checkIn
+			if !o.checksIn() && s.before != nil && s.before.Status == metav1.ConditionTrue {
+				// About to turn False on the word of the cache, which
+				// may lag behind the agent's Lease: read it again first.
+				o.CheckIn = checkin.Confirm(ctx, r.APIReader, s.fleet, checkIn)
+			}
 		}
 		in.After = NextCheckInCheck(o)
 		conditions.Set(s.capi, FleetAgentReadyCondition(o, s.capi.Generation))

@@ -27,6 +27,9 @@ import (
 
 var env *envtest.Environment
 
+// reconciler is the manager's: a test may run a copy of it by hand.
+var reconciler *capi.Reconciler
+
 // staleAfter is how long FleetAgentReady stays True after a check-in here.
 const staleAfter = 4 * time.Second
 
@@ -43,7 +46,8 @@ func TestMain(m *testing.M) {
 			}
 			// Check-ins grow stale in seconds here, not minutes.
 			// ClusterGroups per ClusterClass, as Fleet's add-on provider keeps them when asked.
-			return (&capi.Reconciler{Client: mgr.GetClient(), StaleAfter: staleAfter, ClassGroups: true}).SetupWithManager(ctx, mgr)
+			reconciler = &capi.Reconciler{Client: mgr.GetClient(), StaleAfter: staleAfter, ClassGroups: true}
+			return reconciler.SetupWithManager(ctx, mgr)
 		},
 		SetupEnv: func(e *envtest.Environment) { env = e },
 	}))

@@ -18,6 +18,7 @@ import (
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/controllers/cluster"
 	"github.com/gitfleet/fleet/internal/checkin"
+	"github.com/gitfleet/fleet/internal/checkin/checkintest"
 	"github.com/gitfleet/fleet/internal/conditions"
 )
 
@@ -129,24 +130,6 @@ func TestDeletingAClusterRevokesItsAgents(t *testing.T) {
 	}
 }
 
-// laggingLeases is a client whose check-in Leases read lag behind the API
-// server, as a manager's cache does while its informer relists: each renewal
-// reads as if it were made lag earlier.
-type laggingLeases struct {
-	client.Client
-	lag time.Duration
-}
-
-func (l laggingLeases) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if err := l.Client.Get(ctx, key, obj, opts...); err != nil {
-		return err
-	}
-	if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Spec.RenewTime != nil {
-		lease.Spec.RenewTime = &metav1.MicroTime{Time: lease.Spec.RenewTime.Add(-l.lag)}
-	}
-	return nil
-}
-
 // A cache that lags behind the agent's last check-in does not show its
 // Cluster Offline: the Lease is read again from the API server before the
 // alarm is raised. Without that read, the same lag would.
@@ -168,7 +151,7 @@ func TestOfflineConfirmedPastTheCache(t *testing.T) {
 	// A reconciler whose cache still has the first check-in, with an
 	// Offline limit of 30s: the cached Lease says two minutes of silence.
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
-	lagging := laggingLeases{Client: env.Client, lag: 2 * time.Minute}
+	lagging := checkintest.Lagging{Client: env.Client, Lag: 2 * time.Minute}
 	state := func() string {
 		g.Expect(env.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
 		return got.Status.Display.State

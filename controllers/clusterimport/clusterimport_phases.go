@@ -22,6 +22,7 @@ import (
 	"github.com/gitfleet/fleet/agentinstall"
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
 	"github.com/gitfleet/fleet/internal/agentmanifest"
+	"github.com/gitfleet/fleet/internal/checkin"
 	"github.com/gitfleet/fleet/internal/kubeconfig"
 	"github.com/gitfleet/fleet/internal/metrics"
 	"github.com/gitfleet/fleet/internal/names"
@@ -386,6 +387,16 @@ func (r *Reconciler) reconcileInstall(ctx context.Context, s *scope) error {
 	status := c.Status
 	status.Agent.LastSeen = metav1.NewTime(s.checkIn)
 	d := Decide(s.deployed, want, status, s.now, r.StaleAfter)
+	if d.Reason == InstallAgentStale {
+		// A restart of an agent that checks in, on the word of a cache
+		// that lags behind its Lease, would cut off a working agent: the
+		// Lease is read again first.
+		if live := checkin.Confirm(ctx, r.APIReader, c, s.checkIn); live.After(s.checkIn) {
+			s.checkIn = live
+			status.Agent.LastSeen = metav1.NewTime(live)
+			d = Decide(s.deployed, want, status, s.now, r.StaleAfter)
+		}
+	}
 	s.restartedAt = s.deployed.RestartedAt
 	if d.Reason == InstallSettingsChanged && r.AgentBundles && !c.Status.Agent.LastSeen.IsZero() {
 		// The agent Bundle brings the settings; the agent deploys it.

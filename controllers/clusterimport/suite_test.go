@@ -33,6 +33,9 @@ var (
 	// workload is a second control plane: the downstream cluster that a
 	// kubeconfig Secret points at and the agent is installed into.
 	workload *controlplane.ControlPlane
+	// importer is the manager's import controller: a test may run a copy
+	// of it by hand.
+	importer *clusterimport.Reconciler
 )
 
 func TestMain(m *testing.M) {
@@ -68,9 +71,9 @@ func run(m *testing.M) int {
 				return err
 			}
 			// A short check interval lets a test see a deleted agent come back.
-			imp := &clusterimport.Reconciler{Client: mgr.GetClient(), APIServerURL: "https://manager.example",
+			importer = &clusterimport.Reconciler{Client: mgr.GetClient(), APIServerURL: "https://manager.example",
 				RemoteTimeout: 5 * time.Second, CheckInterval: 2 * time.Second}
-			return imp.SetupWithManager(ctx, mgr)
+			return importer.SetupWithManager(ctx, mgr)
 		},
 		SetupEnv: func(e *envtest.Environment) { env = e },
 	})

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleet "github.com/gitfleet/fleet/api/v1alpha1"
@@ -70,6 +71,27 @@ func LastOf(ctx context.Context, r client.Reader, cluster *fleet.Cluster) (time.
 		return time.Time{}, err
 	}
 	return Last(cluster, lease), nil
+}
+
+// Confirm reads cluster's Lease again past the cache, from live, and
+// returns the later of that check-in and cached (what the cache said). A
+// consumer about to act on a silent agent (restart it, report it gone)
+// calls it first: a cache lags behind the agent's renewals while its
+// informer relists or the manager is loaded, and the silence may be the
+// cache's. When live is nil or the read fails, cached stands.
+func Confirm(ctx context.Context, live client.Reader, cluster *fleet.Cluster, cached time.Time) time.Time {
+	if live == nil {
+		return cached
+	}
+	lease, err := Lease(ctx, live, cluster)
+	if err != nil {
+		log.FromContext(ctx).Info("Could not read the check-in Lease past the cache; the cached check-in stands", "error", err.Error())
+		return cached
+	}
+	if last := Last(cluster, lease); last.After(cached) {
+		return last
+	}
+	return cached
 }
 
 // ClusterOfLease maps a check-in Lease to the Cluster of its namespace, by
