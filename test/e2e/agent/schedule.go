@@ -179,7 +179,7 @@ func scheduleHoldsThenDeploys(s *scheduleFixture) {
 		}
 		got.Spec.Schedule = onceAt(s.windowStart)
 		return s.admin.Update(s.ctx, got)
-	}).Should(Succeed())
+	}).WithTimeout(30*time.Second).Should(Succeed(), "the Schedule updated (retried on a conflict with its status writes)")
 	Consistently(func(g Gomega) { g.Expect(s.version(g)).To(Equal("v1")) }).
 		WithTimeout(time.Until(s.windowStart.Add(-time.Second))).WithPolling(500 * time.Millisecond).Should(Succeed())
 

@@ -415,6 +415,16 @@ func oneSpecPerCheckSteps(f *fixture) {
 		By("the Bundle moved to a shard no manager serves, then the prod cluster labelled for the gold customization")
 		f.relabel(b, fleet.ShardRefLabel, parkedShard)
 		DeferCleanup(func() { f.relabel(b, fleet.ShardRefLabel, "") }) // before the delete: its manager removes the finalizer
+		// The manager must have let the Bundle go before the cluster is
+		// relabelled, or it renders the gold options itself. Its Bundle
+		// watch delivers events in order: once it has observed a Bundle
+		// created after the move, it has seen the move.
+		sentinel := f.newBundle("day2-values-after", fleet.BundleSpec{Resources: []fleet.BundleResource{configMapResource("after")}})
+		e2e.WaitFor("the manager to observe a Bundle created after the move", func(g Gomega) {
+			g.Expect(f.admin.Get(f.ctx, client.ObjectKeyFromObject(sentinel), sentinel)).To(Succeed())
+			g.Expect(sentinel.Status.ObservedGeneration).To(Equal(sentinel.Generation))
+		}, 30*time.Second, 250*time.Millisecond)
+		Expect(client.IgnoreNotFound(f.admin.Delete(f.ctx, sentinel))).To(Succeed())
 		cluster := &fleet.Cluster{}
 		cluster.Namespace, cluster.Name = f.prod.Cluster.Namespace, f.prod.Cluster.Name
 		f.relabel(cluster, "day2-tier", "gold")
