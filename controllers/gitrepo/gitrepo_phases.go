@@ -517,26 +517,8 @@ func (r *Reconciler) applyBundles(ctx context.Context, repo *fleet.GitRepo, bund
 			return err
 		}
 	}
-	// The Bundles are written at once, not one after the other: a commit
-	// that changes many of them reaches their clusters in one round trip
-	// to the API server instead of one per Bundle.
-	errs := make([]error, len(bundles))
-	sem := make(chan struct{}, bundleWriteParallelism)
-	var wg sync.WaitGroup
-	for i, b := range bundles {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = r.writeBundle(ctx, repo, b, current[b.Name])
-		}()
-	}
-	wg.Wait()
-	// The first failure in the bundles' order, as when written in turn.
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+	if err := r.writeBundles(ctx, repo, bundles, current); err != nil {
+		return err
 	}
 	for name, b := range current {
 		if produced[name] {
@@ -553,6 +535,41 @@ func (r *Reconciler) applyBundles(ctx context.Context, repo *fleet.GitRepo, bund
 // bundleWriteParallelism is how many of a GitRepo's Bundles are written at
 // once.
 const bundleWriteParallelism = 16
+
+// writeBundles writes bundles over current (by name) at once, not one after
+// the other: a commit that changes many of them reaches their clusters in
+// one round trip to the API server instead of one per Bundle. A GitRepo of
+// one Bundle (one path of a shared repository, as often) writes it itself,
+// without a goroutine to start and grow a stack for a single request. The
+// error is the first in the bundles' order, as when written in turn.
+func (r *Reconciler) writeBundles(ctx context.Context, repo *fleet.GitRepo, bundles []*fleet.Bundle, current map[string]*fleet.Bundle) error {
+	if len(bundles) == 1 {
+		return r.writeBundle(ctx, repo, bundles[0], current[bundles[0].Name])
+	}
+	errs := make([]error, len(bundles))
+	sem := make(chan struct{}, bundleWriteParallelism)
+	var wg sync.WaitGroup
+	for i, b := range bundles {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = r.writeBundle(ctx, repo, b, current[b.Name])
+		}()
+	}
+	wg.Wait()
+	return firstError(errs)
+}
+
+// firstError is the first non-nil error of errs, nil when there is none.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // writeBundle creates want, or updates cur to it when they differ.
 func (r *Reconciler) writeBundle(ctx context.Context, repo *fleet.GitRepo, want, cur *fleet.Bundle) error {
