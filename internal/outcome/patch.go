@@ -132,6 +132,12 @@ func statusPatch(before, obj client.Object) (json.RawMessage, bool, error) {
 		// Not a typed object with a Status field: the whole objects.
 		return wholeStatusPatch(before, obj)
 	}
+	if patch, ok, err := fieldPatch(b, o); ok {
+		if err != nil {
+			return nil, false, err
+		}
+		return patch, string(patch) != "{}", nil
+	}
 	bj, err := json.Marshal(addr(b))
 	if err != nil {
 		return nil, false, err
